@@ -1,0 +1,3 @@
+module github.com/knotd/knotd
+
+go 1.25.0

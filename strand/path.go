@@ -1,0 +1,182 @@
+package strand
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	// Ext is the extension every strand has.
+	Ext = ".md"
+	// TieOffExt replaces Ext to name a strand's tie-off.
+	TieOffExt = ".tieoff.md"
+	// StateDir is the directory, directly inside the vault, where knotd
+	// keeps its own files.
+	StateDir = ".knot"
+)
+
+// ErrBadPath is wrapped by every error about a path that is not a valid
+// vault-relative path.
+var ErrBadPath = errors.New("strand: invalid vault-relative path")
+
+// ValidateRel checks that rel is a clean, slash-separated, vault-relative
+// path that stays inside the vault: not empty, not absolute (neither "/x"
+// nor a Windows volume), no "." or ".." element, no empty element, no
+// backslash and no NUL byte.
+func ValidateRel(rel string) error {
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", ErrBadPath, rel, why) }
+	switch {
+	case rel == "":
+		return bad("empty")
+	case strings.ContainsRune(rel, 0):
+		return bad("contains a NUL byte")
+	case strings.HasPrefix(rel, "/"):
+		return bad("absolute")
+	case strings.ContainsRune(rel, '\\'):
+		return bad("contains a backslash")
+	case filepath.VolumeName(rel) != "" || (len(rel) >= 2 && rel[1] == ':'):
+		return bad("has a volume name")
+	}
+	for _, el := range strings.Split(rel, "/") {
+		switch el {
+		case "":
+			return bad("has an empty element")
+		case ".", "..":
+			return bad("has a " + el + " element")
+		}
+	}
+	return nil
+}
+
+// Rel converts an absolute path under root into a vault-relative path. It
+// fails if abs is root itself or lies outside root.
+func Rel(root, abs string) (string, error) {
+	r, err := filepath.Rel(root, abs)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not under %s: %v", ErrBadPath, abs, root, err)
+	}
+	rel := filepath.ToSlash(r)
+	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%w: %s is not inside %s", ErrBadPath, abs, root)
+	}
+	if err := ValidateRel(rel); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+// Abs joins a validated vault-relative path onto root.
+func Abs(root, rel string) (string, error) {
+	if err := ValidateRel(rel); err != nil {
+		return "", err
+	}
+	return filepath.Join(root, filepath.FromSlash(rel)), nil
+}
+
+// IsTieOff reports whether the name (a base name or a path) is a tie-off.
+func IsTieOff(name string) bool {
+	return strings.HasSuffix(name, TieOffExt) && len(path.Base(name)) > len(TieOffExt)
+}
+
+// TieOffPath returns the tie-off path of the strand at rel:
+// "a/b.md" becomes "a/b.tieoff.md". rel must be a valid strand path.
+func TieOffPath(rel string) (string, error) {
+	if err := ValidateRel(rel); err != nil {
+		return "", err
+	}
+	if !IsStrandName(path.Base(rel)) {
+		return "", fmt.Errorf("%w %q: not a strand", ErrBadPath, rel)
+	}
+	return strings.TrimSuffix(rel, Ext) + TieOffExt, nil
+}
+
+// StrandPath is the inverse of TieOffPath: "a/b.tieoff.md" becomes
+// "a/b.md". It reports false when rel is not a valid tie-off path.
+func StrandPath(rel string) (string, bool) {
+	if ValidateRel(rel) != nil || !IsTieOff(rel) {
+		return "", false
+	}
+	s := strings.TrimSuffix(rel, TieOffExt) + Ext
+	if !IsStrandName(path.Base(s)) {
+		return "", false
+	}
+	return s, true
+}
+
+// IsStrandName reports whether a base name is one knotd treats as a strand:
+// it ends in ".md", is not a tie-off, and is not an editor or sync artefact
+// (see IsArtefact). Whether the file is regular is checked separately, by
+// IsStrandFile.
+func IsStrandName(name string) bool {
+	if !strings.HasSuffix(name, Ext) || len(name) == len(Ext) {
+		return false
+	}
+	return !IsTieOff(name) && !IsArtefact(name)
+}
+
+// IsStrandPath reports whether rel is a valid vault-relative path to a
+// strand name outside knotd's own state directory. It does not look at the
+// directories on the way (ignore rules are the watcher's job).
+func IsStrandPath(rel string) bool {
+	if ValidateRel(rel) != nil {
+		return false
+	}
+	if rel == StateDir || strings.HasPrefix(rel, StateDir+"/") {
+		return false
+	}
+	return IsStrandName(path.Base(rel))
+}
+
+// IsStrandFile reports whether info describes a file that can be a strand:
+// a regular file (not a directory, symlink, FIFO, socket or device) whose
+// name passes IsStrandName. Callers must obtain info with Lstat so that a
+// symlink is seen as one.
+func IsStrandFile(info fs.FileInfo) bool {
+	return info != nil && info.Mode().IsRegular() && IsStrandName(info.Name())
+}
+
+// IsArtefact reports whether a base name is a temporary or backup file that
+// an editor or sync tool makes, never a note of the user's:
+//
+//   - emacs lock and autosave files: ".#note.md", "#note.md#"
+//   - vim swap, backup and write probe: ".note.md.swp" (.swo, .swx…),
+//     "note.md~", "4913"
+//   - Syncthing: ".syncthing.note.md.tmp", "~syncthing~note.md.tmp",
+//     "note.sync-conflict-20260101-120000-ABCDEFG.md"
+//   - iCloud placeholders: ".note.md.icloud"
+//   - generic temp and backup suffixes: ".tmp", ".bak", ".orig", ".part",
+//     ".crdownload"
+//   - Office/LibreOffice lock files: "~$note.md", ".~lock.note.md#"
+//   - macOS resource forks: "._note.md"
+func IsArtefact(name string) bool {
+	switch {
+	case name == "4913":
+		return true
+	case strings.HasPrefix(name, ".#"), strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#"),
+		strings.HasPrefix(name, "~$"), strings.HasPrefix(name, ".~lock."),
+		strings.HasPrefix(name, "._"):
+		return true
+	case strings.HasPrefix(name, ".syncthing.") || strings.HasPrefix(name, "~syncthing~"):
+		return true
+	case strings.Contains(name, ".sync-conflict-"):
+		return true
+	case strings.HasSuffix(name, "~"):
+		return true
+	case strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".icloud"):
+		return true
+	}
+	ext := strings.ToLower(path.Ext(name))
+	switch ext {
+	case ".tmp", ".bak", ".orig", ".part", ".crdownload", ".icloud":
+		return true
+	}
+	// vim swap files: .swp, .swo, .swn … .swa and .sw[a-p]/.sx? variants.
+	if len(ext) == 4 && (strings.HasPrefix(ext, ".sw") || strings.HasPrefix(ext, ".sx")) {
+		return true
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package strand
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+func TestIsStrandName(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"note.md", true},
+		{"My Note 🎉.md", true},
+		{"-leading-dash.md", true},
+		{".hidden.md", true},
+		{"plan.tieoff.md", false},
+		{".md", false},
+		{"note.markdown", false},
+		{"note.MD", false},
+		{"note.txt", false},
+		{".#note.md", false},
+		{"#note.md#", false},
+		{".note.md.swp", false},
+		{".note.md.swo", false},
+		{".note.md.swx", false},
+		{"note.md~", false},
+		{"4913", false},
+		{".syncthing.note.md.tmp", false},
+		{"~syncthing~note.md.tmp", false},
+		{"note.sync-conflict-20260101-120000-ABCDEFG.md", false},
+		{".note.md.icloud", false},
+		{"~$note.md", false},
+		{".~lock.note.md#", false},
+		{"._note.md", false},
+		{"note.md.tmp", false},
+		{"note.md.bak", false},
+	}
+	for _, tt := range tests {
+		if got := IsStrandName(tt.name); got != tt.want {
+			t.Errorf("IsStrandName(%q) = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestValidateRel(t *testing.T) {
+	tests := []struct {
+		rel string
+		ok  bool
+	}{
+		{"a.md", true},
+		{"a/b/c.md", true},
+		{"with space/ünïcode.md", true},
+		{"", false},
+		{"/abs.md", false},
+		{"../up.md", false},
+		{"a/../b.md", false},
+		{"a/./b.md", false},
+		{"a//b.md", false},
+		{"a/", false},
+		{`a\b.md`, false},
+		{"C:/x.md", false},
+		{"c:x.md", false},
+		{"nul\x00.md", false},
+		{"..", false},
+		{".", false},
+	}
+	for _, tt := range tests {
+		err := ValidateRel(tt.rel)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateRel(%q) = %v; want ok=%v", tt.rel, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrBadPath) {
+			t.Errorf("ValidateRel(%q) error %v does not wrap ErrBadPath", tt.rel, err)
+		}
+	}
+}
+
+func TestTieOffPath(t *testing.T) {
+	tests := []struct {
+		rel, want string
+		ok        bool
+	}{
+		{"a/b.md", "a/b.tieoff.md", true},
+		{"b.md", "b.tieoff.md", true},
+		{"x.y.md", "x.y.tieoff.md", true},
+		{"a/b.tieoff.md", "", false},
+		{"a/b.txt", "", false},
+		{"../b.md", "", false},
+		{"a/.#b.md", "", false},
+	}
+	for _, tt := range tests {
+		got, err := TieOffPath(tt.rel)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("TieOffPath(%q) = %q, %v; want %q ok=%v", tt.rel, got, err, tt.want, tt.ok)
+		}
+		if tt.ok {
+			back, ok := StrandPath(got)
+			if !ok || back != tt.rel {
+				t.Errorf("StrandPath(%q) = %q, %v; want %q", got, back, ok, tt.rel)
+			}
+		}
+	}
+	for _, bad := range []string{"a.md", ".tieoff.md", "../a.tieoff.md", "a/.#b.tieoff.md"} {
+		if s, ok := StrandPath(bad); ok {
+			t.Errorf("StrandPath(%q) = %q, true; want false", bad, s)
+		}
+	}
+}
+
+func TestIsStrandPath(t *testing.T) {
+	tests := []struct {
+		rel  string
+		want bool
+	}{
+		{"notes/a.md", true},
+		{".knot/a.md", false},
+		{".knot", false},
+		{".knotty/a.md", true},
+		{"a.tieoff.md", false},
+		{"../a.md", false},
+	}
+	for _, tt := range tests {
+		if got := IsStrandPath(tt.rel); got != tt.want {
+			t.Errorf("IsStrandPath(%q) = %v; want %v", tt.rel, got, tt.want)
+		}
+	}
+}
+
+func TestRelAbs(t *testing.T) {
+	root := t.TempDir()
+	abs := filepath.Join(root, "a", "b.md")
+	rel, err := Rel(root, abs)
+	if err != nil || rel != "a/b.md" {
+		t.Fatalf("Rel = %q, %v; want a/b.md", rel, err)
+	}
+	back, err := Abs(root, rel)
+	if err != nil || back != abs {
+		t.Fatalf("Abs = %q, %v; want %q", back, err, abs)
+	}
+	for _, outside := range []string{root, filepath.Dir(root), filepath.Join(root, "..", "x.md")} {
+		if r, err := Rel(root, outside); err == nil {
+			t.Errorf("Rel(%q) = %q; want error", outside, r)
+		}
+	}
+	if _, err := Abs(root, "../x.md"); err == nil {
+		t.Error("Abs(../x.md) succeeded; want error")
+	}
+}
+
+func TestIsStrandFile(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	reg := mk("a.md")
+	mk("a.tieoff.md")
+	if err := os.Mkdir(filepath.Join(dir, "d.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Symlink(reg, filepath.Join(dir, "link.md")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := map[string]bool{"a.md": true, "a.tieoff.md": false, "d.md": false, "link.md": false}
+	for name, want := range tests {
+		info, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			if os.IsNotExist(err) && runtime.GOOS == "windows" {
+				continue
+			}
+			t.Fatal(err)
+		}
+		if got := IsStrandFile(info); got != want {
+			t.Errorf("IsStrandFile(%s) = %v; want %v", name, got, want)
+		}
+	}
+	if IsStrandFile(nil) {
+		t.Error("IsStrandFile(nil) = true")
+	}
+}
