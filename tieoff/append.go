@@ -1,0 +1,214 @@
+package tieoff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// repairWindow bounds how far back from the end Append looks for the last
+// section's start.
+const repairWindow = 64 << 10
+
+// Append adds section s at the end of the tie-off at path and returns the
+// offset at which the section's Event header was written.
+//
+// A missing file is created with NotePerm (through the umask); a missing
+// directory is an error, never created. A path that is a symbolic link or
+// not a regular file is refused (ErrNotRegular).
+//
+// The separator, and the section, go to the file in one write(2) on a file
+// opened with O_APPEND, followed by fsync. To choose the separator Append
+// reads at most the last section (and never more than 64 KiB): whether the
+// file ends with a newline, and whether a hand edit left a code fence or
+// HTML block open at its end (then the closing line is written before the
+// separator, so the new section is not swallowed). The cost of an Append
+// therefore does not grow with the history.
+//
+// Guarantees and limits. O_APPEND makes the write land at the end of the
+// file even if someone else appended since Append looked; the separator
+// was then chosen for the old end, and the returned offset is off by what
+// they wrote. If the write fails, Append truncates the file back to its
+// old size (when nobody else wrote meanwhile) and returns the error. A
+// single write of a few KiB to a local file is complete or absent after a
+// process crash, but neither POSIX nor the file systems promise that for a
+// SIGKILL during a large write or for a power loss before fsync returns: a
+// prefix of the section may remain. The run marker records the reply's
+// length, so Parse marks such a last section Torn and HasRun reports
+// ErrTorn instead of claiming the run was written. If fsync fails, the
+// section may or may not be in the file: check with HasRun before writing
+// it again.
+//
+// Append is safe to call concurrently for different files; callers must
+// not append to one file from two goroutines at once.
+func Append(path string, s Section) (offset int64, err error) {
+	sec, err := Format(s)
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+	}
+	f, err := openFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, NotePerm)
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("tieoff: append %s: close: %w", path, cerr)
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+	}
+	size := fi.Size()
+	joint, err := joint(f, size)
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: read end: %w", path, err)
+	}
+	buf := append(joint, sec...)
+	if n, err := f.Write(buf); err != nil {
+		if uerr := undo(f, size, n); uerr != nil {
+			return 0, fmt.Errorf("tieoff: append %s: %w; undoing the partial write: %v", path, err, uerr)
+		}
+		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: sync (the section may be in the file): %w", path, err)
+	}
+	return size + int64(len(joint)), nil
+}
+
+// undo truncates a partial write of n bytes at the end of a file that had
+// size bytes, unless someone else has written to it since.
+func undo(f *os.File, size int64, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != size+int64(n) {
+		return fmt.Errorf("file is %d bytes, not %d: left as it is", fi.Size(), size+int64(n))
+	}
+	return f.Truncate(size)
+}
+
+// joint returns what must go between the end of a file of size bytes and
+// a new section: nothing for an empty (or blank) file; otherwise a newline
+// if the file lacks a final one, the lines that close a block a hand edit
+// left open, and the separator.
+func joint(f io.ReaderAt, size int64) ([]byte, error) {
+	if size == 0 {
+		return nil, nil
+	}
+	tail, from, err := lastSection(f, size)
+	if err != nil {
+		return nil, err
+	}
+	var j []byte
+	if tail[len(tail)-1] != '\n' {
+		j = append(j, '\n')
+	}
+	if from == 0 && len(bytes.TrimSpace(tail)) == 0 {
+		return j, nil
+	}
+	if from >= 0 {
+		if c, ok := closers(append(slices.Clip(tail), j...)); ok {
+			j = append(j, c...)
+		}
+	}
+	return append(j, separator...), nil
+}
+
+// lastSection reads the end of a file of size > 0 bytes backwards until
+// it finds the start of the last section, and returns the bytes from there
+// (from is its offset). If the file holds no section header in its last
+// repairWindow bytes, it returns those bytes and from = -1, or the whole
+// file and from = 0 if it is shorter.
+func lastSection(f io.ReaderAt, size int64) (tail []byte, from int64, err error) {
+	r := &tailReader{f: f, size: size, off: size}
+	for chunk := int64(4096); ; chunk *= 2 {
+		if err := r.grow(min(chunk, repairWindow-r.len())); err != nil {
+			return nil, 0, err
+		}
+		if st := r.starts(); len(st) > 0 {
+			last := st[len(st)-1]
+			return r.buf[last-r.off:], last, nil
+		}
+		if r.off == 0 {
+			return r.buf, 0, nil
+		}
+		if r.len() >= repairWindow {
+			return r.buf, -1, nil
+		}
+	}
+}
+
+// Replace makes the tie-off at path hold only section s (knot_mode:
+// replace). It writes a temporary file in the same directory, fsyncs it,
+// gives it the permissions of the file it replaces (NotePerm through the
+// umask for a new one) and renames it over path, then fsyncs the
+// directory. Readers see the old file or the new one, never a mix; after a
+// crash the old file is intact or the new one complete (a stray temporary
+// ".<name>.knot-*.tmp" may remain). A path that is a symbolic link or not
+// a regular file is refused (ErrNotRegular).
+func Replace(path string, s Section) (err error) {
+	sec, err := Format(s)
+	if err != nil {
+		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+	}
+	perm, keep := NotePerm, false
+	switch fi, err := os.Lstat(path); {
+	case err == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("tieoff: replace %s: %w", path, ErrNotRegular)
+	case err == nil:
+		perm, keep = fi.Mode().Perm(), true
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := createTemp(dir, filepath.Base(path), perm)
+	if err != nil {
+		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+	}
+	closed := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		if !closed {
+			tmp.Close() // the write already failed; the file is removed
+		}
+		if rerr := os.Remove(tmp.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("%w; removing %s: %v", err, tmp.Name(), rerr)
+		}
+	}()
+	if _, err := tmp.Write(sec); err != nil {
+		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+	}
+	if keep {
+		// Exactly the old permissions, whatever the umask took away.
+		if err := tmp.Chmod(perm); err != nil {
+			return fmt.Errorf("tieoff: replace %s: %w", path, err)
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("tieoff: replace %s: sync: %w", path, err)
+	}
+	closed = true
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("tieoff: replace %s: close: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("tieoff: replace %s: sync directory (the file is replaced): %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+// Package tieoff writes, replaces, reads and parses tie-offs: the Markdown
+// file beside a strand ("a/b.md" -> "a/b.tieoff.md") in which knotd keeps
+// one section per agent run, oldest first.
+//
+// # Format
+//
+// A section is these lines, in this order (DESIGN §4.1):
+//
+//	## Event: Modified
+//	## Strand: ideas/plan.md
+//	## Timestamp: 2026-11-21T19:30:05Z
+//	## Status: failed                          (failed runs only)
+//	<!-- knot:run 0190f3c2-7b1a-7c3d-9e2f-1a2b3c4d5e6f bytes=1234 -->
+//	---
+//	(blank line)
+//	<agent reply>
+//
+// The Event label is Created, Modified or Deleted; the Strand is the
+// vault-relative slash path; the Timestamp is UTC with second precision.
+// The run marker is an HTML comment on its own line, so it renders as
+// nothing: it names the run (its transcript is .knot/runs/<run-id>.jsonl)
+// and records the length in bytes of the reply as written, which lets a
+// reader notice a last section that a crash cut short (Section.Torn).
+// Sections follow each other with a separator: a blank line, a "---" line
+// and a blank line, so the last paragraph of a reply never becomes a setext
+// heading. A file therefore renders as CommonMark in which every section's
+// headers are top-level H2 headings and every reply keeps its own structure.
+//
+// A strand path is written as it is, except that a backslash is written
+// "\\" and a byte that could break the header line or that is not UTF-8
+// (control characters, DEL, invalid UTF-8, and a space at either end of the
+// path) is written as "\xHH". Valid strand paths never contain a backslash
+// (see strand.ValidateRel), so ordinary paths, including ones with spaces,
+// emoji or leading dashes, appear unchanged.
+//
+// # Replies are neutralised
+//
+// Format writes the reply unchanged except for what would make the file
+// ambiguous:
+//
+//   - A line that imitates one of the headers ("## Event:", "## Strand:",
+//     "## Timestamp:", "## Status:", with any indentation, any number of
+//     '#', any case) gets a backslash before its first '#'. This is done on
+//     every line, inside code fences too, so that a raw line scan (Tail,
+//     HasRun) never meets a fake header. Rendered outside code the line looks
+//     the same; inside code the backslash shows.
+//   - Text that imitates the run marker ("<!--" then "knot" then ':') gets
+//     a backslash before the ':'.
+//   - A reply that does not end with a newline gets one.
+//   - A reply that would leave a block open at its end (an unclosed ``` or
+//     ~~~ fence, an unclosed <!--, <pre>, <script>, <style>, <textarea>, <?,
+//     <!X or <![CDATA[ HTML block) gets the line that closes it. Whether
+//     a reply is closed is decided by parsing it with goldmark followed by a
+//     separator and a header: the header must come out as a top-level H2. If
+//     no closing line helps, the whole reply is put in a code fence longer
+//     than any backtick run inside it, which always closes. Open lists, block
+//     quotes, indented code and paragraphs need nothing: the separator's blank
+//     line and "---" close them.
+//
+// A reply that needed none of this is read back byte for byte.
+//
+// # Reading
+//
+// Parse reads a tie-off with goldmark: a section starts at every top-level
+// ATX H2 heading "Event: ...", which must be followed by the Strand and
+// Timestamp headings; the Status heading, the marker and the "---" are
+// optional when reading, so hand-written sections parse. The body runs to
+// the separator before the next section (or to the end of the file). Text a
+// user added between sections therefore belongs to the section above it.
+// What cannot be read as a section (text before the first section, an
+// Event heading not followed by Strand and Timestamp) is returned as a
+// ParseError carrying its line and its text; a bad value in a header (an
+// unknown event, a malformed timestamp) is a ParseError too, but its
+// section is still returned. Lines that look like a section header but are
+// not top-level headings (a user's unclosed fence above them swallowed them)
+// are reported as well. CRLF line endings are read like LF.
+//
+// # Writing
+//
+// Append adds a section with a single write to a file opened with O_APPEND,
+// then fsyncs. It looks at most at the last section (bounded by a 64 KiB
+// window), never at the whole history, so its cost does not grow with the
+// file. Replace writes a file holding only the given section through a
+// temporary file and a rename. Tail reads the newest sections from the end
+// of the file within a byte budget, and HasRun tells crash recovery whether
+// a run's section is already in the file.
+package tieoff

@@ -1,0 +1,264 @@
+package tieoff
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/strand"
+	"github.com/yuin/goldmark/ast"
+)
+
+// ParseError is something in a tie-off that Parse could not read as a
+// section, or a bad value in a section's headers.
+type ParseError struct {
+	// Line is the 1-based line where the problem is.
+	Line int
+	// Msg says what is wrong.
+	Msg string
+	// Text is the text that belongs to no returned section because of this
+	// problem (text before the first section, a section whose headers are
+	// broken), as it stands in the file; empty when the text is in a
+	// returned section.
+	Text string
+}
+
+// Error implements error.
+func (e ParseError) Error() string { return fmt.Sprintf("tieoff: line %d: %s", e.Line, e.Msg) }
+
+// Read reads and parses the tie-off at path; see Parse. It refuses a path
+// that is a symbolic link or not a regular file (ErrNotRegular).
+func Read(path string) ([]Section, []ParseError, error) {
+	f, err := openRead(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tieoff: read %s: %w", path, err)
+	}
+	defer f.Close() // read only: a close error loses nothing
+	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil {
+		buf.Grow(int(fi.Size()) + 1)
+	}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, nil, fmt.Errorf("tieoff: read %s: %w", path, err)
+	}
+	secs, probs := Parse(buf.Bytes())
+	return secs, probs, nil
+}
+
+// Parse reads a tie-off into its sections, oldest first, and reports what
+// it could not read. It never fails as a whole and never panics; see the
+// package documentation for the rules.
+func Parse(data []byte) ([]Section, []ParseError) {
+	p := &parse{x: newLineIndex(data)}
+	for c := parseBlocks(data).FirstChild(); c != nil; c = c.NextSibling() {
+		p.kids = append(p.kids, c)
+	}
+	var starts []int
+	known := make(map[int]bool)
+	for i, k := range p.kids {
+		if w, _ := p.header(k); w == wordEvent {
+			starts = append(starts, i)
+			known[p.x.lineOf(k.Pos())] = true
+		}
+	}
+	first := len(data)
+	if len(starts) > 0 {
+		first = p.x.start(p.x.lineOf(p.kids[starts[0]].Pos()))
+	}
+	if pre := data[:first]; len(bytes.TrimSpace(pre)) > 0 {
+		msg := "text before the first section"
+		if len(starts) == 0 {
+			msg = "no section found"
+		}
+		lead := len(pre) - len(bytes.TrimLeft(pre, " \t\r\n"))
+		p.problem(p.x.lineOf(lead)+1, msg, string(pre))
+	}
+	for si, ki := range starts {
+		next, end := len(p.kids), len(data)
+		if si+1 < len(starts) {
+			next = starts[si+1]
+			end = p.x.start(p.x.lineOf(p.kids[next].Pos()))
+		}
+		size, ok := p.section(ki, next, end)
+		if last := len(p.secs) - 1; ok && next == len(p.kids) && size > len(p.secs[last].Body) {
+			p.secs[last].Torn = true
+			p.problem(p.secs[last].Line, fmt.Sprintf("the last section's reply is %d bytes shorter than written: a crash may have cut the write short, or the text was edited", size-len(p.secs[last].Body)), "")
+		}
+	}
+	for i := range p.x.count() {
+		if !known[i] && isSectionStart(p.x.text(i)) {
+			p.problem(i+1, "line looks like a section header but is not a top-level heading (a code fence or HTML block opened above is not closed)", "")
+		}
+	}
+	sort.SliceStable(p.probs, func(i, j int) bool { return p.probs[i].Line < p.probs[j].Line })
+	return p.secs, p.probs
+}
+
+type parse struct {
+	x     *lineIndex
+	kids  []ast.Node
+	secs  []Section
+	probs []ParseError
+}
+
+func (p *parse) problem(line int, msg, text string) {
+	p.probs = append(p.probs, ParseError{Line: line, Msg: msg, Text: text})
+}
+
+// header returns the header word and value of a top-level ATX H2 heading
+// that is one of the section headers.
+func (p *parse) header(n ast.Node) (string, []byte) {
+	h, ok := n.(*ast.Heading)
+	if !ok || h.Level != 2 || h.Pos() < 0 {
+		return "", nil
+	}
+	w, v, ok := parseHeader(p.x.text(p.x.lineOf(h.Pos())))
+	if !ok {
+		return "", nil
+	}
+	return w, v
+}
+
+// section reads the section whose Event heading is kids[ki]; the next
+// section starts at kids[next], at byte end. It reports whether it added a
+// section, and the reply length recorded in its marker, or -1.
+func (p *parse) section(ki, next, end int) (size int, ok bool) {
+	x := p.x
+	evLine := x.lineOf(p.kids[ki].Pos())
+	s := Section{Line: evLine + 1, Offset: int64(x.start(evLine))}
+	var vals [3][]byte
+	k := ki
+	for i, want := range []string{wordEvent, wordStrand, wordTimestamp} {
+		w, v := "", []byte(nil)
+		if k < next {
+			w, v = p.header(p.kids[k])
+		}
+		if w != want {
+			p.problem(s.Line, "## Event: is not followed by ## Strand: and ## Timestamp:; the text up to the next section is not read as a section", string(x.src[s.Offset:end]))
+			return -1, false
+		}
+		vals[i] = v
+		k++
+	}
+	ev, err := strand.ParseEventType(string(vals[0]))
+	if err != nil {
+		p.problem(s.Line, fmt.Sprintf("unknown event %q", vals[0]), "")
+	}
+	s.Event = ev
+	if s.Strand = unescapeStrand(string(vals[1])); s.Strand == "" {
+		p.problem(s.Line+1, "empty strand path", "")
+	}
+	if s.Time, err = parseTime(string(vals[2])); err != nil {
+		p.problem(s.Line+2, fmt.Sprintf("bad timestamp %q", vals[2]), "")
+	}
+	if k < next {
+		if w, v := p.header(p.kids[k]); w == wordStatus {
+			if s.Failed = strings.EqualFold(string(v), statusFailed); !s.Failed {
+				p.problem(x.lineOf(p.kids[k].Pos())+1, fmt.Sprintf("unknown status %q", v), "")
+			}
+			k++
+		}
+	}
+	size = -1
+	if k < next {
+		if hb, ok := p.kids[k].(*ast.HTMLBlock); ok && hb.Pos() >= 0 && isMarkerLine(x.text(x.lineOf(hb.Pos()))) {
+			line := x.lineOf(hb.Pos())
+			if s.RunID, size, err = parseMarker(x.text(line)); err != nil || hb.Lines().Len() != 1 {
+				p.problem(line+1, "malformed run marker", "")
+			}
+			k++
+		}
+	}
+	// The body starts after the "---" (or the last header line of a
+	// hand-written section without one) and one blank line.
+	bodyLine := p.lastLine(p.kids[k-1])
+	if k < next {
+		if tb, ok := p.kids[k].(*ast.ThematicBreak); ok {
+			bodyLine = x.lineOf(tb.Pos())
+			k++
+		}
+	}
+	bodyStart := x.end(bodyLine)
+	if l := bodyLine + 1; l < x.count() && x.start(l) < end && x.blank(l) {
+		bodyStart = x.end(l)
+	}
+	bodyStart = min(bodyStart, end)
+	bodyEnd := end
+	if next < len(p.kids) && next-1 >= k {
+		if tb, ok := p.kids[next-1].(*ast.ThematicBreak); ok {
+			l := x.lineOf(tb.Pos())
+			bodyEnd = max(x.start(l), bodyStart)
+			if l > 0 && x.blank(l-1) && x.start(l-1) >= bodyStart {
+				bodyEnd = x.start(l - 1)
+			}
+		}
+	}
+	s.Body = string(x.src[bodyStart:bodyEnd])
+	p.secs = append(p.secs, s)
+	return size, true
+}
+
+// lastLine returns the index of the last line of a top-level block.
+func (p *parse) lastLine(n ast.Node) int {
+	if n.Type() == ast.TypeBlock {
+		if l := n.Lines(); l.Len() > 0 {
+			return p.x.lineOf(l.At(l.Len() - 1).Start)
+		}
+	}
+	return p.x.lineOf(max(n.Pos(), 0))
+}
+
+// parseTime reads a Timestamp value: TimeLayout, or any RFC 3339 time a
+// user may have typed; the result is in UTC.
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// lineIndex finds lines in a document. Lines end with '\n'; a '\r' before
+// it is not part of the line's text.
+type lineIndex struct {
+	src    []byte
+	starts []int // start offset of every line; a final '\n' starts no line
+}
+
+func newLineIndex(src []byte) *lineIndex {
+	starts := make([]int, 1, bytes.Count(src, []byte("\n"))+1)
+	for i, c := range src {
+		if c == '\n' && i+1 < len(src) {
+			starts = append(starts, i+1)
+		}
+	}
+	return &lineIndex{src: src, starts: starts}
+}
+
+func (x *lineIndex) count() int { return len(x.starts) }
+
+// lineOf returns the index of the line holding byte off.
+func (x *lineIndex) lineOf(off int) int {
+	return sort.Search(len(x.starts), func(i int) bool { return x.starts[i] > off }) - 1
+}
+
+func (x *lineIndex) start(i int) int { return x.starts[i] }
+
+// end returns the offset just after line i's line ending.
+func (x *lineIndex) end(i int) int {
+	if i+1 < len(x.starts) {
+		return x.starts[i+1]
+	}
+	return len(x.src)
+}
+
+// text returns line i without its line ending.
+func (x *lineIndex) text(i int) []byte {
+	t := x.src[x.start(i):x.end(i)]
+	t = bytes.TrimSuffix(t, []byte("\n"))
+	return bytes.TrimSuffix(t, []byte("\r"))
+}
+
+func (x *lineIndex) blank(i int) bool { return len(bytes.Trim(x.text(i), " \t")) == 0 }

@@ -1,0 +1,297 @@
+package tieoff
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/knotd/knotd/strand"
+)
+
+// TimeLayout is the layout of the Timestamp header: UTC, second precision.
+const TimeLayout = "2006-01-02T15:04:05Z"
+
+// MaxRunIDLen is the longest run id Format accepts.
+const MaxRunIDLen = 128
+
+// ErrInvalid is wrapped by every error about a section that cannot be
+// written: an invalid event type, an empty strand path, a zero or
+// out-of-range time, or a run id with characters outside [A-Za-z0-9._-].
+var ErrInvalid = errors.New("tieoff: invalid section")
+
+// Section is one run's entry in a tie-off.
+type Section struct {
+	// Event is what happened to the strand.
+	Event strand.EventType
+	// Strand is the vault-relative, slash-separated path of the strand.
+	Strand string
+	// Time is when the event happened; it is written in UTC, to the second.
+	Time time.Time
+	// Failed marks a run that failed; its Body explains why (see Failure).
+	Failed bool
+	// RunID is the run's id (a UUID v7). It may be empty only in sections a
+	// user wrote by hand; Format then writes no run marker.
+	RunID string
+	// Body is the agent's reply. Format neutralises it (see the package
+	// documentation); Parse returns it as it stands in the file.
+	Body string
+
+	// Line is the 1-based line of the section's Event header in the data
+	// that was parsed (for Tail, in Window.Text). Format ignores it.
+	Line int
+	// Offset is the byte offset of the Event header line in the file (or
+	// the data) it was read from. Format ignores it.
+	Offset int64
+	// Torn reports that this is the last section of the file and that its
+	// body is shorter than the length recorded in its run marker: a write
+	// cut short by a crash, or an edit that removed text. Format ignores it.
+	Torn bool
+}
+
+// header words, in the order they appear in a section.
+const (
+	wordEvent     = "Event"
+	wordStrand    = "Strand"
+	wordTimestamp = "Timestamp"
+	wordStatus    = "Status"
+)
+
+var headerWords = [...]string{wordEvent, wordStrand, wordTimestamp, wordStatus}
+
+const (
+	statusFailed = "failed"
+	markerPrefix = "<!-- knot:run "
+	markerSuffix = "-->"
+	markerBytes  = "bytes="
+	// headerBreak is what follows the header lines: the thematic break
+	// and the blank line before the body.
+	headerBreak = "---\n\n"
+	// separator goes between the end of a body (which ends in a newline)
+	// and the next section's Event header.
+	separator = "\n---\n\n"
+)
+
+// Format returns the bytes of one section as Append writes it, without the
+// separator that precedes every section but the first. The body is
+// neutralised and ends with a newline unless it is empty.
+func Format(s Section) ([]byte, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	body := prepareBody([]byte(s.Body))
+	var b bytes.Buffer
+	b.Grow(len(body) + 160 + len(s.Strand))
+	b.WriteString("## Event: ")
+	b.WriteString(s.Event.String())
+	b.WriteString("\n## Strand: ")
+	b.WriteString(escapeStrand(s.Strand))
+	b.WriteString("\n## Timestamp: ")
+	b.WriteString(s.Time.UTC().Format(TimeLayout))
+	b.WriteByte('\n')
+	if s.Failed {
+		b.WriteString("## Status: " + statusFailed + "\n")
+	}
+	if s.RunID != "" {
+		b.WriteString(markerPrefix)
+		b.WriteString(s.RunID)
+		b.WriteString(" " + markerBytes)
+		b.WriteString(strconv.Itoa(len(body)))
+		b.WriteString(" " + markerSuffix + "\n")
+	}
+	b.WriteString(headerBreak)
+	b.Write(body)
+	return b.Bytes(), nil
+}
+
+func (s Section) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case !s.Event.Valid():
+		return bad("event type %v", s.Event)
+	case s.Strand == "":
+		return bad("empty strand path")
+	case s.Time.IsZero():
+		return bad("zero time")
+	}
+	if y := s.Time.UTC().Year(); y < 1 || y > 9999 {
+		return bad("time %v out of range", s.Time)
+	}
+	return validRunID(s.RunID, true)
+}
+
+// validRunID checks a run id: at most MaxRunIDLen bytes of [A-Za-z0-9._-],
+// and not empty unless empty is allowed.
+func validRunID(id string, emptyOK bool) error {
+	if id == "" {
+		if emptyOK {
+			return nil
+		}
+		return fmt.Errorf("%w: empty run id", ErrInvalid)
+	}
+	if len(id) > MaxRunIDLen {
+		return fmt.Errorf("%w: run id longer than %d bytes", ErrInvalid, MaxRunIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%w: run id %q has a character outside [A-Za-z0-9._-]", ErrInvalid, id)
+		}
+	}
+	return nil
+}
+
+// escapeStrand writes a strand path so that it fits on the header line and
+// survives editors: '\' becomes "\\"; control bytes, DEL, bytes that are
+// not UTF-8 and a space at either end become "\xHH".
+func escapeStrand(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c < 0x20 || c == 0x7f || c == ' ' && (i == 0 || i == len(p)-1):
+			fmt.Fprintf(&b, `\x%02x`, c)
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(p[i:])
+			if r == utf8.RuneError && n == 1 {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			} else {
+				b.WriteString(p[i : i+n])
+			}
+			i += n
+			continue
+		default:
+			b.WriteByte(c)
+		}
+		i++
+	}
+	return b.String()
+}
+
+// unescapeStrand reverses escapeStrand. A backslash that starts neither
+// "\\" nor "\xHH" is kept as it is.
+func unescapeStrand(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 >= len(v) {
+			b.WriteByte(c)
+			continue
+		}
+		switch {
+		case v[i+1] == '\\':
+			b.WriteByte('\\')
+			i++
+		case v[i+1] == 'x' && i+3 < len(v):
+			n, err := strconv.ParseUint(v[i+2:i+4], 16, 8)
+			if err != nil {
+				b.WriteByte(c)
+				continue
+			}
+			b.WriteByte(byte(n))
+			i += 3
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// parseHeader reads line (without its line ending) as one of the section
+// header lines: up to three spaces, exactly "##", at least one space or
+// tab, a header word (any case), optional blanks, ':' and the value. The
+// value has the spaces and tabs at both ends removed.
+func parseHeader(line []byte) (word string, value []byte, ok bool) {
+	i := 0
+	for i < len(line) && i < 3 && line[i] == ' ' {
+		i++
+	}
+	if !bytes.HasPrefix(line[i:], []byte("##")) {
+		return "", nil, false
+	}
+	i += 2
+	j := skipBlanks(line, i)
+	if j == i {
+		return "", nil, false
+	}
+	word, end := headerWordAt(line, j)
+	if word == "" {
+		return "", nil, false
+	}
+	return word, trimBlanks(line[end:]), true
+}
+
+// headerWordAt reports which header word, followed by optional blanks and
+// a colon, starts at line[i], and the index just after the colon.
+func headerWordAt(line []byte, i int) (string, int) {
+	for _, w := range headerWords {
+		if len(line)-i < len(w) || !bytes.EqualFold(line[i:i+len(w)], []byte(w)) {
+			continue
+		}
+		j := skipBlanks(line, i+len(w))
+		if j < len(line) && line[j] == ':' {
+			return w, j + 1
+		}
+	}
+	return "", 0
+}
+
+// isSectionStart reports whether line is an Event header line.
+func isSectionStart(line []byte) bool {
+	w, _, ok := parseHeader(line)
+	return ok && w == wordEvent
+}
+
+// parseMarker reads a run marker line: "<!-- knot:run ID -->" with an
+// optional " bytes=N" before the "-->". size is -1 when not recorded.
+func parseMarker(line []byte) (id string, size int, err error) {
+	t := trimBlanks(line)
+	if !bytes.HasPrefix(t, []byte(markerPrefix)) || !bytes.HasSuffix(t, []byte(markerSuffix)) {
+		return "", 0, fmt.Errorf("malformed run marker %q", t)
+	}
+	fields := strings.Fields(string(t[len(markerPrefix) : len(t)-len(markerSuffix)]))
+	size = -1
+	switch len(fields) {
+	case 1:
+	case 2:
+		n, ok := strings.CutPrefix(fields[1], markerBytes)
+		v, err := strconv.Atoi(n)
+		if !ok || err != nil || v < 0 {
+			return "", 0, fmt.Errorf("malformed run marker %q", t)
+		}
+		size = v
+	default:
+		return "", 0, fmt.Errorf("malformed run marker %q", t)
+	}
+	if err := validRunID(fields[0], false); err != nil {
+		return "", 0, fmt.Errorf("malformed run marker %q", t)
+	}
+	return fields[0], size, nil
+}
+
+// isMarkerLine reports whether line is meant as a run marker (well formed
+// or not).
+func isMarkerLine(line []byte) bool {
+	return bytes.HasPrefix(trimBlanks(line), []byte("<!-- knot:"))
+}
+
+func skipBlanks(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func trimBlanks(b []byte) []byte {
+	return bytes.Trim(b, " \t\r")
+}

@@ -1,0 +1,219 @@
+package tieoff
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/strand"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var t0 = time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
+
+// mkSection builds a section at t0 plus i minutes with run id "run-<i>".
+func mkSection(i int, ev strand.EventType, path, body string) Section {
+	return Section{
+		Event:  ev,
+		Strand: path,
+		Time:   t0.Add(time.Duration(i) * time.Minute),
+		RunID:  fmt.Sprintf("0190f3c2-7b1a-7c3d-9e2f-%012d", i),
+		Body:   body,
+	}
+}
+
+func mustAppend(t testing.TB, path string, s Section) int64 {
+	t.Helper()
+	off, err := Append(path, s)
+	if err != nil {
+		t.Fatalf("Append(%s): %v", path, err)
+	}
+	return off
+}
+
+func mustFormat(t testing.TB, s Section) []byte {
+	t.Helper()
+	b, err := Format(s)
+	if err != nil {
+		t.Fatalf("Format: %v", err)
+	}
+	return b
+}
+
+// mustRead reads a tie-off and fails the test on any problem.
+func mustRead(t testing.TB, path string) []Section {
+	t.Helper()
+	secs, probs, err := Read(path)
+	if err != nil {
+		t.Fatalf("Read(%s): %v", path, err)
+	}
+	if len(probs) > 0 {
+		t.Fatalf("Read(%s) problems: %v", path, probs)
+	}
+	return secs
+}
+
+func mustReadFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sameSection compares what a section says, ignoring where it was read.
+func sameSection(got, want Section) error {
+	switch {
+	case got.Event != want.Event:
+		return fmt.Errorf("Event = %v; want %v", got.Event, want.Event)
+	case got.Strand != want.Strand:
+		return fmt.Errorf("Strand = %q; want %q", got.Strand, want.Strand)
+	case !got.Time.Equal(want.Time.Truncate(time.Second)):
+		return fmt.Errorf("Time = %v; want %v", got.Time, want.Time)
+	case got.Failed != want.Failed:
+		return fmt.Errorf("Failed = %v; want %v", got.Failed, want.Failed)
+	case got.RunID != want.RunID:
+		return fmt.Errorf("RunID = %q; want %q", got.RunID, want.RunID)
+	case got.Body != want.Body:
+		return fmt.Errorf("Body = %q; want %q", got.Body, want.Body)
+	}
+	return nil
+}
+
+// written returns the section as Parse should read it back after Format.
+func written(s Section) Section {
+	s.Body = string(prepareBody([]byte(s.Body)))
+	return s
+}
+
+// Seed test append_mode_creates_file.
+func TestAppendModeCreatesFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "plan.tieoff.md")
+	s := mkSection(0, strand.Created, "ideas/plan.md", "First thoughts.")
+	if off := mustAppend(t, path, s); off != 0 {
+		t.Errorf("Append offset = %d; want 0", off)
+	}
+	got := mustReadFile(t, path)
+	want := "## Event: Created\n## Strand: ideas/plan.md\n## Timestamp: 2026-11-21T19:30:05Z\n" +
+		"<!-- knot:run 0190f3c2-7b1a-7c3d-9e2f-000000000000 bytes=16 -->\n---\n\nFirst thoughts.\n"
+	if string(got) != want {
+		t.Errorf("new tie-off = %q; want %q", got, want)
+	}
+	// The new file gets the permissions an editor would give a note.
+	editor := filepath.Join(dir, "editor.md")
+	if err := os.WriteFile(editor, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ei, err := os.Stat(editor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != ei.Mode() {
+		t.Errorf("tie-off mode = %v; want %v like a note an editor creates", fi.Mode(), ei.Mode())
+	}
+}
+
+// Seed test append_mode_adds_section.
+func TestAppendModeAddsSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.tieoff.md")
+	a := mkSection(0, strand.Created, "plan.md", "one")
+	b := mkSection(1, strand.Modified, "plan.md", "two")
+	mustAppend(t, path, a)
+	before := mustReadFile(t, path)
+	off := mustAppend(t, path, b)
+	got := mustReadFile(t, path)
+	want := string(before) + "\n---\n\n" + string(mustFormat(t, b))
+	if string(got) != want {
+		t.Errorf("after second Append = %q; want %q", got, want)
+	}
+	if want := int64(len(before) + len(separator)); off != want {
+		t.Errorf("Append offset = %d; want %d", off, want)
+	}
+	secs := mustRead(t, path)
+	if len(secs) != 2 {
+		t.Fatalf("Read = %d sections; want 2", len(secs))
+	}
+	if err := sameSection(secs[1], written(b)); err != nil {
+		t.Error(err)
+	}
+	if secs[1].Offset != off {
+		t.Errorf("section Offset = %d; Append said %d", secs[1].Offset, off)
+	}
+}
+
+// Seed test append_mode_preserves_history: three appends, three readable
+// sections, and every append leaves the bytes before it alone.
+func TestAppendModePreservesHistory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.tieoff.md")
+	in := []Section{
+		mkSection(0, strand.Created, "journal.md", "Day one.\n\n- went out\n- came back"),
+		mkSection(1, strand.Modified, "journal.md", "Day two.\n---\nA rule above."),
+		mkSection(2, strand.Deleted, "journal.md", "The note is gone."),
+	}
+	var prev []byte
+	for i, s := range in {
+		mustAppend(t, path, s)
+		now := mustReadFile(t, path)
+		if !bytes.HasPrefix(now, prev) {
+			t.Fatalf("append %d changed earlier bytes", i)
+		}
+		prev = now
+	}
+	secs := mustRead(t, path)
+	if len(secs) != len(in) {
+		t.Fatalf("Read = %d sections; want %d", len(secs), len(in))
+	}
+	for i := range in {
+		if err := sameSection(secs[i], written(in[i])); err != nil {
+			t.Errorf("section %d: %v", i, err)
+		}
+	}
+}
+
+// Seed test tie_off_sections_readable: every field comes back.
+func TestTieOffSectionsReadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.tieoff.md")
+	fail := mkSection(1, strand.Modified, "dir with space/-dash 🎉.md", Failure{
+		What: "agent claude exited with status 2", ExitStatus: 2, Duration: 1500 * time.Millisecond,
+		Stderr: "error: no API key\n",
+	}.Body())
+	fail.Failed = true
+	in := []Section{
+		mkSection(0, strand.Created, "dir with space/-dash 🎉.md", "Looks good.\n"),
+		fail,
+		{Event: strand.Deleted, Strand: "dir with space/-dash 🎉.md", Time: t0.Add(time.Hour + 999*time.Millisecond), RunID: "r3", Body: "Gone."},
+	}
+	for _, s := range in {
+		mustAppend(t, path, s)
+	}
+	secs := mustRead(t, path)
+	if len(secs) != 3 {
+		t.Fatalf("Read = %d sections; want 3", len(secs))
+	}
+	for i := range in {
+		if err := sameSection(secs[i], written(in[i])); err != nil {
+			t.Errorf("section %d: %v", i, err)
+		}
+	}
+	if secs[0].Body != "Looks good.\n" {
+		t.Errorf("Body = %q; want the reply byte for byte", secs[0].Body)
+	}
+	if !strings.Contains(secs[1].Body, "exited with status 2") || !secs[1].Failed {
+		t.Errorf("failed section = %+v", secs[1])
+	}
+	if lines := []int{secs[0].Line, secs[1].Line, secs[2].Line}; lines[0] != 1 || lines[1] <= lines[0] || lines[2] <= lines[1] {
+		t.Errorf("Lines = %v", lines)
+	}
+}
