@@ -1,0 +1,422 @@
+package frontmatter
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"gopkg.in/yaml.v3"
+)
+
+// knotd's frontmatter keys. Writes always use these canonical names.
+const (
+	KeySession = "knot_session"
+	KeyResume  = "knot_resume"
+	KeyMode    = "knot_mode"
+	KeyAgent   = "knot_agent"
+	KeyModel   = "knot_model"
+	KeyEvents  = "knot_events"
+)
+
+// Mode says what knotd does with a strand's tie-off.
+type Mode string
+
+// The modes a strand can ask for with knot_mode.
+const (
+	ModeAppend  Mode = "append"  // add each run's section to the tie-off (the default)
+	ModeReplace Mode = "replace" // keep only the newest section
+	ModeOff     Mode = "off"     // leave the strand alone
+)
+
+// Fields are knotd's keys in a strand's frontmatter. A string field is ""
+// and Events is nil when the key is absent, null, or has a wrong value; a
+// wrong value is described in Problems.
+type Fields struct {
+	// Session is the strand's session UUID (knot_session, or the read-only
+	// aliases agent_doc_session and session), exactly as written.
+	Session string
+	// Resume is the agent's resume handle (knot_resume, or resume).
+	Resume string
+	// Mode is the knot_mode value as written (or agent_doc_mode, mode),
+	// lower-cased; use ResolveMode to get the effective mode.
+	Mode Mode
+	// Agent is the name of the agent to run (knot_agent).
+	Agent string
+	// Model is the model name handed to the agent (knot_model).
+	Model string
+	// Events lists the events that trigger runs (knot_events), lower-case,
+	// in the order written, without repeats. Nil means every event; an
+	// empty list means none.
+	Events []string
+	// Problems are the knotd keys whose values cannot be used, in source
+	// order: wrong types (knot_model: 123), unknown values (knot_events:
+	// [bogus]), an invalid session id, and unknown knot_* keys.
+	Problems []*FieldError
+
+	modeErr *FieldError // the problem with the mode key, for ResolveMode
+	modeKey string      // the key Mode was read from, for messages
+	modeLn  int         // its line
+}
+
+// FieldError is a knotd key whose value cannot be used.
+type FieldError struct {
+	Key  string // the key as written, such as knot_model or an alias
+	Line int    // 1-based source line of the key; 0 when not from a source
+	Msg  string // what is wrong and how to fix it
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("frontmatter: line %d: %s: %s", e.Line, e.Key, e.Msg)
+	}
+	return fmt.Sprintf("frontmatter: %s: %s", e.Key, e.Msg)
+}
+
+// Err returns all of f's problems joined into one error, or nil.
+func (f Fields) Err() error {
+	errs := make([]error, len(f.Problems))
+	for i, p := range f.Problems {
+		errs[i] = p
+	}
+	return errors.Join(errs...)
+}
+
+// Triggers reports whether event (created, modified or deleted, in any
+// case) triggers a run of the strand under knot_events.
+func (f Fields) Triggers(event string) bool {
+	if f.Events == nil {
+		return true
+	}
+	for _, e := range f.Events {
+		if strings.EqualFold(e, event) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResolveMode returns the strand's effective mode: knot_mode, else a
+// read-only alias (agent_doc_mode, then mode), else ModeAppend. A value
+// that is not a mode is an error naming the value and the modes allowed,
+// never a silent default. ResolveMode is pure.
+func ResolveMode(f Fields) (Mode, error) {
+	if f.modeErr != nil {
+		return "", f.modeErr
+	}
+	if f.Mode == "" {
+		return ModeAppend, nil
+	}
+	key := f.modeKey
+	if key == "" {
+		key = KeyMode
+	}
+	if msg := checkMode(string(f.Mode)); msg != "" {
+		return "", &FieldError{Key: key, Line: f.modeLn, Msg: msg + aliasHint(key)}
+	}
+	return Mode(strings.ToLower(string(f.Mode))), nil
+}
+
+// ValidateModel reports whether name can be handed to an agent as a model
+// name in one argv element: not empty, valid UTF-8 without control
+// characters, and not starting with "-", where a CLI could read it as a flag.
+func ValidateModel(name string) error {
+	if msg := checkModel(name); msg != "" {
+		return &FieldError{Key: KeyModel, Msg: msg}
+	}
+	return nil
+}
+
+// Field numbers, in the canonical order keys are written in.
+const (
+	fieldSession = iota
+	fieldResume
+	fieldMode
+	fieldAgent
+	fieldModel
+	fieldEvents
+	numFields
+)
+
+var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents}
+
+// aliases are agent-doc's names, read (never written), in precedence order.
+var aliases = [numFields][]string{
+	fieldSession: {"agent_doc_session", "session"},
+	fieldResume:  {"resume"},
+	fieldMode:    {"agent_doc_mode", "mode"},
+}
+
+// fieldOf returns the field a key names and its rank: 0 for the canonical
+// key, 1.. for aliases in precedence order; ok is false for other keys.
+func fieldOf(key string) (field, rank int, ok bool) {
+	for f := range numFields {
+		if key == canonical[f] {
+			return f, 0, true
+		}
+		for i, a := range aliases[f] {
+			if key == a {
+				return f, i + 1, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+func aliasHint(key string) string {
+	if _, rank, ok := fieldOf(key); ok && rank > 0 {
+		f, _, _ := fieldOf(key)
+		return fmt.Sprintf(" (knotd reads %s as %s; set %s to override it)", key, canonical[f], canonical[f])
+	}
+	return ""
+}
+
+// readFields fills p.fields from the top-level entries: the canonical key
+// wins over aliases, and an alias it shadows is not looked at.
+func (p *parsed) readFields() error {
+	var chosen [numFields]*entry
+	var rank [numFields]int
+	seen := map[string]int{}
+	var unknown []*FieldError
+	for i := range p.entries {
+		e := &p.entries[i]
+		f, r, ok := fieldOf(e.key)
+		if !ok {
+			if strings.HasPrefix(e.key, "knot_") {
+				unknown = append(unknown, &FieldError{Key: e.key, Line: p.fileLine(e.k.Line),
+					Msg: "unknown knotd key; knotd's keys are " + strings.Join(canonical[:], ", ")})
+			}
+			continue
+		}
+		if first, dup := seen[e.key]; dup {
+			return &SyntaxError{Line: p.fileLine(e.k.Line), Msg: fmt.Sprintf("%s is set twice (first at line %d); keep one", e.key, first)}
+		}
+		seen[e.key] = p.fileLine(e.k.Line)
+		if chosen[f] == nil || r < rank[f] {
+			chosen[f], rank[f] = e, r
+		}
+	}
+	fs := &p.fields
+	for f, e := range chosen {
+		if e == nil {
+			continue
+		}
+		line := p.fileLine(e.k.Line)
+		fail := func(msg string) {
+			fe := &FieldError{Key: e.key, Line: line, Msg: msg + aliasHint(e.key)}
+			fs.Problems = append(fs.Problems, fe)
+			if f == fieldMode {
+				fs.modeErr = fe
+			}
+		}
+		if f == fieldEvents {
+			events, msg := eventsValue(e.v)
+			if msg != "" {
+				fail(msg)
+			} else {
+				fs.Events = events
+			}
+			continue
+		}
+		s, present, msg := stringValue(e.v)
+		if msg == "" && present {
+			msg = checkField(f, s)
+		}
+		if msg != "" {
+			fail(msg)
+			continue
+		}
+		switch f {
+		case fieldSession:
+			fs.Session = s
+		case fieldResume:
+			fs.Resume = s
+		case fieldMode:
+			fs.Mode = Mode(strings.ToLower(s))
+			fs.modeKey, fs.modeLn = e.key, line
+		case fieldAgent:
+			fs.Agent = s
+		case fieldModel:
+			fs.Model = s
+		}
+	}
+	fs.Problems = append(fs.Problems, unknown...)
+	sortProblems(fs.Problems)
+	return nil
+}
+
+func sortProblems(ps []*FieldError) {
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && ps[j].Line < ps[j-1].Line; j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+// stringValue reads a value that must be one string. A null value is
+// absent. Other types are a problem: YAML would read knot_model: 123 as a
+// number, so knotd asks for quotes instead of guessing.
+func stringValue(n *yaml.Node) (s string, present bool, msg string) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode {
+		switch n.ShortTag() {
+		case "!!null":
+			return "", false, ""
+		case "!!str":
+			return n.Value, true, ""
+		}
+	}
+	return "", false, "the value " + describe(n) + " is not text" + quoteHint(n)
+}
+
+// eventsValue reads knot_events: one event name or a list of them.
+func eventsValue(n *yaml.Node) ([]string, string) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	var items []*yaml.Node
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		return nil, ""
+	case n.Kind == yaml.ScalarNode:
+		items = []*yaml.Node{n}
+	case n.Kind == yaml.SequenceNode:
+		items = n.Content
+	default:
+		return nil, "the value " + describe(n) + " is not an event or a list of events; write for example [created, modified]"
+	}
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		s, present, msg := stringValue(it)
+		if msg != "" || !present {
+			return nil, "the list holds " + describe(it) + "; want created, modified or deleted"
+		}
+		names = append(names, s)
+	}
+	return checkEvents(names)
+}
+
+// describe names a node's type and value for a message.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.AliasNode:
+		return "an alias *" + n.Value
+	case yaml.ScalarNode:
+		v := short(n.Value)
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!str":
+			return "the text " + v
+		case "!!int", "!!float":
+			return "the number " + v
+		case "!!bool":
+			return "the boolean " + v
+		case "!!timestamp":
+			return "the date " + v
+		default:
+			return n.ShortTag() + " " + v
+		}
+	}
+	return "nothing"
+}
+
+func quoteHint(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" && n.ShortTag() != "!!str" {
+		return "; put it in quotes (\"" + n.Value + "\") if you mean the text"
+	}
+	return ""
+}
+
+// short quotes a value for a message, cut to a readable length.
+func short(s string) string {
+	const max = 60
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return strconv.Quote(s[:cut]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// checkField validates a string field's value; it returns a message or "".
+func checkField(f int, s string) string {
+	switch f {
+	case fieldSession:
+		return checkSession(s)
+	case fieldMode:
+		return checkMode(s)
+	case fieldModel:
+		return checkModel(s)
+	default: // resume handle, agent name
+		if s == "" {
+			return "the value is empty; remove the key or give it a value"
+		}
+		if !utf8.ValidString(s) {
+			return "the value is not valid UTF-8"
+		}
+		return ""
+	}
+}
+
+func checkSession(s string) string {
+	if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
+		return short(s) + " is not a UUID like 0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"
+	}
+	return ""
+}
+
+func checkMode(s string) string {
+	switch Mode(strings.ToLower(s)) {
+	case ModeAppend, ModeReplace, ModeOff:
+		return ""
+	}
+	return "unknown mode " + short(s) + "; want append, replace or off"
+}
+
+func checkModel(s string) string {
+	switch {
+	case s == "":
+		return "the model name is empty"
+	case !utf8.ValidString(s):
+		return "the model name is not valid UTF-8"
+	case strings.HasPrefix(s, "-"):
+		return "the model name " + short(s) + " starts with \"-\" and could be read as a flag"
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "the model name " + short(s) + " holds a control character"
+	}
+	return ""
+}
+
+// checkEvents validates event names and returns them lower-cased without
+// repeats.
+func checkEvents(names []string) ([]string, string) {
+	out := make([]string, 0, len(names))
+	for _, s := range names {
+		e := strings.ToLower(s)
+		switch e {
+		case "created", "modified", "deleted":
+		default:
+			return nil, "unknown event " + short(s) + "; want created, modified or deleted"
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o == e
+		}
+		if !dup {
+			out = append(out, e)
+		}
+	}
+	return out, ""
+}
