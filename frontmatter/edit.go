@@ -1,0 +1,230 @@
+package frontmatter
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// The edits below take a strand's bytes and return the edited bytes. They
+// change only the keys they set: every other byte (other keys, comments,
+// order, quoting, blank lines, line endings, a BOM, the body) is kept, and
+// each result is re-read and checked before it is returned. When the
+// strand already says what an edit would write, the edit returns src
+// itself. An edit of a strand whose frontmatter does not parse returns the
+// *SyntaxError. None of them touches the file system: see WriteFile.
+
+// SetSession sets knot_session to id, a UUID. An alias such as
+// agent_doc_session is left as it is; knot_session takes precedence over it.
+func SetSession(src []byte, id string) ([]byte, error) {
+	c, err := fieldChange(fieldSession, id)
+	if err != nil {
+		return nil, err
+	}
+	return edit(src, c)
+}
+
+// SetResume sets knot_resume to handle, the agent's resume handle, which
+// must not be empty. Any string is written so that it reads back exactly.
+func SetResume(src []byte, handle string) ([]byte, error) {
+	c, err := fieldChange(fieldResume, handle)
+	if err != nil {
+		return nil, err
+	}
+	return edit(src, c)
+}
+
+// EnsureSession returns the strand's session id, giving the strand a new
+// random (version 4) UUID in knot_session first when it has none; changed
+// reports whether out differs from src. It is idempotent: on its own output
+// it returns the same id and changed false.
+//
+// A session under a read-only alias (agent_doc_session, session) is
+// honoured as it is: its id is returned and nothing is written, so that a
+// strand carried over from agent-doc keeps one session and one key. A
+// session value that is not a UUID is an error (a *FieldError), not
+// replaced: the user decides what it should be.
+func EnsureSession(src []byte) (out []byte, id string, changed bool, err error) {
+	return ensureSession(src, func() (string, error) {
+		u, err := uuid.NewRandom()
+		if err != nil {
+			return "", fmt.Errorf("frontmatter: new session id: %w", err)
+		}
+		return u.String(), nil
+	})
+}
+
+func ensureSession(src []byte, newID func() (string, error)) (out []byte, id string, changed bool, err error) {
+	p, err := parse(src)
+	if err != nil {
+		return nil, "", false, err
+	}
+	for _, fe := range p.fields.Problems {
+		if f, _, ok := fieldOf(fe.Key); ok && f == fieldSession {
+			return nil, "", false, fe
+		}
+	}
+	if p.fields.Session != "" {
+		return src, p.fields.Session, false, nil
+	}
+	if id, err = newID(); err != nil {
+		return nil, "", false, err
+	}
+	c, err := fieldChange(fieldSession, id)
+	if err != nil {
+		return nil, "", false, err
+	}
+	if out, err = p.apply([]change{c}); err != nil {
+		return nil, "", false, err
+	}
+	return out, id, true, nil
+}
+
+// MergeFields sets each key of fields to its value, adding the keys that
+// are missing (at the end of the block, knotd's keys first in their
+// canonical order, then the others by name) and deleting those whose value
+// is nil. Keys not in fields are left alone.
+//
+// knotd's keys take the types their fields have: a string (or Mode) for
+// knot_session, knot_resume, knot_mode, knot_agent and knot_model, a
+// []string or a single string for knot_events, and are validated like
+// Parse validates them. Another knot_* key is an error, and so is a
+// read-only alias: writes use canonical names. Other keys take a string,
+// []string, bool or int.
+func MergeFields(src []byte, fields map[string]any) ([]byte, error) {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		fa, ra, oka := fieldOf(a)
+		fb, rb, okb := fieldOf(b)
+		ka, kb := oka && ra == 0, okb && rb == 0
+		switch {
+		case ka && kb:
+			return fa - fb
+		case ka:
+			return -1
+		case kb:
+			return 1
+		}
+		return cmp.Compare(a, b)
+	})
+	cs := make([]change, 0, len(keys))
+	for _, k := range keys {
+		c, err := mergeChange(k, fields[k])
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return edit(src, cs...)
+}
+
+func mergeChange(key string, v any) (change, error) {
+	f, rank, known := fieldOf(key)
+	switch {
+	case key == "":
+		return change{}, fmt.Errorf("frontmatter: empty key")
+	case known && rank > 0:
+		return change{}, fmt.Errorf("frontmatter: %s is a read-only alias; write %s instead", key, canonical[f])
+	case !known && strings.HasPrefix(key, "knot_"):
+		return change{}, fmt.Errorf("frontmatter: unknown knotd key %s; knotd's keys are %s", key, strings.Join(canonical[:], ", "))
+	case v == nil:
+		return change{key: key, del: true}, nil
+	case known && f == fieldEvents:
+		switch v := v.(type) {
+		case []string:
+			return fieldChange(f, v...)
+		case string:
+			return fieldChange(f, v)
+		}
+		return change{}, fmt.Errorf("frontmatter: %s: want []string or string, not %T", key, v)
+	case known:
+		switch v := v.(type) {
+		case string:
+			return fieldChange(f, v)
+		case Mode:
+			return fieldChange(f, string(v))
+		}
+		return change{}, fmt.Errorf("frontmatter: %s: want a string, not %T", key, v)
+	}
+	if _, err := quote(key); err != nil {
+		return change{}, fmt.Errorf("frontmatter: key %q: %w", key, err)
+	}
+	text, err := render(v)
+	if err != nil {
+		return change{}, fmt.Errorf("frontmatter: %s: %w", key, err)
+	}
+	return setTo(key, text)
+}
+
+// fieldChange validates values for knotd field f and returns the change
+// that writes them under the canonical key.
+func fieldChange(f int, values ...string) (change, error) {
+	key := canonical[f]
+	if f == fieldEvents {
+		events, msg := checkEvents(values)
+		if msg != "" {
+			return change{}, &FieldError{Key: key, Msg: msg}
+		}
+		text, err := quoteList(events)
+		if err != nil {
+			return change{}, &FieldError{Key: key, Msg: err.Error()}
+		}
+		return setTo(key, text)
+	}
+	s := values[0]
+	if msg := checkField(f, s); msg != "" {
+		return change{}, &FieldError{Key: key, Msg: msg}
+	}
+	if f == fieldMode {
+		s = strings.ToLower(s)
+	}
+	text, err := quote(s)
+	if err != nil {
+		return change{}, &FieldError{Key: key, Msg: err.Error()}
+	}
+	return setTo(key, text)
+}
+
+func edit(src []byte, cs ...change) ([]byte, error) {
+	p, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	return p.apply(cs)
+}
+
+// Write returns a new strand: a frontmatter block holding f's set fields
+// under their canonical keys, in canonical order, followed by body
+// unchanged. Fields f leaves empty are not written, so Write(Fields{}, body)
+// gives an empty block. A value that Parse would report as a problem is an
+// error. Problems in f are ignored. To change an existing strand, use the
+// edits, which keep the rest of its block.
+func Write(f Fields, body []byte) ([]byte, error) {
+	values := [numFields]string{f.Session, f.Resume, string(f.Mode), f.Agent, f.Model}
+	var block []byte
+	block = append(block, "---\n"...)
+	for field := range numFields {
+		var c change
+		var err error
+		switch {
+		case field == fieldEvents && f.Events != nil:
+			c, err = fieldChange(field, f.Events...)
+		case field != fieldEvents && values[field] != "":
+			c, err = fieldChange(field, values[field])
+		default:
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		block = appendKey(block, "", c, "\n")
+	}
+	block = append(block, "---\n"...)
+	return append(block, body...), nil
+}
