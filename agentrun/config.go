@@ -1,0 +1,313 @@
+package agentrun
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultTimeout is the wall-clock limit of a run whose agent sets none.
+const DefaultTimeout = 10 * time.Minute
+
+// MaxInstructions is the longest Instructions an agent may have, in bytes.
+const MaxInstructions = 64 << 10
+
+// The names of the built-in agent and of the presets, as written after
+// "preset:" in the configuration.
+const (
+	PresetDigest = "digest"
+	PresetClaude = "claude"
+	PresetCodex  = "codex"
+	PresetGemini = "gemini"
+	PresetLLM    = "llm"
+	PresetOllama = "ollama"
+)
+
+// Presets lists every preset name, the built-in digest first.
+func Presets() []string {
+	return []string{PresetDigest, PresetClaude, PresetCodex, PresetGemini, PresetLLM, PresetOllama}
+}
+
+// PromptMode says how a generic command receives its prompt.
+type PromptMode string
+
+// The prompt modes. The zero value means PromptStdin.
+const (
+	// PromptStdin writes the prompt to the command's standard input.
+	PromptStdin PromptMode = "stdin"
+	// PromptArg passes the prompt as one argv element: where the command
+	// has a "{prompt}" element, else as the last argument.
+	PromptArg PromptMode = "arg"
+	// PromptFile writes the prompt to a 0600 temporary file, removed after
+	// the run, whose path replaces "{prompt_file}" or is the last argument.
+	PromptFile PromptMode = "file"
+)
+
+// OutputFormat says how a generic command's standard output is read.
+type OutputFormat string
+
+// The output formats. The zero value means OutputText.
+const (
+	// OutputText takes all of standard output as the reply.
+	OutputText OutputFormat = "text"
+	// OutputJSON reads standard output as one JSON document or a sequence
+	// of them (JSON lines) and takes the reply and the resume handle from
+	// the Reply and Session JSON pointers; with several documents the last
+	// one that has a value wins.
+	OutputJSON OutputFormat = "json"
+)
+
+// Agent is one agent definition, as the configuration loader reads it from
+// YAML (DESIGN §7). The zero Agent is the built-in digest agent.
+type Agent struct {
+	// Name is the agent's name (the key under "agents:"); the loader fills
+	// it in. It is used in messages only.
+	Name string `yaml:"name,omitempty"`
+	// Preset names a built-in agent or preset: digest, claude, codex,
+	// gemini, llm or ollama. Empty with no Command means digest.
+	Preset string `yaml:"preset,omitempty"`
+	// Command is the argv of a generic command. With a Preset it replaces
+	// the preset's program (for example ["/opt/claude/bin/claude"] or
+	// ["npx", "@anthropic-ai/claude-code"]) and the preset adds its own
+	// arguments after it. Template values are listed in template.go.
+	Command []string `yaml:"command,omitempty"`
+	// ResumeCommand is the argv a generic command runs instead of Command
+	// once the agent has reported a resume handle; it may use "{resume}".
+	// It needs output json and a Session pointer.
+	ResumeCommand []string `yaml:"resume_command,omitempty"`
+	// Prompt is how a generic command receives the prompt (default stdin).
+	// Presets fix their own.
+	Prompt PromptMode `yaml:"prompt,omitempty"`
+	// Output is how a generic command's output is read (default text).
+	Output OutputFormat `yaml:"output,omitempty"`
+	// Reply is the RFC 6901 JSON pointer to the reply in json output, for
+	// example "/result". Required with output json.
+	Reply string `yaml:"reply,omitempty"`
+	// Session is the JSON pointer to the agent's resume handle in json
+	// output, for example "/session_id". Optional.
+	Session string `yaml:"session,omitempty"`
+	// Model is the model name handed to the agent as one argv element. A
+	// strand's knot_model overrides it.
+	Model string `yaml:"model,omitempty"`
+	// Timeout is the run's wall-clock limit (default DefaultTimeout).
+	Timeout time.Duration `yaml:"timeout,omitempty"`
+	// Instructions go to the CLI's system-prompt flag where it has one,
+	// otherwise before the Event Context block.
+	Instructions string `yaml:"instructions,omitempty"`
+	// Env adds or replaces environment variables for the agent. The KNOT_
+	// variables are knotd's and cannot be set here.
+	Env map[string]string `yaml:"env,omitempty"`
+	// EnvRemove names variables of knotd's own environment that the agent
+	// must not see (for example API keys meant for another tool).
+	EnvRemove []string `yaml:"env_remove,omitempty"`
+}
+
+// ErrInvalidAgent is wrapped by every error about an agent definition.
+var ErrInvalidAgent = errors.New("agentrun: invalid agent")
+
+// ErrInvalidModel is wrapped by every error about a model name.
+var ErrInvalidModel = errors.New("agentrun: invalid model name")
+
+// kind returns the preset that runs a, "" for a generic command.
+func (a *Agent) kind() string {
+	if a.Preset != "" {
+		return a.Preset
+	}
+	if len(a.Command) == 0 {
+		return PresetDigest
+	}
+	return ""
+}
+
+// label names the agent in messages.
+func (a *Agent) label() string {
+	switch {
+	case a.Name != "":
+		return a.Name
+	case a.kind() != "":
+		return a.kind()
+	}
+	return "command"
+}
+
+// Validate checks the definition and reports every problem at once, each
+// saying what to change. A nil error means Run can use the agent.
+func (a *Agent) Validate() error {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+
+	switch k := a.kind(); {
+	case a.Preset != "" && !slices.Contains(Presets(), a.Preset):
+		add("unknown preset %q (want one of %s, or a command)", a.Preset, strings.Join(Presets(), ", "))
+	case k == PresetDigest:
+		if a.Name != "" && a.Name != PresetDigest && a.Preset == "" {
+			add("needs a preset (%s) or a command", strings.Join(Presets(), ", "))
+		}
+		if len(a.Command) > 0 {
+			add("the built-in digest agent runs inside knotd and takes no command")
+		}
+	case k != "":
+		if a.Prompt != "" || a.Output != "" || a.Reply != "" || a.Session != "" || len(a.ResumeCommand) > 0 {
+			add("prompt, output, reply, session and resume_command are fixed by the %s preset; remove them or use a command instead of the preset", k)
+		}
+		if k == PresetOllama && a.Model == "" {
+			add("the ollama preset needs a model (ollama run MODEL), for example model: llama3.2")
+		}
+	default:
+		a.validateCommand(add)
+	}
+	if err := checkArgv("command", a.Command); err != nil {
+		add("%v", err)
+	}
+	if a.Model != "" {
+		if err := ValidateModel(a.Model); err != nil {
+			add("%v", err)
+		}
+	}
+	switch {
+	case a.Timeout < 0:
+		add("timeout %v is negative", a.Timeout)
+	case a.Timeout > 0 && a.Timeout < time.Second:
+		add("timeout %v is under a second; write it with a unit, for example timeout: 10m", a.Timeout)
+	}
+	if len(a.Instructions) > MaxInstructions {
+		add("instructions are %d bytes, over the %d-byte limit", len(a.Instructions), MaxInstructions)
+	}
+	if strings.ContainsRune(a.Instructions, 0) || !utf8.ValidString(a.Instructions) {
+		add("instructions must be valid UTF-8 text without NUL bytes")
+	}
+	a.validateEnv(add)
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w %q: %s", ErrInvalidAgent, a.label(), strings.Join(probs, "; "))
+}
+
+func (a *Agent) validateCommand(add func(string, ...any)) {
+	if a.Command[0] == "" {
+		add("command[0] (the program) is empty")
+	}
+	switch a.Prompt {
+	case "", PromptStdin, PromptArg, PromptFile:
+	default:
+		add("prompt %q is not one of stdin, arg, file", a.Prompt)
+	}
+	switch a.Output {
+	case "", OutputText:
+		if a.Reply != "" || a.Session != "" {
+			add("reply and session JSON pointers need output: json")
+		}
+	case OutputJSON:
+		if a.Reply == "" {
+			add(`output json needs a reply JSON pointer, for example reply: "/result"`)
+		}
+	default:
+		add("output %q is not one of text, json", a.Output)
+	}
+	for _, p := range []struct{ name, ptr string }{{"reply", a.Reply}, {"session", a.Session}} {
+		if _, err := parsePointer(p.ptr); err != nil {
+			add("%s: %v", p.name, err)
+		}
+	}
+	if len(a.ResumeCommand) > 0 {
+		if a.Session == "" {
+			add("resume_command needs a session JSON pointer to read the resume handle from")
+		}
+		if a.ResumeCommand[0] == "" {
+			add("resume_command[0] (the program) is empty")
+		}
+		if err := checkArgv("resume_command", a.ResumeCommand); err != nil {
+			add("%v", err)
+		}
+	}
+	mode := a.Prompt
+	if mode == "" {
+		mode = PromptStdin
+	}
+	check := func(field string, argv []string, resumeOK bool) {
+		for _, el := range argv {
+			if strings.Contains(el, "{prompt}") && mode != PromptArg {
+				add("%s uses {prompt} but prompt is %s (use prompt: arg)", field, mode)
+			}
+			if strings.Contains(el, "{prompt_file}") && mode != PromptFile {
+				add("%s uses {prompt_file} but prompt is %s (use prompt: file)", field, mode)
+			}
+			if strings.Contains(el, "{resume}") && !resumeOK {
+				add("%s uses {resume}, which only resume_command may use", field)
+			}
+		}
+	}
+	check("command", a.Command, false)
+	check("resume_command", a.ResumeCommand, true)
+}
+
+func (a *Agent) validateEnv(add func(string, ...any)) {
+	for _, k := range sortedKeys(a.Env) {
+		if err := checkEnvName(k); err != nil {
+			add("env: %v", err)
+		} else if isKnotVar(k) {
+			add("env: %s is set by knotd itself", k)
+		}
+		if strings.ContainsRune(a.Env[k], 0) {
+			add("env: the value of %s contains a NUL byte", k)
+		}
+	}
+	for _, k := range a.EnvRemove {
+		if err := checkEnvName(k); err != nil {
+			add("env_remove: %v", err)
+		} else if isKnotVar(k) {
+			add("env_remove: %s is set by knotd itself", k)
+		}
+	}
+}
+
+func checkArgv(field string, argv []string) error {
+	for i, el := range argv {
+		if strings.ContainsRune(el, 0) {
+			return fmt.Errorf("%s[%d] contains a NUL byte", field, i)
+		}
+	}
+	return nil
+}
+
+func checkEnvName(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q is not a valid variable name", k)
+	}
+	return nil
+}
+
+// ValidateModel checks a model name before it becomes one argv element: it
+// must not be empty, start with "-" (it would be read as a flag, as in
+// knot_model: "--dangerously-skip-permissions"), contain whitespace or
+// control characters, or be longer than 200 bytes. Use it for a strand's
+// knot_model as well as for configured models.
+func ValidateModel(model string) error {
+	return checkArgValue("model", model, ErrInvalidModel)
+}
+
+// checkArgValue applies the rules of ValidateModel to any value that knotd
+// passes as one argv element after a flag (models, session ids, handles).
+func checkArgValue(what, v string, sentinel error) error {
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", sentinel, v, why) }
+	switch {
+	case v == "":
+		return bad(what + " is empty")
+	case len(v) > 200:
+		return bad(fmt.Sprintf("%s is %d bytes long (at most 200)", what, len(v)))
+	case strings.HasPrefix(v, "-"):
+		return bad("a " + what + " may not start with '-': it would be read as a flag")
+	case !utf8.ValidString(v):
+		return bad(what + " is not valid UTF-8")
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return bad(fmt.Sprintf("a %s may not contain whitespace or control characters (found %q)", what, r))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package agentrun
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestAgent_Validate(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent Agent
+		want  []string // substrings of the error; nil means valid
+	}{
+		{name: "zero is digest", agent: Agent{}},
+		{name: "named digest", agent: Agent{Name: "digest"}},
+		{name: "preset digest", agent: Agent{Name: "notes", Preset: "digest"}},
+		{name: "claude", agent: Agent{Preset: "claude", Model: "sonnet", Timeout: 5 * time.Minute, Instructions: "be brief"}},
+		{name: "claude via npx", agent: Agent{Preset: "claude", Command: []string{"npx", "@anthropic-ai/claude-code"}}},
+		{name: "ollama", agent: Agent{Preset: "ollama", Model: "llama3.2"}},
+		{name: "command text", agent: Agent{Name: "mytool", Command: []string{"mytool", "--reply"}, Prompt: PromptStdin}},
+		{name: "command json", agent: Agent{Command: []string{"t"}, Output: OutputJSON, Reply: "/result", Session: "/id",
+			ResumeCommand: []string{"t", "--resume", "{resume}"}}},
+		{name: "command arg", agent: Agent{Command: []string{"t", "--", "{prompt}"}, Prompt: PromptArg}},
+		{name: "command file", agent: Agent{Command: []string{"t", "--file={prompt_file}"}, Prompt: PromptFile}},
+		{name: "env", agent: Agent{Preset: "codex", Env: map[string]string{"CODEX_HOME": "/x"}, EnvRemove: []string{"OPENAI_API_KEY"}}},
+
+		{name: "named without preset", agent: Agent{Name: "mytool"}, want: []string{`"mytool"`, "needs a preset"}},
+		{name: "unknown preset", agent: Agent{Preset: "gpt"}, want: []string{`unknown preset "gpt"`, "claude, codex"}},
+		{name: "digest with command", agent: Agent{Preset: "digest", Command: []string{"x"}}, want: []string{"takes no command"}},
+		{name: "preset with prompt mode", agent: Agent{Preset: "claude", Prompt: PromptArg}, want: []string{"fixed by the claude preset"}},
+		{name: "ollama without model", agent: Agent{Preset: "ollama"}, want: []string{"needs a model"}},
+		{name: "empty program", agent: Agent{Command: []string{""}}, want: []string{"command[0]"}},
+		{name: "bad prompt mode", agent: Agent{Command: []string{"t"}, Prompt: "pipe"}, want: []string{`prompt "pipe"`}},
+		{name: "bad output", agent: Agent{Command: []string{"t"}, Output: "yaml"}, want: []string{`output "yaml"`}},
+		{name: "json without reply", agent: Agent{Command: []string{"t"}, Output: OutputJSON}, want: []string{"needs a reply JSON pointer"}},
+		{name: "pointer with text", agent: Agent{Command: []string{"t"}, Reply: "/r"}, want: []string{"need output: json"}},
+		{name: "bad pointer", agent: Agent{Command: []string{"t"}, Output: OutputJSON, Reply: "result"}, want: []string{"reply: JSON pointer", "start with '/'"}},
+		{name: "prompt placeholder in stdin mode", agent: Agent{Command: []string{"t", "{prompt}"}}, want: []string{"uses {prompt} but prompt is stdin"}},
+		{name: "file placeholder in arg mode", agent: Agent{Command: []string{"t", "{prompt_file}"}, Prompt: PromptArg}, want: []string{"uses {prompt_file}"}},
+		{name: "resume placeholder in command", agent: Agent{Command: []string{"t", "{resume}"}}, want: []string{"only resume_command"}},
+		{name: "resume command without session", agent: Agent{Command: []string{"t"}, ResumeCommand: []string{"t"}}, want: []string{"needs a session JSON pointer"}},
+		{name: "nul in argv", agent: Agent{Command: []string{"t", "a\x00b"}}, want: []string{"command[1] contains a NUL"}},
+		{name: "flag model", agent: Agent{Preset: "claude", Model: "--dangerously-skip-permissions"}, want: []string{"may not start with '-'"}},
+		{name: "tiny timeout", agent: Agent{Preset: "claude", Timeout: 600}, want: []string{"under a second", "10m"}},
+		{name: "negative timeout", agent: Agent{Preset: "claude", Timeout: -time.Second}, want: []string{"negative"}},
+		{name: "huge instructions", agent: Agent{Preset: "claude", Instructions: strings.Repeat("x", MaxInstructions+1)}, want: []string{"instructions are"}},
+		{name: "knot env", agent: Agent{Preset: "claude", Env: map[string]string{"KNOT_STRAND": "x"}}, want: []string{"KNOT_STRAND is set by knotd"}},
+		{name: "bad env name", agent: Agent{Preset: "claude", Env: map[string]string{"A=B": "x"}, EnvRemove: []string{""}}, want: []string{`"A=B" is not a valid`, `env_remove: "" is not`}},
+		{name: "several problems", agent: Agent{Command: []string{"t"}, Prompt: "x", Output: "y"}, want: []string{`prompt "x"`, `output "y"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.agent.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate(%+v) = %v; want nil", tt.agent, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidAgent) {
+				t.Fatalf("Validate(%+v) = %v; want an ErrInvalidAgent", tt.agent, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate(%+v) = %q; want it to mention %q", tt.agent, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateModel(t *testing.T) {
+	tests := []struct {
+		model string
+		ok    bool
+	}{
+		{"sonnet", true},
+		{"claude-sonnet-4-5", true},
+		{"llama3.2:latest", true},
+		{"openai/gpt-4o", true},
+		{"gemini-2.5-pro", true},
+		{"", false},
+		{"--dangerously-skip-permissions", false},
+		{"-m", false},
+		{"two words", false},
+		{"line\nbreak", false},
+		{"nul\x00", false},
+		{"tab\t", false},
+		{"\xff", false},
+		{strings.Repeat("m", 201), false},
+	}
+	for _, tt := range tests {
+		err := ValidateModel(tt.model)
+		if (err == nil) != tt.ok {
+			t.Errorf("ValidateModel(%q) = %v; want ok=%v", tt.model, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidModel) {
+			t.Errorf("ValidateModel(%q) = %v; want an ErrInvalidModel", tt.model, err)
+		}
+	}
+}
+
+func TestAgent_YAML(t *testing.T) {
+	const doc = `
+claude:
+  preset: claude
+  model: sonnet
+  timeout: 10m
+  instructions: "You are reviewing my notes..."
+mytool:
+  command: ["mytool", "--reply"]
+  prompt: stdin
+  output: json
+  reply: /answer
+  session: /conversation
+  resume_command: ["mytool", "--reply", "--continue", "{resume}"]
+  env: {MYTOOL_COLOR: never}
+  env_remove: [OPENAI_API_KEY]
+`
+	var agents map[string]Agent
+	dec := yaml.NewDecoder(strings.NewReader(doc))
+	dec.KnownFields(true)
+	if err := dec.Decode(&agents); err != nil {
+		t.Fatal(err)
+	}
+	c := agents["claude"]
+	if c.Preset != "claude" || c.Model != "sonnet" || c.Timeout != 10*time.Minute || c.Instructions != "You are reviewing my notes..." {
+		t.Errorf("claude = %+v", c)
+	}
+	m := agents["mytool"]
+	if m.Prompt != PromptStdin || m.Output != OutputJSON || m.Reply != "/answer" || m.Session != "/conversation" ||
+		len(m.ResumeCommand) != 4 || m.Env["MYTOOL_COLOR"] != "never" || m.EnvRemove[0] != "OPENAI_API_KEY" {
+		t.Errorf("mytool = %+v", m)
+	}
+	for name, a := range agents {
+		a.Name = name
+		if err := a.Validate(); err != nil {
+			t.Errorf("Validate(%s) = %v", name, err)
+		}
+	}
+}

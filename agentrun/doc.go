@@ -1,0 +1,83 @@
+// Package agentrun turns one settled event on one strand into an agent run:
+// it builds the prompt (the Event Context block of DESIGN §4.2 followed by the
+// strand's content), runs the configured agent CLI as a subprocess, and
+// returns a structured Result.
+//
+// # Agents
+//
+// An Agent (see config.go) is one of:
+//
+//   - the built-in digest agent (the default when nothing is configured),
+//     which runs in-process and needs no network;
+//   - a preset for a known CLI: claude, codex, gemini, llm or ollama, each
+//     with its own new-session and resume command line, prompt delivery,
+//     reply and resume-handle parsing and error classification;
+//   - a generic command: an argv template with the prompt on stdin, as one
+//     argument or in a file, and text or JSON output (RFC 6901 JSON pointers
+//     name the reply and the resume handle).
+//
+// # The prompt
+//
+// Every prompt starts with an Event Context block:
+//
+//	## Event Context
+//	Event: Modified
+//	Strand: ideas/plan.md
+//	Now: 2026-11-21T19:30:05Z
+//	Session: 0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21 (resumed)
+//	Turn: 3
+//	Fired-By: watch
+//	Changes:
+//	```diff
+//	<unified diff of the last processed content against the current one>
+//	```
+//	Previous tie-off:
+//	```markdown
+//	<the newest tie-off sections, bounded>
+//	```
+//
+//	<the strand's content>
+//
+// Changes appears only for Modified. For Deleted the strand's last processed
+// content follows, fenced and introduced by a sentence saying the strand was
+// deleted. "Previous tie-off:" is followed by "(none)" when there is no
+// earlier section. When the agent's session had to be restarted because the
+// CLI could not continue it, the Session line says so:
+//
+//	Session: <uuid> (new; conversation <old handle> could not be continued: <reason>)
+//
+// Fences are made of more backticks than the longest run of backticks in what
+// they enclose, so note content can never close them. Each part is bounded
+// (see Limits) and a visible marker says what was left out, such as
+// "[… 12345 bytes omitted …]" or "[… 37 older sections omitted …]"; the whole
+// prompt has a hard cap (ErrPromptTooLarge). Agent instructions go to the
+// CLI's system-prompt flag where it has one (claude, codex, llm), otherwise
+// they come first, before the Event Context block.
+//
+// # Running
+//
+// Commands are argv, never a shell. Template values such as {model} or
+// {prompt_file} are substituted inside single argv elements, and a value may
+// never turn an element into a flag (see template.go). The prompt goes on
+// standard input by default; otherwise standard input is /dev/null. The
+// working directory is the vault root. The environment is knotd's own plus
+// KNOT_VAULT, KNOT_STRAND, KNOT_EVENT, KNOT_SESSION and KNOT_RUN_ID, with the
+// agent's configured additions and removals.
+//
+// Each run has a wall-clock timeout (DefaultTimeout unless configured). On
+// Unix the agent runs in its own process group: on timeout or cancellation
+// the whole group gets SIGTERM, then SIGKILL after Runner.Grace, and the group
+// is killed when the run ends so no descendant outlives it. exec.Cmd.WaitDelay
+// makes sure a descendant that keeps the output pipes open cannot block the
+// run. On Linux the agent also gets SIGKILL if knotd dies. On Windows only the
+// agent process itself is killed; its descendants may survive.
+//
+// Standard output is captured up to Runner.MaxStdout bytes (the rest is
+// counted and flagged); for CLIs that stream JSON lines the reply is taken
+// from the whole stream, line by line, so a long transcript does not lose the
+// final answer. Standard error keeps a bounded tail.
+//
+// An agent that fails is not an error: Run returns a Result whose Outcome is
+// failed, timeout or canceled with a short human Reason. Run returns an error
+// only for a bad request or configuration.
+package agentrun

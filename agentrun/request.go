@@ -1,0 +1,128 @@
+package agentrun
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/knotd/knotd/strand"
+)
+
+// FiredBy says what made knotd look at the strand: the Fired-By line of the
+// Event Context.
+type FiredBy string
+
+// The closed set of FiredBy values.
+const (
+	FiredByWatch   FiredBy = "watch"    // a file system event while watching
+	FiredByOnce    FiredBy = "once"     // a knotd --once pass
+	FiredByCatchUp FiredBy = "catch-up" // the catch-up pass at startup
+	FiredByRescan  FiredBy = "rescan"   // a rescan after an overflow, or --poll
+)
+
+// Valid reports whether f is one of the FiredBy values.
+func (f FiredBy) Valid() bool {
+	switch f {
+	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan:
+		return true
+	}
+	return false
+}
+
+// Request is everything one run needs. The vault builds it; Run does not
+// read the strand, its tie-off or any state itself.
+type Request struct {
+	// RunID identifies the run (a UUID v7); it reaches the agent as
+	// KNOT_RUN_ID.
+	RunID string
+	// Vault is the absolute path of the vault root, the agent's working
+	// directory.
+	Vault string
+	// Event is the settled event. Event.Strand.Content is the strand's
+	// current content (unused for Deleted).
+	Event strand.Event
+	// Previous is the strand's last processed content, the "before" side of
+	// the Changes diff and the content shown for Deleted. nil means it is
+	// not known (an empty slice is an empty file).
+	Previous []byte
+	// TieOff holds the raw texts of the newest tie-off sections, oldest
+	// first. The caller should pass only the last few; Run uses at most
+	// Limits.TieOffSections of them and counts the rest as omitted.
+	TieOff []string
+	// TieOffOmitted counts the older sections the caller left out of TieOff.
+	TieOffOmitted int
+	// Session is the strand's session UUID (knot_session).
+	Session string
+	// Resume is the agent's resume handle from the last run (knot_resume),
+	// empty when there is none: the run then starts a new conversation.
+	Resume string
+	// Turn is 1 for the first run of the strand and counts up from there.
+	Turn int
+	// FiredBy says what triggered the run.
+	FiredBy FiredBy
+	// Agent is the agent to run.
+	Agent Agent
+	// Model overrides Agent.Model (a strand's knot_model). It must pass
+	// ValidateModel.
+	Model string
+	// Now is the time written on the Now line; zero means Runner.Now().
+	Now time.Time
+}
+
+// ErrBadRequest is wrapped by every error about a malformed Request.
+var ErrBadRequest = errors.New("agentrun: bad request")
+
+// validate checks the request and its agent.
+func (req *Request) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+	}
+	if err := req.Agent.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case !req.Event.Type.Valid():
+		return bad("invalid event type %v", req.Event.Type)
+	case !filepath.IsAbs(req.Vault):
+		return bad("vault %q is not an absolute path", req.Vault)
+	case req.Turn < 1:
+		return bad("turn %d (the first turn is 1)", req.Turn)
+	case !req.FiredBy.Valid():
+		return bad("fired-by %q is not one of watch, once, catch-up, rescan", req.FiredBy)
+	case req.TieOffOmitted < 0:
+		return bad("negative omitted tie-off count %d", req.TieOffOmitted)
+	}
+	if err := strand.ValidateRel(req.Event.Strand.Path); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if _, err := uuid.Parse(req.Session); err != nil || len(req.Session) != 36 {
+		return bad("session %q is not a UUID", req.Session)
+	}
+	if req.RunID == "" {
+		return bad("empty run id")
+	}
+	if err := checkArgValue("run id", req.RunID, ErrBadRequest); err != nil {
+		return err
+	}
+	if req.Resume != "" {
+		if err := checkArgValue("resume handle", req.Resume, ErrBadRequest); err != nil {
+			return err
+		}
+	}
+	if req.Model != "" {
+		if err := ValidateModel(req.Model); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// model is the model the run uses: the strand's override, else the agent's.
+func (req *Request) model() string {
+	if req.Model != "" {
+		return req.Model
+	}
+	return req.Agent.Model
+}

@@ -1,0 +1,97 @@
+package agentrun
+
+import "time"
+
+// Outcome is how a run ended: exactly one of OutcomeOK, OutcomeFailed,
+// OutcomeTimeout or OutcomeCanceled.
+type Outcome string
+
+// The closed set of outcomes.
+const (
+	// OutcomeOK: the agent exited successfully with a non-empty reply.
+	OutcomeOK Outcome = "ok"
+	// OutcomeFailed: the agent could not be started, exited with an error,
+	// reported an error, or gave an empty or unreadable reply.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeTimeout: the run hit its wall-clock limit and was killed.
+	OutcomeTimeout Outcome = "timeout"
+	// OutcomeCanceled: the caller's context ended (knotd is stopping) and
+	// the run was killed.
+	OutcomeCanceled Outcome = "canceled"
+)
+
+// Result is what one run produced. Every field is filled as far as the run
+// got; a failed run still carries its stderr tail and raw output.
+type Result struct {
+	// Outcome is how the run ended.
+	Outcome Outcome
+	// Reason is a short human explanation when Outcome is not ok, such as
+	// "exit status 1: API Error: 401" or "timed out after 10m0s".
+	Reason string
+	// Reply is the agent's reply text. It may be non-empty when the run
+	// failed (for example an error message the CLI printed as its result).
+	Reply string
+	// Resume is the resume handle the agent reported for this
+	// conversation, empty when it reported none. The caller stores it as
+	// knot_resume when it changed.
+	Resume string
+	// Restarted is set when the agent could not continue the conversation
+	// it was asked to resume and the run started a fresh one instead.
+	Restarted *Restart
+	// Agent is the name of the agent that ran; Preset its preset ("" for
+	// a generic command).
+	Agent, Preset string
+	// Model is the model the run asked for, empty when none.
+	Model string
+	// Argv is the command line of the last attempt (empty for digest).
+	Argv []string
+	// Prompt is the prompt of the last attempt (empty for digest).
+	Prompt string
+	// ExitCode is the agent's exit status; -1 when it did not exit by
+	// itself (killed, not started) or ran in-process.
+	ExitCode int
+	// Duration is the wall-clock time of the run, all attempts included.
+	Duration time.Duration
+	// Usage holds token counts and cost when the CLI reports them.
+	Usage *Usage
+	// Stdout is the agent's standard output, at most Runner.MaxStdout bytes.
+	Stdout []byte
+	// StdoutBytes counts all bytes the agent wrote to standard output.
+	StdoutBytes int64
+	// StdoutTruncated reports that Stdout holds only the first bytes.
+	StdoutTruncated bool
+	// Stderr is the tail of the agent's standard error.
+	Stderr string
+	// StderrTruncated reports that Stderr lost its beginning.
+	StderrTruncated bool
+	// Notes are things worth logging that did not fail the run, such as a
+	// resume handle that could not be read.
+	Notes []string
+}
+
+// Restart records why a run started a fresh conversation.
+type Restart struct {
+	// Handle is the resume handle or session id the agent refused.
+	Handle string
+	// Reason is what the agent said, shortened.
+	Reason string
+}
+
+// Usage is the token use and cost of a run as the CLI reported it. Zero
+// fields were not reported.
+type Usage struct {
+	InputTokens      int64
+	OutputTokens     int64
+	CacheReadTokens  int64
+	CacheWriteTokens int64
+	// CostUSD is the cost in US dollars the CLI computed, 0 when unknown.
+	CostUSD float64
+}
+
+func (u *Usage) add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+	u.CostUSD += o.CostUSD
+}
