@@ -1,0 +1,214 @@
+package watcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// maxIgnoreFileSize bounds what is read of one ignore file; a larger file
+// is an error rather than a memory hazard.
+const maxIgnoreFileSize = 1 << 20
+
+// Load reads the ignore files of the vault root and of every directory
+// between it and rel (not rel's own: they only concern what is inside
+// rel), so that Ignored and Explain see them for a path no walk has
+// reached. root is the vault's directory on disk. Ignore files inside an
+// ignored directory are never read.
+func (r *Rules) Load(root, rel string) error {
+	rel = strings.TrimSuffix(rel, "/")
+	var errs []error
+	collect := func(_ string, err error) { errs = append(errs, err) }
+	if r.loadDir(root, "", nil, collect); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if rel == "" || rel == "." {
+		return nil
+	}
+	if err := validRel(rel); err != nil {
+		return fmt.Errorf("watcher: load ignore files: %w", err)
+	}
+	elems := strings.Split(rel, "/")
+	for k := 1; k < len(elems); k++ {
+		dir := strings.Join(elems[:k], "/")
+		if r.Ignored(dir, true) {
+			return nil
+		}
+		if r.loadDir(root, dir, nil, collect); len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+	}
+	return nil
+}
+
+// loadDir (re)reads the ignore files of the vault-relative directory dir.
+// When present is not nil it says which names exist (from a listing just
+// made), and absent ones are dropped without a system call. A file that
+// cannot be read keeps the patterns read before and is passed to onErr.
+func (r *Rules) loadDir(root, dir string, present map[string]bool, onErr func(name string, err error)) {
+	for _, name := range ignoreFileNames {
+		var data []byte
+		if present == nil || present[name] {
+			var err error
+			data, err = readIgnoreFile(filepath.Join(root, filepath.FromSlash(dir), name))
+			if err != nil {
+				onErr(name, err)
+				continue
+			}
+		}
+		if err := r.SetIgnoreFile(dir, name, data); err != nil {
+			onErr(name, err)
+		}
+	}
+}
+
+// readIgnoreFile returns the content of an ignore file, or nil if there is
+// none.
+func readIgnoreFile(abs string) (data []byte, err error) {
+	f, err := os.Open(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("watcher: read ignore file: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("watcher: close ignore file %s: %w", abs, cerr)
+		}
+	}()
+	data, err = io.ReadAll(io.LimitReader(f, maxIgnoreFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("watcher: read ignore file %s: %w", abs, err)
+	}
+	if len(data) > maxIgnoreFileSize {
+		return nil, fmt.Errorf("watcher: ignore file %s is larger than %d bytes", abs, maxIgnoreFileSize)
+	}
+	if data == nil {
+		data = []byte{} // present but empty: not the same as absent
+	}
+	return data, nil
+}
+
+// Walk walks the vault-relative directory dir ("" for the whole vault)
+// under root, the vault's directory on disk, and calls fn for dir and for
+// every entry below it that the rules do not ignore, with vault-relative
+// slash paths ("" for the root). It reads each directory's ignore files
+// before deciding about its entries, so the rules it leaves behind are
+// current for everything it walked.
+//
+// fn follows the fs.WalkDirFunc protocol of fs.WalkDir: a directory is
+// passed before it is read, entries come in lexical order, returning
+// fs.SkipDir skips a directory (or, from a file, the rest of its
+// directory), fs.SkipAll stops the walk, and a directory that cannot be
+// read is passed a second time with the error. An ignore file that cannot
+// be read is passed with its error. Symbolic links are passed as entries
+// and never followed. If dir is itself ignored, fn is never called.
+func (r *Rules) Walk(root, dir string, fn fs.WalkDirFunc) error {
+	return r.walk(root, dir, fn, nil, true)
+}
+
+// walk is Walk with a hook told how many entries each directory listing
+// had, ignored ones included (kqueue opens a descriptor for each), and the
+// choice not to reread the ignore files above dir (the watcher keeps them
+// current itself).
+func (r *Rules) walk(root, dir string, fn fs.WalkDirFunc, listed func(rel string, n int), loadAncestors bool) error {
+	if dir != "" {
+		if err := validRel(dir); err != nil {
+			return fmt.Errorf("watcher: walk: %w", err)
+		}
+		if loadAncestors {
+			if err := r.Load(root, dir); err != nil {
+				if err := fn(dir, nil, err); err != nil {
+					return skipToNil(err)
+				}
+			}
+		}
+		if r.Ignored(dir, true) {
+			return nil
+		}
+	}
+	abs := filepath.Join(root, filepath.FromSlash(dir))
+	stat := os.Lstat
+	if dir == "" {
+		stat = os.Stat // the vault root may be a symbolic link to the real folder
+	}
+	fi, err := stat(abs)
+	if err != nil {
+		return skipToNil(fn(dir, nil, err))
+	}
+	w := walker{root: root, rules: r, fn: fn, listed: listed}
+	return skipToNil(w.visit(dir, fs.FileInfoToDirEntry(fi)))
+}
+
+func skipToNil(err error) error {
+	if errors.Is(err, fs.SkipDir) || errors.Is(err, fs.SkipAll) {
+		return nil
+	}
+	return err
+}
+
+type walker struct {
+	root   string
+	rules  *Rules
+	fn     fs.WalkDirFunc
+	listed func(rel string, n int)
+}
+
+// visit passes one entry to fn and, for a directory, walks its contents.
+func (w *walker) visit(rel string, d fs.DirEntry) error {
+	if err := w.fn(rel, d, nil); err != nil || !d.IsDir() {
+		if errors.Is(err, fs.SkipDir) && d.IsDir() {
+			return nil
+		}
+		return err
+	}
+	abs := filepath.Join(w.root, filepath.FromSlash(rel))
+	entries, err := os.ReadDir(abs)
+	if w.listed != nil {
+		w.listed(rel, len(entries))
+	}
+	if err != nil {
+		if err := w.fn(rel, d, err); err != nil && !errors.Is(err, fs.SkipDir) {
+			return err
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+	}
+	present := make(map[string]bool, len(ignoreFileNames))
+	for _, e := range entries {
+		if isIgnoreFile(e.Name()) && e.Type().IsRegular() {
+			present[e.Name()] = true
+		}
+	}
+	var ferr error
+	w.rules.loadDir(w.root, rel, present, func(name string, err error) {
+		if ferr == nil {
+			if err := w.fn(path.Join(rel, name), nil, err); err != nil && !errors.Is(err, fs.SkipDir) {
+				ferr = err
+			}
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	for _, e := range entries {
+		child := path.Join(rel, e.Name())
+		if w.rules.ignoredEntry(child, e.IsDir()) {
+			continue
+		}
+		if err := w.visit(child, e); err != nil {
+			if errors.Is(err, fs.SkipDir) { // from a file: skip the rest of this directory
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
