@@ -1,0 +1,119 @@
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// procSpec describes one process to run.
+type procSpec struct {
+	argv []string
+	dir  string
+	env  []string
+	// stdin is written to the process's standard input when hasStdin;
+	// otherwise standard input is the null device.
+	stdin    string
+	hasStdin bool
+	// grace is how long after SIGTERM (or after the process exited while
+	// something still holds its output pipes) before everything is killed.
+	grace                       time.Duration
+	maxStdout, maxStderr, maxLn int
+	// onLine, when set, receives every line of standard output as it
+	// arrives.
+	onLine func([]byte)
+}
+
+// procResult is what one process did.
+type procResult struct {
+	// startErr is set when the process could not be started.
+	startErr error
+	// exitCode is the exit status, -1 when the process did not exit by
+	// itself.
+	exitCode int
+	// waitErr is exec.Cmd.Wait's error, for messages.
+	waitErr error
+	// interrupted reports that the context ended while the process ran and
+	// it was signalled to stop; the caller tells timeout from cancellation
+	// by the context.
+	interrupted bool
+	// pipesHeld reports that the process exited but a descendant kept its
+	// output open until the grace period ran out.
+	pipesHeld bool
+	// killErr is an error killing what was left of the process group.
+	killErr error
+
+	stdout       []byte
+	stdoutN      int64
+	stdoutTrunc  bool
+	stderr       string
+	stderrTrunc  bool
+	droppedLines int
+}
+
+// runProc runs one process to completion, bounded by ctx: when ctx ends,
+// the process group gets SIGTERM, and SIGKILL spec.grace later. Whatever is
+// left of the group is killed when runProc returns, so no descendant
+// outlives the run. The goroutines exec.Cmd starts to copy the pipes are
+// waited for by Wait (at most spec.grace after the process exits).
+func runProc(ctx context.Context, spec procSpec) procResult {
+	res := procResult{exitCode: -1}
+	cmd := exec.CommandContext(ctx, spec.argv[0], spec.argv[1:]...)
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	if spec.hasStdin {
+		cmd.Stdin = strings.NewReader(spec.stdin)
+	}
+	out := &capWriter{max: spec.maxStdout}
+	if spec.onLine != nil {
+		out.lines = &lineSplitter{max: spec.maxLn, fn: spec.onLine}
+	}
+	errTail := &tailWriter{max: spec.maxStderr}
+	cmd.Stdout, cmd.Stderr = out, errTail
+	setProcAttrs(cmd)
+	var interrupted atomic.Bool
+	cmd.Cancel = func() error {
+		interrupted.Store(true)
+		return interrupt(cmd.Process)
+	}
+	cmd.WaitDelay = spec.grace
+
+	if err := cmd.Start(); err != nil {
+		res.startErr = err
+		return res
+	}
+	err := cmd.Wait()
+	res.killErr = killGroup(cmd.Process)
+	if out.lines != nil {
+		out.lines.flush()
+		res.droppedLines = out.lines.dropped
+	}
+	res.waitErr = err
+	res.interrupted = interrupted.Load()
+	res.pipesHeld = errors.Is(err, exec.ErrWaitDelay)
+	if st := cmd.ProcessState; st != nil {
+		res.exitCode = st.ExitCode()
+	}
+	res.stdout, res.stdoutN, res.stdoutTrunc = out.buf, out.n, out.truncated()
+	res.stderr, res.stderrTrunc = errTail.String(), errTail.truncated()
+	return res
+}
+
+// describe says in a few words how the process ended, for a reason.
+func (r procResult) describe() string {
+	switch {
+	case r.startErr != nil:
+		return "could not start: " + r.startErr.Error()
+	case r.exitCode > 0:
+		return fmt.Sprintf("exit status %d", r.exitCode)
+	case r.exitCode < 0 && r.waitErr != nil:
+		return r.waitErr.Error() // "signal: killed"
+	case r.exitCode < 0:
+		return "did not exit"
+	}
+	return "exit status 0"
+}

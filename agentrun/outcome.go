@@ -1,0 +1,97 @@
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// maxReason bounds the detail quoted in a Result's Reason.
+const maxReason = 300
+
+// record copies what an attempt's process did into the result.
+func (o *attemptOutcome) record(res *Result) {
+	pr := o.proc
+	res.ExitCode = pr.exitCode
+	res.Stdout, res.StdoutBytes, res.StdoutTruncated = pr.stdout, pr.stdoutN, pr.stdoutTrunc
+	res.Stderr, res.StderrTruncated = pr.stderr, pr.stderrTrunc
+	res.Notes = append(res.Notes, o.parsed.notes...)
+	if pr.pipesHeld {
+		res.Notes = append(res.Notes, "a process the agent left behind kept its output open after it exited; it was killed after the grace period")
+	}
+	if pr.killErr != nil {
+		res.Notes = append(res.Notes, "could not kill the agent's process group: "+pr.killErr.Error())
+	}
+	if pr.droppedLines > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("skipped %d output lines longer than the line limit", pr.droppedLines))
+	}
+}
+
+// classify fills res from an attempt that was not interrupted.
+func classify(o attemptOutcome, res *Result) {
+	o.record(res)
+	p := o.parsed
+	res.Reply, res.Resume, res.Usage = cleanReply(p.reply), p.handle, p.usage
+	prog := res.Agent
+	if len(res.Argv) > 0 {
+		prog = res.Argv[0]
+	}
+	fail := func(reason string) { res.Outcome, res.Reason = OutcomeFailed, reason }
+	switch {
+	case o.runErr != nil:
+		fail("cannot run " + res.Agent + ": " + o.runErr.Error())
+	case o.proc.startErr != nil:
+		fail("could not start " + prog + ": " + o.proc.startErr.Error())
+	case o.proc.exitCode != 0:
+		fail(o.proc.describe() + detail(p.agentErr, o.proc.stderr, o.parseErr))
+	case p.agentErr != "":
+		fail(res.Agent + " reported an error: " + p.agentErr)
+	case o.parseErr != nil:
+		reason := "could not read the reply: " + o.parseErr.Error()
+		if errors.Is(o.parseErr, errNoOutput) {
+			reason = "no output" + detail("", o.proc.stderr, nil)
+		}
+		if o.proc.stdoutTrunc {
+			reason += fmt.Sprintf(" (the output was cut at %d of %d bytes)", len(o.proc.stdout), o.proc.stdoutN)
+		}
+		fail(reason)
+	case res.Reply == "":
+		fail("empty reply" + detail("", o.proc.stderr, nil))
+	default:
+		res.Outcome = OutcomeOK
+	}
+}
+
+// detail is the ": …" part of a failure reason: what the agent reported,
+// else the first line of its standard error, else the parse error.
+func detail(agentErr, stderr string, parseErr error) string {
+	switch {
+	case agentErr != "":
+		return ": " + agentErr
+	case firstLine(stderr, maxReason) != "":
+		return ": " + firstLine(stderr, maxReason)
+	case parseErr != nil && !errors.Is(parseErr, errNoOutput):
+		return ": " + parseErr.Error()
+	}
+	return ""
+}
+
+// interrupted fills res for an attempt stopped because runCtx ended: a
+// timeout when the run's own deadline passed, a cancellation when the
+// caller's ctx ended.
+func (r *Runner) interrupted(ctx, runCtx context.Context, timeout time.Duration, o attemptOutcome, res *Result) {
+	o.record(res)
+	res.Reply, res.Resume, res.Usage = cleanReply(o.parsed.reply), o.parsed.handle, o.parsed.usage
+	if errors.Is(context.Cause(runCtx), errTimedOut) {
+		res.Outcome = OutcomeTimeout
+		res.Reason = fmt.Sprintf("timed out after %v", timeout)
+	} else {
+		res.Outcome = OutcomeCanceled
+		res.Reason = "canceled: " + strings.TrimPrefix(context.Cause(ctx).Error(), "context ")
+	}
+	if l := firstLine(o.proc.stderr, maxReason); l != "" {
+		res.Reason += " (stderr: " + l + ")"
+	}
+}

@@ -1,0 +1,183 @@
+package agentrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+)
+
+// attempt is one invocation of an agent. A run has one attempt, or two when
+// the agent could not continue its conversation and a fresh one is started.
+type attempt struct {
+	req *Request
+	// program is the argv prefix that starts the agent: Agent.Command, or
+	// the preset's default program name.
+	program []string
+	model   string
+	// session is the id a new conversation is created with, where the CLI
+	// lets knotd choose it (claude --session-id): the strand's session, or
+	// a fresh UUID after a restart.
+	session string
+	// resume is the handle of the conversation to continue, "" for a new
+	// conversation.
+	resume string
+	// instructions go to the CLI's system-prompt flag ("" when the driver
+	// writes them into the prompt instead, or when there are none).
+	instructions string
+	prompt       string
+	promptFile   string // the prompt's temporary file in file mode
+}
+
+// parsed is what a driver read from an agent's output.
+type parsed struct {
+	reply  string
+	handle string
+	usage  *Usage
+	// agentErr is the agent's own report of a failure (an is_error result,
+	// a turn.failed event, an error object), empty when it reported none.
+	agentErr string
+	notes    []string
+}
+
+// outputParser reads one attempt's output after the agent exited. stdout
+// is the captured standard output, cut to the runner's cap when truncated
+// is set. An error means the output could not be read at all.
+type outputParser interface {
+	finish(stdout []byte, truncated bool, stderr string) (parsed, error)
+}
+
+// lineParser is an outputParser that also wants every line of standard
+// output as it arrives (JSON lines), so it sees all of it however long.
+type lineParser interface {
+	outputParser
+	line(b []byte)
+}
+
+// driver knows how to run one kind of agent.
+type driver interface {
+	// delivery is how the prompt reaches the agent.
+	delivery() PromptMode
+	// inlineInstructions reports that instructions go before the Event
+	// Context because the CLI has no system-prompt flag.
+	inlineInstructions() bool
+	// resumes reports whether the agent continues a conversation from a
+	// resume handle.
+	resumes() bool
+	// defaultProgram is the program name when Agent.Command is empty.
+	defaultProgram() string
+	// argv returns the full command line of one attempt.
+	argv(a *attempt) ([]string, error)
+	// parser returns a fresh parser for one attempt's output.
+	parser() outputParser
+	// limits are the driver's own prompt limit defaults (zero fields mean
+	// the package defaults).
+	limits() Limits
+}
+
+// sessionRecoverer is a driver that can tell, from a failed attempt, that
+// the CLI refused to continue or create the conversation, so that the run
+// may start a fresh one (once).
+type sessionRecoverer interface {
+	sessionLost(exitCode int, p parsed, stderr string) (reason string, lost bool)
+}
+
+// finisher is a driver with a step after a successful attempt, such as
+// asking the CLI for the conversation id it just used. run starts a helper
+// process with the attempt's environment and working directory.
+type finisher interface {
+	finish(ctx context.Context, a *attempt, p *parsed, run func(ctx context.Context, argv []string) procResult)
+}
+
+// preparer is a driver with a step before each attempt (creating a
+// directory it needs).
+type preparer interface {
+	prepare(a *attempt) error
+}
+
+// newDriver returns the driver for an agent of the given kind (its preset,
+// or "" for a generic command). Digest has no driver: it runs in-process.
+func newDriver(a *Agent, kind string) driver {
+	switch kind {
+	case PresetClaude:
+		return claudeDriver{}
+	case PresetCodex:
+		return codexDriver{}
+	case PresetGemini:
+		return geminiDriver{}
+	case PresetLLM:
+		return llmDriver{}
+	case PresetOllama:
+		return ollamaDriver{}
+	}
+	return &commandDriver{agent: a}
+}
+
+// program returns the argv prefix for an attempt.
+func program(a *Agent, d driver) []string {
+	if len(a.Command) > 0 {
+		return a.Command
+	}
+	return []string{d.defaultProgram()}
+}
+
+// jsonValues decodes every JSON value in b in order (one document, or JSON
+// lines) and calls fn with each, numbers kept as json.Number. A line that is
+// not JSON (a warning a CLI printed) is skipped; skipped counts them.
+func jsonValues(b []byte, fn func(v any)) (skipped int) {
+	for pos := 0; pos < len(b); {
+		dec := json.NewDecoder(bytes.NewReader(b[pos:]))
+		dec.UseNumber()
+		for {
+			var v any
+			err := dec.Decode(&v)
+			if errors.Is(err, io.EOF) {
+				return skipped
+			}
+			if err != nil {
+				skipped++
+				nl := bytes.IndexByte(b[pos+int(dec.InputOffset()):], '\n')
+				if nl < 0 {
+					return skipped
+				}
+				pos += int(dec.InputOffset()) + nl + 1
+				break
+			}
+			fn(v)
+		}
+	}
+	return skipped
+}
+
+// int64Field reads an integer field of a decoded JSON object.
+func int64Field(m map[string]any, key string) int64 {
+	n, _ := m[key].(json.Number)
+	i, err := n.Int64()
+	if err != nil {
+		return 0
+	}
+	return i
+}
+
+// float64Field reads a number field of a decoded JSON object.
+func float64Field(m map[string]any, key string) float64 {
+	n, _ := m[key].(json.Number)
+	f, err := n.Float64()
+	if err != nil {
+		return 0
+	}
+	return f
+}
+
+// stringField reads a string field of a decoded JSON object.
+func stringField(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// objectField reads an object field of a decoded JSON object.
+func objectField(m map[string]any, key string) map[string]any {
+	o, _ := m[key].(map[string]any)
+	return o
+}

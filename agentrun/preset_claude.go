@@ -1,0 +1,107 @@
+package agentrun
+
+import (
+	"errors"
+	"strings"
+)
+
+// claudeDriver runs Claude Code headless:
+//
+//	claude -p --output-format json --session-id <session> [--model M] [--append-system-prompt=I]   (new)
+//	claude -p --output-format json --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
+//
+// with the prompt on standard input and the vault root as working directory
+// (Claude Code keeps sessions per directory). The first turn creates the
+// session with the strand's own UUID; later turns resume the handle Claude
+// reported, never with --continue (which picks whatever session is newest).
+// Claude prints one JSON result object, also when it fails and exits 1:
+// "result" is the reply, "session_id" the handle, "is_error" marks a failed
+// turn, "usage" and "total_cost_usd" the cost.
+//
+// Two refusals are recovered once per run by starting a fresh session with a
+// new UUID (see sessionLost): "Session ID … is already in use" (the session
+// exists although knotd has no handle for it) and "No conversation found
+// with session ID" (the handle is unknown in this directory, for example
+// after the vault moved).
+type claudeDriver struct{}
+
+func (claudeDriver) delivery() PromptMode     { return PromptStdin }
+func (claudeDriver) inlineInstructions() bool { return false }
+func (claudeDriver) resumes() bool            { return true }
+func (claudeDriver) defaultProgram() string   { return "claude" }
+func (claudeDriver) limits() Limits           { return Limits{} }
+func (claudeDriver) parser() outputParser     { return claudeParser{} }
+
+func (claudeDriver) argv(a *attempt) ([]string, error) {
+	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "json")
+	if a.resume != "" {
+		argv = append(argv, "--resume", a.resume)
+	} else {
+		argv = append(argv, "--session-id", a.session)
+	}
+	if a.model != "" {
+		argv = append(argv, "--model", a.model)
+	}
+	if a.instructions != "" {
+		// One element: instructions that start with "-" (a Markdown list)
+		// must not be read as a flag.
+		argv = append(argv, "--append-system-prompt="+a.instructions)
+	}
+	return argv, nil
+}
+
+// The stderr texts of Claude Code 2.1.330's two session refusals (see
+// testdata/claude/README.md).
+const (
+	claudeInUse    = "is already in use"
+	claudeNotFound = "No conversation found"
+)
+
+func (claudeDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
+	if exitCode == 0 || p.reply != "" {
+		return "", false
+	}
+	if strings.Contains(stderr, claudeInUse) || strings.Contains(stderr, claudeNotFound) {
+		return firstLine(stderr, 200), true
+	}
+	return "", false
+}
+
+// claudeParser reads the result object of --output-format json. It also
+// accepts stream-json output, whose last "result" line has the same shape.
+type claudeParser struct{}
+
+func (claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
+	var res map[string]any
+	jsonValues(stdout, func(v any) {
+		if m, ok := v.(map[string]any); ok && stringField(m, "type") == "result" {
+			res = m
+		}
+	})
+	if res == nil {
+		if len(strings.TrimSpace(string(stdout))) == 0 {
+			return parsed{}, errNoOutput
+		}
+		return parsed{}, errors.New("no Claude result object in the output")
+	}
+	p := parsed{reply: stringField(res, "result"), handle: stringField(res, "session_id")}
+	if u := objectField(res, "usage"); u != nil {
+		p.usage = &Usage{
+			InputTokens:      int64Field(u, "input_tokens"),
+			OutputTokens:     int64Field(u, "output_tokens"),
+			CacheReadTokens:  int64Field(u, "cache_read_input_tokens"),
+			CacheWriteTokens: int64Field(u, "cache_creation_input_tokens"),
+			CostUSD:          float64Field(res, "total_cost_usd"),
+		}
+	}
+	if isErr, _ := res["is_error"].(bool); isErr || strings.HasPrefix(stringField(res, "subtype"), "error") {
+		p.agentErr = firstLine(p.reply, 300)
+		if p.agentErr == "" {
+			p.agentErr = "Claude reported " + stringField(res, "subtype")
+		}
+	}
+	return p, nil
+}
+
+// errNoOutput is the parse error of an agent that printed nothing.
+var errNoOutput = errors.New("no output")

@@ -1,0 +1,156 @@
+package agentrun
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// codexDriver runs the OpenAI Codex CLI non-interactively:
+//
+//	codex exec --json --skip-git-repo-check [--model M] [-c developer_instructions="I"] -                  (new)
+//	codex exec --json --skip-git-repo-check [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
+//
+// The prompt is read from standard input ("-"). --json makes codex print
+// one JSON event per line (codex-rs/exec/src/exec_events.rs): the handle is
+// the thread_id of "thread.started", the reply the text of the last
+// "item.completed" item of type "agent_message", usage comes from
+// "turn.completed", and "turn.failed" or "error" events report failures.
+// Instructions become codex's developer_instructions setting through -c,
+// written as a TOML string.
+type codexDriver struct{}
+
+func (codexDriver) delivery() PromptMode     { return PromptStdin }
+func (codexDriver) inlineInstructions() bool { return false }
+func (codexDriver) resumes() bool            { return true }
+func (codexDriver) defaultProgram() string   { return "codex" }
+func (codexDriver) limits() Limits           { return Limits{} }
+func (codexDriver) parser() outputParser     { return &codexParser{} }
+
+func (codexDriver) argv(a *attempt) ([]string, error) {
+	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check")
+	if a.model != "" {
+		argv = append(argv, "--model", a.model)
+	}
+	if a.instructions != "" {
+		argv = append(argv, "-c", "developer_instructions="+tomlString(a.instructions))
+	}
+	if a.resume != "" {
+		argv = append(argv, "resume", a.resume)
+	}
+	return append(argv, "-"), nil
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// codexParser follows the JSON lines of codex exec --json.
+type codexParser struct {
+	thread   string
+	reply    string
+	usage    *Usage
+	failure  string // from turn.failed or error, cleared by turn.completed
+	events   int
+	nonJSON  int
+	messages int
+}
+
+type codexEvent struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
+	Message  string `json:"message"`
+	Item     *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"item"`
+	Usage *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (p *codexParser) line(b []byte) {
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return
+	}
+	var ev codexEvent
+	if err := json.Unmarshal(b, &ev); err != nil || ev.Type == "" {
+		p.nonJSON++
+		return
+	}
+	p.events++
+	switch ev.Type {
+	case "thread.started":
+		p.thread = ev.ThreadID
+	case "item.completed":
+		if ev.Item != nil && ev.Item.Type == "agent_message" {
+			p.reply = ev.Item.Text
+			p.messages++
+		}
+	case "turn.completed":
+		p.failure = ""
+		if ev.Usage != nil {
+			if p.usage == nil {
+				p.usage = &Usage{}
+			}
+			p.usage.add(Usage{InputTokens: ev.Usage.InputTokens, CacheReadTokens: ev.Usage.CachedInputTokens, OutputTokens: ev.Usage.OutputTokens})
+		}
+	case "turn.failed":
+		if ev.Error != nil {
+			p.failure = ev.Error.Message
+		}
+		if p.failure == "" {
+			p.failure = "turn failed"
+		}
+	case "error":
+		p.failure = ev.Message
+		if p.failure == "" {
+			p.failure = "error"
+		}
+	}
+}
+
+func (p *codexParser) finish([]byte, bool, string) (parsed, error) {
+	if p.events == 0 {
+		if p.nonJSON == 0 {
+			return parsed{}, errNoOutput
+		}
+		return parsed{}, errors.New("no codex JSON events in the output")
+	}
+	out := parsed{reply: p.reply, handle: p.thread, usage: p.usage}
+	if p.failure != "" {
+		out.agentErr = firstLine(p.failure, 300)
+	}
+	if p.nonJSON > 0 {
+		out.notes = append(out.notes, fmt.Sprintf("codex printed %d lines that are not JSON events", p.nonJSON))
+	}
+	return out, nil
+}

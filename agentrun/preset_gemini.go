@@ -1,0 +1,101 @@
+package agentrun
+
+import (
+	"errors"
+	"slices"
+	"strings"
+)
+
+// geminiDriver runs Gemini CLI headless:
+//
+//	gemini --output-format json [--model M]                    (new)
+//	gemini --output-format json [--model M] --resume <handle>  (resume)
+//
+// The prompt is read from standard input, which makes Gemini CLI run
+// non-interactively; the working directory is the vault root (Gemini keeps
+// sessions per project directory). The JSON output is one object
+// (packages/core/src/output/json-formatter.ts): "response" is the reply,
+// "session_id" the handle (printed by the versions that can resume by id),
+// "stats.models.<name>.tokens" the usage and "error" a failure. Gemini CLI
+// has no system-prompt flag (GEMINI_SYSTEM_MD replaces the whole system
+// prompt from a file), so instructions go before the Event Context.
+type geminiDriver struct{}
+
+func (geminiDriver) delivery() PromptMode     { return PromptStdin }
+func (geminiDriver) inlineInstructions() bool { return true }
+func (geminiDriver) resumes() bool            { return true }
+func (geminiDriver) defaultProgram() string   { return "gemini" }
+func (geminiDriver) limits() Limits           { return Limits{} }
+func (geminiDriver) parser() outputParser     { return geminiParser{} }
+
+func (geminiDriver) argv(a *attempt) ([]string, error) {
+	argv := append(append([]string(nil), a.program...), "--output-format", "json")
+	if a.model != "" {
+		argv = append(argv, "--model", a.model)
+	}
+	if a.resume != "" {
+		argv = append(argv, "--resume", a.resume)
+	}
+	return argv, nil
+}
+
+// geminiParser reads the JSON object of --output-format json. Errors may be
+// printed as the same kind of object on standard error; that is read when
+// standard output has none.
+type geminiParser struct{}
+
+func (geminiParser) finish(stdout []byte, _ bool, stderr string) (parsed, error) {
+	obj := lastGeminiObject(stdout)
+	if obj == nil {
+		obj = lastGeminiObject([]byte(stderr))
+	}
+	if obj == nil {
+		if len(strings.TrimSpace(string(stdout))) == 0 {
+			return parsed{}, errNoOutput
+		}
+		return parsed{}, errors.New("no Gemini JSON object in the output")
+	}
+	p := parsed{reply: stringField(obj, "response"), handle: stringField(obj, "session_id")}
+	if models := objectField(objectField(obj, "stats"), "models"); len(models) > 0 {
+		u := &Usage{}
+		names := make([]string, 0, len(models))
+		for name := range models {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			m, _ := models[name].(map[string]any)
+			tok := objectField(m, "tokens")
+			u.add(Usage{
+				InputTokens:     int64Field(tok, "prompt"),
+				OutputTokens:    int64Field(tok, "candidates") + int64Field(tok, "thoughts"),
+				CacheReadTokens: int64Field(tok, "cached"),
+			})
+		}
+		p.usage = u
+	}
+	if e := objectField(obj, "error"); e != nil {
+		p.agentErr = firstLine(stringField(e, "message"), 300)
+		if p.agentErr == "" {
+			p.agentErr = "Gemini reported " + stringField(e, "type")
+		}
+	}
+	return p, nil
+}
+
+func lastGeminiObject(b []byte) map[string]any {
+	var obj map[string]any
+	jsonValues(b, func(v any) {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for _, k := range []string{"response", "error", "session_id", "stats"} {
+			if _, ok := m[k]; ok {
+				obj = m
+				return
+			}
+		}
+	})
+	return obj
+}

@@ -1,0 +1,321 @@
+package agentrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sharedClaudeFixtures is the original of testdata/claude, outside the
+// repository.
+const sharedClaudeFixtures = "../../shared/fixtures/claude-code-2.1.330"
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fixtureExit reads a fixture's .exit file ("exit=N").
+func fixtureExit(t *testing.T, name string) int {
+	t.Helper()
+	s := strings.TrimSpace(string(readTestdata(t, name)))
+	n, err := strconv.Atoi(strings.TrimPrefix(s, "exit="))
+	if err != nil {
+		t.Fatalf("%s: %q", name, s)
+	}
+	return n
+}
+
+func TestClaudeFixtures_MatchShared(t *testing.T) {
+	if _, err := os.Stat(sharedClaudeFixtures); err != nil {
+		t.Skipf("SKIPPED: the shared Claude Code fixtures are not at %s (%v); testing the copies in testdata/claude only", sharedClaudeFixtures, err)
+	}
+	copies, err := filepath.Glob("testdata/claude/*")
+	if err != nil || len(copies) == 0 {
+		t.Fatalf("no copies in testdata/claude (%v)", err)
+	}
+	for _, c := range copies {
+		orig, err := os.ReadFile(filepath.Join(sharedClaudeFixtures, filepath.Base(c)))
+		if err != nil {
+			t.Errorf("%s has no original: %v", c, err)
+			continue
+		}
+		if !bytes.Equal(orig, readTestdata(t, "claude/"+filepath.Base(c))) {
+			t.Errorf("%s differs from its original in %s", c, sharedClaudeFixtures)
+		}
+	}
+}
+
+func TestClaudeParser_Fixtures(t *testing.T) {
+	tests := []struct {
+		file   string
+		reply  string
+		handle string
+		usage  *Usage
+		err    bool
+	}{
+		{file: "json-new-session.json", reply: "MOCK REPLY (user messages seen: 1)", handle: "11111111-2222-4333-8444-555555555555",
+			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
+		{file: "json-resume.json", reply: "MOCK REPLY (user messages seen: 2)", handle: "11111111-2222-4333-8444-555555555555",
+			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00039999999999999996}},
+		{file: "stream-json-new.jsonl", reply: "MOCK REPLY (user messages seen: 1)", handle: "21111111-2222-4333-8444-555555555555",
+			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
+		{file: "text.out", err: true},
+	}
+	for _, tt := range tests {
+		out := readTestdata(t, "claude/"+tt.file)
+		p, err := claudeParser{}.finish(out, false, "")
+		if (err != nil) != tt.err {
+			t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
+		}
+		if p.reply != tt.reply || p.handle != tt.handle || p.agentErr != "" {
+			t.Errorf("finish(%s) = reply %q handle %q err %q; want %q %q", tt.file, p.reply, p.handle, p.agentErr, tt.reply, tt.handle)
+		}
+		if tt.usage != nil && (p.usage == nil || *p.usage != *tt.usage) {
+			t.Errorf("finish(%s) usage = %+v; want %+v", tt.file, p.usage, tt.usage)
+		}
+	}
+	if _, err := (claudeParser{}).finish(nil, false, ""); !errors.Is(err, errNoOutput) {
+		t.Errorf("finish(empty) = %v; want errNoOutput", err)
+	}
+}
+
+func TestClaudeParser_ErrorResult(t *testing.T) {
+	out := []byte(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 401 invalid x-api-key","session_id":"x"}` + "\n")
+	p, err := claudeParser{}.finish(out, false, "")
+	if err != nil || p.agentErr != "API Error: 401 invalid x-api-key" || p.reply == "" {
+		t.Errorf("finish(is_error) = %+v, %v; want the result as the agent's error", p, err)
+	}
+	p, err = claudeParser{}.finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
+	if err != nil || p.agentErr != "Claude reported error_max_turns" {
+		t.Errorf("finish(error_max_turns) = %+v, %v", p, err)
+	}
+}
+
+func TestClaudeDriver_SessionLost(t *testing.T) {
+	tests := []struct {
+		name   string
+		exit   int
+		stderr string
+		reply  string
+		lost   bool
+		reason string
+	}{
+		{name: "in use fixture", exit: fixtureExit(t, "claude/json-session-in-use.exit"), stderr: string(readTestdata(t, "claude/json-session-in-use.stderr")),
+			lost: true, reason: "Error: Session ID 11111111-2222-4333-8444-555555555555 is already in use."},
+		{name: "missing fixture", exit: fixtureExit(t, "claude/json-resume-missing.exit"), stderr: string(readTestdata(t, "claude/json-resume-missing.stderr")),
+			lost: true, reason: "No conversation found with session ID: 99999999-2222-4333-8444-555555555555"},
+		{name: "success", exit: 0, stderr: "No conversation found"},
+		{name: "other failure", exit: 1, stderr: "Error: Invalid API key"},
+		{name: "a reply was printed", exit: 1, stderr: "is already in use", reply: "API Error"},
+	}
+	for _, tt := range tests {
+		reason, lost := claudeDriver{}.sessionLost(tt.exit, parsed{reply: tt.reply}, tt.stderr)
+		if lost != tt.lost || reason != tt.reason {
+			t.Errorf("%s: sessionLost = %q, %v; want %q, %v", tt.name, reason, lost, tt.reason, tt.lost)
+		}
+	}
+}
+
+func TestDrivers_Argv(t *testing.T) {
+	req := promptRequest(1, "x")
+	req.Vault = "/v"
+	sess := testSession
+	tests := []struct {
+		name string
+		d    driver
+		a    attempt
+		want []string
+	}{
+		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
+			[]string{"claude", "-p", "--output-format", "json", "--session-id", sess}},
+		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
+			[]string{"claude", "-p", "--output-format", "json", "--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"}},
+		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
+			[]string{"npx", "@anthropic-ai/claude-code", "-p", "--output-format", "json", "--session-id", sess}},
+		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
+			[]string{"codex", "exec", "--json", "--skip-git-repo-check", "-"}},
+		{"codex resume", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
+			[]string{"codex", "exec", "--json", "--skip-git-repo-check", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"}},
+		{"gemini new", geminiDriver{}, attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
+			[]string{"gemini", "--output-format", "json"}},
+		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
+			[]string{"gemini", "--output-format", "json", "--model", "gemini-2.5-pro", "--resume", "g-1"}},
+		{"llm new", llmDriver{}, attempt{program: []string{"llm"}},
+			[]string{"llm", "prompt", "-d", filepath.Join("/v", ".knot", "llm", sess+".db"), "--log"}},
+		{"llm resume", llmDriver{}, attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
+			[]string{"llm", "prompt", "-d", filepath.Join("/v", ".knot", "llm", sess+".db"), "--log", "-m", "gpt-4o", "--system=-x", "--cid", "c-1"}},
+		{"ollama", ollamaDriver{}, attempt{program: []string{"ollama"}, model: "llama3.2"},
+			[]string{"ollama", "run", "--hidethinking", "llama3.2"}},
+	}
+	for _, tt := range tests {
+		a := tt.a
+		a.req = req
+		got, err := tt.d.argv(&a)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: argv = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestTOMLString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{`a "quote" and \ slash`, `"a \"quote\" and \\ slash"`},
+		{"two\nlines\tand\r", `"two\nlines\tand\r"`},
+		{"bell\x07 del\x7f", `"bell\u0007 del\u007F"`},
+		{"ünïcode ✓", `"ünïcode ✓"`},
+	}
+	for _, tt := range tests {
+		if got := tomlString(tt.in); got != tt.want {
+			t.Errorf("tomlString(%q) = %s; want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// codexParse feeds a fixture to a codexParser line by line, as runProc does.
+func codexParse(t testing.TB, out []byte) (parsed, error) {
+	t.Helper()
+	p := &codexParser{}
+	s := &lineSplitter{max: DefaultMaxLine, fn: p.line}
+	s.write(out)
+	s.flush()
+	return p.finish(out, false, "")
+}
+
+func TestCodexParser_Fixtures(t *testing.T) {
+	tests := []struct {
+		file, reply, handle, agentErr string
+		usage                         *Usage
+	}{
+		{file: "exec-new.jsonl", reply: "Your plan has two items.\n\n- buy milk\n- write knotd", handle: "0199a213-81c0-7800-8aa1-bbab2a035a53",
+			usage: &Usage{InputTokens: 24763, CacheReadTokens: 24448, OutputTokens: 122}},
+		{file: "exec-resume.jsonl", reply: `You checked off "write knotd". One item left.`, handle: "0199a213-81c0-7800-8aa1-bbab2a035a53",
+			usage: &Usage{InputTokens: 25010, CacheReadTokens: 24704, OutputTokens: 18}},
+		{file: "exec-turn-failed.jsonl", handle: "0199a213-81c0-7800-8aa1-bbab2a035a53",
+			agentErr: "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header"},
+	}
+	for _, tt := range tests {
+		p, err := codexParse(t, readTestdata(t, "codex/"+tt.file))
+		if err != nil || p.reply != tt.reply || p.handle != tt.handle || p.agentErr != tt.agentErr {
+			t.Errorf("parse(%s) = %+v, %v; want reply %q handle %q error %q", tt.file, p, err, tt.reply, tt.handle, tt.agentErr)
+		}
+		if (tt.usage == nil) != (p.usage == nil) || tt.usage != nil && *p.usage != *tt.usage {
+			t.Errorf("parse(%s) usage = %+v; want %+v", tt.file, p.usage, tt.usage)
+		}
+	}
+	if _, err := codexParse(t, nil); !errors.Is(err, errNoOutput) {
+		t.Errorf("parse(empty) = %v; want errNoOutput", err)
+	}
+	p, err := codexParse(t, []byte("warning: config.toml is old\n"+string(readTestdata(t, "codex/exec-resume.jsonl"))))
+	if err != nil || p.reply == "" || len(p.notes) != 1 {
+		t.Errorf("parse(warning + events) = %+v, %v; want the reply and a note", p, err)
+	}
+}
+
+func TestGeminiParser_Fixtures(t *testing.T) {
+	p, err := geminiParser{}.finish(readTestdata(t, "gemini/json-new.json"), false, "")
+	want := Usage{InputTokens: 24939 + 1200, OutputTokens: 20 + 154 + 10 + 5, CacheReadTokens: 21263}
+	if err != nil || p.reply != "Your plan has two items.\n\n- buy milk\n- write knotd" || p.handle != "c1b4c7a0-3f5e-4b7e-9a53-2d3a1f0e9b11" ||
+		p.usage == nil || *p.usage != want || p.agentErr != "" {
+		t.Errorf("finish(json-new) = %+v (usage %+v), %v", p, p.usage, err)
+	}
+	p, err = geminiParser{}.finish(readTestdata(t, "gemini/json-no-session.json"), false, "")
+	if err != nil || p.reply != "The capital of France is Paris." || p.handle != "" {
+		t.Errorf("finish(json-no-session) = %+v, %v", p, err)
+	}
+	errJSON := readTestdata(t, "gemini/json-error.json")
+	for name, out := range map[string][2]string{"stdout": {string(errJSON), ""}, "stderr": {"", string(errJSON)}} {
+		p, err = geminiParser{}.finish([]byte(out[0]), false, out[1])
+		if err != nil || p.agentErr != "API key not valid. Please pass a valid API key." {
+			t.Errorf("finish(error on %s) = %+v, %v", name, p, err)
+		}
+	}
+	if _, err := (geminiParser{}).finish([]byte("  \n"), false, "Error: boom"); !errors.Is(err, errNoOutput) {
+		t.Errorf("finish(blank) = %v; want errNoOutput", err)
+	}
+}
+
+func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
+	req := promptRequest(1, "x")
+	req.Vault = "/v"
+	a := &attempt{req: req, program: []string{"llm"}}
+	var gotArgv []string
+	p := parsed{reply: "Hello!"}
+	llmDriver{}.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
+		gotArgv = argv
+		return procResult{stdout: readTestdata(t, "llm/logs-list.json")}
+	})
+	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/v", ".knot", "llm", testSession+".db")}
+	if !slices.Equal(gotArgv, wantArgv) {
+		t.Errorf("logs argv = %q; want %q", gotArgv, wantArgv)
+	}
+	if p.handle != "01jm8ec74taftdgj2t4zra9z0j" || p.usage == nil || *p.usage != (Usage{InputTokens: 8, OutputTokens: 12}) {
+		t.Errorf("after logs: handle %q usage %+v", p.handle, p.usage)
+	}
+
+	p = parsed{reply: "Hello!"}
+	llmDriver{}.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
+		return procResult{exitCode: 2, stderr: "Error: No such option: -d"}
+	})
+	if p.handle != "" || len(p.notes) != 1 || !strings.Contains(p.notes[0], "exit status 2") {
+		t.Errorf("failed logs call: handle %q notes %q; want no handle and a note", p.handle, p.notes)
+	}
+}
+
+func TestJSONParser(t *testing.T) {
+	reply, _ := parsePointer("/answer/text")
+	session, _ := parsePointer("/conversation")
+	p := jsonParser{reply: reply, session: session}
+	tests := []struct {
+		name, out, reply, handle string
+		err                      bool
+	}{
+		{name: "document", out: `{"answer": {"text": "hi"}, "conversation": "c-1"}`, reply: "hi", handle: "c-1"},
+		{name: "pretty", out: "{\n  \"answer\": {\n    \"text\": \"hi\"\n  }\n}\n", reply: "hi"},
+		{name: "lines, last wins", out: "{\"answer\": {\"text\": \"a\"}, \"conversation\": \"c-1\"}\nnot json\n{\"answer\": {\"text\": \"b\"}}\n{\"type\": \"done\"}\n",
+			reply: "b", handle: "c-1"},
+		{name: "numbers as text", out: `{"answer": {"text": 42}, "conversation": 7}`, reply: "42", handle: "7"},
+		{name: "missing", out: `{"answer": {}}`, err: true},
+		{name: "object", out: `{"answer": {"text": {"a": 1}}}`, err: true},
+		{name: "not json", out: "plain text\n", err: true},
+		{name: "empty", out: "", err: true},
+	}
+	for _, tt := range tests {
+		got, err := p.finish([]byte(tt.out), false, "")
+		if (err != nil) != tt.err || got.reply != tt.reply || got.handle != tt.handle {
+			t.Errorf("%s: finish(%q) = %q %q, %v; want %q %q err=%v", tt.name, tt.out, got.reply, got.handle, err, tt.reply, tt.handle, tt.err)
+		}
+	}
+}
+
+// FuzzParsers checks that no parser panics, whatever an agent prints.
+func FuzzParsers(f *testing.F) {
+	for _, name := range []string{"claude/json-new-session.json", "claude/stream-json-new.jsonl", "codex/exec-new.jsonl",
+		"gemini/json-new.json", "gemini/json-error.json", "llm/logs-list.json"} {
+		f.Add(readTestdata(f, name))
+	}
+	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
+	ptr, _ := parsePointer("/a/0/b")
+	f.Fuzz(func(t *testing.T, out []byte) {
+		_, _ = claudeParser{}.finish(out, false, string(out))
+		_, _ = codexParse(t, out)
+		_, _ = geminiParser{}.finish(out, true, string(out))
+		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
+		_, _ = textParser{}.finish(out, true, "")
+		_, _ = claudeDriver{}.sessionLost(1, parsed{}, string(out))
+		var entry map[string]any
+		jsonValues(out, func(v any) { entry, _ = v.(map[string]any) })
+		_ = entry
+	})
+}

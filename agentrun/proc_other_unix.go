@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package agentrun
+
+import "syscall"
+
+// setParentDeathSignal does nothing: only Linux has a parent-death signal.
+// Elsewhere an agent outlives a knotd that is killed with SIGKILL; a knotd
+// that stops normally still kills every agent's process group.
+func setParentDeathSignal(*syscall.SysProcAttr) {}

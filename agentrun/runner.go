@@ -1,0 +1,290 @@
+package agentrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// DefaultGrace is how long an agent gets to stop after SIGTERM before it is
+// killed, and how long a leftover descendant may keep the output pipes open
+// after the agent exited.
+const DefaultGrace = 5 * time.Second
+
+// Runner runs agents. The zero Runner is ready to use; its fields tune it.
+// A Runner is safe for concurrent use: Run keeps no state between calls.
+type Runner struct {
+	// Limits bounds the prompt; zero fields take the preset's or the
+	// package's defaults (DefaultLimits).
+	Limits Limits
+	// Grace is the time between SIGTERM and SIGKILL (default DefaultGrace).
+	Grace time.Duration
+	// MaxStdout is how much standard output a Result keeps (default
+	// DefaultMaxStdout).
+	MaxStdout int
+	// MaxStderr is how much of the end of standard error a Result keeps
+	// (default DefaultMaxStderr).
+	MaxStderr int
+	// MaxLine is the longest output line a streaming preset parses
+	// (default DefaultMaxLine).
+	MaxLine int
+	// TempDir is where prompt files are written (default os.TempDir()).
+	TempDir string
+	// Now returns the time for the Event Context's Now line when the
+	// request has none (default time.Now).
+	Now func() time.Time
+	// Environ returns the environment agents inherit (default os.Environ).
+	Environ func() []string
+	// NewSessionID returns the id of a fresh conversation when an agent
+	// could not continue its own (default uuid.NewString).
+	NewSessionID func() string
+}
+
+// errTimedOut is the cause of a run's context when its timeout expires.
+var errTimedOut = errors.New("agentrun: run timed out")
+
+// Run runs req's agent on req's event and returns what happened. It blocks
+// until the agent and every process it started are gone: at most the
+// agent's timeout plus Runner.Grace (twice the grace when a second attempt
+// or a helper process runs). When ctx ends, the agent is stopped and the
+// Result's Outcome is canceled.
+//
+// The error is non-nil only for a malformed request or agent definition
+// (ErrBadRequest, ErrInvalidAgent, ErrInvalidModel) or a prompt over its
+// hard cap (ErrPromptTooLarge); an agent that fails, hangs or prints
+// nonsense yields a Result with Outcome failed, timeout or canceled.
+func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
+	if err := req.validate(); err != nil {
+		return Result{}, err
+	}
+	started := time.Now()
+	kind := req.Agent.kind()
+	res := Result{Agent: req.Agent.label(), Preset: kind, Model: req.model(), ExitCode: -1}
+	if kind == PresetDigest {
+		runDigest(ctx, &req, &res)
+		res.Duration = time.Since(started)
+		return res, nil
+	}
+	d := newDriver(&req.Agent, kind)
+	timeout := req.Agent.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	defer cancel()
+
+	a := r.firstAttempt(&req, d)
+	for try := 1; ; try++ {
+		out, err := r.attempt(runCtx, d, &a, &res)
+		if err != nil {
+			return Result{}, err
+		}
+		if out.interrupted(runCtx) {
+			r.interrupted(ctx, runCtx, timeout, out, &res)
+			break
+		}
+		if rec, ok := d.(sessionRecoverer); ok && try == 1 && out.runErr == nil {
+			if reason, lost := rec.sessionLost(out.proc.exitCode, out.parsed, out.proc.stderr); lost {
+				handle := a.session
+				if a.resume != "" {
+					handle = a.resume
+				}
+				res.Restarted = &Restart{Handle: handle, Reason: reason}
+				res.Notes = append(res.Notes, fmt.Sprintf("%s could not continue conversation %s (%s); a fresh one was started", res.Agent, handle, reason))
+				a.resume, a.session = "", r.newSessionID()
+				continue
+			}
+		}
+		if f, ok := d.(finisher); ok && out.succeeded() {
+			f.finish(runCtx, &a, &out.parsed, func(ctx context.Context, argv []string) procResult {
+				return runProc(ctx, r.procSpec(&a, argv, false, nil))
+			})
+		}
+		classify(out, &res)
+		break
+	}
+	res.Duration = time.Since(started)
+	return res, nil
+}
+
+// Prompt returns the prompt Run would give req's agent on its first attempt,
+// for a dry run. The digest agent reads no prompt; Prompt still returns the
+// one an agent would see.
+func (r *Runner) Prompt(req Request) (string, error) {
+	if err := req.validate(); err != nil {
+		return "", err
+	}
+	kind := req.Agent.kind()
+	if kind == PresetDigest {
+		return buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: r.Limits.withDefaults(Limits{})})
+	}
+	d := newDriver(&req.Agent, kind)
+	a := r.firstAttempt(&req, d)
+	return r.prompt(d, &a, nil)
+}
+
+func (r *Runner) firstAttempt(req *Request, d driver) attempt {
+	a := attempt{req: req, program: program(&req.Agent, d), model: req.model(), session: req.Session}
+	if d.resumes() {
+		a.resume = req.Resume
+	}
+	if !d.inlineInstructions() {
+		a.instructions = req.Agent.Instructions
+	}
+	return a
+}
+
+func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) {
+	spec := promptSpec{
+		req:     a.req,
+		now:     r.now(a.req),
+		session: sessionState{resumed: a.resume != "", restart: restart},
+		limits:  r.Limits.withDefaults(d.limits()),
+	}
+	if d.inlineInstructions() {
+		spec.instructions = a.req.Agent.Instructions
+	}
+	return buildPrompt(spec)
+}
+
+// attemptOutcome is what one attempt produced.
+type attemptOutcome struct {
+	proc     procResult
+	parsed   parsed
+	parseErr error
+	// runErr is set when the attempt could not run the agent at all (its
+	// command line could not be built, a file could not be written).
+	runErr error
+}
+
+func (o *attemptOutcome) interrupted(runCtx context.Context) bool {
+	return o.proc.interrupted || (o.proc.startErr != nil && runCtx.Err() != nil)
+}
+
+func (o *attemptOutcome) succeeded() bool {
+	return o.runErr == nil && o.proc.startErr == nil && o.proc.exitCode == 0 &&
+		o.parseErr == nil && o.parsed.agentErr == "" && cleanReply(o.parsed.reply) != ""
+}
+
+// attempt builds the prompt and command line and runs the agent once. Its
+// error is for ErrPromptTooLarge only; everything else is in the outcome.
+func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result) (out attemptOutcome, err error) {
+	a.prompt, err = r.prompt(d, a, res.Restarted)
+	if err != nil {
+		return out, err
+	}
+	res.Prompt = a.prompt
+	if p, ok := d.(preparer); ok {
+		if out.runErr = p.prepare(a); out.runErr != nil {
+			return out, nil
+		}
+	}
+	if d.delivery() == PromptFile {
+		path, err := r.writePromptFile(a.prompt)
+		if err != nil {
+			out.runErr = err
+			return out, nil
+		}
+		a.promptFile = path
+		defer func() {
+			if err := os.Remove(path); err != nil {
+				res.Notes = append(res.Notes, "could not remove the prompt file: "+err.Error())
+			}
+		}()
+	}
+	argv, err := d.argv(a)
+	if err != nil {
+		out.runErr = err
+		return out, nil
+	}
+	res.Argv = argv
+	parser := d.parser()
+	var onLine func([]byte)
+	if lp, ok := parser.(lineParser); ok {
+		onLine = lp.line
+	}
+	out.proc = runProc(ctx, r.procSpec(a, argv, d.delivery() == PromptStdin, onLine))
+	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
+	return out, nil
+}
+
+// procSpec describes the agent process (or a helper process of the same
+// agent) for an attempt.
+func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]byte)) procSpec {
+	req := a.req
+	knot := [][2]string{
+		{EnvVault, req.Vault},
+		{EnvStrand, req.Event.Strand.Path},
+		{EnvEvent, req.Event.Type.String()},
+		{EnvSession, req.Session},
+		{EnvRunID, req.RunID},
+	}
+	environ := os.Environ
+	if r.Environ != nil {
+		environ = r.Environ
+	}
+	return procSpec{
+		argv:      argv,
+		dir:       req.Vault,
+		env:       buildEnv(environ(), req.Agent.Env, req.Agent.EnvRemove, knot),
+		stdin:     a.prompt,
+		hasStdin:  stdin,
+		grace:     orDefault(r.Grace, DefaultGrace),
+		maxStdout: orDefault(r.MaxStdout, DefaultMaxStdout),
+		maxStderr: orDefault(r.MaxStderr, DefaultMaxStderr),
+		maxLn:     orDefault(r.MaxLine, DefaultMaxLine),
+		onLine:    onLine,
+	}
+}
+
+// writePromptFile writes the prompt to a new 0600 file in the temporary
+// directory and returns its path.
+func (r *Runner) writePromptFile(prompt string) (path string, err error) {
+	f, err := os.CreateTemp(r.TempDir, "knotd-prompt-*.md")
+	if err != nil {
+		return "", fmt.Errorf("could not create the prompt file: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("could not write the prompt file: %w", cerr)
+		}
+		if err != nil {
+			_ = os.Remove(f.Name()) // best effort: the write already failed
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return "", fmt.Errorf("could not restrict the prompt file: %w", err)
+	}
+	if _, err := f.WriteString(prompt); err != nil {
+		return "", fmt.Errorf("could not write the prompt file: %w", err)
+	}
+	return f.Name(), nil
+}
+
+func (r *Runner) now(req *Request) time.Time {
+	switch {
+	case !req.Now.IsZero():
+		return req.Now
+	case r.Now != nil:
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) newSessionID() string {
+	if r.NewSessionID != nil {
+		return r.NewSessionID()
+	}
+	return uuid.NewString()
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

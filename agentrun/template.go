@@ -1,0 +1,66 @@
+package agentrun
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The template values a generic command may use in its argv elements:
+//
+//	{model}        the model (Agent.Model, or the strand's knot_model)
+//	{session}      the strand's session UUID
+//	{resume}       the resume handle (resume_command only)
+//	{prompt}       the whole prompt (prompt: arg only)
+//	{prompt_file}  the path of the prompt's 0600 temporary file (prompt: file only)
+//	{vault}        the vault root
+//	{strand}       the strand's vault-relative path
+//	{event}        Created, Modified or Deleted
+//	{run_id}       the run id
+//
+// A value is substituted inside the one element that names it and never
+// splits into several elements; no shell ever sees it. Other text in braces
+// is left alone.
+var templateNames = []string{"model", "session", "resume", "prompt", "prompt_file", "vault", "strand", "event", "run_id"}
+
+// expandArgv returns tmpl with the values substituted. It fails when an
+// element names a value that is not set, and when a substituted value would
+// make an element start with "-" although its template does not: the value
+// (a note's path, the prompt) would be read as a flag. An element after a
+// literal "--" element is exempt, since the program then reads no more
+// flags.
+func expandArgv(tmpl []string, vals map[string]string) ([]string, error) {
+	pairs := make([]string, 0, 2*len(vals))
+	for _, name := range templateNames {
+		if v, ok := vals[name]; ok {
+			pairs = append(pairs, "{"+name+"}", v)
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	out := make([]string, len(tmpl))
+	endOfFlags := false
+	for i, el := range tmpl {
+		for _, name := range templateNames {
+			if _, ok := vals[name]; !ok && strings.Contains(el, "{"+name+"}") {
+				return nil, fmt.Errorf("argument %d (%q) uses {%s}, which has no value in this run", i, el, name)
+			}
+		}
+		out[i] = r.Replace(el)
+		if !endOfFlags && strings.HasPrefix(out[i], "-") && !strings.HasPrefix(el, "-") {
+			return nil, fmt.Errorf("argument %d (%q) would start with '-' once filled in (%q), and the program would read it as a flag; "+
+				"put a \"--\" argument before it in the command, or use prompt: stdin",
+				i, el, preview(out[i], 40))
+		}
+		if el == "--" {
+			endOfFlags = true
+		}
+	}
+	return out, nil
+}
+
+// preview shortens s for a message.
+func preview(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:cutBack(s, max)] + "…"
+}
