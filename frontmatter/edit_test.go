@@ -116,6 +116,7 @@ func TestEnsureSession(t *testing.T) {
 		{"ensure_session_no_frontmatter", "Hello\n", "---\nknot_session: " + testID + "\n---\nHello\n", testID, true},
 		{"ensure_session_existing_session", "---\nknot_session: " + otherID + "\n---\nHello\n", "", otherID, false},
 		{"alias_is_honoured_and_not_duplicated", "---\nagent_doc_session: " + otherID + "\n---\n", "", otherID, false},
+		{"alias_behind_null_canonical", "---\nknot_session:\nagent_doc_session: " + otherID + "\n---\n", "", otherID, false},
 		{"null_session_is_filled", "---\nknot_session: ~ # set by knotd\n---\n", "---\nknot_session: " + testID + " # set by knotd\n---\n", testID, true},
 		{"empty_block", "---\n---\n", "---\nknot_session: " + testID + "\n---\n", testID, true},
 	}

@@ -3,12 +3,9 @@ package frontmatter
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
 )
 
@@ -69,6 +66,7 @@ type FieldError struct {
 	Msg  string // what is wrong and how to fix it
 }
 
+// Error returns "frontmatter: line N: key: message".
 func (e *FieldError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("frontmatter: line %d: %s: %s", e.Line, e.Key, e.Msg)
@@ -120,16 +118,6 @@ func ResolveMode(f Fields) (Mode, error) {
 	return Mode(strings.ToLower(string(f.Mode))), nil
 }
 
-// ValidateModel reports whether name can be handed to an agent as a model
-// name in one argv element: not empty, valid UTF-8 without control
-// characters, and not starting with "-", where a CLI could read it as a flag.
-func ValidateModel(name string) error {
-	if msg := checkModel(name); msg != "" {
-		return &FieldError{Key: KeyModel, Msg: msg}
-	}
-	return nil
-}
-
 // Field numbers, in the canonical order keys are written in.
 const (
 	fieldSession = iota
@@ -166,16 +154,18 @@ func fieldOf(key string) (field, rank int, ok bool) {
 	return 0, 0, false
 }
 
+// aliasHint explains, for a message about an alias key, what knotd made
+// of it and how to override it.
 func aliasHint(key string) string {
-	if _, rank, ok := fieldOf(key); ok && rank > 0 {
-		f, _, _ := fieldOf(key)
+	if f, rank, ok := fieldOf(key); ok && rank > 0 {
 		return fmt.Sprintf(" (knotd reads %s as %s; set %s to override it)", key, canonical[f], canonical[f])
 	}
 	return ""
 }
 
 // readFields fills p.fields from the top-level entries: the canonical key
-// wins over aliases, and an alias it shadows is not looked at.
+// wins over aliases, and an alias it shadows is not looked at. A key with a
+// null value counts as absent, so it shadows nothing.
 func (p *parsed) readFields() error {
 	var chosen [numFields]*entry
 	var rank [numFields]int
@@ -195,6 +185,9 @@ func (p *parsed) readFields() error {
 			return &SyntaxError{Line: p.fileLine(e.k.Line), Msg: fmt.Sprintf("%s is set twice (first at line %d); keep one", e.key, first)}
 		}
 		seen[e.key] = p.fileLine(e.k.Line)
+		if isNull(e.v) {
+			continue
+		}
 		if chosen[f] == nil || r < rank[f] {
 			chosen[f], rank[f] = e, r
 		}
@@ -244,16 +237,16 @@ func (p *parsed) readFields() error {
 		}
 	}
 	fs.Problems = append(fs.Problems, unknown...)
-	sortProblems(fs.Problems)
+	slices.SortStableFunc(fs.Problems, func(a, b *FieldError) int { return a.Line - b.Line })
 	return nil
 }
 
-func sortProblems(ps []*FieldError) {
-	for i := 1; i < len(ps); i++ {
-		for j := i; j > 0 && ps[j].Line < ps[j-1].Line; j-- {
-			ps[j], ps[j-1] = ps[j-1], ps[j]
-		}
+// isNull reports whether a value is YAML null (~, null, or nothing).
+func isNull(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
 	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
 // stringValue reads a value that must be one string. A null value is
@@ -299,124 +292,4 @@ func eventsValue(n *yaml.Node) ([]string, string) {
 		names = append(names, s)
 	}
 	return checkEvents(names)
-}
-
-// describe names a node's type and value for a message.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.MappingNode:
-		return "a map"
-	case yaml.AliasNode:
-		return "an alias *" + n.Value
-	case yaml.ScalarNode:
-		v := short(n.Value)
-		switch n.ShortTag() {
-		case "!!null":
-			return "null"
-		case "!!str":
-			return "the text " + v
-		case "!!int", "!!float":
-			return "the number " + v
-		case "!!bool":
-			return "the boolean " + v
-		case "!!timestamp":
-			return "the date " + v
-		default:
-			return n.ShortTag() + " " + v
-		}
-	}
-	return "nothing"
-}
-
-func quoteHint(n *yaml.Node) string {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" && n.ShortTag() != "!!str" {
-		return "; put it in quotes (\"" + n.Value + "\") if you mean the text"
-	}
-	return ""
-}
-
-// short quotes a value for a message, cut to a readable length.
-func short(s string) string {
-	const max = 60
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "…"
-	}
-	return strconv.Quote(s)
-}
-
-// checkField validates a string field's value; it returns a message or "".
-func checkField(f int, s string) string {
-	switch f {
-	case fieldSession:
-		return checkSession(s)
-	case fieldMode:
-		return checkMode(s)
-	case fieldModel:
-		return checkModel(s)
-	default: // resume handle, agent name
-		if s == "" {
-			return "the value is empty; remove the key or give it a value"
-		}
-		if !utf8.ValidString(s) {
-			return "the value is not valid UTF-8"
-		}
-		return ""
-	}
-}
-
-func checkSession(s string) string {
-	if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
-		return short(s) + " is not a UUID like 0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"
-	}
-	return ""
-}
-
-func checkMode(s string) string {
-	switch Mode(strings.ToLower(s)) {
-	case ModeAppend, ModeReplace, ModeOff:
-		return ""
-	}
-	return "unknown mode " + short(s) + "; want append, replace or off"
-}
-
-func checkModel(s string) string {
-	switch {
-	case s == "":
-		return "the model name is empty"
-	case !utf8.ValidString(s):
-		return "the model name is not valid UTF-8"
-	case strings.HasPrefix(s, "-"):
-		return "the model name " + short(s) + " starts with \"-\" and could be read as a flag"
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return "the model name " + short(s) + " holds a control character"
-	}
-	return ""
-}
-
-// checkEvents validates event names and returns them lower-cased without
-// repeats.
-func checkEvents(names []string) ([]string, string) {
-	out := make([]string, 0, len(names))
-	for _, s := range names {
-		e := strings.ToLower(s)
-		switch e {
-		case "created", "modified", "deleted":
-		default:
-			return nil, "unknown event " + short(s) + "; want created, modified or deleted"
-		}
-		dup := false
-		for _, o := range out {
-			dup = dup || o == e
-		}
-		if !dup {
-			out = append(out, e)
-		}
-	}
-	return out, ""
 }

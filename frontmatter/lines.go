@@ -2,6 +2,7 @@ package frontmatter
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -108,4 +109,133 @@ func isBlank(text []byte) bool { return indentOf(text) == len(text) }
 func isComment(text []byte) bool {
 	i := indentOf(text)
 	return i < len(text) && text[i] == '#'
+}
+
+// The scanners below work on one line of a block (b ends where the line's
+// text ends) and find where a key or a one-line value ends, which yaml.v3
+// does not report. They are only ever used on YAML that parsed, and every
+// edit made with them is checked by parsing its result.
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' }
+
+// skipProperties skips a node's anchor and tag (&a !!str) at b[i:].
+func skipProperties(b []byte, i int) int {
+	for i < len(b) && (b[i] == '&' || b[i] == '!') {
+		for i < len(b) && !isSpace(b[i]) {
+			i++
+		}
+		for i < len(b) && isSpace(b[i]) {
+			i++
+		}
+	}
+	return i
+}
+
+// keyEnd returns the offset of the ":" that ends the block-map key starting
+// at b[i:].
+func keyEnd(b []byte, i int) (int, bool) {
+	if i < 0 || i >= len(b) {
+		return 0, false
+	}
+	i = skipProperties(b, i)
+	if i < len(b) && (b[i] == '"' || b[i] == '\'') {
+		end, ok := quotedEnd(b, i)
+		if !ok {
+			return 0, false
+		}
+		for end < len(b) && isSpace(b[end]) {
+			end++
+		}
+		return end, end < len(b) && b[end] == ':'
+	}
+	for j := i; j < len(b); j++ {
+		if b[j] == ':' && (j+1 == len(b) || isSpace(b[j+1])) {
+			return j, true
+		}
+	}
+	return 0, false
+}
+
+// valueEnd returns the end of the one-line value starting at b[i:], where
+// b ends at the end of the line; ok is false unless only blanks and a
+// comment follow the value.
+func valueEnd(b []byte, i int) (end int, ok bool) {
+	i = skipProperties(b, i)
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"', '\'':
+		end, ok = quotedEnd(b, i)
+	case '[', '{':
+		end, ok = flowEnd(b, i)
+	case '#':
+		return 0, false
+	default:
+		end, ok = len(b), true
+		for j := i + 1; j < len(b); j++ {
+			if b[j] == '#' && isSpace(b[j-1]) {
+				end = j
+				break
+			}
+		}
+		for end > i && isSpace(b[end-1]) {
+			end--
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	rest := end + indentOf(b[end:])
+	if rest < len(b) && (b[rest] != '#' || rest == end) {
+		return 0, false
+	}
+	return end, true
+}
+
+// quotedEnd returns the offset just after the quoted scalar at b[i:].
+func quotedEnd(b []byte, i int) (int, bool) {
+	q := b[i]
+	for j := i + 1; j < len(b); j++ {
+		switch {
+		case q == '"' && b[j] == '\\':
+			j++
+		case b[j] == q && q == '\'' && j+1 < len(b) && b[j+1] == '\'':
+			j++
+		case b[j] == q:
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// flowEnd returns the offset just after the flow collection at b[i:] when
+// it closes on this line.
+func flowEnd(b []byte, i int) (int, bool) {
+	depth := 0
+	prev := byte(',')
+	for j := i; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case (c == '"' || c == '\'') && strings.IndexByte("[{,:", prev) >= 0:
+			end, ok := quotedEnd(b, j)
+			if !ok {
+				return 0, false
+			}
+			j = end - 1
+		case c == '#' && j > i && isSpace(b[j-1]):
+			return 0, false
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+			if depth == 0 {
+				return j + 1, true
+			}
+		}
+		if !isSpace(c) {
+			prev = c
+		}
+	}
+	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	adrg "github.com/adrg/frontmatter"
 	"gopkg.in/yaml.v3"
@@ -45,6 +46,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error returns "frontmatter: line N: message".
 func (e *SyntaxError) Error() string {
 	return "frontmatter: line " + strconv.Itoa(e.Line) + ": " + e.Msg
 }
@@ -273,15 +275,8 @@ func (p *parsed) syntaxError(err error) error {
 		n, _ := strconv.Atoi(m[1])
 		return &SyntaxError{Line: p.fileLine(n), Msg: "invalid YAML: " + msg[len(m[0]):]}
 	}
-	msg = trimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
 	return &SyntaxError{Line: 1, Msg: "invalid YAML in the block starting here: " + msg}
-}
-
-func trimPrefix(s, prefix string) string {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):]
-	}
-	return s
 }
 
 // setRoot checks that the decoded YAML is a map of keys (or nothing) and

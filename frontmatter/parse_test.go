@@ -72,6 +72,12 @@ func TestParse(t *testing.T) {
 			block:  "---\nsession: 11111111-2222-3333-4444-555555555555\nknot_session: " + testID + "\n---\n",
 		},
 		{
+			name:   "null_canonical_does_not_shadow_alias",
+			src:    "---\nknot_session: ~\nsession: " + testID + "\n---\n",
+			fields: Fields{Session: testID},
+			block:  "---\nknot_session: ~\nsession: " + testID + "\n---\n",
+		},
+		{
 			name:   "agent_doc_alias_beats_short_alias",
 			src:    "---\nmode: off\nagent_doc_mode: replace\n---\n",
 			fields: Fields{Mode: ModeReplace},
