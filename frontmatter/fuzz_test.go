@@ -1,0 +1,170 @@
+package frontmatter
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// addSeeds adds the golden corpus and a few awkward shapes to a fuzz target.
+func addSeeds(f *testing.F, add func([]byte)) {
+	f.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "corpus", "*.md"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		add(b)
+	}
+	for _, s := range []string{
+		"", "---", "---\n", "---\n---", "---\r\n---\r\n", "\uFEFF---\n---\n",
+		"---\na: 1\r---\n", "---\na: x\u2028b: 2\n---\n", "---\n\uFEFFa: 1\n---\n",
+		"---\nknot_session:\n  ~\n---\n", "---\n? knot_session\n: x\n---\n",
+		"---\na: |+\n  x\n\n---\n", "---\na:\n- b\n---\n", "---\n- a\n---\n",
+		"---\nknot_resume: 'it''s' # c\n---\n", "---\na: 1\n...\n---\n",
+	} {
+		add([]byte(s))
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	addSeeds(f, func(b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, src []byte) {
+		d, err := Parse(src)
+		if err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("Parse(%q) error %v is not a *SyntaxError", src, err)
+			}
+			if lines := bytes.Count(src, []byte("\n")) + 1; se.Line < 1 || se.Line > lines {
+				t.Fatalf("Parse(%q) error on line %d of %d", src, se.Line, lines)
+			}
+			return
+		}
+		bom := 0
+		if d.BOM {
+			bom = len(utf8BOM)
+		}
+		if d.Block.Start != bom || d.Block.End < d.Block.Start || !bytes.Equal(d.Body, src[d.Block.End:]) {
+			t.Fatalf("Parse(%q) = block %v, body %q: not a split of the source", src, d.Block, d.Body)
+		}
+		for _, p := range d.Fields.Problems {
+			if p.Line < 1 || p.Line > bytes.Count(src, []byte("\n"))+1 {
+				t.Fatalf("Parse(%q) problem on line %d: %v", src, p.Line, p)
+			}
+		}
+	})
+}
+
+func FuzzEnsureSession(f *testing.F) {
+	addSeeds(f, func(b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, src []byte) {
+		before, perr := Parse(src)
+		out, id, changed, err := ensureSession(src, fixedID(testID))
+		if perr != nil {
+			if err == nil {
+				t.Fatalf("EnsureSession(%q) succeeded on a source Parse rejects: %v", src, perr)
+			}
+			return
+		}
+		if err != nil {
+			return // refused: a problem with the session, or a layout it cannot edit
+		}
+		after, err := Parse(out)
+		if err != nil {
+			t.Fatalf("Parse(EnsureSession(%q)) error: %v\n%q", src, err, out)
+		}
+		if after.Fields.Session != id || id == "" {
+			t.Fatalf("EnsureSession(%q) = id %q, but its output has session %q", src, id, after.Fields.Session)
+		}
+		if !bytes.Equal(after.Body, before.Body) {
+			t.Fatalf("EnsureSession(%q) changed the body %q to %q", src, before.Body, after.Body)
+		}
+		if !changed && !bytes.Equal(out, src) || changed && id != testID {
+			t.Fatalf("EnsureSession(%q) = %q, %q, changed %v", src, out, id, changed)
+		}
+		if !bytes.Contains(src, []byte(KeySession)) {
+			// Nothing to replace: the edit is one insertion.
+			if p, s := commonPrefix(src, out), commonSuffix(src, out); p+s < len(src) {
+				t.Fatalf("EnsureSession(%q) = %q: more than one insertion", src, out)
+			}
+		}
+		again, id2, changed2, err := ensureSession(out, fixedID(otherID))
+		if err != nil || changed2 || id2 != id || !bytes.Equal(again, out) {
+			t.Fatalf("EnsureSession twice on %q = %q, %q, %v, %v", src, again, id2, changed2, err)
+		}
+	})
+}
+
+func FuzzSetResume(f *testing.F) {
+	addSeeds(f, func(b []byte) { f.Add(b, "handle-1") })
+	f.Add([]byte("---\n---\n"), "a: b #c\n'\"\\\t\u2028\uFEFF")
+	f.Fuzz(func(t *testing.T, src []byte, handle string) {
+		before, perr := Parse(src)
+		out, err := SetResume(src, handle)
+		if perr != nil || err != nil {
+			if perr != nil && err == nil {
+				t.Fatalf("SetResume(%q) succeeded on a source Parse rejects: %v", src, perr)
+			}
+			return
+		}
+		after, err := Parse(out)
+		if err != nil {
+			t.Fatalf("Parse(SetResume(%q, %q)) error: %v\n%q", src, handle, err, out)
+		}
+		if after.Fields.Resume != handle || !bytes.Equal(after.Body, before.Body) {
+			t.Fatalf("SetResume(%q, %q) = %q: resume %q, body %q", src, handle, out, after.Fields.Resume, after.Body)
+		}
+		if again, err := SetResume(out, handle); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("SetResume twice on %q = %q, %v", src, again, err)
+		}
+	})
+}
+
+func FuzzQuote(f *testing.F) {
+	for _, s := range []string{"", "abc", "123", "off", "a: b", "'", "\"", "\\", "\n", " x ", "\uFEFF", "\u0085", "#x", "- x", "0x1F", "2024-01-02", "~"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := quote(s)
+		if !utf8.ValidString(s) {
+			if err == nil {
+				t.Fatalf("quote(%q) = %q; want an error for invalid UTF-8", s, q)
+			}
+			return
+		}
+		if err != nil || strings.ContainsAny(q, "\r\n") {
+			t.Fatalf("quote(%q) = %q, %v; want one line", s, q, err)
+		}
+		n, err := decodeValue(q)
+		if err != nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" || n.Value != s {
+			t.Fatalf("quote(%q) = %q, which reads back as %+v, %v", s, q, n, err)
+		}
+	})
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+func commonSuffix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
+}
