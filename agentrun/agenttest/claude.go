@@ -1,0 +1,184 @@
+package agenttest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ClaudeVersion is the Claude Code release knotd's tests are written
+// against: the one scripts/install-claude installs and the fixtures in
+// ../shared/fixtures/claude-code-2.1.330 were recorded with.
+const ClaudeVersion = "2.1.330"
+
+// The environment variables ClaudeCLI reads.
+const (
+	// EnvClaudeBin names the claude binary to use instead of running
+	// scripts/install-claude (scripts/test sets it after installing).
+	EnvClaudeBin = "KNOT_CLAUDE_BIN"
+	// EnvRequireClaude set to 1 turns "the CLI cannot be installed" from a
+	// skip into a failure (CI sets it once the install has succeeded).
+	EnvRequireClaude = "KNOT_REQUIRE_CLAUDE"
+)
+
+// installScript is the repository's installer, relative to its root.
+const installScript = "scripts/install-claude"
+
+// Time limits for the helper's own subprocesses.
+const (
+	installTimeout = 10 * time.Minute
+	versionTimeout = time.Minute
+	waitDelay      = 10 * time.Second
+)
+
+// ClaudeCLI returns the path of the real Claude Code CLI, version
+// ClaudeVersion, for a test that runs it. It uses $KNOT_CLAUDE_BIN when that
+// is set, and otherwise runs scripts/install-claude, which installs the CLI
+// from the npm registry into the repository's git-ignored .cache/ the first
+// time and just prints its path afterwards.
+//
+// When the CLI cannot be had (no node or npm, no registry, an unsupported
+// platform), ClaudeCLI skips the test with a message saying why and how to
+// install it; with KNOT_REQUIRE_CLAUDE=1 it fails the test instead. A
+// $KNOT_CLAUDE_BIN that does not run as the pinned version always fails.
+//
+// Run the CLI with the environment of Server.ClaudeEnv and a deadline: it
+// retries some API errors forever.
+func ClaudeCLI(tb testing.TB) string {
+	tb.Helper()
+	if bin := os.Getenv(EnvClaudeBin); bin != "" {
+		if err := checkClaude(bin); err != nil {
+			tb.Fatalf("agenttest: $%s: %v", EnvClaudeBin, err)
+		}
+		return bin
+	}
+	bin, err := installClaude()
+	if err == nil {
+		err = checkClaude(bin)
+	}
+	if err != nil {
+		if os.Getenv(EnvRequireClaude) == "1" {
+			tb.Fatalf("agenttest: %s=1 but the real Claude Code CLI is unavailable: %v", EnvRequireClaude, err)
+		}
+		tb.Skipf("\n*** SKIPPING: the real Claude Code CLI %s is unavailable: %v\n"+
+			"*** Install it with %s (needs node >= 18, npm and the npm registry), or set\n"+
+			"*** $%s to a claude %s binary. $%s=1 makes this a failure.",
+			ClaudeVersion, err, installScript, EnvClaudeBin, ClaudeVersion, EnvRequireClaude)
+	}
+	return bin
+}
+
+// installClaude runs the repository's install script and returns the path
+// it prints.
+func installClaude() (string, error) {
+	if runtime.GOOS == "windows" {
+		return "", fmt.Errorf("%s is a bash script; on Windows set $%s", installScript, EnvClaudeBin)
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, filepath.FromSlash(installScript)))
+	cmd.Dir = root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = waitDelay // npm may outlive a killed script
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", installScript, err, tail(stderr.String(), 2000))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	bin := strings.TrimSpace(lines[len(lines)-1])
+	if bin == "" {
+		return "", fmt.Errorf("%s printed no path\n%s", installScript, tail(stderr.String(), 2000))
+	}
+	return bin, nil
+}
+
+// checkClaude reports whether bin runs and says it is ClaudeVersion.
+func checkClaude(bin string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.WaitDelay = waitDelay
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("run %s --version: %w", bin, err)
+	}
+	if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, ClaudeVersion+" ") {
+		return fmt.Errorf("%s --version = %q; want %s", bin, got, ClaudeVersion)
+	}
+	return nil
+}
+
+// repoRoot returns the nearest directory at or above the working directory
+// (a test's package directory) that holds the install script.
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", installScript, err)
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(installScript))); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("find %s: %w", installScript, err)
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no %s at or above %s", installScript, wd)
+		}
+	}
+}
+
+// ClaudeEnv returns a complete environment for running the real Claude Code
+// CLI against s, with home as its home directory: Claude Code keeps its
+// configuration and sessions there (home/.claude/projects/<cwd>/), so give
+// every turn of one conversation the same home (a t.TempDir()). It also
+// serves as the CLI's temporary directory, so that nothing is left in the
+// system's.
+//
+// The environment is hermetic: nothing is inherited but PATH (and, on
+// Windows, SystemRoot and PATHEXT), so a developer's own Claude Code
+// settings, credentials or proxies cannot leak in. With it the CLI
+// connects to nothing but s (checked with strace on Linux).
+func (s *Server) ClaudeEnv(home string) []string {
+	env := []string{
+		"HOME=" + home,
+		"USERPROFILE=" + home,
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"TMPDIR=" + home,
+		"TMP=" + home,
+		"TEMP=" + home,
+		"ANTHROPIC_BASE_URL=" + s.URL,
+		"ANTHROPIC_API_KEY=sk-dummy",
+		// Without these Claude Code also probes ANTHROPIC_BASE_URL/api/hello
+		// and resolves its telemetry and error-reporting hosts.
+		"DISABLE_TELEMETRY=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1",
+	}
+	for _, name := range []string{"PATH", "SystemRoot", "PATHEXT"} {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
