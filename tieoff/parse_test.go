@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,7 +207,10 @@ func TestParse_Torn(t *testing.T) {
 		t.Fatalf("Parse(cut) = %+v; want the last of 3 sections Torn", secs)
 	}
 	if len(probs) != 1 || probs[0].Line != secs[2].Line || !strings.Contains(probs[0].Msg, "5 bytes shorter") {
-		t.Errorf("problems = %s; want one about 5 missing bytes on line %d", problemsString(probs), secs[2].Line)
+		t.Fatalf("problems = %s; want one about 5 missing bytes on line %d", problemsString(probs), secs[2].Line)
+	}
+	if got, want := probs[0].Error(), fmt.Sprintf("tieoff: line %d: the last section's reply is 5 bytes shorter", secs[2].Line); !strings.HasPrefix(got, want) {
+		t.Errorf("Error() = %q; want prefix %q", got, want)
 	}
 	// A user who adds to the last section does not make it torn.
 	if secs, probs := Parse(append(bytes.Clone(doc), "more\n"...)); secs[2].Torn || len(probs) > 0 {
@@ -272,5 +276,32 @@ func TestFormat_Invalid(t *testing.T) {
 	s.RunID = ""
 	if b := mustFormat(t, s); bytes.Contains(b, []byte("<!--")) {
 		t.Errorf("Format without run id = %q; want no marker", b)
+	}
+}
+
+// TestParse_Concurrent: the shared goldmark parser is safe for concurrent
+// use (run with -race).
+func TestParse_Concurrent(t *testing.T) {
+	_, doc := threeSections(t)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				if secs, probs := Parse(doc); len(secs) != 3 || len(probs) > 0 {
+					errs <- fmt.Sprintf("Parse = %d sections, %s", len(secs), problemsString(probs))
+					return
+				}
+				if _, err := Format(mkSection(0, strand.Created, "a.md", "```\nx")); err != nil {
+					errs <- err.Error()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 )
 
 // ErrTorn is wrapped by HasRun's error when the run's section is in the
@@ -94,8 +95,8 @@ func Tail(path string, n, maxBytes int) (Window, error) {
 // HasRun reports whether the tie-off at path holds the whole section of
 // run runID, for crash recovery: was the run's reply appended before the
 // crash? It scans backwards from the end of the file, line by line, in
-// 64 KiB chunks, and stops at the run's marker, so the usual case (the
-// run's section is the newest) reads one chunk. It does not look before
+// chunks growing from 4 KiB to 64 KiB, and stops at the run's marker, so the usual case (the
+// run's section is the newest) reads one small chunk. It does not look before
 // offset from: pass the file's size recorded before the run started, so
 // that an absent run costs only what was written since, or 0 to search the
 // whole file (which reads all of it when the run is absent). If the file
@@ -153,17 +154,16 @@ func HasRun(path, runID string, from int64) (bool, error) {
 const maxLine = 64 << 10
 
 // scanLinesBack calls fn for every line of the file, without its '\n',
-// from the last to the first line starting at or after lo, until fn
+// from the last to the first line starting after lo (or at 0), until fn
 // returns true. later says whether a section header line was seen after
-// the line. Memory is bounded by the chunk size and maxLine.
+// the line. Memory is bounded by the largest chunk (64 KiB) and maxLine.
 func scanLinesBack(f io.ReaderAt, size, lo int64, fn func(off int64, line []byte, later bool) bool) (bool, error) {
-	const chunk = 64 << 10
 	var (
 		carry []byte // start of a line that began before pos, '\n' included
 		long  bool   // carry was dropped: its line is longer than maxLine
 		later bool
+		buf   []byte
 	)
-	buf := make([]byte, 0, chunk+maxLine+1)
 	visit := func(off int64, line []byte) bool {
 		if fn(off, line, later) {
 			return true
@@ -171,9 +171,10 @@ func scanLinesBack(f io.ReaderAt, size, lo int64, fn func(off int64, line []byte
 		later = later || isSectionStart(trimCR(line))
 		return false
 	}
-	for pos := size; pos > lo; {
+	// Chunks grow from 4 KiB to 64 KiB: the usual search ends in the first.
+	for pos, chunk := size, int64(4096); pos > lo; chunk = min(2*chunk, 64<<10) {
 		n := min(chunk, pos-lo)
-		buf = buf[:n]
+		buf = slices.Grow(buf[:0], int(n)+len(carry))[:n]
 		if _, err := f.ReadAt(buf, pos-n); err != nil {
 			return false, err
 		}
@@ -205,6 +206,7 @@ func scanLinesBack(f io.ReaderAt, size, lo int64, fn func(off int64, line []byte
 		if pos == 0 && len(carry) > 0 && !long {
 			return visit(0, bytes.TrimSuffix(carry, []byte("\n"))), nil
 		}
+		buf = data[:0]
 	}
 	return false, nil
 }
