@@ -107,9 +107,12 @@ func FuzzParse(f *testing.F) {
 		f.Add(golden)
 		f.Add(bytes.ReplaceAll(golden, []byte("\n"), []byte("\r\n")))
 		f.Add(golden[:len(golden)/2])
+		f.Add(append([]byte(bom), golden...))
 	}
 	f.Add([]byte(""))
 	f.Add([]byte("## Event: Created\n"))
+	f.Add([]byte(bom))
+	f.Add([]byte(bom + "x\n## Event: Created\n"))
 	f.Add([]byte("## Event: Created\n## Strand: a\n## Timestamp: x\n## Status: y\n<!-- knot:run -->\n---"))
 	f.Add([]byte("```\n## Event: Created\n## Strand: a\n## Timestamp: 2026-01-01T00:00:00Z\n"))
 	f.Add([]byte("\n\n---\n\n## Event: Modified\n## Strand: \\x\\\\\n## Timestamp: 2026-01-01T00:00:00Z\n<!-- knot:run a bytes=99999999999999999999 -->\n"))

@@ -52,7 +52,10 @@ func Read(path string) ([]Section, []ParseError, error) {
 // package documentation for the rules.
 func Parse(data []byte) ([]Section, []ParseError) {
 	p := &parse{x: newLineIndex(data)}
-	for c := parseBlocks(data).FirstChild(); c != nil; c = c.NextSibling() {
+	if bytes.HasPrefix(data, []byte(bom)) {
+		p.base = len(bom) // goldmark does not skip a byte order mark
+	}
+	for c := parseBlocks(data[p.base:]).FirstChild(); c != nil; c = c.NextSibling() {
 		p.kids = append(p.kids, c)
 	}
 	var starts []int
@@ -60,26 +63,26 @@ func Parse(data []byte) ([]Section, []ParseError) {
 	for i, k := range p.kids {
 		if w, _ := p.header(k); w == wordEvent {
 			starts = append(starts, i)
-			known[p.x.lineOf(k.Pos())] = true
+			known[p.line(k)] = true
 		}
 	}
 	first := len(data)
 	if len(starts) > 0 {
-		first = p.x.start(p.x.lineOf(p.kids[starts[0]].Pos()))
+		first = p.x.start(p.line(p.kids[starts[0]]))
 	}
-	if pre := data[:first]; len(bytes.TrimSpace(pre)) > 0 {
+	if pre := data[p.base:max(first, p.base)]; len(bytes.TrimSpace(pre)) > 0 {
 		msg := "text before the first section"
 		if len(starts) == 0 {
 			msg = "no section found"
 		}
-		lead := len(pre) - len(bytes.TrimLeft(pre, " \t\r\n"))
+		lead := p.base + len(pre) - len(bytes.TrimLeft(pre, " \t\r\n"))
 		p.problem(p.x.lineOf(lead)+1, msg, string(pre))
 	}
 	for si, ki := range starts {
 		next, end := len(p.kids), len(data)
 		if si+1 < len(starts) {
 			next = starts[si+1]
-			end = p.x.start(p.x.lineOf(p.kids[next].Pos()))
+			end = p.x.start(p.line(p.kids[next]))
 		}
 		size, ok := p.section(ki, next, end)
 		if last := len(p.secs) - 1; ok && next == len(p.kids) && size > len(p.secs[last].Body) {
@@ -98,6 +101,7 @@ func Parse(data []byte) ([]Section, []ParseError) {
 
 type parse struct {
 	x     *lineIndex
+	base  int // offset of what goldmark parsed in x.src: after a BOM
 	kids  []ast.Node
 	secs  []Section
 	probs []ParseError
@@ -114,7 +118,7 @@ func (p *parse) header(n ast.Node) (string, []byte) {
 	if !ok || h.Level != 2 || h.Pos() < 0 {
 		return "", nil
 	}
-	w, v, ok := parseHeader(p.x.text(p.x.lineOf(h.Pos())))
+	w, v, ok := parseHeader(p.x.text(p.line(h)))
 	if !ok {
 		return "", nil
 	}
@@ -126,7 +130,7 @@ func (p *parse) header(n ast.Node) (string, []byte) {
 // section, and the reply length recorded in its marker, or -1.
 func (p *parse) section(ki, next, end int) (size int, ok bool) {
 	x := p.x
-	evLine := x.lineOf(p.kids[ki].Pos())
+	evLine := p.line(p.kids[ki])
 	s := Section{Line: evLine + 1, Offset: int64(x.start(evLine))}
 	var vals [3][]byte
 	k := ki
@@ -156,15 +160,15 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 	if k < next {
 		if w, v := p.header(p.kids[k]); w == wordStatus {
 			if s.Failed = strings.EqualFold(string(v), statusFailed); !s.Failed {
-				p.problem(x.lineOf(p.kids[k].Pos())+1, fmt.Sprintf("unknown status %q", v), "")
+				p.problem(p.line(p.kids[k])+1, fmt.Sprintf("unknown status %q", v), "")
 			}
 			k++
 		}
 	}
 	size = -1
 	if k < next {
-		if hb, ok := p.kids[k].(*ast.HTMLBlock); ok && hb.Pos() >= 0 && isMarkerLine(x.text(x.lineOf(hb.Pos()))) {
-			line := x.lineOf(hb.Pos())
+		if hb, ok := p.kids[k].(*ast.HTMLBlock); ok && hb.Pos() >= 0 && isMarkerLine(x.text(p.line(hb))) {
+			line := p.line(hb)
 			if s.RunID, size, err = parseMarker(x.text(line)); err != nil || hb.Lines().Len() != 1 {
 				p.problem(line+1, "malformed run marker", "")
 			}
@@ -176,7 +180,7 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 	bodyLine := p.lastLine(p.kids[k-1])
 	if k < next {
 		if tb, ok := p.kids[k].(*ast.ThematicBreak); ok {
-			bodyLine = x.lineOf(tb.Pos())
+			bodyLine = p.line(tb)
 			k++
 		}
 	}
@@ -188,7 +192,7 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 	bodyEnd := end
 	if next < len(p.kids) && next-1 >= k {
 		if tb, ok := p.kids[next-1].(*ast.ThematicBreak); ok {
-			l := x.lineOf(tb.Pos())
+			l := p.line(tb)
 			bodyEnd = max(x.start(l), bodyStart)
 			if l > 0 && x.blank(l-1) && x.start(l-1) >= bodyStart {
 				bodyEnd = x.start(l - 1)
@@ -204,11 +208,14 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 func (p *parse) lastLine(n ast.Node) int {
 	if n.Type() == ast.TypeBlock {
 		if l := n.Lines(); l.Len() > 0 {
-			return p.x.lineOf(l.At(l.Len() - 1).Start)
+			return p.x.lineOf(p.base + l.At(l.Len()-1).Start)
 		}
 	}
-	return p.x.lineOf(max(n.Pos(), 0))
+	return p.line(n)
 }
+
+// line returns the index of the line where block n starts.
+func (p *parse) line(n ast.Node) int { return p.x.lineOf(p.base + max(n.Pos(), 0)) }
 
 // parseTime reads a Timestamp value: TimeLayout, or any RFC 3339 time a
 // user may have typed; the result is in UTC.
@@ -254,9 +261,13 @@ func (x *lineIndex) end(i int) int {
 	return len(x.src)
 }
 
-// text returns line i without its line ending.
+// text returns line i without its line ending (and the first line without
+// a byte order mark).
 func (x *lineIndex) text(i int) []byte {
 	t := x.src[x.start(i):x.end(i)]
+	if i == 0 {
+		t = bytes.TrimPrefix(t, []byte(bom))
+	}
 	t = bytes.TrimSuffix(t, []byte("\n"))
 	return bytes.TrimSuffix(t, []byte("\r"))
 }

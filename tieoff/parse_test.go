@@ -3,6 +3,8 @@ package tieoff
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -195,6 +197,31 @@ func TestParse_CRLF(t *testing.T) {
 	}
 	if secs[2].Torn {
 		t.Error("CRLF section marked Torn")
+	}
+}
+
+// TestParse_BOM reads a tie-off an editor saved with a byte order mark.
+func TestParse_BOM(t *testing.T) {
+	in, doc := threeSections(t)
+	withBOM := append([]byte(bom), doc...)
+	secs, probs := Parse(withBOM)
+	if len(probs) > 0 || len(secs) != 3 {
+		t.Fatalf("Parse(BOM) = %d sections, %s", len(secs), problemsString(probs))
+	}
+	for i := range in {
+		if err := sameSection(secs[i], written(in[i])); err != nil {
+			t.Errorf("section %d: %v", i, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "bom.tieoff.md")
+	if err := os.WriteFile(path, withBOM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := Tail(path, 5, 0); err != nil || len(w.Sections) != 3 || w.Start != 0 {
+		t.Errorf("Tail(BOM) = %d sections from %d, %v; want all 3 from 0", len(w.Sections), w.Start, err)
+	}
+	if _, err := Parse(append([]byte(bom), "text\n"...)); len(err) != 1 || err[0].Line != 1 {
+		t.Errorf("Parse(BOM and text) problems = %s; want one on line 1", problemsString(err))
 	}
 }
 

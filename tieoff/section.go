@@ -70,6 +70,8 @@ const (
 	// headerBreak is what follows the header lines: the thematic break
 	// and the blank line before the body.
 	headerBreak = "---\n\n"
+	// bom is the UTF-8 byte order mark some editors put at the start.
+	bom = "\ufeff"
 	// separator goes between the end of a body (which ends in a newline)
 	// and the next section's Event header.
 	separator = "\n---\n\n"

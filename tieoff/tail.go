@@ -253,7 +253,11 @@ func (r *tailReader) starts() []int64 {
 		} else {
 			e += i
 		}
-		if (i > 0 || r.off == 0) && isSectionStart(trimCR(r.buf[i:e])) {
+		line := trimCR(r.buf[i:e])
+		if i == 0 && r.off == 0 {
+			line = bytes.TrimPrefix(line, []byte(bom))
+		}
+		if (i > 0 || r.off == 0) && isSectionStart(line) {
 			out = append(out, r.off+int64(i))
 		}
 		i = e + 1
