@@ -72,6 +72,6 @@
 // The edits work on bytes. WriteFile puts the result on disk atomically
 // and refuses to replace a file that changed since it was read.
 //
-// Everything in this package is safe for concurrent use; nothing starts a
-// goroutine.
+// Everything in this package may be called from several goroutines at
+// once (WriteFile on different files); nothing starts a goroutine.
 package frontmatter

@@ -152,9 +152,6 @@ func mergeChange(key string, v any) (change, error) {
 		}
 		return change{}, fmt.Errorf("frontmatter: %s: want a string, not %T", key, v)
 	}
-	if _, err := quote(key); err != nil {
-		return change{}, fmt.Errorf("frontmatter: key %q: %w", key, err)
-	}
 	text, err := render(v)
 	if err != nil {
 		return change{}, fmt.Errorf("frontmatter: %s: %w", key, err)

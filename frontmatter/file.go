@@ -30,7 +30,13 @@ var ErrChanged = errors.New("file changed on disk since it was read")
 // would need a lock the user's editor honours, which plain files do not
 // have. Because the file is replaced, not rewritten, a hard link to it
 // keeps the old content, and the new file belongs to knotd's user.
+//
+// When updated equals original there is nothing to write and WriteFile
+// returns nil without touching the file.
 func WriteFile(path string, original, updated []byte) (err error) {
+	if bytes.Equal(original, updated) {
+		return nil
+	}
 	fail := func(err error) error { return fmt.Errorf("frontmatter: write %s: %w", path, err) }
 	info, err := os.Lstat(path)
 	switch {

@@ -160,3 +160,15 @@ func TestWriteFile_CleansUpWhenDirectoryIsReadOnly(t *testing.T) {
 		t.Errorf("the directory holds %q", names)
 	}
 }
+
+func TestWriteFile_NothingToWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "note.md")
+	writeTestFile(t, path, []byte("user's newer edit"), 0o644)
+	if err := WriteFile(path, []byte("same"), []byte("same")); err != nil {
+		t.Fatalf("WriteFile with nothing to change = %v; want nil", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "user's newer edit" {
+		t.Errorf("WriteFile with nothing to change wrote %q", got)
+	}
+}

@@ -131,6 +131,35 @@ func FuzzSetResume(f *testing.F) {
 	})
 }
 
+func FuzzMergeFields(f *testing.F) {
+	addSeeds(f, func(b []byte) { f.Add(b) })
+	fields := map[string]any{KeyResume: nil, KeyMode: "replace", "title": "t: 2"}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		before, perr := Parse(src)
+		out, err := MergeFields(src, fields)
+		if perr != nil || err != nil {
+			if perr != nil && err == nil {
+				t.Fatalf("MergeFields(%q) succeeded on a source Parse rejects: %v", src, perr)
+			}
+			return
+		}
+		p, err := parse(out)
+		if err != nil {
+			t.Fatalf("Parse(MergeFields(%q)) error: %v\n%q", src, err, out)
+		}
+		title, _ := p.find("title")
+		if resume, _ := p.find(KeyResume); resume >= 0 || title < 0 || p.entries[title].v.Value != "t: 2" || p.fields.Mode != ModeReplace {
+			t.Fatalf("MergeFields(%q) = %q: the fields did not take", src, out)
+		}
+		if after := p.document(); !bytes.Equal(after.Body, before.Body) {
+			t.Fatalf("MergeFields(%q) changed the body %q to %q", src, before.Body, after.Body)
+		}
+		if again, err := MergeFields(out, fields); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("MergeFields twice on %q = %q, %v", src, again, err)
+		}
+	})
+}
+
 func FuzzQuote(f *testing.F) {
 	for _, s := range []string{"", "abc", "123", "off", "a: b", "'", "\"", "\\", "\n", " x ", "\uFEFF", "\u0085", "#x", "- x", "0x1F", "2024-01-02", "~"} {
 		f.Add(s)

@@ -63,9 +63,10 @@ var utf8BOM = []byte("\uFEFF")
 //
 // Parse returns a *SyntaxError only for an unterminated block or a block
 // that is not valid YAML (or not a map of keys); a knotd key with a wrong
-// value is reported in Fields.Problems instead. Parse never panics, reads
-// no byte of the body beyond finding the end of the block, and does not
-// copy src: Body aliases it.
+// value is reported in Fields.Problems instead. Parse never panics. Its
+// cost does not depend on the body: it reads src up to the end of the
+// block (or the end of the first line, when there is no block; or all of
+// it, to report an unterminated block), and Body aliases src.
 func Parse(src []byte) (Document, error) {
 	p, err := parse(src)
 	if err != nil {

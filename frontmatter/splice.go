@@ -11,18 +11,25 @@ import (
 
 // change is one key an edit sets to a value or deletes.
 type change struct {
-	key  string     // the key, exactly
-	text string     // the value as YAML on one line; unused when del
-	del  bool       // delete the key
-	want *yaml.Node // text decoded on its own: what the key must read as
+	key     string     // the key, exactly
+	keyText string     // the key as YAML, for a new line; unused when del
+	text    string     // the value as YAML on one line; unused when del
+	del     bool       // delete the key
+	want    *yaml.Node // text decoded on its own: what the key must read as
 }
 
+// setTo returns the change that sets key to text, a value already written
+// as YAML on one line.
 func setTo(key, text string) (change, error) {
+	keyText, err := quote(key)
+	if err != nil {
+		return change{}, fmt.Errorf("frontmatter: key %q: %w", key, err)
+	}
 	want, err := decodeValue(text)
 	if err != nil {
 		return change{}, fmt.Errorf("frontmatter: %s: value %s does not read back: %w", key, text, err)
 	}
-	return change{key: key, text: text, want: want}, nil
+	return change{key: key, keyText: keyText, text: text, want: want}, nil
 }
 
 // splice replaces src[start:end] with text.
@@ -115,13 +122,10 @@ func (p *parsed) apply(cs []change) ([]byte, error) {
 	return p.check(out, cs)
 }
 
+// appendKey appends the line "<indent><key>: <value><eol>" to b.
 func appendKey(b []byte, indent string, c change, eol string) []byte {
-	key, err := quote(c.key)
-	if err != nil { // keys are checked before they get here
-		key = doubleQuote(c.key)
-	}
 	b = append(b, indent...)
-	b = append(b, key...)
+	b = append(b, c.keyText...)
 	b = append(b, ": "...)
 	b = append(b, c.text...)
 	return append(b, eol...)
