@@ -13,7 +13,9 @@
 // even a blank line, has no frontmatter: every field is unset and the whole
 // file is body. The YAML inside must be a map of keys, in block style
 // (key: value lines), or empty; a "..." line ends it early, as in YAML.
-// Other formats (TOML between "+++", JSON) are not frontmatter to knotd.
+// Other formats (TOML between "+++", JSON) are not frontmatter to knotd;
+// the edits refuse a strand that starts with "+++" rather than put a YAML
+// block on top of it.
 // The YAML is decoded with github.com/adrg/frontmatter and gopkg.in/yaml.v3;
 // knotd's own scanner finds the exact bytes of the block and of each key,
 // which is what the edits need.

@@ -1,6 +1,7 @@
 package frontmatter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,8 +43,9 @@ type splice struct {
 // An existing key's value is replaced where it stands; a new key goes at
 // the end of the block in the block's own indentation and line ending; a
 // deleted key takes its own lines with it. A source without a block gets
-// one at the top, after the BOM. When nothing needs to change, apply
-// returns p.src itself.
+// one at the top, after the BOM, unless it starts with a TOML block (+++),
+// which a YAML block on top would break for Hugo. When nothing needs to
+// change, apply returns p.src itself.
 func (p *parsed) apply(cs []change) ([]byte, error) {
 	l := p.layout
 	eol := "\n"
@@ -51,6 +53,9 @@ func (p *parsed) apply(cs []change) ([]byte, error) {
 		eol = "\r\n"
 	}
 	if !l.found {
+		if textEnd, _, _ := lineAt(p.src, l.bom); bytes.Equal(bytes.TrimRight(p.src[l.bom:textEnd], " \t"), []byte("+++")) {
+			return nil, errors.New("frontmatter: line 1: the strand has TOML frontmatter (+++), which knotd does not edit; convert it to YAML between --- lines")
+		}
 		var keys []byte
 		for _, c := range cs {
 			if !c.del {
