@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 )
 
 // attempt is one invocation of an agent. A run has one attempt, or two when
@@ -124,10 +125,15 @@ func program(a *Agent, d driver) []string {
 
 // jsonValues decodes every JSON value in b in order (one document, or JSON
 // lines) and calls fn with each, numbers kept as json.Number. A line that is
-// not JSON (a warning a CLI printed) is skipped; skipped counts them.
+// not JSON (a warning a CLI printed) is skipped; skipped counts them. The
+// work is bounded: after a failure decoding resumes at the next line, and
+// once the decoders have read jsonScanFactor times len(b) bytes (output
+// built to make every resumption rescan the rest) the scan stops.
 func jsonValues(b []byte, fn func(v any)) (skipped int) {
-	for pos := 0; pos < len(b); {
-		dec := json.NewDecoder(bytes.NewReader(b[pos:]))
+	budget := &countingReader{left: jsonScanFactor*len(b) + 64<<10}
+	for pos := 0; pos < len(b) && budget.left > 0; {
+		budget.r = bytes.NewReader(b[pos:])
+		dec := json.NewDecoder(budget)
 		dec.UseNumber()
 		for {
 			var v any
@@ -137,17 +143,40 @@ func jsonValues(b []byte, fn func(v any)) (skipped int) {
 			}
 			if err != nil {
 				skipped++
-				nl := bytes.IndexByte(b[pos+int(dec.InputOffset()):], '\n')
+				// Skip the rest of the line where the bad value starts.
+				bad := pos + int(dec.InputOffset())
+				for bad < len(b) && strings.IndexByte(" \t\r\n", b[bad]) >= 0 {
+					bad++
+				}
+				nl := bytes.IndexByte(b[bad:], '\n')
 				if nl < 0 {
 					return skipped
 				}
-				pos += int(dec.InputOffset()) + nl + 1
+				pos = bad + nl + 1
 				break
 			}
 			fn(v)
 		}
 	}
 	return skipped
+}
+
+// jsonScanFactor bounds jsonValues' reading to this many times its input.
+const jsonScanFactor = 4
+
+// countingReader reads from r until left bytes have been read in all.
+type countingReader struct {
+	r    *bytes.Reader
+	left int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
+	}
+	n, err := c.r.Read(p[:min(len(p), c.left)])
+	c.left -= n
+	return n, err
 }
 
 // int64Field reads an integer field of a decoded JSON object.

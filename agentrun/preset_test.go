@@ -319,3 +319,41 @@ func FuzzParsers(f *testing.F) {
 		_ = entry
 	})
 }
+
+func TestJSONValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		values  int
+		skipped int
+	}{
+		{"document", `{"a": 1}`, 1, 0},
+		{"lines", "{\"a\": 1}\n{\"b\": 2}\n", 2, 0},
+		{"pretty", "{\n  \"a\": [\n    1\n  ]\n}\n", 1, 0},
+		{"warning first", "warning: x\n{\"a\": 1}\n", 1, 1},
+		{"garbage between", "{\"a\": 1}\nnot json\n{\"b\": 2}", 2, 1},
+		{"unterminated", "{\"a\": 1}\n{\"b\": ", 1, 1},
+		{"empty", "", 0, 0},
+	}
+	for _, tt := range tests {
+		n := 0
+		skipped := jsonValues([]byte(tt.in), func(any) { n++ })
+		if n != tt.values || skipped != tt.skipped {
+			t.Errorf("%s: jsonValues(%q) = %d values, %d skipped; want %d, %d", tt.name, tt.in, n, skipped, tt.values, tt.skipped)
+		}
+	}
+}
+
+// BenchmarkJSONValues_Adversarial shows the scan stays linear on output
+// where every resumption would otherwise rescan the rest: compare 1000 and
+// 10000 lines.
+func BenchmarkJSONValues_Adversarial(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n)+"-lines", func(b *testing.B) {
+			in := []byte(strings.Repeat("[\n", n) + "x")
+			for b.Loop() {
+				jsonValues(in, func(any) {})
+			}
+		})
+	}
+}

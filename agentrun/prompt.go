@@ -79,9 +79,10 @@ type promptSpec struct {
 }
 
 // diffInputFactor bounds the strands the Changes diff is computed for: at
-// most this many times Limits.Diff bytes on either side (1 MiB by default),
-// so the diff's cost stays bounded too.
-const diffInputFactor = 16
+// most this many times Limits.Diff bytes on either side (256 KiB by
+// default), so the diff's cost stays bounded too: two entirely different
+// 256 KiB notes take about 15 ms to diff, 1 MiB ones over a second.
+const diffInputFactor = 4
 
 // buildPrompt returns the prompt text: instructions (when inline), the Event
 // Context block, a blank line and the original prompt.

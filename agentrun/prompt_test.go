@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,7 +34,7 @@ const planV1 = "# Plan\n\n- buy milk\n- write knotd\n"
 const planV2 = "# Plan\n\n- buy milk\n- [x] write knotd\n- ship it\n"
 
 func TestBuildPrompt_Golden(t *testing.T) {
-	small := Limits{Content: 120, Diff: 90, TieOffSections: 2, TieOffBytes: 160, Prompt: 4096}
+	small := Limits{Content: 120, Diff: 300, TieOffSections: 2, TieOffBytes: 160, Prompt: 4096}
 	long := strings.Repeat("line of a long note\n", 40)
 	tests := []struct {
 		name  string
@@ -238,5 +239,12 @@ func BenchmarkBuildPrompt(b *testing.B) {
 			}
 			b.ReportMetric(float64(size), "prompt-bytes")
 		})
+	}
+}
+
+func TestChanges_TooLargeToDiff(t *testing.T) {
+	got := changes("a.md", bytes.Repeat([]byte("x\n"), 50), []byte("short"), Limits{Diff: 10})
+	if got != "(too large to diff: 100 bytes before, 5 bytes now)\n" {
+		t.Errorf("changes(100 bytes, 5 bytes, Diff 10) = %q", got)
 	}
 }
