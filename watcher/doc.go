@@ -60,7 +60,7 @@
 // it; patterns with a slash match path prefixes, so "!a/b" re-included
 // a/b/c.md; "dir/**" matched dir itself, so "!dir/keep.md" could never
 // re-include; and "[!x]" classes were not negations. The tests check these
-// cases, and more, against git check-ignore's answers. Differences that
+// cases, and more, against git's own answers (git ls-files --ignored). Differences that
 // remain: matching is case-sensitive (git follows core.ignorecase), "?"
 // and classes match characters rather than bytes, and .git/info/exclude
 // and core.excludesFile are not read.

@@ -8,10 +8,10 @@ import (
 
 // pattern is one line of an ignore file, parsed with gitignore semantics.
 type pattern struct {
-	negate   bool     // "!pattern": re-include what an earlier pattern excluded
-	dirOnly  bool     // "pattern/": only directories match
-	anchored bool     // a slash at the start or in the middle: relative to the file's directory
-	segs     []string // anchored: one glob per path element ("**" spans elements); else one glob for the base name
+	negate   bool   // "!pattern": re-include what an earlier pattern excluded
+	dirOnly  bool   // "pattern/": only directories match
+	anchored bool   // a slash at the start or in the middle: relative to the file's directory
+	segs     []glob // anchored: one glob per path element ("**" spans elements); else one glob for the base name
 
 	src  string // where it came from, for Explain: "notes/.gitignore"
 	line int    // 1-based line number in src
@@ -43,16 +43,70 @@ func parsePattern(line string) (pattern, bool) {
 		return p, false
 	}
 	if !p.anchored {
-		p.segs = []string{collapseStars(s)}
+		p.segs = []glob{compileGlob(collapseStars(s))}
 		return p, true
 	}
-	p.segs = strings.Split(s, "/")
-	for i, g := range p.segs {
+	for _, g := range strings.Split(s, "/") {
 		if g != "**" {
-			p.segs[i] = collapseStars(g)
+			g = collapseStars(g)
 		}
+		p.segs = append(p.segs, compileGlob(g))
 	}
 	return p, true
+}
+
+// glob is one path element's pattern, with the common shapes ("name",
+// "*.ext", "prefix*", "*") recognised so they match without the general
+// matcher.
+type glob struct {
+	kind globKind
+	lit  string // the literal part for globLiteral, globSuffix and globPrefix
+	raw  string // the pattern as written (collapsed)
+}
+
+type globKind uint8
+
+const (
+	globGeneral    globKind = iota // anything else: matchElem
+	globLiteral                    // no special characters
+	globSuffix                     // "*" then a literal
+	globPrefix                     // a literal then "*"
+	globAny                        // "*"
+	globDoubleStar                 // "**" as a whole element: any number of elements
+)
+
+func compileGlob(g string) glob {
+	const special = "*?[\\"
+	switch {
+	case g == "**":
+		return glob{kind: globDoubleStar, raw: g}
+	case g == "*":
+		return glob{kind: globAny, raw: g}
+	case !strings.ContainsAny(g, special):
+		return glob{kind: globLiteral, lit: g, raw: g}
+	case g[0] == '*' && !strings.ContainsAny(g[1:], special):
+		return glob{kind: globSuffix, lit: g[1:], raw: g}
+	case g[len(g)-1] == '*' && !strings.ContainsAny(g[:len(g)-1], special):
+		return glob{kind: globPrefix, lit: g[:len(g)-1], raw: g}
+	}
+	return glob{kind: globGeneral, raw: g}
+}
+
+// match reports whether one path element matches.
+func (g glob) match(name string) bool {
+	switch g.kind {
+	case globLiteral:
+		return name == g.lit
+	case globSuffix:
+		return strings.HasSuffix(name, g.lit)
+	case globPrefix:
+		return strings.HasPrefix(name, g.lit)
+	case globAny:
+		return true
+	case globDoubleStar:
+		return false // only meaningful between elements, in matchSegs
+	}
+	return matchElem(g.raw, name)
 }
 
 // trimTrailingSpaces removes trailing spaces that are not escaped with a
@@ -107,34 +161,42 @@ func (p *pattern) match(elems []string, isDir bool) bool {
 		return false
 	}
 	if !p.anchored {
-		return matchElem(p.segs[0], elems[len(elems)-1])
+		return p.segs[0].match(elems[len(elems)-1])
 	}
 	return matchSegs(p.segs, elems)
 }
 
 // matchSegs matches glob elements against path elements; "**" matches zero
 // or more whole elements, and a trailing "**" one or more ("dir/**" matches
-// what is inside dir, not dir itself).
-func matchSegs(segs, elems []string) bool {
-	for len(segs) > 0 {
-		if segs[0] == "**" {
-			rest := segs[1:]
-			if len(rest) == 0 {
-				return len(elems) > 0
+// what is inside dir, not dir itself). Like matchElem's "*", only the last
+// "**" is ever backtracked to, which is enough and keeps the cost at
+// O(len(segs)*len(elems)) even for patterns like "**/a/**/a/**/a".
+func matchSegs(segs []glob, elems []string) bool {
+	si, ei := 0, 0
+	starSi, starEi := -1, 0
+	for {
+		switch {
+		case si == len(segs)-1 && segs[si].kind == globDoubleStar:
+			if ei < len(elems) {
+				return true
 			}
-			for i := 0; i <= len(elems); i++ {
-				if matchSegs(rest, elems[i:]) {
-					return true
-				}
-			}
-			return false
+		case si < len(segs) && segs[si].kind == globDoubleStar:
+			starSi, starEi = si, ei
+			si++
+			continue
+		case si < len(segs) && ei < len(elems) && segs[si].match(elems[ei]):
+			si, ei = si+1, ei+1
+			continue
+		case si == len(segs) && ei == len(elems):
+			return true
 		}
-		if len(elems) == 0 || !matchElem(segs[0], elems[0]) {
-			return false
+		if starSi >= 0 && starEi < len(elems) {
+			starEi++
+			si, ei = starSi+1, starEi
+			continue
 		}
-		segs, elems = segs[1:], elems[1:]
+		return false
 	}
-	return len(elems) == 0
 }
 
 // matchElem reports whether name (one path element, no slash) matches the

@@ -91,10 +91,48 @@ func TestParsePattern(t *testing.T) {
 		if !ok {
 			continue
 		}
-		got := strings.Join(p.segs, "|")
+		var raw []string
+		for _, g := range p.segs {
+			raw = append(raw, g.raw)
+		}
+		got := strings.Join(raw, "|")
 		if p.negate != tt.negate || p.dirOnly != tt.dirOnly || p.anchored != tt.anchored || got != tt.segs {
 			t.Errorf("parsePattern(%q) = negate %v dirOnly %v anchored %v segs %q; want %v %v %v %q",
 				tt.line, p.negate, p.dirOnly, p.anchored, got, tt.negate, tt.dirOnly, tt.anchored, tt.segs)
+		}
+	}
+}
+
+func TestCompileGlob(t *testing.T) {
+	tests := []struct {
+		glob string
+		kind globKind
+		in   []string
+		out  []string
+	}{
+		{"drafts", globLiteral, []string{"drafts"}, []string{"draft", "drafts2"}},
+		{"*.md", globSuffix, []string{"a.md", ".md"}, []string{"a.mdx"}},
+		{"old-*", globPrefix, []string{"old-", "old-x"}, []string{"ol"}},
+		{"*", globAny, []string{"", "x"}, nil},
+		{"**", globDoubleStar, nil, []string{"x"}},
+		{"*.[mM]d", globGeneral, []string{"a.Md"}, []string{"a.txt"}},
+		{`\*x`, globGeneral, []string{"*x"}, []string{"ax"}},
+		{"a*b", globGeneral, []string{"ab", "axxb"}, []string{"ba"}},
+	}
+	for _, tt := range tests {
+		g := compileGlob(tt.glob)
+		if g.kind != tt.kind {
+			t.Errorf("compileGlob(%q).kind = %d; want %d", tt.glob, g.kind, tt.kind)
+		}
+		for _, s := range tt.in {
+			if !g.match(s) {
+				t.Errorf("compileGlob(%q).match(%q) = false; want true", tt.glob, s)
+			}
+		}
+		for _, s := range tt.out {
+			if g.match(s) {
+				t.Errorf("compileGlob(%q).match(%q) = true; want false", tt.glob, s)
+			}
 		}
 	}
 }
@@ -117,6 +155,13 @@ func TestMatchSegs(t *testing.T) {
 		{"doc/*.md", "doc/sub/a.md", false},
 		{"/top.md", "top.md", true},
 		{"/top.md", "x/top.md", false},
+		{"**/a/**/b", "x/a/y/a/z/b", true},
+		{"**/a/**/b", "x/a/y/b/z", false},
+		{"a/**/**/b", "a/b", true},
+		{"**/**", "x", true},
+		{"a/**/b/**", "a/x/b", false},
+		{"a/**/b/**", "a/x/b/c", true},
+		{"**/" + strings.Repeat("x/**/", 12) + "y", strings.Repeat("x/", 40) + "z", false}, // must not be exponential
 	}
 	for _, tt := range tests {
 		p, ok := parsePattern(tt.pattern)

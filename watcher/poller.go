@@ -15,10 +15,9 @@ type Poller struct {
 	Interval time.Duration
 }
 
-// Run sends a full rescan (Hint{Dir: true}) at once and then every
-// Interval until ctx ends, and closes out when it returns. Rescans that
-// come due while the consumer is still busy with the previous one merge
-// into one. It returns nil when ctx ends, or an error for a bad Interval.
+// Run sends a full rescan (Hint{Dir: true}) at once and then Interval
+// after the consumer took the previous one, until ctx ends, and closes out
+// when it returns. A slow consumer gets no backlog. It returns nil when ctx ends, or an error for a bad Interval.
 func (p *Poller) Run(ctx context.Context, out chan<- Hint) error {
 	defer close(out)
 	if p.Interval <= 0 {
@@ -31,6 +30,7 @@ func (p *Poller) Run(ctx context.Context, out chan<- Hint) error {
 		case <-ctx.Done():
 			return nil
 		case out <- fullRescan:
+			t.Reset(p.Interval) // the next one Interval after this was taken, not a backlog
 		}
 		select {
 		case <-ctx.Done():

@@ -45,9 +45,10 @@ func ignoreFileIndex(name string) int {
 // concurrent use; loading ignore files while another goroutine asks
 // Ignored is fine.
 type Rules struct {
-	// ConfigDir is the name of Obsidian's config folder (DefaultConfigDir
-	// when empty). Obsidian lets users rename it; the renamed folder is
-	// ignored even if its name does not start with a dot.
+	// ConfigDir is the name (one path element, not a path) of Obsidian's
+	// config folder (DefaultConfigDir when empty). Obsidian lets users
+	// rename it; a directory of that name is ignored at any depth, even if
+	// the name does not start with a dot.
 	ConfigDir string
 	// Patterns are extra gitignore-syntax patterns, relative to the vault
 	// root, from knotd's configuration. They have the lowest priority: a
@@ -253,7 +254,8 @@ type ancestorRules struct {
 // top, because nothing inside an excluded directory can be re-included;
 // lastOnly skips that when the caller knows the parent is not ignored.
 func (r *Rules) check(rel string, isDir, lastOnly bool) verdict {
-	elems := strings.Split(rel, "/")
+	var ebuf [32]string
+	elems := splitPath(ebuf[:0], rel)
 	n := len(elems)
 	extra := r.extraPatterns()
 
@@ -322,6 +324,19 @@ func decide(anc []ancestorRules, extra []pattern, elems []string, k int, dir boo
 	return nil
 }
 
+// splitPath appends the elements of rel to buf, avoiding an allocation for
+// paths of ordinary depth.
+func splitPath(buf []string, rel string) []string {
+	for {
+		i := strings.IndexByte(rel, '/')
+		if i < 0 {
+			return append(buf, rel)
+		}
+		buf = append(buf, rel[:i])
+		rel = rel[i+1:]
+	}
+}
+
 // prefix returns the first k elements of rel as a path.
 func prefix(rel string, elems []string, k int) string {
 	if k == len(elems) {
@@ -348,10 +363,17 @@ func validRel(rel string) error {
 	case strings.HasPrefix(rel, "/"), strings.ContainsAny(rel, "\\\x00"):
 		return fmt.Errorf("path %q is absolute or has a backslash or NUL", rel)
 	}
-	for _, e := range strings.Split(rel, "/") {
-		if e == "" || e == "." || e == ".." {
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], '/')
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
+		}
+		if e := rel[start:end]; e == "" || e == "." || e == ".." {
 			return fmt.Errorf("path %q has an empty, . or .. element", rel)
 		}
+		start = end + 1
 	}
 	return nil
 }

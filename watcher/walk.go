@@ -50,10 +50,10 @@ func (r *Rules) Load(root, rel string) error {
 // When present is not nil it says which names exist (from a listing just
 // made), and absent ones are dropped without a system call. A file that
 // cannot be read keeps the patterns read before and is passed to onErr.
-func (r *Rules) loadDir(root, dir string, present map[string]bool, onErr func(name string, err error)) {
-	for _, name := range ignoreFileNames {
+func (r *Rules) loadDir(root, dir string, present *[len(ignoreFileNames)]bool, onErr func(name string, err error)) {
+	for i, name := range ignoreFileNames {
 		var data []byte
-		if present == nil || present[name] {
+		if present == nil || present[i] {
 			var err error
 			data, err = readIgnoreFile(filepath.Join(root, filepath.FromSlash(dir), name))
 			if err != nil {
@@ -181,14 +181,14 @@ func (w *walker) visit(rel string, d fs.DirEntry) error {
 			return nil
 		}
 	}
-	present := make(map[string]bool, len(ignoreFileNames))
+	var present [len(ignoreFileNames)]bool
 	for _, e := range entries {
-		if isIgnoreFile(e.Name()) && e.Type().IsRegular() {
-			present[e.Name()] = true
+		if i := ignoreFileIndex(e.Name()); i >= 0 && e.Type().IsRegular() {
+			present[i] = true
 		}
 	}
 	var ferr error
-	w.rules.loadDir(w.root, rel, present, func(name string, err error) {
+	w.rules.loadDir(w.root, rel, &present, func(name string, err error) {
 		if ferr == nil {
 			if err := w.fn(path.Join(rel, name), nil, err); err != nil && !errors.Is(err, fs.SkipDir) {
 				ferr = err

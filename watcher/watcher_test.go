@@ -316,3 +316,37 @@ func TestWatcher_Kernel_WatchLimitPolls(t *testing.T) {
 		t.Errorf("logs lack the limit message:\n%s", logs)
 	}
 }
+
+func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, "notes/deep/a.md"), "x")
+	mustMkdir(t, filepath.Join(root, "archive"))
+	k := startKernel(t, root, nil)
+	if st := k.w.Stats(); st.Watched != 4 {
+		t.Fatalf("Stats().Watched = %d; want 4", st.Watched)
+	}
+
+	m := k.mark()
+	if err := os.Rename(k.path("notes"), k.path("archive/notes2")); err != nil {
+		t.Fatal(err)
+	}
+	k.waitHints(m, "archive/notes2/deep/a.md")
+	k.waitFor("a rescan of notes/", func(seen map[Hint]int) bool { return seen[Hint{Path: "notes", Dir: true}] > 0 })
+
+	// The moved directories are watched under their new names.
+	m = k.mark()
+	mustWrite(t, k.path("archive/notes2/deep/b.md"), "x")
+	k.waitHints(m, "archive/notes2/deep/b.md")
+	if st := k.w.Stats(); st.Watched != 4 {
+		t.Errorf("Stats().Watched after the rename = %d; want 4", st.Watched)
+	}
+	if n := k.mark()[Hint{Path: "notes/deep/b.md"}]; n != 0 {
+		t.Errorf("%d hints under the old name; want none", n)
+	}
+
+	if err := os.RemoveAll(k.path("archive")); err != nil {
+		t.Fatal(err)
+	}
+	k.waitFor("a rescan of archive/", func(seen map[Hint]int) bool { return seen[Hint{Path: "archive", Dir: true}] > 0 })
+	k.waitFor("the watches dropped", func(map[Hint]int) bool { return k.w.Stats().Watched == 1 })
+}

@@ -1,0 +1,162 @@
+package watcher
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestRules_Walk(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"a.md", "notes/b.md", "notes/drafts/c.md", "notes/skip/d.md", "notes/z.md",
+		".obsidian/app.md", "node_modules/m.md", "x/y/e.md"} {
+		mustWrite(t, filepath.Join(root, filepath.FromSlash(f)), "x")
+	}
+	mustWrite(t, filepath.Join(root, "notes/.gitignore"), "drafts/\n")
+	if err := os.Symlink(filepath.Join(root, "notes"), filepath.Join(root, "link")); err != nil {
+		t.Skipf("symlinks not available: %v", err)
+	}
+	tests := []struct {
+		name string
+		dir  string
+		fn   func(rel string, d fs.DirEntry) error
+		want []string
+	}{
+		{"whole vault", "", nil, []string{"", "a.md", "link", "notes", "notes/.gitignore", "notes/b.md",
+			"notes/skip", "notes/skip/d.md", "notes/z.md", "x", "x/y", "x/y/e.md"}},
+		{"subtree, with the ancestors' ignore files", "notes", nil, []string{"notes", "notes/.gitignore",
+			"notes/b.md", "notes/skip", "notes/skip/d.md", "notes/z.md"}},
+		{"ignored start", "notes/drafts", nil, nil},
+		{"SkipDir on a directory", "", func(rel string, d fs.DirEntry) error {
+			if rel == "notes/skip" || rel == "x" {
+				return fs.SkipDir
+			}
+			return nil
+		}, []string{"", "a.md", "link", "notes", "notes/.gitignore", "notes/b.md", "notes/skip", "notes/z.md", "x"}},
+		{"SkipDir on a file skips the rest of its directory", "notes", func(rel string, d fs.DirEntry) error {
+			if rel == "notes/b.md" {
+				return fs.SkipDir
+			}
+			return nil
+		}, []string{"notes", "notes/.gitignore", "notes/b.md"}},
+		{"SkipAll", "", func(rel string, d fs.DirEntry) error {
+			if rel == "notes" {
+				return fs.SkipAll
+			}
+			return nil
+		}, []string{"", "a.md", "link", "notes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			r := &Rules{}
+			err := r.Walk(root, tt.dir, func(rel string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				got = append(got, rel)
+				if tt.fn != nil {
+					return tt.fn(rel, d)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("Walk(%q) = %v", tt.dir, err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Walk(%q) visited %q; want %q", tt.dir, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRules_WalkErrors(t *testing.T) {
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, "a.md"), "x")
+	var calls []string
+	err := (&Rules{}).Walk(root, "missing", func(rel string, d fs.DirEntry, err error) error {
+		calls = append(calls, rel)
+		return err
+	})
+	if !errors.Is(err, fs.ErrNotExist) || !slices.Equal(calls, []string{"missing"}) {
+		t.Errorf("Walk(missing) = %v after calls %q; want ErrNotExist after [missing]", err, calls)
+	}
+	stop := errors.New("stop")
+	err = (&Rules{}).Walk(root, "", func(rel string, d fs.DirEntry, err error) error {
+		if rel == "a.md" {
+			return stop
+		}
+		return err
+	})
+	if !errors.Is(err, stop) {
+		t.Errorf("Walk = %v; want fn's error", err)
+	}
+	if err := (&Rules{}).Walk(root, "../x", func(string, fs.DirEntry, error) error { return nil }); err == nil {
+		t.Errorf("Walk(../x) = nil; want an error")
+	}
+}
+
+func TestRules_LoadThenExplain(t *testing.T) {
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, ".gitignore"), "*.tmp.md\n")
+	mustWrite(t, filepath.Join(root, "a/.knotignore"), "secret/\n")
+	mustWrite(t, filepath.Join(root, "a/secret/.gitignore"), "!*\n") // never read: inside an ignored directory
+	r := &Rules{}
+	if err := r.Load(root, "a/secret/b/c.md"); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	for _, tt := range []struct {
+		path   string
+		reason string
+	}{
+		{"a/secret/b/c.md", `ignored by a/.knotignore:1 pattern "secret/" (matches directory a/secret)`},
+		{"x/y.tmp.md", `ignored by .gitignore:1 pattern "*.tmp.md"`},
+	} {
+		if ign, why := r.Explain(tt.path); !ign || why != tt.reason {
+			t.Errorf("Explain(%q) = %v, %q; want true, %q", tt.path, ign, why, tt.reason)
+		}
+	}
+	// An ignore file removed from disk is dropped on the next Load.
+	if err := os.Remove(filepath.Join(root, "a/.knotignore")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(root, "a/secret/b/c.md"); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if ign, why := r.Explain("a/secret/b/c.md"); ign {
+		t.Errorf("Explain after removing .knotignore = true, %q; want not ignored", why)
+	}
+}
+
+// FuzzRules feeds arbitrary ignore files and paths: nothing panics, and
+// Ignored and Explain agree.
+func FuzzRules(f *testing.F) {
+	f.Add("*.md\n!keep.md\n", "sub", "drafts/\n**/x\n", "sub/drafts/keep.md", false)
+	f.Add("a/**/b\n", "", "[!a-c]x\n\\#y\n", "a/q/b/c", true)
+	f.Add("foo/**\n!foo/k\n", "foo", "", "foo/k", false)
+	f.Fuzz(func(t *testing.T, rootFile, dir, dirFile, rel string, isDir bool) {
+		r := &Rules{Patterns: []string{"*.tmp"}}
+		if err := r.SetIgnoreFile("", ".gitignore", []byte(rootFile)); err != nil {
+			t.Fatal(err)
+		}
+		if validRel(dir) == nil {
+			if err := r.SetIgnoreFile(dir, ".knotignore", []byte(dirFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ignored := r.Ignored(rel, isDir)
+		p := rel
+		if isDir {
+			p += "/"
+		}
+		if validRel(rel) != nil || rel == "" {
+			return
+		}
+		if e, why := r.Explain(p); e != ignored {
+			t.Errorf("Ignored(%q, %v) = %v but Explain(%q) = %v, %q", rel, isDir, ignored, p, e, why)
+		}
+	})
+}
