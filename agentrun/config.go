@@ -73,7 +73,9 @@ type Agent struct {
 	// Command is the argv of a generic command. With a Preset it replaces
 	// the preset's program (for example ["/opt/claude/bin/claude"] or
 	// ["npx", "@anthropic-ai/claude-code"]) and the preset adds its own
-	// arguments after it. Template values are listed in template.go.
+	// arguments after it, with no template values substituted. A generic
+	// command may use the template values listed in template.go. The
+	// program is looked up in knotd's own PATH.
 	Command []string `yaml:"command,omitempty"`
 	// ResumeCommand is the argv a generic command runs instead of Command
 	// once the agent has reported a resume handle; it may use "{resume}".
@@ -159,6 +161,9 @@ func (a *Agent) Validate() error {
 		}
 	default:
 		a.validateCommand(add)
+	}
+	if len(a.Command) > 0 && a.kind() != "" && a.Command[0] == "" {
+		add("command[0] (the program) is empty")
 	}
 	if err := checkArgv("command", a.Command); err != nil {
 		add("%v", err)

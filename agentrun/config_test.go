@@ -34,6 +34,7 @@ func TestAgent_Validate(t *testing.T) {
 		{name: "preset with prompt mode", agent: Agent{Preset: "claude", Prompt: PromptArg}, want: []string{"fixed by the claude preset"}},
 		{name: "ollama without model", agent: Agent{Preset: "ollama"}, want: []string{"needs a model"}},
 		{name: "empty program", agent: Agent{Command: []string{""}}, want: []string{"command[0]"}},
+		{name: "empty preset program", agent: Agent{Preset: "codex", Command: []string{""}}, want: []string{"command[0]"}},
 		{name: "bad prompt mode", agent: Agent{Command: []string{"t"}, Prompt: "pipe"}, want: []string{`prompt "pipe"`}},
 		{name: "bad output", agent: Agent{Command: []string{"t"}, Output: "yaml"}, want: []string{`output "yaml"`}},
 		{name: "json without reply", agent: Agent{Command: []string{"t"}, Output: OutputJSON}, want: []string{"needs a reply JSON pointer"}},

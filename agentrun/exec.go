@@ -21,8 +21,8 @@ type procSpec struct {
 	hasStdin bool
 	// grace is how long after SIGTERM (or after the process exited while
 	// something still holds its output pipes) before everything is killed.
-	grace                       time.Duration
-	maxStdout, maxStderr, maxLn int
+	grace                         time.Duration
+	maxStdout, maxStderr, maxLine int
 	// onLine, when set, receives every line of standard output as it
 	// arrives.
 	onLine func([]byte)
@@ -70,7 +70,7 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 	}
 	out := &capWriter{max: spec.maxStdout}
 	if spec.onLine != nil {
-		out.lines = &lineSplitter{max: spec.maxLn, fn: spec.onLine}
+		out.lines = &lineSplitter{max: spec.maxLine, fn: spec.onLine}
 	}
 	errTail := &tailWriter{max: spec.maxStderr}
 	cmd.Stdout, cmd.Stderr = out, errTail

@@ -78,10 +78,10 @@ func detail(agentErr, stderr string, parseErr error) string {
 	return ""
 }
 
-// interrupted fills res for an attempt stopped because runCtx ended: a
-// timeout when the run's own deadline passed, a cancellation when the
+// recordInterrupted fills res for an attempt stopped because runCtx ended:
+// a timeout when the run's own deadline passed, a cancellation when the
 // caller's ctx ended.
-func (r *Runner) interrupted(ctx, runCtx context.Context, timeout time.Duration, o attemptOutcome, res *Result) {
+func recordInterrupted(ctx, runCtx context.Context, timeout time.Duration, o attemptOutcome, res *Result) {
 	o.record(res)
 	res.Reply, res.Resume, res.Usage = cleanReply(o.parsed.reply), o.parsed.handle, o.parsed.usage
 	if errors.Is(context.Cause(runCtx), errTimedOut) {

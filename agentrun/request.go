@@ -100,9 +100,6 @@ func (req *Request) validate() error {
 	if _, err := uuid.Parse(req.Session); err != nil || len(req.Session) != 36 {
 		return bad("session %q is not a UUID", req.Session)
 	}
-	if req.RunID == "" {
-		return bad("empty run id")
-	}
 	if err := checkArgValue("run id", req.RunID, ErrBadRequest); err != nil {
 		return err
 	}

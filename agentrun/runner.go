@@ -48,10 +48,10 @@ type Runner struct {
 var errTimedOut = errors.New("agentrun: run timed out")
 
 // Run runs req's agent on req's event and returns what happened. It blocks
-// until the agent and every process it started are gone: at most the
-// agent's timeout plus Runner.Grace (twice the grace when a second attempt
-// or a helper process runs). When ctx ends, the agent is stopped and the
-// Result's Outcome is canceled.
+// until the agent and every process it started are gone, at most about
+// Runner.Grace after the agent's timeout (which covers every attempt of the
+// run). When ctx ends, the agent is stopped and the Result's Outcome is
+// canceled.
 //
 // The error is non-nil only for a malformed request or agent definition
 // (ErrBadRequest, ErrInvalidAgent, ErrInvalidModel) or a prompt over its
@@ -84,7 +84,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			return Result{}, err
 		}
 		if out.interrupted(runCtx) {
-			r.interrupted(ctx, runCtx, timeout, out, &res)
+			recordInterrupted(ctx, runCtx, timeout, out, &res)
 			break
 		}
 		if rec, ok := d.(sessionRecoverer); ok && try == 1 && out.runErr == nil {
@@ -236,7 +236,7 @@ func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]b
 		grace:     orDefault(r.Grace, DefaultGrace),
 		maxStdout: orDefault(r.MaxStdout, DefaultMaxStdout),
 		maxStderr: orDefault(r.MaxStderr, DefaultMaxStderr),
-		maxLn:     orDefault(r.MaxLine, DefaultMaxLine),
+		maxLine:   orDefault(r.MaxLine, DefaultMaxLine),
 		onLine:    onLine,
 	}
 }
