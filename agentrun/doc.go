@@ -67,7 +67,9 @@
 // Each run has a wall-clock timeout (DefaultTimeout unless configured). On
 // Unix the agent runs in its own process group: on timeout or cancellation
 // the whole group gets SIGTERM, then SIGKILL after Runner.Grace, and the group
-// is killed when the run ends so no descendant outlives it. exec.Cmd.WaitDelay
+// is killed when the run ends so no descendant that stayed in the group
+// outlives it (one that leaves it with setsid is beyond reach without
+// cgroups). exec.Cmd.WaitDelay
 // makes sure a descendant that keeps the output pipes open cannot block the
 // run. On Linux the agent also gets SIGKILL if knotd dies. On Windows only the
 // agent process itself is killed; its descendants may survive.
@@ -80,4 +82,7 @@
 // An agent that fails is not an error: Run returns a Result whose Outcome is
 // failed, timeout or canceled with a short human Reason. Run returns an error
 // only for a bad request or configuration.
+//
+// The subpackage fakeagent provides fake agent CLIs (the test binary
+// re-executed) for tests here and in the packages that run agents.
 package agentrun
