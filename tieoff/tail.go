@@ -180,6 +180,9 @@ func scanLinesBack(f io.ReaderAt, size, lo int64, fn func(off int64, line []byte
 		}
 		pos -= n
 		data := append(buf, carry...)
+		// After a dropped carry, the last segment of data is the rest of
+		// that long line, unless data ends exactly where the line began.
+		skipLast := long && !bytes.HasSuffix(data, []byte("\n"))
 		first := bytes.IndexByte(data, '\n')
 		if first < 0 {
 			first = len(data)
@@ -188,14 +191,14 @@ func scanLinesBack(f io.ReaderAt, size, lo int64, fn func(off int64, line []byte
 		for end := len(data); end > first+1; {
 			start := bytes.LastIndexByte(data[first+1:end-1], '\n') + first + 2
 			line := bytes.TrimSuffix(data[start:end], []byte("\n"))
-			if !(long && end == len(data)) && visit(pos+int64(start), line) {
+			if !(skipLast && end == len(data)) && visit(pos+int64(start), line) {
 				return true, nil
-			}
-			if end == len(data) {
-				long = false
 			}
 			end = start
 		}
+		// The first segment is the start of a line that began before pos
+		// (or at 0): keep it for the next round.
+		long = skipLast && first == len(data)
 		if first < len(data) {
 			first++ // keep the '\n'
 		}

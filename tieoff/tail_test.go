@@ -248,3 +248,72 @@ func TestHasRun_Torn(t *testing.T) {
 		t.Errorf("HasRun(final newline stripped) = %v; want ErrTorn (the length no longer matches)", err)
 	}
 }
+
+// TestScanLinesBack checks the backward line scanner against a plain
+// split, around chunk boundaries and lines longer than maxLine: every line
+// it reports is the true line at that offset, in order from the end, and
+// no line of maxLine bytes or less is missed.
+func TestScanLinesBack(t *testing.T) {
+	long := strings.Repeat("L", maxLine+10)
+	tests := map[string][]string{
+		"short":                     {"a", "bb", "", "ccc"},
+		"no final newline":          {"a", "b"},
+		"long line in the middle":   {"before", long, "after"},
+		"long line first":           {long, "x"},
+		"long line last":            {"x", long},
+		"two long lines":            {"x", long, long, "y"},
+		"line just before a long":   {strings.Repeat("p", 4095), long, "z"},
+		"long ending at chunk edge": {"head", strings.Repeat("m", 64<<10-5), strings.Repeat("n", 4096-1)},
+		"max line":                  {"x", strings.Repeat("M", maxLine), "y"},
+		// Chunks end 4, 12, 28, 60 and 124 KiB before the end of the file:
+		// this long line starts exactly on the last edge, right after "P".
+		"long line starting at a chunk edge": {"first", "P", strings.Repeat("E", 126976-3), "y"},
+		"many small":                         strings.Split(strings.Repeat("line of text\n", 20000), "\n"),
+	}
+	for name, lines := range tests {
+		t.Run(name, func(t *testing.T) {
+			doc := strings.Join(lines, "\n")
+			if name != "no final newline" {
+				doc += "\n"
+			}
+			type hit struct {
+				off  int64
+				line string
+			}
+			var want []hit
+			off := 0
+			for _, l := range strings.SplitAfter(doc, "\n") {
+				if l != "" {
+					want = append(want, hit{int64(off), strings.TrimSuffix(l, "\n")})
+				}
+				off += len(l)
+			}
+			var got []hit
+			_, err := scanLinesBack(strings.NewReader(doc), int64(len(doc)), 0, func(off int64, line []byte, _ bool) bool {
+				got = append(got, hit{off, string(line)})
+				return false
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := len(want) - 1
+			for _, g := range got {
+				for i >= 0 && want[i].off > g.off {
+					if len(want[i].line) <= maxLine {
+						t.Fatalf("line at %d (%d bytes) missed", want[i].off, len(want[i].line))
+					}
+					i--
+				}
+				if i < 0 || want[i] != g {
+					t.Fatalf("reported line at %d (%d bytes) is not a line of the file", g.off, len(g.line))
+				}
+				i--
+			}
+			for ; i >= 0; i-- {
+				if len(want[i].line) <= maxLine {
+					t.Fatalf("line at %d (%d bytes) missed", want[i].off, len(want[i].line))
+				}
+			}
+		})
+	}
+}
