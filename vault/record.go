@@ -1,0 +1,246 @@
+package vault
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// Hash is the SHA-256 of a strand's content.
+type Hash [sha256.Size]byte
+
+// HashOf returns the SHA-256 of b.
+func HashOf(b []byte) Hash { return sha256.Sum256(b) }
+
+// String returns the hash in lower-case hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// Stamp is the cheap identity of one version of a file: what reconcile
+// compares with a Record before it reads and hashes the file. Equal stamps
+// mean "almost certainly unchanged"; different stamps mean "read and hash
+// to find out" (a touch changes the stamp but not the content).
+type Stamp struct {
+	Size int64
+	// ModTime is the modification time in nanoseconds since the Unix epoch.
+	ModTime int64
+	// Inode and Device identify the file on Unix. They are zero on
+	// platforms where FileInfo does not carry them (Windows).
+	Inode  uint64
+	Device uint64
+}
+
+// StampOf returns the stamp of the file described by info.
+func StampOf(info fs.FileInfo) Stamp {
+	st := Stamp{Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+	st.Inode, st.Device = fileID(info)
+	return st
+}
+
+// Outcome is how the last run of a strand ended.
+type Outcome uint8
+
+// The outcomes a Record can carry.
+const (
+	// OutcomeNone: no run has happened.
+	OutcomeNone Outcome = iota
+	// OutcomeAdopted: recorded as processed on first contact, no run.
+	OutcomeAdopted
+	// OutcomeSucceeded: the agent replied and the reply was appended.
+	OutcomeSucceeded
+	// OutcomeFailed: the run failed and a failure section was appended.
+	OutcomeFailed
+	// OutcomeSkipped: processed without a run (knot_mode off, or the
+	// event is not in knot_events).
+	OutcomeSkipped
+	outcomeEnd
+)
+
+var outcomeNames = [...]string{"none", "adopted", "succeeded", "failed", "skipped"}
+
+// String returns the outcome's lower-case name ("succeeded").
+func (o Outcome) String() string {
+	if o < outcomeEnd {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Record is what knotd remembers about one strand: the version it last
+// processed and the strand's session. The processed content itself is kept
+// beside the record (Store.Content), not in it, so that scanning every
+// record stays cheap.
+type Record struct {
+	// Path is the vault-relative strand path; it is the record's key.
+	Path string
+	// Stamp is the file's stamp when its content was processed.
+	Stamp Stamp
+	// Hash is the SHA-256 of the processed content.
+	Hash Hash
+	// Session is the strand's knot_session UUID ("" before the first run).
+	Session string
+	// Resume is the agent's resume handle (knot_resume), if any.
+	Resume string
+	// Turns counts the agent runs of this strand (the Turn of the last run).
+	Turns int
+	// LastRunID is the run id of the last run ("" if none).
+	LastRunID string
+	// LastOutcome is how the last run ended.
+	LastOutcome Outcome
+	// Processed is when the record was last committed.
+	Processed time.Time
+}
+
+// recordVersion is the first byte of every encoded record. Decoders refuse
+// any other version, so a newer knotd's records are never misread.
+const recordVersion = 1
+
+// errCorruptValue is wrapped by every decoding error.
+var errCorruptValue = errors.New("malformed value")
+
+// appendRecord appends the encoding of r, without r.Path (the key), to b:
+// the version byte, then the fields in order as varints, fixed bytes and
+// length-prefixed strings.
+func appendRecord(b []byte, r *Record) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, r.Stamp.Size)
+	b = binary.AppendVarint(b, r.Stamp.ModTime)
+	b = binary.AppendUvarint(b, r.Stamp.Inode)
+	b = binary.AppendUvarint(b, r.Stamp.Device)
+	b = append(b, r.Hash[:]...)
+	b = appendString(b, r.Session)
+	b = appendString(b, r.Resume)
+	b = binary.AppendUvarint(b, uint64(r.Turns))
+	b = appendString(b, r.LastRunID)
+	b = append(b, byte(r.LastOutcome))
+	var ns int64
+	if !r.Processed.IsZero() {
+		ns = r.Processed.UnixNano()
+	}
+	return binary.AppendVarint(b, ns)
+}
+
+// decodeRecord decodes a value written by appendRecord; path becomes
+// r.Path.
+func decodeRecord(path string, b []byte) (Record, error) {
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != recordVersion {
+		return Record{}, fmt.Errorf("%w: record version %d (this knotd reads %d)", errCorruptValue, v, recordVersion)
+	}
+	r := Record{Path: path}
+	r.Stamp.Size = d.varint()
+	r.Stamp.ModTime = d.varint()
+	r.Stamp.Inode = d.uvarint()
+	r.Stamp.Device = d.uvarint()
+	copy(r.Hash[:], d.fixed(len(r.Hash)))
+	r.Session = d.string()
+	r.Resume = d.string()
+	r.Turns = int(d.uvarint())
+	r.LastRunID = d.string()
+	r.LastOutcome = Outcome(d.byte())
+	if ns := d.varint(); ns != 0 {
+		r.Processed = time.Unix(0, ns).UTC()
+	}
+	if err := d.finish(); err != nil {
+		return Record{}, err
+	}
+	if r.LastOutcome >= outcomeEnd || r.Turns < 0 {
+		return Record{}, fmt.Errorf("%w: record field out of range", errCorruptValue)
+	}
+	return r, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// decoder reads what the append functions wrote. The first error sticks;
+// later reads return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: truncated", errCorruptValue)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) fixed(n int) []byte {
+	if len(d.b) < n {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// raw returns a length-prefixed byte string, aliasing the input.
+func (d *decoder) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes returns a copy of a length-prefixed byte string.
+func (d *decoder) bytes() []byte { return append([]byte(nil), d.raw()...) }
+
+func (d *decoder) string() string { return string(d.raw()) }
+
+// finish reports the first error, or trailing bytes.
+func (d *decoder) finish() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%w: %d trailing bytes", errCorruptValue, len(d.b))
+	}
+	return d.err
+}

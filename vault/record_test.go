@@ -1,0 +1,147 @@
+package vault
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestDecodeRecord_RoundTrip(t *testing.T) {
+	for _, r := range []Record{
+		{Path: "a.md"},
+		rec("ideas/plan.md", "x"),
+		{Path: "b.md", Stamp: Stamp{Size: 1 << 40, ModTime: -1, Inode: ^uint64(0), Device: 1}, Turns: 1 << 30, LastOutcome: OutcomeSkipped},
+	} {
+		b := appendRecord(nil, &r)
+		got, err := decodeRecord(r.Path, b)
+		if err != nil || !reflect.DeepEqual(got, r) {
+			t.Errorf("decodeRecord(appendRecord(%+v)) = %+v, %v; want the record", r, got, err)
+		}
+	}
+}
+
+func TestDecodeRecord_Refuses(t *testing.T) {
+	good := appendRecord(nil, new(rec("a.md", "x")))
+	tests := []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"newer version", append([]byte{recordVersion + 1}, good[1:]...)},
+		{"truncated", good[:len(good)-1]},
+		{"trailing bytes", append(append([]byte(nil), good...), 0)},
+		{"bad outcome", func() []byte { r := rec("a.md", "x"); r.LastOutcome = outcomeEnd; return appendRecord(nil, &r) }()},
+	}
+	for _, tt := range tests {
+		if _, err := decodeRecord("a.md", tt.b); !errors.Is(err, errCorruptValue) {
+			t.Errorf("decodeRecord(%s) = %v; want errCorruptValue", tt.name, err)
+		}
+	}
+}
+
+func TestStampOf(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.md")
+	if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := StampOf(fi)
+	if st.Size != 5 || st.ModTime != fi.ModTime().UnixNano() {
+		t.Errorf("StampOf = %+v; want size 5 and mtime %d", st, fi.ModTime().UnixNano())
+	}
+	// Renaming keeps the inode; replacing the file (a new inode) changes
+	// the stamp even with the same size and mtime.
+	q := filepath.Join(dir, "b.md")
+	if err := os.Rename(p, q); err != nil {
+		t.Fatal(err)
+	}
+	fi2, err := os.Lstat(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StampOf(fi2); got != st {
+		t.Errorf("StampOf after rename = %+v; want %+v", got, st)
+	}
+	if st.Inode == 0 {
+		return // no inodes on this platform
+	}
+	if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	fi3, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := StampOf(fi3); got == st {
+		t.Errorf("StampOf(new file, same size and mtime) = %+v; want a different inode", got)
+	}
+}
+
+func TestOutcome_String(t *testing.T) {
+	tests := map[Outcome]string{OutcomeNone: "none", OutcomeAdopted: "adopted", OutcomeSucceeded: "succeeded",
+		OutcomeFailed: "failed", OutcomeSkipped: "skipped", 77: "Outcome(77)"}
+	for o, want := range tests {
+		if got := o.String(); got != want {
+			t.Errorf("Outcome(%d).String() = %q; want %q", uint8(o), got, want)
+		}
+	}
+}
+
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(appendRecord(nil, new(rec("a.md", "x"))))
+	f.Add(appendRecord(nil, &Record{}))
+	f.Add([]byte{recordVersion, 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeRecord("a.md", b)
+		if err != nil {
+			return
+		}
+		again, err := decodeRecord("a.md", appendRecord(nil, &r))
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Errorf("decodeRecord(appendRecord(decodeRecord(%q))) = %+v, %v; want %+v", b, again, err, r)
+		}
+	})
+}
+
+// BenchmarkRecordCodec compares the binary encoding with JSON, the obvious
+// alternative, on a typical record.
+func BenchmarkRecordCodec(b *testing.B) {
+	r := rec("projects/2026/ideas/plan.md", "x")
+	r.Processed = time.Now().UTC()
+	b.Run("binary", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			buf = appendRecord(buf[:0], &r)
+			if _, err := decodeRecord(r.Path, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "bytes/record")
+	})
+	b.Run("json", func(b *testing.B) {
+		var n int
+		for b.Loop() {
+			buf, err := json.Marshal(&r)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got Record
+			if err := json.Unmarshal(buf, &got); err != nil {
+				b.Fatal(err)
+			}
+			n = len(buf)
+		}
+		b.ReportMetric(float64(n), "bytes/record")
+	})
+}

@@ -1,0 +1,17 @@
+//go:build unix
+
+package vault
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// fileID returns the inode and device number of the file described by info.
+func fileID(info fs.FileInfo) (inode, device uint64) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0
+	}
+	return uint64(st.Ino), uint64(st.Dev) // Dev is int32 on darwin
+}

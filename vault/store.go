@@ -1,0 +1,340 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/knotd/knotd/strand"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// The state store is one bbolt file, <vault>/.knot/state.db, with these
+// buckets (the format this file owns):
+//
+//	meta      "schema" -> uvarint schemaVersion
+//	          "adopted" -> varint Unix nanoseconds of first contact
+//	strands   strand path -> Record, encoded by appendRecord (no content)
+//	content   strand path -> the processed content, raw bytes
+//	sessions  session UUID -> strand path (index for rename detection)
+//	pending   run id -> Pending, encoded by appendPending (crash journal)
+//
+// Every change is a bbolt transaction: one B+tree update and one fsync,
+// whose cost grows with log(records), not with the number of records.
+const (
+	// StateFile is the state store's file name inside strand.StateDir.
+	StateFile     = "state.db"
+	schemaVersion = 1
+	// forEachChunk bounds how many records ForEach holds in one read
+	// transaction.
+	forEachChunk = 1024
+)
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketStrands  = []byte("strands")
+	bucketContent  = []byte("content")
+	bucketSessions = []byte("sessions")
+	bucketPending  = []byte("pending")
+	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending}
+
+	keySchema  = []byte("schema")
+	keyAdopted = []byte("adopted")
+)
+
+var (
+	// ErrNotFound is wrapped by errors about a record that does not exist.
+	ErrNotFound = errors.New("vault: not found")
+	// ErrExists is wrapped by errors about a record that already exists.
+	ErrExists = errors.New("vault: already exists")
+	// ErrSessionTaken is wrapped when a record would take a session that
+	// another existing strand holds (a copied note keeps its knot_session;
+	// the copy needs a new one).
+	ErrSessionTaken = errors.New("vault: session belongs to another strand")
+	// ErrStateCorrupt is wrapped by every error about a damaged state file.
+	ErrStateCorrupt = errors.New("vault: state store is damaged")
+	// ErrStateVersion is wrapped when the state file was written by a newer
+	// knotd whose format this one cannot read.
+	ErrStateVersion = errors.New("vault: state store is from a newer knotd")
+	// ErrStateBusy is wrapped when another process holds the state file.
+	ErrStateBusy = errors.New("vault: state store is in use by another process")
+)
+
+// Store is knotd's memory of a vault: one Record per processed strand, the
+// processed content, a session index and the journal of runs whose reply
+// is not yet committed. It is safe for concurrent use; writes are
+// serialised by the underlying database.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+type storeOptions struct {
+	timeout time.Duration // how long to wait for bbolt's own file lock
+	noSync  bool          // tests and benchmarks only
+}
+
+// OpenStore opens or creates the state store at path (normally
+// <vault>/.knot/state.db), creating its directory with mode 0700 and the
+// file with mode 0600. If another process has the file open, OpenStore
+// gives up after a second with ErrStateBusy; the vault lock (AcquireLock)
+// is what keeps a second knotd out in the first place.
+func OpenStore(path string) (*Store, error) {
+	return openStore(path, storeOptions{timeout: time.Second})
+}
+
+func openStore(path string, o storeOptions) (s *Store, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("vault: open state store: %w", err)
+	}
+	db, err := openBolt(path, o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close() // the open error is the one worth reporting
+		}
+	}()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, fmt.Errorf("vault: open state store: %w", err)
+	}
+	if err := db.Update(initSchema); err != nil {
+		if errors.Is(err, errBadSchema) {
+			return nil, corruptFileError(path, err)
+		}
+		return nil, fmt.Errorf("vault: open state store %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// openBolt opens the bbolt file and turns its errors, and its panics on a
+// damaged file, into errors that say what to do.
+func openBolt(path string, o storeOptions) (db *bolt.DB, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			db, err = nil, corruptFileError(path, fmt.Errorf("%v", v))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: o.timeout,
+		// Not writing the freelist at every commit keeps a commit's cost
+		// independent of how fragmented the file is (bbolt otherwise
+		// sorts and writes every free page id each time); the freelist is
+		// rebuilt by scanning the file when it is opened. The data pages'
+		// crash safety is the same.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         o.noSync,
+	})
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s", ErrStateBusy, path)
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return nil, fmt.Errorf("vault: open state store: %w", err)
+	default:
+		// bbolt reports a damaged file as ErrInvalid, ErrChecksum,
+		// ErrVersionMismatch or an unwrapped "file size too small".
+		return nil, corruptFileError(path, err)
+	}
+}
+
+func corruptFileError(path string, err error) error {
+	return fmt.Errorf("%w: %s: %v (move it aside to start afresh: knotd will adopt the vault's strands again without running agents)",
+		ErrStateCorrupt, path, err)
+}
+
+// errBadSchema is wrapped by initSchema's errors about a file that is a
+// bbolt database but not a state store.
+var errBadSchema = errors.New("not a knotd state store")
+
+// initSchema creates the buckets of a new store, or checks an existing
+// store's schema version.
+func initSchema(btx *bolt.Tx) error {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil {
+		if k, _ := btx.Cursor().First(); k != nil {
+			return fmt.Errorf("%w: no schema version", errBadSchema)
+		}
+		for _, name := range allBuckets {
+			if _, err := btx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return btx.Bucket(bucketMeta).Put(keySchema, binary.AppendUvarint(nil, schemaVersion))
+	}
+	v, n := binary.Uvarint(meta.Get(keySchema))
+	switch {
+	case n <= 0 || v == 0:
+		return fmt.Errorf("%w: bad schema version", errBadSchema)
+	case v > schemaVersion:
+		return fmt.Errorf("%w (schema %d, this knotd reads %d): upgrade knotd", ErrStateVersion, v, schemaVersion)
+	}
+	for _, name := range allBuckets {
+		if btx.Bucket(name) == nil {
+			return fmt.Errorf("%w: bucket %s missing", errBadSchema, name)
+		}
+	}
+	return nil
+}
+
+// Path returns the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the store. Transactions in progress finish first.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("vault: close state store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Update runs fn in one read-write transaction and commits it if fn
+// returns nil: every change fn makes lands together or not at all, with
+// one fsync. Batch many records into one Update (adoption, a burst of
+// commits), but keep a transaction to a few thousand records, since its
+// changes are held in memory until it commits. Values fn passes to Tx
+// methods must not be modified before Update returns.
+func (s *Store) Update(fn func(*Tx) error) error {
+	var fnErr error
+	err := s.db.Update(func(btx *bolt.Tx) error {
+		fnErr = fn(newTx(btx))
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("vault: commit state %s: %w", s.path, err)
+	}
+	return err
+}
+
+// View runs fn in one read-only transaction: a consistent snapshot. Write
+// methods of the Tx fail. Keep it short: a long read transaction delays
+// writers that need to grow the file.
+func (s *Store) View(fn func(*Tx) error) error {
+	var fnErr error
+	err := s.db.View(func(btx *bolt.Tx) error {
+		fnErr = fn(newTx(btx))
+		return fnErr
+	})
+	if err != nil && fnErr == nil {
+		return fmt.Errorf("vault: read state %s: %w", s.path, err)
+	}
+	return err
+}
+
+// Get returns the record of the strand at rel; ok is false if there is
+// none.
+func (s *Store) Get(rel string) (rec Record, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		rec, ok, err = tx.Get(rel)
+		return err
+	})
+	return rec, ok, err
+}
+
+// Content returns the processed content of the strand at rel; ok is false
+// if there is no record.
+func (s *Store) Content(rel string) (content []byte, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		content, ok, err = tx.Content(rel)
+		return err
+	})
+	return content, ok, err
+}
+
+// BySession returns the record of the strand whose session is id.
+func (s *Store) BySession(id string) (rec Record, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		rec, ok, err = tx.BySession(id)
+		return err
+	})
+	return rec, ok, err
+}
+
+// Put commits rec with its processed content; see Tx.Put.
+func (s *Store) Put(rec Record, content []byte) error {
+	return s.Update(func(tx *Tx) error { return tx.Put(rec, content) })
+}
+
+// Delete forgets the strand at rel; see Tx.Delete.
+func (s *Store) Delete(rel string) error {
+	return s.Update(func(tx *Tx) error { return tx.Delete(rel) })
+}
+
+// Rename moves a record to a new path; see Tx.Rename.
+func (s *Store) Rename(oldRel, newRel string) error {
+	return s.Update(func(tx *Tx) error { return tx.Rename(oldRel, newRel) })
+}
+
+// ForEach calls fn with every record, in path order, without content.
+// Records are read in chunks of short read transactions and fn is called
+// outside any transaction, so fn may use the Store (and do slow I/O such
+// as stat) without holding up writers. A record that exists for the whole
+// iteration is seen exactly once; one added or removed meanwhile may or
+// may not be. ForEach stops at and returns fn's first error.
+func (s *Store) ForEach(fn func(Record) error) error {
+	var after []byte
+	buf := make([]Record, 0, forEachChunk)
+	for {
+		buf = buf[:0]
+		err := s.View(func(tx *Tx) error {
+			c := tx.strands.Cursor()
+			k, v := c.First()
+			if after != nil {
+				k, v = c.Seek(after)
+				if bytes.Equal(k, after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(buf) < forEachChunk; k, v = c.Next() {
+				rec, err := decodeRecord(string(k), v)
+				if err != nil {
+					return fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, k, err)
+				}
+				buf = append(buf, rec)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, rec := range buf {
+			if err := fn(rec); err != nil {
+				return err
+			}
+		}
+		if len(buf) < forEachChunk {
+			return nil
+		}
+		after = []byte(buf[len(buf)-1].Path)
+	}
+}
+
+// Adopted returns when knotd first adopted the vault; ok is false if it
+// never has (first contact).
+func (s *Store) Adopted() (t time.Time, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		t, ok, err = tx.Adopted()
+		return err
+	})
+	return t, ok, err
+}
+
+// validatePath checks that rel is a strand path, the only kind of key the
+// store holds.
+func validatePath(op, rel string) error {
+	if !strand.IsStrandPath(rel) {
+		if err := strand.ValidateRel(rel); err != nil {
+			return fmt.Errorf("vault: %s: %w", op, err)
+		}
+		return fmt.Errorf("vault: %s %s: not a strand path", op, rel)
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tx is one transaction on a Store, handed to the function given to
+// Store.Update or Store.View. It must not be used after that function
+// returns, nor from another goroutine. Slices it returns are copies the
+// caller owns.
+type Tx struct {
+	tx                                        *bolt.Tx
+	meta, strands, content, sessions, pending *bolt.Bucket
+}
+
+func newTx(btx *bolt.Tx) *Tx {
+	// initSchema guarantees that every bucket exists.
+	return &Tx{
+		tx:       btx,
+		meta:     btx.Bucket(bucketMeta),
+		strands:  btx.Bucket(bucketStrands),
+		content:  btx.Bucket(bucketContent),
+		sessions: btx.Bucket(bucketSessions),
+		pending:  btx.Bucket(bucketPending),
+	}
+}
+
+// Get returns the record of the strand at rel; ok is false if there is
+// none.
+func (tx *Tx) Get(rel string) (Record, bool, error) {
+	v := tx.strands.Get([]byte(rel))
+	if v == nil {
+		return Record{}, false, nil
+	}
+	rec, err := decodeRecord(rel, v)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, rel, err)
+	}
+	return rec, true, nil
+}
+
+// Content returns the processed content of the strand at rel, checked
+// against the record's hash; ok is false if there is no record.
+func (tx *Tx) Content(rel string) ([]byte, bool, error) {
+	rec, ok, err := tx.Get(rel)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	content := bytes.Clone(tx.content.Get([]byte(rel)))
+	if HashOf(content) != rec.Hash {
+		return nil, false, fmt.Errorf("%w: content of %s does not match its hash", ErrStateCorrupt, rel)
+	}
+	return content, true, nil
+}
+
+// BySession returns the record of the strand whose session is id; ok is
+// false if no strand holds it.
+func (tx *Tx) BySession(id string) (Record, bool, error) {
+	if id == "" {
+		return Record{}, false, nil
+	}
+	p := tx.sessions.Get([]byte(id))
+	if p == nil {
+		return Record{}, false, nil
+	}
+	rec, ok, err := tx.Get(string(p))
+	if err != nil || !ok || rec.Session != id {
+		return Record{}, false, err
+	}
+	return rec, true, nil
+}
+
+// Put commits rec, keyed by rec.Path, together with the content it was
+// processed from: sha256(content) must equal rec.Hash. It replaces any
+// record at that path and keeps the session index current. It fails with
+// ErrSessionTaken if another existing strand holds rec.Session.
+func (tx *Tx) Put(rec Record, content []byte) error {
+	if err := validatePath("put", rec.Path); err != nil {
+		return err
+	}
+	if HashOf(content) != rec.Hash {
+		return fmt.Errorf("vault: put %s: content does not match the record's hash", rec.Path)
+	}
+	if rec.Turns < 0 || rec.LastOutcome >= outcomeEnd {
+		return fmt.Errorf("vault: put %s: invalid turns or outcome", rec.Path)
+	}
+	old, had, err := tx.Get(rec.Path)
+	if err != nil {
+		return err
+	}
+	if rec.Session != "" {
+		owner, taken, err := tx.BySession(rec.Session)
+		if err != nil {
+			return err
+		}
+		if taken && owner.Path != rec.Path {
+			return fmt.Errorf("%w: put %s: session %s is held by %s", ErrSessionTaken, rec.Path, rec.Session, owner.Path)
+		}
+	}
+	if err := tx.putRecord(&rec); err != nil {
+		return err
+	}
+	if err := tx.content.Put([]byte(rec.Path), content); err != nil {
+		return fmt.Errorf("vault: put %s: %w", rec.Path, err)
+	}
+	if had && old.Session != rec.Session {
+		if err := tx.unindex(old); err != nil {
+			return err
+		}
+	}
+	return tx.index(rec)
+}
+
+// Restamp records a new stamp for the strand at rel, keeping everything
+// else: for a file that was touched or saved unchanged, so that the next
+// reconcile can skip hashing it again.
+func (tx *Tx) Restamp(rel string, st Stamp) error {
+	rec, ok, err := tx.Get(rel)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: restamp %s", ErrNotFound, rel)
+	}
+	rec.Stamp = st
+	return tx.putRecord(&rec)
+}
+
+// Delete forgets the strand at rel: its record, content and session.
+// Deleting a strand that has no record is not an error.
+func (tx *Tx) Delete(rel string) error {
+	rec, ok, err := tx.Get(rel)
+	if err != nil || !ok {
+		return err
+	}
+	key := []byte(rel)
+	if err := tx.strands.Delete(key); err != nil {
+		return fmt.Errorf("vault: delete %s: %w", rel, err)
+	}
+	if err := tx.content.Delete(key); err != nil {
+		return fmt.Errorf("vault: delete %s: %w", rel, err)
+	}
+	return tx.unindex(rec)
+}
+
+// Rename moves the record and content of the strand at oldRel to newRel,
+// keeping its session, resume handle, turns and history: the strand was
+// moved, not replaced. It fails with ErrNotFound if oldRel has no record
+// and with ErrExists if newRel has one (Delete it first to replace it).
+func (tx *Tx) Rename(oldRel, newRel string) error {
+	if err := validatePath("rename", oldRel); err != nil {
+		return err
+	}
+	if err := validatePath("rename", newRel); err != nil {
+		return err
+	}
+	rec, ok, err := tx.Get(oldRel)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: rename %s", ErrNotFound, oldRel)
+	}
+	if oldRel == newRel {
+		return nil
+	}
+	if _, exists, err := tx.Get(newRel); err != nil || exists {
+		if err == nil {
+			err = fmt.Errorf("%w: rename %s to %s", ErrExists, oldRel, newRel)
+		}
+		return err
+	}
+	content := bytes.Clone(tx.content.Get([]byte(oldRel)))
+	if err := tx.Delete(oldRel); err != nil {
+		return err
+	}
+	rec.Path = newRel
+	return tx.Put(rec, content)
+}
+
+// Adopted returns when knotd first adopted the vault; ok is false if it
+// never has.
+func (tx *Tx) Adopted() (time.Time, bool, error) {
+	v := tx.meta.Get(keyAdopted)
+	if v == nil {
+		return time.Time{}, false, nil
+	}
+	ns, n := binary.Varint(v)
+	if n <= 0 {
+		return time.Time{}, false, fmt.Errorf("%w: bad adoption time", ErrStateCorrupt)
+	}
+	return time.Unix(0, ns).UTC(), true, nil
+}
+
+// SetAdopted records that the vault was adopted at t. Set it in the
+// transaction that writes the last adopted records, so that an adoption
+// interrupted by a crash is simply done again.
+func (tx *Tx) SetAdopted(t time.Time) error {
+	if err := tx.meta.Put(keyAdopted, binary.AppendVarint(nil, t.UnixNano())); err != nil {
+		return fmt.Errorf("vault: set adopted: %w", err)
+	}
+	return nil
+}
+
+func (tx *Tx) putRecord(rec *Record) error {
+	if err := tx.strands.Put([]byte(rec.Path), appendRecord(nil, rec)); err != nil {
+		return fmt.Errorf("vault: put %s: %w", rec.Path, err)
+	}
+	return nil
+}
+
+// index points rec's session at rec's path.
+func (tx *Tx) index(rec Record) error {
+	if rec.Session == "" {
+		return nil
+	}
+	if err := tx.sessions.Put([]byte(rec.Session), []byte(rec.Path)); err != nil {
+		return fmt.Errorf("vault: index session of %s: %w", rec.Path, err)
+	}
+	return nil
+}
+
+// unindex removes rec's session from the index if it points at rec.
+func (tx *Tx) unindex(rec Record) error {
+	if rec.Session == "" || string(tx.sessions.Get([]byte(rec.Session))) != rec.Path {
+		return nil
+	}
+	if err := tx.sessions.Delete([]byte(rec.Session)); err != nil {
+		return fmt.Errorf("vault: unindex session of %s: %w", rec.Path, err)
+	}
+	return nil
+}
