@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestMatchElem(t *testing.T) {
@@ -175,7 +176,7 @@ func TestMatchSegs(t *testing.T) {
 }
 
 // FuzzMatchElem checks that matching never panics and agrees with
-// path.Match wherever both define the same syntax.
+// path.Match wherever both define the same syntax, on valid UTF-8.
 func FuzzMatchElem(f *testing.F) {
 	for _, s := range [][2]string{
 		{"*.md", "a.md"}, {"[a-c]?x*", "bqxyz"}, {"[!a]", "b"}, {`\*`, "*"},
@@ -190,6 +191,9 @@ func FuzzMatchElem(f *testing.F) {
 			strings.Contains(glob, "[:") || strings.Contains(glob, "[]") ||
 			strings.Contains(glob, "[\\") {
 			return // syntax path.Match reads differently
+		}
+		if !utf8.ValidString(glob) || !utf8.ValidString(name) {
+			return // path.Match's "*" may stop inside a character; ours moves by characters
 		}
 		want, err := path.Match(glob, name)
 		if err != nil {
