@@ -40,7 +40,11 @@ const (
 	// PromptStdin writes the prompt to the command's standard input.
 	PromptStdin PromptMode = "stdin"
 	// PromptArg passes the prompt as one argv element: where the command
-	// has a "{prompt}" element, else as the last argument.
+	// has a "{prompt}" element, else as the last argument. knotd never
+	// inserts "--" (it cannot know that the program honours it): a prompt
+	// that would start an argument with "-" makes the run fail, unless the
+	// command has a "--" element before it. Prompts over MaxArgPrompt
+	// bytes fail too.
 	PromptArg PromptMode = "arg"
 	// PromptFile writes the prompt to a 0600 temporary file, removed after
 	// the run, whose path replaces "{prompt_file}" or is the last argument.

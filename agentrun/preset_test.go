@@ -72,18 +72,29 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	for _, tt := range tests {
-		out := readTestdata(t, "claude/"+tt.file)
-		p, err := claudeParser{}.finish(out, false, "")
-		if (err != nil) != tt.err {
-			t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
-		}
-		if p.reply != tt.reply || p.handle != tt.handle || p.agentErr != "" {
-			t.Errorf("finish(%s) = reply %q handle %q err %q; want %q %q", tt.file, p.reply, p.handle, p.agentErr, tt.reply, tt.handle)
-		}
-		if tt.usage != nil && (p.usage == nil || *p.usage != *tt.usage) {
-			t.Errorf("finish(%s) usage = %+v; want %+v", tt.file, p.usage, tt.usage)
-		}
+	// The copies in testdata/claude, and the originals when they are there.
+	for _, dir := range []string{filepath.Join("testdata", "claude"), sharedClaudeFixtures} {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			if _, err := os.Stat(dir); err != nil {
+				t.Skipf("SKIPPED: the shared Claude Code fixtures are not at %s (%v); the copies in testdata/claude were parsed", dir, err)
+			}
+			for _, tt := range tests {
+				out, err := os.ReadFile(filepath.Join(dir, tt.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := claudeParser{}.finish(out, false, "")
+				if (err != nil) != tt.err {
+					t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
+				}
+				if p.reply != tt.reply || p.handle != tt.handle || p.agentErr != "" {
+					t.Errorf("finish(%s) = reply %q handle %q err %q; want %q %q", tt.file, p.reply, p.handle, p.agentErr, tt.reply, tt.handle)
+				}
+				if tt.usage != nil && (p.usage == nil || *p.usage != *tt.usage) {
+					t.Errorf("finish(%s) usage = %+v; want %+v", tt.file, p.usage, tt.usage)
+				}
+			}
+		})
 	}
 	if _, err := (claudeParser{}).finish(nil, false, ""); !errors.Is(err, errNoOutput) {
 		t.Errorf("finish(empty) = %v; want errNoOutput", err)

@@ -1,0 +1,174 @@
+package fakeagent
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// claude imitates `claude -p --output-format json|text` of Claude Code
+// 2.1.330, including its exact session error messages.
+func claude(inv *Invocation) int {
+	f, err := parseFlags(inv.Args, []string{"--output-format", "--session-id", "--resume", "--model", "--append-system-prompt"},
+		[]string{"-p", "--print", "--verbose"})
+	if err != nil || len(f.rest) > 0 || !(f.bools["-p"] || f.bools["--print"]) {
+		fmt.Fprintf(inv.Stderr, "error: %v (args %q)\n", err, inv.Args)
+		return 1
+	}
+	if _, err := inv.record(); err != nil {
+		return inv.die(err)
+	}
+	conv, err := inv.conversations(Claude, true)
+	if err != nil {
+		return inv.die(err)
+	}
+	id := f.values["--session-id"]
+	switch resume := f.values["--resume"]; {
+	case resume != "":
+		if conv.turns(resume) == 0 {
+			fmt.Fprintf(inv.Stderr, "No conversation found with session ID: %s\n", resume)
+			return 1
+		}
+		id = resume
+	case id != "":
+		if !uuidRE.MatchString(id) {
+			fmt.Fprintln(inv.Stderr, "Error: Invalid session ID. Must be a valid UUID.")
+			return 1
+		}
+		if conv.turns(id) > 0 {
+			fmt.Fprintf(inv.Stderr, "Error: Session ID %s is already in use.\n", id)
+			return 1
+		}
+	default:
+		id = newID()
+	}
+	if failMode() == "error" {
+		out, err := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": true,
+			"result":     "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
+			"session_id": id, "total_cost_usd": 0, "usage": map[string]any{"input_tokens": 0, "output_tokens": 0}})
+		if err != nil {
+			return inv.die(err)
+		}
+		fmt.Fprintln(inv.Stdout, string(out))
+		return 1
+	}
+	n, err := conv.bump(id)
+	if err != nil {
+		return inv.die(err)
+	}
+	if f.values["--output-format"] != "json" {
+		fmt.Fprintln(inv.Stdout, reply(n))
+		return 0
+	}
+	out, err := json.Marshal(map[string]any{
+		"type": "result", "subtype": "success", "is_error": false, "duration_ms": 256, "num_turns": 1,
+		"result": reply(n), "session_id": id, "total_cost_usd": 0.0002 * float64(n), "stop_reason": "end_turn",
+		"usage": map[string]any{"input_tokens": 10 * n, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+	})
+	if err != nil {
+		return inv.die(err)
+	}
+	fmt.Fprintln(inv.Stdout, string(out))
+	return 0
+}
+
+// codex imitates `codex exec --json [resume ID] -`.
+func codex(inv *Invocation) int {
+	f, err := parseFlags(inv.Args, []string{"--model", "-m", "-c", "--config"}, []string{"--json", "--skip-git-repo-check"})
+	if err != nil || len(f.rest) == 0 || f.rest[0] != "exec" || f.rest[len(f.rest)-1] != "-" {
+		fmt.Fprintf(inv.Stderr, "error: unexpected arguments %q (%v)\n", inv.Args, err)
+		return 2
+	}
+	if _, err := inv.record(); err != nil {
+		return inv.die(err)
+	}
+	conv, err := inv.conversations(Codex, false)
+	if err != nil {
+		return inv.die(err)
+	}
+	id := newID()
+	switch rest := f.rest[1 : len(f.rest)-1]; {
+	case len(rest) == 2 && rest[0] == "resume":
+		if conv.turns(rest[1]) == 0 {
+			fmt.Fprintf(inv.Stderr, "Error: no rollout found for thread id %s\n", rest[1])
+			return 1
+		}
+		id = rest[1]
+	case len(rest) != 0:
+		fmt.Fprintf(inv.Stderr, "error: unexpected arguments %q\n", rest)
+		return 2
+	}
+	emit := func(v map[string]any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err) // maps of strings and numbers always marshal
+		}
+		fmt.Fprintln(inv.Stdout, string(b))
+	}
+	emit(map[string]any{"type": "thread.started", "thread_id": id})
+	emit(map[string]any{"type": "turn.started"})
+	if failMode() == "error" {
+		emit(map[string]any{"type": "turn.failed", "error": map[string]any{"message": "unexpected status 401 Unauthorized"}})
+		return 1
+	}
+	n, err := conv.bump(id)
+	if err != nil {
+		return inv.die(err)
+	}
+	if pad, _ := strconv.Atoi(os.Getenv(EnvPad)); pad > 0 {
+		emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_0", "type": "command_execution",
+			"command": "cat big.log", "aggregated_output": strings.Repeat("x", pad), "exit_code": 0, "status": "completed"}})
+	}
+	emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_1", "type": "reasoning", "text": "**Reading the note**"}})
+	emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_2", "type": "agent_message", "text": reply(n)}})
+	emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": 1200 * n, "cached_input_tokens": 200, "output_tokens": 34}})
+	return 0
+}
+
+// gemini imitates `gemini --output-format json [--resume ID]`.
+func gemini(inv *Invocation) int {
+	f, err := parseFlags(inv.Args, []string{"--output-format", "-o", "--model", "-m", "--resume", "-r"}, nil)
+	if err != nil || len(f.rest) > 0 {
+		fmt.Fprintf(inv.Stderr, "Unknown arguments: %q (%v)\n", inv.Args, err)
+		return 42
+	}
+	if _, err := inv.record(); err != nil {
+		return inv.die(err)
+	}
+	conv, err := inv.conversations(Gemini, true)
+	if err != nil {
+		return inv.die(err)
+	}
+	id := newID()
+	if r := f.values["--resume"]; r != "" {
+		if conv.turns(r) == 0 {
+			fmt.Fprintf(inv.Stderr, "Error resuming session: Invalid session identifier %q.\n", r)
+			return 42
+		}
+		id = r
+	}
+	out := map[string]any{"session_id": id}
+	code := 0
+	if failMode() == "error" {
+		out["error"] = map[string]any{"type": "FatalAuthenticationError", "message": "API key not valid. Please pass a valid API key.", "code": 41}
+		code = 41
+	} else {
+		n, err := conv.bump(id)
+		if err != nil {
+			return inv.die(err)
+		}
+		out["response"] = reply(n)
+		out["stats"] = map[string]any{"models": map[string]any{"gemini-2.5-pro": map[string]any{
+			"api":    map[string]any{"totalRequests": 1, "totalErrors": 0, "totalLatencyMs": 900},
+			"tokens": map[string]any{"prompt": 100 * n, "candidates": 20, "total": 100*n + 20, "cached": 40, "thoughts": 5, "tool": 0},
+		}}}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return inv.die(err)
+	}
+	fmt.Fprintln(inv.Stdout, string(b))
+	return code
+}
