@@ -136,8 +136,7 @@ func lastSection(f io.ReaderAt, size int64) (tail []byte, from int64, err error)
 		if err := r.grow(min(chunk, repairWindow-r.len())); err != nil {
 			return nil, 0, err
 		}
-		if st := r.starts(); len(st) > 0 {
-			last := st[len(st)-1]
+		if last := r.lastStart(); last >= 0 {
 			return r.buf[last-r.off:], last, nil
 		}
 		if r.off == 0 {

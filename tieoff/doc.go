@@ -73,15 +73,28 @@
 // unknown event, a malformed timestamp) is a ParseError too, but its
 // section is still returned. Lines that look like a section header but are
 // not top-level headings (a user's unclosed fence above them swallowed them)
-// are reported as well. CRLF line endings are read like LF.
+// are reported as well. CRLF line endings are read like LF, and a byte
+// order mark at the start of the file is skipped. The last section is
+// marked Torn when its reply is shorter than its run marker says.
 //
 // # Writing
 //
 // Append adds a section with a single write to a file opened with O_APPEND,
 // then fsyncs. It looks at most at the last section (bounded by a 64 KiB
 // window), never at the whole history, so its cost does not grow with the
-// file. Replace writes a file holding only the given section through a
-// temporary file and a rename. Tail reads the newest sections from the end
-// of the file within a byte budget, and HasRun tells crash recovery whether
-// a run's section is already in the file.
+// file; if a hand edit left a code fence or HTML block open at the end of
+// the file, it closes it first. (It judges that from the last Event
+// header line on: a header line a user typed inside a fence they left open
+// can mislead it. Parse then reports the swallowed header lines.) Replace
+// writes a file holding only the given section through a temporary file
+// and a rename.
+//
+// Tail and HasRun read from the end of the file and find sections by their
+// Event header and run marker lines, which replies cannot imitate. Tail
+// returns the newest sections within a count and a byte budget, for the
+// Event Context; HasRun tells crash recovery whether a run's section is
+// already in the file, reading only what was written after a given offset.
+//
+// The functions here keep no state between calls and are safe to call
+// from several goroutines for different files.
 package tieoff

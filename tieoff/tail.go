@@ -256,14 +256,37 @@ func (r *tailReader) starts() []int64 {
 		} else {
 			e += i
 		}
-		line := trimCR(r.buf[i:e])
-		if i == 0 && r.off == 0 {
-			line = bytes.TrimPrefix(line, []byte(bom))
-		}
-		if (i > 0 || r.off == 0) && isSectionStart(line) {
+		if r.isStart(i, e) {
 			out = append(out, r.off+int64(i))
 		}
 		i = e + 1
 	}
 	return out
+}
+
+// lastStart returns the file offset of the last Event header line among
+// the whole lines of the buffer, or -1. It reads the buffer backwards.
+func (r *tailReader) lastStart() int64 {
+	for e := len(r.buf); ; {
+		s := bytes.LastIndexByte(r.buf[:e], '\n') + 1
+		if r.isStart(s, e) {
+			return r.off + int64(s)
+		}
+		if s == 0 {
+			return -1
+		}
+		e = s - 1
+	}
+}
+
+// isStart reports whether buf[s:e] is a whole line and an Event header.
+func (r *tailReader) isStart(s, e int) bool {
+	if s == 0 && r.off != 0 {
+		return false // the line may begin before the buffer
+	}
+	line := trimCR(r.buf[s:e])
+	if s == 0 {
+		line = bytes.TrimPrefix(line, []byte(bom))
+	}
+	return isSectionStart(line)
 }
