@@ -12,8 +12,8 @@ import (
 const bigSections = 100_000
 
 // BenchmarkTieOff measures the costs that must not grow with the history,
-// on an empty tie-off, one of 10 sections and one of 100,000 sections
-// (built once, in b.TempDir):
+// on an empty tie-off and ones of 10, 1,000 (Append only) and 100,000
+// sections (built once, in b.TempDir):
 //
 //   - Append: the whole Append, fsync included. Between iterations the
 //     file is truncated back (timer stopped), so every iteration appends
@@ -28,6 +28,8 @@ func BenchmarkTieOff(b *testing.B) {
 	writeTieOff(b, big, bigSections, shortBody)
 	small := filepath.Join(dir, "small.tieoff.md")
 	writeTieOff(b, small, 10, shortBody)
+	mid := filepath.Join(dir, "mid.tieoff.md")
+	writeTieOff(b, mid, 1000, shortBody)
 	empty := filepath.Join(dir, "empty.tieoff.md")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		b.Fatal(err)
@@ -35,7 +37,7 @@ func BenchmarkTieOff(b *testing.B) {
 	reply := mkSection(bigSections, strand.Modified, "notes/big.md",
 		strings.Repeat("A reply of a usual size, with a few paragraphs.\n\n", 20))
 
-	for _, c := range []struct{ name, path string }{{"empty", empty}, {"10", small}, {"100k", big}} {
+	for _, c := range []struct{ name, path string }{{"empty", empty}, {"10", small}, {"1k", mid}, {"100k", big}} {
 		size := fileSize(b, c.path)
 		b.Run("Append/"+c.name, func(b *testing.B) {
 			for range b.N {
