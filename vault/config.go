@@ -1,0 +1,382 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/strand"
+)
+
+// Config file names and defaults (DESIGN §7).
+const (
+	// ConfigFile is the name of both config files: in the user's knotd
+	// config directory, and in <vault>/.knot/.
+	ConfigFile = "config.yaml"
+
+	DefaultAgent         = agentrun.PresetDigest
+	DefaultDebounce      = 2 * time.Second
+	DefaultMaxWait       = 15 * time.Second
+	DefaultConcurrency   = 2
+	DefaultObsidianDir   = ".obsidian"
+	DefaultMaxStrandSize = 4 << 20
+
+	maxConcurrency = 64
+	minPoll        = 100 * time.Millisecond
+)
+
+// Config is the effective configuration of one knotd on one vault: every
+// layer merged, defaults applied, everything validated.
+//
+// Layers, lowest first: built-in defaults, the user's config file, the
+// vault's config file (<vault>/.knot/config.yaml), the command-line flags.
+// Field by field:
+//
+//   - default_agent, debounce, max_wait, concurrency, poll, obsidian_dir
+//     and each limits key: the highest layer that sets it wins.
+//   - timeout: the highest file that sets it gives the default for agents
+//     that set no timeout of their own; the --timeout flag overrides every
+//     agent's timeout.
+//   - ignore: the patterns of every layer, user's first, are all applied.
+//   - agents: merged by name; a vault agent replaces the user's agent of
+//     the same name as a whole (no field-by-field mixing).
+//
+// The vault file is synced with the notes and may come from someone else,
+// so it is held to the trust rule: it may set anything above except
+// agents. A vault file with a non-empty agents section loads only if the
+// user trusted that exact file (Trust); otherwise Load fails with an
+// *UntrustedError and nothing of the vault file applies. Agent names are
+// resolved only against trusted definitions: the vault's default_agent
+// and a strand's knot_agent may name an agent defined in the user's file
+// or a trusted vault file, or the built-in digest, but not a preset the
+// user never configured (a preset runs a program; choosing it is the
+// user's call). The user's own file and the --agent flag may name a
+// preset directly.
+type Config struct {
+	// DefaultAgent is the name of the agent for strands that name none.
+	DefaultAgent string
+	Debounce     time.Duration
+	MaxWait      time.Duration
+	Concurrency  int
+	// Poll is the reconcile interval that replaces file-system events, or
+	// zero to watch events.
+	Poll        time.Duration
+	Ignore      []string
+	ObsidianDir string
+	// MaxStrandSize is the largest strand knotd processes, in bytes.
+	MaxStrandSize int64
+	// Limits bounds the parts of a prompt; zero fields mean agentrun's
+	// defaults.
+	Limits agentrun.Limits
+	// Agents holds every agent a name may resolve to, keyed and Named by
+	// their name, each validated and with its timeout resolved.
+	Agents map[string]agentrun.Agent
+	// Files lists the config files that were read, lowest layer first.
+	Files []string
+}
+
+// LoadOptions says where Load finds the layers.
+type LoadOptions struct {
+	// Vault is the vault's root directory.
+	Vault string
+	// ConfigDir is knotd's directory in the user's config directory, where
+	// the user config and the trust records live ("" means
+	// UserConfigDir()).
+	ConfigDir string
+	// UserFile is the user config file given with --config; it must
+	// exist. "" means ConfigDir/config.yaml, which may be absent.
+	UserFile string
+	// Flags holds the settings given on the command line.
+	Flags Settings
+}
+
+// ErrUntrusted is wrapped by UntrustedError.
+var ErrUntrusted = errors.New("vault: vault config not trusted")
+
+// UntrustedError reports a vault config file that defines agents but is
+// not trusted in its current form.
+type UntrustedError struct {
+	Vault string // the vault root
+	File  string // the vault config file
+	// Agents are the names the file defines.
+	Agents []string
+	// Changed is true if an earlier version of the file was trusted.
+	Changed bool
+}
+
+// Error says what was refused and how to trust the file.
+func (e *UntrustedError) Error() string {
+	why := "is not trusted"
+	if e.Changed {
+		why = "changed since you trusted it"
+	}
+	return fmt.Sprintf("vault config %s defines agents (%s) but %s; "+
+		"knotd runs no command a vault config defines until you trust it: review the file, then run: knotd trust %s",
+		e.File, strings.Join(e.Agents, ", "), why, e.Vault)
+}
+
+// Unwrap returns ErrUntrusted.
+func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
+
+// UserConfigDir returns knotd's directory in the user's config directory:
+// $XDG_CONFIG_HOME/knotd when XDG_CONFIG_HOME is set (on every platform),
+// otherwise os.UserConfigDir()/knotd.
+func UserConfigDir() (string, error) {
+	if d := os.Getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "knotd"), nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("vault: find the user config directory: %w", err)
+	}
+	return filepath.Join(d, "knotd"), nil
+}
+
+// VaultConfigPath returns the path of the vault config file of root.
+func VaultConfigPath(root string) string {
+	return filepath.Join(root, strand.StateDir, ConfigFile)
+}
+
+// layer is one parsed Settings and where it came from.
+type layer struct {
+	Settings
+	name    string // the file, or "the command line"
+	data    []byte // the file's bytes (nil if absent)
+	trusted bool   // the user's own layer, or a trusted vault file
+}
+
+// Load reads, checks and merges the configuration layers described by
+// opts. See Config for the merge and trust rules.
+func Load(opts LoadOptions) (*Config, error) {
+	dir := opts.ConfigDir
+	if dir == "" {
+		var err error
+		if dir, err = UserConfigDir(); err != nil {
+			return nil, err
+		}
+	}
+	userPath := opts.UserFile
+	if userPath == "" {
+		userPath = filepath.Join(dir, ConfigFile)
+	}
+	c := &Config{}
+	user, err := c.readLayer(userPath, opts.UserFile != "")
+	if err != nil {
+		return nil, err
+	}
+	user.trusted = true
+	vault, err := c.readLayer(VaultConfigPath(opts.Vault), false)
+	if err != nil {
+		return nil, err
+	}
+	if vault.data != nil {
+		if err := checkTrust(dir, opts.Vault, &vault); err != nil {
+			return nil, err
+		}
+	}
+	flags := layer{Settings: opts.Flags, name: "the command line", trusted: true}
+	if err := c.merge(user, vault, flags); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readLayer reads and parses one config file; a missing file is an empty
+// layer unless required.
+func (c *Config) readLayer(path string, required bool) (layer, error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !required:
+		return layer{name: path}, nil
+	case err != nil:
+		return layer{}, fmt.Errorf("vault: config: %w", err)
+	}
+	s, err := ParseSettings(path, data)
+	if err != nil {
+		return layer{}, err
+	}
+	c.Files = append(c.Files, path)
+	if data == nil {
+		data = []byte{}
+	}
+	return layer{Settings: s, name: path, data: data}, nil
+}
+
+// checkTrust sets vault.trusted if the user trusted the vault layer's
+// exact bytes, and returns an *UntrustedError if the layer defines agents
+// and is not trusted.
+func checkTrust(dir, root string, vault *layer) error {
+	rec, ok, err := trustRecord(dir, root)
+	if err != nil {
+		return err
+	}
+	vault.trusted = ok && rec.SHA256 == HashOf(vault.data).String()
+	if vault.trusted || len(vault.Agents) == 0 {
+		return nil
+	}
+	return &UntrustedError{Vault: root, File: vault.name, Agents: slices.Sorted(maps.Keys(vault.Agents)), Changed: ok}
+}
+
+// merge applies the layers over the defaults and validates the result.
+func (c *Config) merge(user, vault, flags layer) error {
+	c.DefaultAgent, c.Debounce, c.MaxWait = DefaultAgent, DefaultDebounce, DefaultMaxWait
+	c.Concurrency, c.ObsidianDir, c.MaxStrandSize = DefaultConcurrency, DefaultObsidianDir, DefaultMaxStrandSize
+	c.Agents = map[string]agentrun.Agent{}
+	var timeout time.Duration
+	agentBy := layer{name: "the defaults", trusted: true}
+	source := map[string]string{} // agent name -> file that defined it
+	for _, l := range []layer{user, vault, flags} {
+		if err := l.validate(); err != nil {
+			return err
+		}
+		s := &l.Settings
+		if s.DefaultAgent != nil {
+			c.DefaultAgent, agentBy = *s.DefaultAgent, l
+		}
+		setIf(&c.Debounce, s.Debounce)
+		setIf(&c.MaxWait, s.MaxWait)
+		setIf(&c.Concurrency, s.Concurrency)
+		setIf(&c.Poll, s.Poll)
+		setIf(&c.ObsidianDir, s.ObsidianDir)
+		if l.name != flags.name {
+			setIf(&timeout, s.Timeout)
+		}
+		c.Ignore = append(c.Ignore, s.Ignore...)
+		c.mergeLimits(&s.Limits)
+		for name, a := range s.Agents {
+			a.Name = name
+			c.Agents[name] = a
+			source[name] = l.name
+		}
+	}
+	if c.MaxWait < c.Debounce {
+		return fmt.Errorf("vault: config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
+	}
+	// A trusted layer may name a preset without defining it; an untrusted
+	// vault file may not (see Config).
+	if _, ok := c.Agents[c.DefaultAgent]; !ok && agentBy.trusted && slices.Contains(agentrun.Presets(), c.DefaultAgent) {
+		c.Agents[c.DefaultAgent] = agentrun.Agent{Name: c.DefaultAgent, Preset: c.DefaultAgent}
+		source[c.DefaultAgent] = agentBy.name
+	}
+	if _, ok := c.Agents[agentrun.PresetDigest]; !ok {
+		c.Agents[agentrun.PresetDigest] = agentrun.Agent{Name: agentrun.PresetDigest, Preset: agentrun.PresetDigest}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		if flags.Timeout != nil {
+			a.Timeout = *flags.Timeout
+		} else if a.Timeout == 0 {
+			a.Timeout = timeout
+		}
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("vault: config %s: %w", source[name], err)
+		}
+		c.Agents[name] = a
+	}
+	if _, ok := c.Agents[c.DefaultAgent]; !ok {
+		hint := ""
+		if slices.Contains(agentrun.Presets(), c.DefaultAgent) {
+			hint = fmt.Sprintf(" (for the %[1]s preset: agents: {%[1]s: {preset: %[1]s}})", c.DefaultAgent)
+		}
+		return fmt.Errorf("vault: config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
+			agentBy.name, c.DefaultAgent, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "), user.name, hint)
+	}
+	return nil
+}
+
+func (c *Config) mergeLimits(l *LimitSettings) {
+	set := func(dst *int, v *Size) {
+		if v != nil {
+			*dst = int(*v)
+		}
+	}
+	if l.MaxStrandSize != nil {
+		c.MaxStrandSize = int64(*l.MaxStrandSize)
+	}
+	set(&c.Limits.Content, l.Content)
+	set(&c.Limits.Diff, l.Diff)
+	setIf(&c.Limits.TieOffSections, l.TieOffSections)
+	set(&c.Limits.TieOffBytes, l.TieOffBytes)
+	set(&c.Limits.Prompt, l.Prompt)
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// validate checks the values one layer sets, reporting every problem at
+// once under the layer's name.
+func (l *layer) validate() error {
+	var probs []string
+	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	s := &l.Settings
+	if s.DefaultAgent != nil && checkAgentName(*s.DefaultAgent) != nil {
+		add("default_agent %q is not an agent name", *s.DefaultAgent)
+	}
+	for _, d := range []struct {
+		key string
+		v   *time.Duration
+	}{{"debounce", s.Debounce}, {"max_wait", s.MaxWait}} {
+		if d.v != nil && *d.v < 0 {
+			add("%s %v is negative", d.key, *d.v)
+		}
+	}
+	if s.Timeout != nil && *s.Timeout <= 0 {
+		add("timeout %v is not positive", *s.Timeout)
+	}
+	if s.Concurrency != nil && (*s.Concurrency < 1 || *s.Concurrency > maxConcurrency) {
+		add("concurrency %d is not between 1 and %d", *s.Concurrency, maxConcurrency)
+	}
+	if s.Poll != nil && *s.Poll != 0 && *s.Poll < minPoll {
+		add("poll %v is under %v (0 turns polling off)", *s.Poll, minPoll)
+	}
+	if d := s.ObsidianDir; d != nil && (*d == "" || *d == "." || *d == ".." || strings.ContainsAny(*d, "/\\\x00")) {
+		add("obsidian_dir %q is not a folder name", *d)
+	}
+	lim := &s.Limits
+	for _, v := range []struct {
+		key string
+		v   *Size
+	}{{"max_strand_size", lim.MaxStrandSize}, {"content", lim.Content}, {"diff", lim.Diff}, {"tieoff_bytes", lim.TieOffBytes}, {"prompt", lim.Prompt}} {
+		if v.v != nil && (*v.v <= 0 || int64(*v.v) > int64(maxInt)) {
+			add("limits: %s %d is out of range", v.key, *v.v)
+		}
+	}
+	if lim.TieOffSections != nil && *lim.TieOffSections < 0 {
+		add("limits: tieoff_sections %d is negative", *lim.TieOffSections)
+	}
+	for _, p := range s.Ignore {
+		if strings.TrimSpace(p) == "" {
+			add("ignore has an empty pattern")
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("vault: config %s: %s", l.name, strings.Join(probs, "; "))
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// Agent returns the agent a name resolves to: one defined in trusted
+// config, or the built-in digest. It is how a strand's knot_agent is
+// resolved; "" means DefaultAgent.
+func (c *Config) Agent(name string) (agentrun.Agent, error) {
+	if name == "" {
+		name = c.DefaultAgent
+	}
+	if a, ok := c.Agents[name]; ok {
+		return a, nil
+	}
+	return agentrun.Agent{}, fmt.Errorf("vault: unknown agent %q (defined: %s); define it under agents: in your config",
+		name, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "))
+}

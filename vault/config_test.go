@@ -1,0 +1,290 @@
+package vault
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+)
+
+// configEnv is a user config directory and a vault, both empty.
+type configEnv struct {
+	dir, vault string
+}
+
+func newConfigEnv(t *testing.T) configEnv {
+	t.Helper()
+	base := t.TempDir()
+	e := configEnv{dir: filepath.Join(base, "config", "knotd"), vault: filepath.Join(base, "vault")}
+	if err := os.MkdirAll(e.vault, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e configEnv) writeUser(t *testing.T, yaml string) {
+	t.Helper()
+	writeFile(t, filepath.Join(e.dir, ConfigFile), yaml)
+}
+
+func (e configEnv) writeVault(t *testing.T, yaml string) {
+	t.Helper()
+	writeFile(t, VaultConfigPath(e.vault), yaml)
+}
+
+func (e configEnv) load(flags Settings) (*Config, error) {
+	return Load(LoadOptions{Vault: e.vault, ConfigDir: e.dir, Flags: flags})
+}
+
+func (e configEnv) mustLoad(t *testing.T, flags Settings) *Config {
+	t.Helper()
+	c, err := e.load(flags)
+	if err != nil {
+		t.Fatalf("Load = %v", err)
+	}
+	return c
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoad_Defaults(t *testing.T) {
+	c := newConfigEnv(t).mustLoad(t, Settings{})
+	want := &Config{
+		DefaultAgent:  DefaultAgent,
+		Debounce:      DefaultDebounce,
+		MaxWait:       DefaultMaxWait,
+		Concurrency:   DefaultConcurrency,
+		ObsidianDir:   DefaultObsidianDir,
+		MaxStrandSize: DefaultMaxStrandSize,
+		Agents:        map[string]agentrun.Agent{"digest": {Name: "digest", Preset: "digest"}},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Load() with no files =\n%+v; want\n%+v", c, want)
+	}
+}
+
+func TestLoad_MergesLayers(t *testing.T) {
+	e := newConfigEnv(t)
+	e.writeUser(t, `
+default_agent: mine
+debounce: 3s
+max_wait: 20s
+concurrency: 4
+ignore: [from-user/]
+limits:
+  diff: 1KiB
+  tieoff_sections: 2
+agents:
+  mine:
+    command: [mytool]
+  other:
+    preset: claude
+`)
+	e.writeVault(t, `
+default_agent: other
+debounce: 5s
+ignore: [from-vault/]
+obsidian_dir: .obs
+limits:
+  tieoff_sections: 9
+  max_strand_size: 1MiB
+`)
+	c := e.mustLoad(t, Settings{Concurrency: ptr(1), Ignore: []string{"from-flag/"}})
+	checks := []struct {
+		field     string
+		got, want any
+	}{
+		{"DefaultAgent (vault over user)", c.DefaultAgent, "other"},
+		{"Debounce (vault over user)", c.Debounce, 5 * time.Second},
+		{"MaxWait (user)", c.MaxWait, 20 * time.Second},
+		{"Concurrency (flag over user)", c.Concurrency, 1},
+		{"Ignore (all layers)", c.Ignore, []string{"from-user/", "from-vault/", "from-flag/"}},
+		{"ObsidianDir (vault)", c.ObsidianDir, ".obs"},
+		{"Limits (per key)", c.Limits, agentrun.Limits{Diff: 1 << 10, TieOffSections: 9}},
+		{"MaxStrandSize (vault)", c.MaxStrandSize, int64(1 << 20)},
+		{"Files", c.Files, []string{filepath.Join(e.dir, ConfigFile), VaultConfigPath(e.vault)}},
+	}
+	for _, ck := range checks {
+		if !reflect.DeepEqual(ck.got, ck.want) {
+			t.Errorf("%s = %v; want %v", ck.field, ck.got, ck.want)
+		}
+	}
+	for _, name := range []string{"mine", "other", "digest"} {
+		if a, err := c.Agent(name); err != nil || a.Name != name {
+			t.Errorf("Agent(%q) = %+v, %v; want the agent named %q", name, a, err, name)
+		}
+	}
+}
+
+func TestLoad_Timeouts(t *testing.T) {
+	e := newConfigEnv(t)
+	e.writeUser(t, `
+timeout: 3m
+agents:
+  own:
+    command: [x]
+    timeout: 1h
+  inherit:
+    command: [y]
+`)
+	c := e.mustLoad(t, Settings{})
+	if got := c.Agents["own"].Timeout; got != time.Hour {
+		t.Errorf("own agent timeout = %v; want its own 1h", got)
+	}
+	if got := c.Agents["inherit"].Timeout; got != 3*time.Minute {
+		t.Errorf("agent without timeout = %v; want the file's 3m", got)
+	}
+	c = e.mustLoad(t, Settings{Timeout: ptr(time.Minute)})
+	for _, name := range []string{"own", "inherit", "digest"} {
+		if got := c.Agents[name].Timeout; got != time.Minute {
+			t.Errorf("with --timeout 1m, %s timeout = %v; want 1m", name, got)
+		}
+	}
+}
+
+func TestLoad_ExplicitUserFile(t *testing.T) {
+	e := newConfigEnv(t)
+	other := filepath.Join(t.TempDir(), "elsewhere.yaml")
+	writeFile(t, other, "concurrency: 7\n")
+	c, err := Load(LoadOptions{Vault: e.vault, ConfigDir: e.dir, UserFile: other})
+	if err != nil || c.Concurrency != 7 {
+		t.Fatalf("Load(--config %s) = %+v, %v; want concurrency 7", other, c, err)
+	}
+	_, err = Load(LoadOptions{Vault: e.vault, ConfigDir: e.dir, UserFile: other + ".missing"})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(--config missing) = %v; want a not-exist error", err)
+	}
+}
+
+func TestLoad_UserMayNamePresetDirectly(t *testing.T) {
+	e := newConfigEnv(t)
+	e.writeUser(t, "default_agent: claude\n")
+	c := e.mustLoad(t, Settings{})
+	if a, err := c.Agent(""); err != nil || a.Preset != "claude" {
+		t.Errorf("Agent(\"\") = %+v, %v; want the claude preset", a, err)
+	}
+	// The --agent flag too.
+	c = newConfigEnv(t).mustLoad(t, Settings{DefaultAgent: ptr("codex")})
+	if a, err := c.Agent(""); err != nil || a.Preset != "codex" {
+		t.Errorf("with --agent codex, Agent(\"\") = %+v, %v; want the codex preset", a, err)
+	}
+	// Defining a preset does not make the others resolvable by name.
+	if _, err := c.Agent("gemini"); err == nil {
+		t.Error(`Agent("gemini") = nil error; want an unknown agent error`)
+	}
+}
+
+func TestLoad_VaultTuningNeedsNoTrust(t *testing.T) {
+	e := newConfigEnv(t)
+	e.writeUser(t, "agents:\n  mine:\n    command: [mytool]\n")
+	e.writeVault(t, "default_agent: mine\ndebounce: 500ms\nignore: [archive/]\nlimits:\n  diff: 2KiB\n")
+	c := e.mustLoad(t, Settings{})
+	if c.DefaultAgent != "mine" || c.Debounce != 500*time.Millisecond || c.Limits.Diff != 2<<10 {
+		t.Errorf("Load = %+v; want the vault's default_agent, debounce and limits", c)
+	}
+}
+
+func TestLoad_DefaultAgentUndefined(t *testing.T) {
+	tests := []struct {
+		name        string
+		user, vault string
+		want        []string
+	}{
+		{"vault names an unknown agent", "", "default_agent: nope\n",
+			[]string{`default_agent "nope"`, "config.yaml", "define it under agents:"}},
+		{"vault names a preset the user never configured", "", "default_agent: claude\n",
+			[]string{`default_agent "claude"`, "define it under agents:"}},
+		{"user names an unknown agent", "default_agent: nope\n", "",
+			[]string{`default_agent "nope"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newConfigEnv(t)
+			if tt.user != "" {
+				e.writeUser(t, tt.user)
+			}
+			if tt.vault != "" {
+				e.writeVault(t, tt.vault)
+			}
+			_, err := e.load(Settings{})
+			if err == nil {
+				t.Fatal("Load = nil error; want one")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load = %q; want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoad_InvalidValues(t *testing.T) {
+	tests := []struct {
+		name, user string
+		flags      Settings
+		want       string
+	}{
+		{"concurrency zero", "concurrency: 0\n", Settings{}, "concurrency 0"},
+		{"concurrency flag", "", Settings{Concurrency: ptr(1000)}, "the command line: concurrency 1000"},
+		{"negative debounce", "debounce: -1s\n", Settings{}, "debounce -1s is negative"},
+		{"max_wait under debounce", "debounce: 10s\nmax_wait: 5s\n", Settings{}, "max_wait 5s is shorter than debounce 10s"},
+		{"poll too fast", "poll: 1ms\n", Settings{}, "poll 1ms"},
+		{"zero timeout", "timeout: 0s\n", Settings{}, "timeout 0s is not positive"},
+		{"obsidian_dir path", "obsidian_dir: a/b\n", Settings{}, `obsidian_dir "a/b"`},
+		{"zero limit", "limits:\n  max_strand_size: 0\n", Settings{}, "max_strand_size 0"},
+		{"empty ignore", "ignore: ['  ']\n", Settings{}, "empty pattern"},
+		{"invalid agent", "agents:\n  t:\n    command: [t]\n    prompt: stdn\n", Settings{}, `prompt "stdn"`},
+		{"agent with model flag", "agents:\n  c:\n    preset: claude\n    model: --yolo\n", Settings{}, "may not start with '-'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newConfigEnv(t)
+			if tt.user != "" {
+				e.writeUser(t, tt.user)
+			}
+			_, err := e.load(tt.flags)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load(%q) = %v; want an error mentioning %q", tt.user, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfig_Agent(t *testing.T) {
+	e := newConfigEnv(t)
+	e.writeUser(t, "default_agent: mine\nagents:\n  mine:\n    command: [mytool]\n")
+	c := e.mustLoad(t, Settings{})
+	tests := []struct {
+		name, want string
+	}{{"", "mine"}, {"mine", "mine"}, {"digest", "digest"}}
+	for _, tt := range tests {
+		if a, err := c.Agent(tt.name); err != nil || a.Name != tt.want {
+			t.Errorf("Agent(%q) = %+v, %v; want %s", tt.name, a, err, tt.want)
+		}
+	}
+	if _, err := c.Agent("claude"); err == nil || !strings.Contains(err.Error(), `unknown agent "claude"`) {
+		t.Errorf(`Agent("claude") = %v; want an unknown agent error`, err)
+	}
+}
+
+func TestUserConfigDir(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	if got, err := UserConfigDir(); err != nil || got != filepath.Join(xdg, "knotd") {
+		t.Errorf("UserConfigDir() = %q, %v; want %s", got, err, filepath.Join(xdg, "knotd"))
+	}
+}

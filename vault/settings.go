@@ -1,0 +1,168 @@
+package vault
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"gopkg.in/yaml.v3"
+)
+
+// Settings is one layer of configuration: one config file as written, or
+// the command-line flags. A nil field is "not set in this layer" and leaves
+// the value of the layers below it; Load merges the layers into a Config.
+//
+// The YAML keys are the field tags. Durations are Go durations ("2s",
+// "10m"); sizes are bytes, or a number with KiB, MiB or GiB ("64KiB").
+// Unknown keys are errors, so a typo never passes silently.
+type Settings struct {
+	// DefaultAgent names the agent that runs for a strand that names none
+	// in its knot_agent (the --agent flag).
+	DefaultAgent *string `yaml:"default_agent"`
+	// Debounce is the quiet period after a strand's last change before it
+	// counts as settled (--debounce).
+	Debounce *time.Duration `yaml:"debounce"`
+	// MaxWait is the longest a continuously written strand waits to settle.
+	MaxWait *time.Duration `yaml:"max_wait"`
+	// Concurrency is how many agents may run at once (--concurrency).
+	Concurrency *int `yaml:"concurrency"`
+	// Timeout is a run's wall-clock limit. In a file it is the default for
+	// agents that set none; as a flag (--timeout) it applies to every
+	// agent.
+	Timeout *time.Duration `yaml:"timeout"`
+	// Poll, if positive, replaces file-system events with a reconcile
+	// every Poll (--poll).
+	Poll *time.Duration `yaml:"poll"`
+	// Ignore lists extra gitignore-style patterns of paths to leave alone.
+	Ignore []string `yaml:"ignore"`
+	// ObsidianDir is the name of Obsidian's configuration folder, ignored
+	// like .obsidian when a vault renamed it.
+	ObsidianDir *string `yaml:"obsidian_dir"`
+	// Limits bounds strand sizes and the parts of a prompt.
+	Limits LimitSettings `yaml:"limits"`
+	// Agents defines agents by name (DESIGN §7); the value is
+	// agentrun.Agent, whose fields are the keys of an agent definition.
+	Agents map[string]agentrun.Agent `yaml:"agents"`
+}
+
+// LimitSettings is the limits section of a Settings layer.
+type LimitSettings struct {
+	// MaxStrandSize is the largest strand knotd processes; a larger one
+	// gets a failure section saying so instead of a run.
+	MaxStrandSize *Size `yaml:"max_strand_size"`
+	// Content is how much of the strand a prompt shows.
+	Content *Size `yaml:"content"`
+	// Diff bounds the Changes diff of a prompt.
+	Diff *Size `yaml:"diff"`
+	// TieOffSections is how many of the newest tie-off sections a prompt
+	// shows, and TieOffBytes bounds them together.
+	TieOffSections *int  `yaml:"tieoff_sections"`
+	TieOffBytes    *Size `yaml:"tieoff_bytes"`
+	// Prompt is the hard cap on a whole prompt.
+	Prompt *Size `yaml:"prompt"`
+}
+
+// Size is a number of bytes. In YAML it is an integer, or a number with
+// the suffix KiB, MiB or GiB ("512KiB").
+type Size int64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %q is not a size (write bytes, or a number with KiB, MiB or GiB, for example 64KiB)", n.Line, n.Value)
+	}
+	*s = v
+	return nil
+}
+
+// ParseSize parses a size written as for YAML ("4096", "64KiB", "1MiB").
+func ParseSize(str string) (Size, error) {
+	num, mult := str, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+		if strings.HasSuffix(str, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(str, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, fmt.Errorf("vault: invalid size %q", str)
+	}
+	return Size(v * mult), nil
+}
+
+// ParseSettings parses one config file. name (the file's path) is only
+// used in errors, which carry the YAML line where there is one. An empty
+// file, or one with only comments, is an empty Settings.
+func ParseSettings(name string, data []byte) (Settings, error) {
+	var s Settings
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Settings{}, nil
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return Settings{}, fmt.Errorf("vault: config %s: %s", name, typeErrors(te))
+		}
+		return Settings{}, fmt.Errorf("vault: config %s: %w", name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Settings{}, fmt.Errorf("vault: config %s: more than one YAML document (remove the second ---)", name)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Agents)) {
+		if err := checkAgentName(k); err != nil {
+			return Settings{}, fmt.Errorf("vault: config %s: agents: %w", name, err)
+		}
+		if a := s.Agents[k]; a.Name != "" && a.Name != k {
+			return Settings{}, fmt.Errorf("vault: config %s: agents: %s has name %q; the key is the name (remove name:)", name, k, a.Name)
+		}
+	}
+	return s, nil
+}
+
+// unknownField matches yaml.v3's message for a key that KnownFields
+// refused.
+var unknownField = regexp.MustCompile(`^(line \d+: )field (.+) not found in type \S+$`)
+
+// typeErrors words yaml.v3's type errors for people: one per problem,
+// each with its line, an unknown key named as such.
+func typeErrors(te *yaml.TypeError) string {
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = unknownField.ReplaceAllString(m, `${1}unknown key "$2"`)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// checkAgentName checks a name under agents:, which strands name in
+// knot_agent: a letter or digit, then letters, digits, ".", "_" or "-".
+func checkAgentName(name string) error {
+	ok := name != "" && len(name) <= 64
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '.' || r == '_' || r == '-'):
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%q is not a valid agent name (letters, digits, '.', '_' and '-', starting with a letter or digit)", name)
+	}
+	return nil
+}
