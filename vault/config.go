@@ -21,11 +21,20 @@ const (
 	// config directory, and in <vault>/.knot/.
 	ConfigFile = "config.yaml"
 
-	DefaultAgent         = agentrun.PresetDigest
-	DefaultDebounce      = 2 * time.Second
-	DefaultMaxWait       = 15 * time.Second
-	DefaultConcurrency   = 2
-	DefaultObsidianDir   = ".obsidian"
+	// DefaultAgent is the agent when no layer sets default_agent: the
+	// built-in digest, which runs offline inside knotd and executes
+	// nothing.
+	DefaultAgent = agentrun.PresetDigest
+	// DefaultDebounce is the quiet period before a change counts as
+	// settled.
+	DefaultDebounce = 2 * time.Second
+	// DefaultMaxWait is the longest a continuously written strand waits.
+	DefaultMaxWait = 15 * time.Second
+	// DefaultConcurrency is how many agents run at once.
+	DefaultConcurrency = 2
+	// DefaultObsidianDir is Obsidian's configuration folder.
+	DefaultObsidianDir = ".obsidian"
+	// DefaultMaxStrandSize is the largest strand processed, in bytes.
 	DefaultMaxStrandSize = 4 << 20
 
 	maxConcurrency = 64
