@@ -50,7 +50,7 @@ func (p *Pending) validate() error {
 	if err := validatePath("pending run "+p.RunID, p.Record.Path); err != nil {
 		return err
 	}
-	if p.Event != strand.Deleted && HashOf(p.Content) != p.Record.Hash {
+	if p.Event != strand.Deleted && p.Content != nil && HashOf(p.Content) != p.Record.Hash {
 		return fmt.Errorf("vault: pending run %s: content does not match the record's hash", p.RunID)
 	}
 	return nil

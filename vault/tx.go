@@ -51,7 +51,11 @@ func (tx *Tx) Content(rel string) ([]byte, bool, error) {
 	if !ok || err != nil {
 		return nil, false, err
 	}
-	content := bytes.Clone(tx.content.Get([]byte(rel)))
+	raw := tx.content.Get([]byte(rel))
+	if raw == nil && rec.Hash != HashOf(nil) {
+		return nil, false, nil // not kept (see Put)
+	}
+	content := append([]byte{}, raw...)
 	if HashOf(content) != rec.Hash {
 		return nil, false, fmt.Errorf("%w: content of %s does not match its hash", ErrStateCorrupt, rel)
 	}
@@ -76,14 +80,16 @@ func (tx *Tx) BySession(id string) (Record, bool, error) {
 }
 
 // Put commits rec, keyed by rec.Path, together with the content it was
-// processed from: sha256(content) must equal rec.Hash. It replaces any
+// processed from: sha256(content) must equal rec.Hash, unless content is
+// nil, which records a version whose content knotd does not keep (a strand
+// over the size limit): Content then reports it absent. It replaces any
 // record at that path and keeps the session index current. It fails with
 // ErrSessionTaken if another existing strand holds rec.Session.
 func (tx *Tx) Put(rec Record, content []byte) error {
 	if err := validatePath("put", rec.Path); err != nil {
 		return err
 	}
-	if HashOf(content) != rec.Hash {
+	if content != nil && HashOf(content) != rec.Hash {
 		return fmt.Errorf("vault: put %s: content does not match the record's hash", rec.Path)
 	}
 	if rec.Turns < 0 || rec.LastOutcome >= outcomeEnd {
@@ -105,7 +111,12 @@ func (tx *Tx) Put(rec Record, content []byte) error {
 	if err := tx.putRecord(&rec); err != nil {
 		return err
 	}
-	if err := tx.content.Put([]byte(rec.Path), content); err != nil {
+	if content == nil {
+		err = tx.content.Delete([]byte(rec.Path))
+	} else {
+		err = tx.content.Put([]byte(rec.Path), content)
+	}
+	if err != nil {
 		return fmt.Errorf("vault: put %s: %w", rec.Path, err)
 	}
 	if had && old.Session != rec.Session {

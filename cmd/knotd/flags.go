@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+)
+
+const usageText = `knotd watches a folder of Markdown notes (a vault). When a note settles
+after an edit, knotd runs your agent CLI on it, with an Event Context block
+prepended to the prompt, and appends the reply to the note's tie-off file
+(notes/plan.md -> notes/plan.tieoff.md): the note's history, in order.
+
+Usage:
+  knotd [flags] [VAULT]          watch VAULT (default: the current directory)
+                                 until interrupted (Ctrl-C, SIGTERM)
+  knotd --once [flags] [VAULT]   process every note that changed since the
+                                 last pass, then exit (for scripts and cron)
+  knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
+  knotd --explain-ignore PATH [VAULT]
+                                 say whether knotd ignores PATH, and why
+
+On first contact with a vault knotd adopts the notes already there: it
+records them as processed and runs nothing. From then on every created,
+modified or deleted note gets exactly one run, including changes made while
+knotd was not running. --all runs every note instead.
+
+Examples:
+  knotd ~/notes                          watch with the built-in digest agent
+  knotd --agent claude ~/notes           use the claude preset from your config
+  knotd --once --json ~/notes            one pass, machine-readable summary
+  knotd --once --dry-run ~/notes         show what would run, prompts included
+
+Flags:
+`
+
+const usageTail = `
+Exit status (--once): 0 every run succeeded or nothing to do, 1 at least one
+run failed, 2 usage or configuration error, 3 the vault is in use by another
+knotd. In watch mode knotd exits 0 after a clean shutdown.
+
+Configuration: $XDG_CONFIG_HOME/knotd/config.yaml (or --config FILE), then
+VAULT/.knot/config.yaml, then flags. A vault's config may choose agents and
+tune timing, ignores and limits, but it may define commands only once you
+trust it with 'knotd trust VAULT'. Notes choose agents with knot_agent in
+their frontmatter. See the README for every key.
+`
+
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	o := options{set: map[string]bool{}}
+	fs := flag.NewFlagSet("knotd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&o.once, "once", false, "process every pending note once, then exit")
+	fs.StringVar(&o.agent, "agent", "", "agent `NAME` to use (default: default_agent from config, else the built-in digest)")
+	fs.StringVar(&o.config, "config", "", "user config `FILE` (default $XDG_CONFIG_HOME/knotd/config.yaml)")
+	fs.DurationVar(&o.debounce, "debounce", 0, "quiet period a note must settle for before it runs (default 2s)")
+	fs.DurationVar(&o.maxWait, "max-wait", 0, "longest a note that keeps changing waits for its run (default 15s)")
+	fs.IntVar(&o.concurrency, "concurrency", 0, "how many agents may run at once, across notes (default 2)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "wall-clock limit of one agent run (default 10m)")
+	fs.BoolVar(&o.jsonOut, "json", false, "with --once: print the summary as JSON")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing")
+	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
+	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprint(stdout, usageText)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		fmt.Fprint(stdout, usageTail)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return o, errSilentHelp
+		}
+		return o, usageError{err.Error()}
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	switch fs.NArg() {
+	case 0:
+	case 1:
+		o.vault = fs.Arg(0)
+	default:
+		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))}
+	}
+	if o.jsonOut && !o.once {
+		return o, usageError{"--json goes with --once"}
+	}
+	if o.concurrency < 0 || (o.set["concurrency"] && o.concurrency == 0) {
+		return o, usageError{"--concurrency must be at least 1"}
+	}
+	for name, d := range map[string]any{"debounce": o.debounce, "max-wait": o.maxWait, "timeout": o.timeout, "poll": o.poll} {
+		if o.set[name] && d.(interface{ Nanoseconds() int64 }).Nanoseconds() <= 0 {
+			return o, usageError{fmt.Sprintf("--%s must be positive", name)}
+		}
+	}
+	return o, nil
+}
+
+// errSilentHelp ends a run after --help was printed: exit status 0.
+var errSilentHelp = errHelp{}
+
+type errHelp struct{}
+
+func (errHelp) Error() string { return "help printed" }
+
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "(devel)"
+	}
+	return bi.Main.Version
+}

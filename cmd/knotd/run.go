@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/vault"
+)
+
+// Exit statuses of knotd (DESIGN §6).
+const (
+	exitOK     = 0
+	exitFailed = 1 // --once: at least one run failed
+	exitUsage  = 2 // usage or configuration error
+	exitLocked = 3 // the vault is locked by another knotd
+)
+
+var (
+	// errSilent marks an error that has already been reported.
+	errSilent = errors.New("reported")
+	// errRunsFailed is returned by --once when at least one run failed.
+	errRunsFailed = fmt.Errorf("%w: runs failed", errSilent)
+)
+
+// usageError is a mistake on the command line.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (see knotd --help)" }
+
+// exitCode maps run's error to knotd's exit status.
+func exitCode(err error) int {
+	var ue usageError
+	var le *vault.LockedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errRunsFailed):
+		return exitFailed
+	case errors.As(err, &ue), errors.Is(err, flag.ErrHelp), errors.Is(err, vault.ErrConfig):
+		return exitUsage
+	case errors.As(err, &le), errors.Is(err, vault.ErrLocked):
+		return exitLocked
+	}
+	return exitFailed
+}
+
+// options are knotd's parsed command line.
+type options struct {
+	once, jsonOut, dryRun, all, version bool
+	agent, config, logLevel, logFormat    string
+	explain                               string
+	debounce, maxWait, timeout, poll      time.Duration
+	concurrency                           int
+	vault                                 string
+	set                                   map[string]bool // flags given explicitly
+}
+
+// run is knotd: it parses args, wires the vault and runs it until ctx ends
+// (watch mode) or the pass is done (--once).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "trust" {
+		return runTrust(args[1:], stdout, stderr)
+	}
+	o, err := parseFlags(args, stdout)
+	if errors.Is(err, errSilentHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, "knotd", version())
+		return nil
+	}
+	log, err := newLogger(stderr, o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	root, err := vaultRoot(o.vault)
+	if err != nil {
+		return err
+	}
+	if o.explain != "" {
+		return explainIgnore(root, o, stdout)
+	}
+	vopts := vault.Options{
+		Logger:     log,
+		ConfigFile: o.config,
+		Flags:      overrides(o),
+	}
+	if o.dryRun {
+		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all}, stdout)
+	}
+	v, err := vault.Open(root, vopts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := v.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if o.once {
+		return runOnce(ctx, v, o, stdout, stderr)
+	}
+	return v.Watch(ctx, vault.WatchOptions{All: o.all})
+}
+
+// runOnce does one pass and prints the summary.
+func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.Writer) error {
+	opts := vault.OnceOptions{All: o.all}
+	if !o.jsonOut && isTerminal(stderr) {
+		opts.Progress = progressPrinter(stderr)
+	}
+	sum, err := v.Once(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			return fmt.Errorf("write summary: %w", err)
+		}
+	} else {
+		printSummary(stdout, sum)
+	}
+	if sum.Failed > 0 {
+		return errRunsFailed
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, s vault.Summary) {
+	if s.Adopted > 0 {
+		fmt.Fprintf(w, "adopted %d existing strands as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", s.Adopted)
+	}
+	for _, r := range s.Runs {
+		status := string(r.Outcome)
+		line := fmt.Sprintf("%-8s %-8s %s", status, r.Event, r.Strand)
+		if r.Reason != "" && r.Outcome != "ok" {
+			line += "  (" + r.Reason + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "knotd --once: runs: %d (%d ok, %d failed), changes recorded without a run: %d, in %s\n",
+		s.Ran, s.OK, s.Failed, s.Skipped, s.Duration.Round(time.Millisecond))
+}
+
+func progressPrinter(w io.Writer) func(done, total int, rel string) {
+	return func(done, total int, rel string) {
+		if done >= total {
+			fmt.Fprintf(w, "\r\033[K")
+			return
+		}
+		if len(rel) > 60 {
+			rel = "…" + rel[len(rel)-59:]
+		}
+		fmt.Fprintf(w, "\r\033[K[%d/%d] %s", done, total, rel)
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	hopts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+}
+
+// vaultRoot resolves the VAULT argument (default: the current directory)
+// to an absolute directory path.
+func vaultRoot(arg string) (string, error) {
+	if arg == "" {
+		arg = "."
+	}
+	abs, err := filepath.Abs(arg)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("vault %s: %v", arg, err)}
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("vault %s: %v", arg, unwrapPath(err))}
+	}
+	if !fi.IsDir() {
+		return "", usageError{fmt.Sprintf("vault %s: not a directory", arg)}
+	}
+	return abs, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func overrides(o options) vault.Settings {
+	var f vault.Settings
+	if o.agent != "" {
+		f.DefaultAgent = &o.agent
+	}
+	if o.set["debounce"] {
+		f.Debounce = &o.debounce
+	}
+	if o.set["max-wait"] {
+		f.MaxWait = &o.maxWait
+	}
+	if o.set["timeout"] {
+		f.Timeout = &o.timeout
+	}
+	if o.set["poll"] {
+		f.Poll = &o.poll
+	}
+	if o.set["concurrency"] {
+		f.Concurrency = &o.concurrency
+	}
+	return f
+}
+
+func explainIgnore(root string, o options, w io.Writer) error {
+	rel := o.explain
+	if filepath.IsAbs(rel) {
+		r, err := filepath.Rel(root, rel)
+		if err != nil || strings.HasPrefix(r, "..") {
+			return usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s", rel, root)}
+		}
+		rel = r
+	}
+	msg, err := vault.ExplainPath(root, vault.Options{ConfigFile: o.config}, filepath.ToSlash(rel))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w, msg)
+	return nil
+}
+
+func runTrust(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("knotd trust", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: knotd trust [VAULT]\n\nTrust the vault's .knot/config.yaml as it is now, so that the agents it defines may run.\nThe file's SHA-256 is recorded in your user config directory; any later change to it\nmakes it untrusted again.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 1 {
+		return usageError{"knotd trust takes at most one VAULT"}
+	}
+	root, err := vaultRoot(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	dir, err := vault.UserConfigDir()
+	if err != nil {
+		return err
+	}
+	t, err := vault.Trust(dir, root)
+	if err != nil {
+		return err
+	}
+	agents := "no agents"
+	if len(t.Agents) > 0 {
+		agents = "agents " + strings.Join(t.Agents, ", ")
+	}
+	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
+	return nil
+}

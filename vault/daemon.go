@@ -1,0 +1,368 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/watcher"
+)
+
+// OnceOptions configures a --once pass.
+type OnceOptions struct {
+	// All runs every strand, not only the changed ones (--all).
+	All bool
+	// Progress, if set, is called after each strand is done, and once at
+	// the end with done == total.
+	Progress func(done, total int, rel string)
+}
+
+// Summary is what a --once pass did (printed as text or, with --json, as
+// this structure).
+type Summary struct {
+	Vault string `json:"vault"`
+	// Adopted counts the strands recorded without a run on first contact.
+	Adopted int `json:"adopted"`
+	// Ran counts runs; OK and Failed split them. Skipped counts changes
+	// recorded without a run (knot_mode: off, knot_events).
+	Ran      int           `json:"ran"`
+	OK       int           `json:"ok"`
+	Failed   int           `json:"failed"`
+	Skipped  int           `json:"skipped"`
+	Duration time.Duration `json:"duration_ns"`
+	Runs     []RunReport   `json:"runs"`
+}
+
+// tally collects run reports from the scheduler's goroutines.
+type tally struct {
+	mu   sync.Mutex
+	sum  Summary
+	done int
+}
+
+func (t *tally) add(rep RunReport) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done++
+	switch {
+	case rep.Ran:
+		t.sum.Ran++
+		if rep.Failed() {
+			t.sum.Failed++
+		} else {
+			t.sum.OK++
+		}
+		t.sum.Runs = append(t.sum.Runs, rep)
+	case rep.Skipped != "" && rep.Event.Valid():
+		t.sum.Skipped++
+	}
+}
+
+// Once does one pass: on first contact it adopts the vault's strands (or,
+// with All, runs them all); otherwise it reconciles the whole vault and
+// runs every strand that changed since the last pass, then waits for the
+// runs to finish. Canceling ctx stops it early; runs cut short stay pending.
+func (v *Vault) Once(ctx context.Context, opts OnceOptions) (Summary, error) {
+	start := time.Now()
+	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
+	pending, adopted, err := v.catchUp(opts.All)
+	if err != nil {
+		return t.sum, err
+	}
+	t.sum.Adopted = adopted
+	job := Job{FiredBy: agentrun.FiredByOnce, Force: opts.All}
+	total := len(pending)
+	s, release := v.scheduler(ctx, func(rep RunReport) {
+		t.add(rep)
+		if opts.Progress != nil {
+			t.mu.Lock()
+			done := t.done
+			t.mu.Unlock()
+			opts.Progress(min(done, total-1), total, rep.Strand)
+		}
+	})
+	for _, rel := range pending {
+		s.Submit(rel, job)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = s.Run(runCtx) })
+	idleErr := s.WaitIdle(ctx)
+	stop()
+	wg.Wait()
+	release()
+	if opts.Progress != nil {
+		opts.Progress(total, total, "")
+	}
+	slices.SortFunc(t.sum.Runs, func(a, b RunReport) int { return strings.Compare(a.Strand, b.Strand) })
+	t.sum.Duration = time.Since(start)
+	if idleErr != nil {
+		return t.sum, idleErr
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return t.sum, runErr
+	}
+	return t.sum, nil
+}
+
+// catchUp is the start of every pass: adopt on first contact (unless all),
+// otherwise reconcile the whole vault. With all every strand on disk and
+// every recorded one is pending.
+func (v *Vault) catchUp(all bool) (pending []string, adopted int, err error) {
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !seen && !all {
+		n, err := v.adopt()
+		if err != nil {
+			return nil, n, err
+		}
+		v.log.Info("first contact with this vault: existing strands adopted as processed, no agent runs; changes from now on are processed (use --all to run them all)", "strands", n)
+		return nil, n, nil
+	}
+	if !seen {
+		if err := v.store.Update(func(tx *Tx) error { return tx.SetAdopted(v.now().UTC()) }); err != nil {
+			return nil, 0, err
+		}
+	}
+	if all {
+		set := map[string]struct{}{}
+		if err := v.walk("", func(rel string) { set[rel] = struct{}{} }); err != nil {
+			return nil, 0, err
+		}
+		err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil })
+		return sortedKeys(set), 0, err
+	}
+	pending, err = v.reconcile([]watcher.Hint{{Dir: true}})
+	return pending, 0, err
+}
+
+// scheduler builds the per-strand scheduler whose work is process. Each
+// finished strand is reported to report; a strand that moved on during its
+// run is submitted again as its own follow-up. Runs get the grace period
+// after ctx ends before they are canceled. The caller must call release
+// once the scheduler's Run has returned.
+func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Scheduler[Job], release func()) {
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var timer *time.Timer
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		timer = time.AfterFunc(v.grace, cancelRuns)
+	})
+	release = func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancelRuns()
+	}
+	s = &Scheduler[Job]{Concurrency: v.cfg.Concurrency}
+	s.Merge = func(waiting, submitted Job) Job {
+		submitted.Force = submitted.Force || waiting.Force
+		return submitted
+	}
+	s.Work = func(_ context.Context, rel string, job Job) {
+		rep, again, err := v.process(runCtx, rel, job)
+		if err != nil {
+			v.log.Error("cannot process strand", "strand", rel, "err", err)
+			rep.Strand = rel
+			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()
+		}
+		if rep.Ran || rep.Skipped != "" {
+			report(rep)
+		}
+		if again && ctx.Err() == nil {
+			s.Submit(rel, Job{FiredBy: job.FiredBy})
+		}
+	}
+	return s, release
+}
+
+// WatchOptions configures Watch.
+type WatchOptions struct {
+	// All runs every strand once at startup (--all).
+	All bool
+}
+
+// Watch watches the vault until ctx ends: the startup catch-up, then every
+// settled change, overflow rescans and, when configured, polling. When ctx
+// ends it stops taking events, lets running agents finish within the grace
+// period, kills what remains and returns nil. It returns an error if the
+// vault directory disappears or watching cannot start.
+func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
+	// On first contact adopt; with --all run everything. The catch-up on
+	// changes made while knotd was stopped is the watcher's first full
+	// rescan, sent once its watches are in place, so nothing falls between
+	// the catch-up and the watch.
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return err
+	}
+	var all []string
+	if !seen || opts.All {
+		if all, _, err = v.catchUp(opts.All); err != nil {
+			return err
+		}
+	}
+	s, release := v.scheduler(ctx, func(RunReport) {})
+	defer release()
+	for _, rel := range all {
+		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
+	}
+	firstFull := true
+
+	hints := make(chan watcher.Hint, 256)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var wg sync.WaitGroup
+	var schedErr, watchErr error
+	wg.Go(func() { schedErr = s.Run(ctx) })
+	if v.cfg.Poll > 0 {
+		p := &watcher.Poller{Interval: v.cfg.Poll}
+		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })
+		v.log.Info("watching by polling", "vault", v.root, "interval", v.cfg.Poll)
+	} else {
+		w := &watcher.Watcher{
+			Root: v.root, Quiet: v.cfg.Debounce, MaxWait: v.cfg.MaxWait,
+			Filter: strand.IsStrandPath, Rules: v.rules, Logger: v.log,
+		}
+		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
+		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
+	}
+
+	for {
+		h, ok := <-hints
+		if !ok {
+			break
+		}
+		batch := []watcher.Hint{h}
+	drain:
+		for {
+			select {
+			case h, ok := <-hints:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, h)
+			default:
+				break drain
+			}
+		}
+		fired := agentrun.FiredByWatch
+		if slices.ContainsFunc(batch, watcher.Hint.Full) {
+			fired = agentrun.FiredByRescan
+			if firstFull {
+				fired = agentrun.FiredByCatchUp
+			}
+			firstFull = false
+		}
+		paths, err := v.reconcile(batch)
+		if err != nil {
+			v.log.Error("reconcile failed; will retry on the next change", "err", err)
+			continue
+		}
+		for _, rel := range paths {
+			s.Submit(rel, Job{FiredBy: fired})
+		}
+	}
+	wg.Wait()
+	if watchErr != nil {
+		return fmt.Errorf("vault: watch %s: %w", v.root, watchErr)
+	}
+	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
+		return schedErr
+	}
+	v.log.Info("stopped", "vault", v.root)
+	return nil
+}
+
+// DryRun prints, for each strand a --once pass would process, its event
+// and the full prompt, and changes nothing: no agent runs, no file or state
+// is written. On a vault knotd has never seen it says how many strands the
+// first pass would adopt.
+func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w io.Writer) error {
+	v, err := Open(root, opts)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	v.dry = true
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return err
+	}
+	var pending []string
+	if !seen && !once.All {
+		n := 0
+		if err := v.walk("", func(string) { n++ }); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing (use --all to run them all)\n", n)
+		return nil
+	}
+	if once.All {
+		set := map[string]struct{}{}
+		if err := v.walk("", func(rel string) { set[rel] = struct{}{} }); err != nil {
+			return err
+		}
+		pending = sortedKeys(set)
+	} else if pending, err = v.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		fmt.Fprintln(w, "nothing to do: every strand is processed")
+		return nil
+	}
+	for _, rel := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		wk, skip, err := v.prepare(rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All})
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
+			continue
+		case wk == nil:
+			continue
+		case skip != "":
+			fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
+			continue
+		case wk.failure != "":
+			fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
+			continue
+		}
+		req, err := v.request(wk, Job{FiredBy: agentrun.FiredByOnce}, "dry-run", v.now().UTC())
+		if err != nil {
+			return err
+		}
+		prompt, err := v.prompt(req)
+		if err != nil {
+			fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
+			continue
+		}
+		fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
+	}
+	return nil
+}
+
+// prompt returns the prompt req would send.
+func (v *Vault) prompt(req agentrun.Request) (string, error) {
+	r := v.runner
+	if r == nil {
+		r = &agentrun.Runner{Limits: v.cfg.Limits, Now: v.now}
+	}
+	return r.Prompt(req)
+}

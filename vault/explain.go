@@ -1,0 +1,52 @@
+package vault
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/watcher"
+)
+
+// ExplainPath says whether knotd ignores the vault-relative path rel and
+// why (knotd --explain-ignore): the built-in ignores, the ignore files and
+// the configured patterns, and whether the name is a strand at all.
+func ExplainPath(root string, opts Options, rel string) (string, error) {
+	rel = strings.TrimSuffix(rel, "/")
+	if rel == "" || rel == "." {
+		return "the vault root is never ignored", nil
+	}
+	if err := strand.ValidateRel(rel); err != nil {
+		return "", err
+	}
+	cfg, err := Load(LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	rules := &watcher.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore}
+	if err := rules.Load(root, rel); err != nil {
+		return "", err
+	}
+	query := rel
+	fi, statErr := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+	isDir := statErr == nil && fi.IsDir()
+	if isDir {
+		query += "/"
+	}
+	ignored, reason := rules.Explain(query)
+	msg := rel + ": " + reason
+	switch {
+	case ignored || isDir:
+	case strand.IsTieOff(rel):
+		msg += "; it is a tie-off (knotd's output), never a strand"
+	case !strand.IsStrandPath(rel):
+		msg += "; but it is not a strand: knotd only processes .md notes (not editor or sync temp files, not tie-offs, not under .knot)"
+	case statErr == nil && !fi.Mode().IsRegular():
+		msg += "; but it is not a regular file, so knotd leaves it alone"
+	default:
+		msg += "; it is a strand"
+	}
+	return msg, nil
+}

@@ -1,0 +1,396 @@
+package vault
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/strand"
+)
+
+// Agent runs one agent invocation. agentrun.Runner satisfies it; tests may
+// substitute their own.
+type Agent interface {
+	Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error)
+}
+
+// Job is what the scheduler hands the processor for one strand.
+type Job struct {
+	// FiredBy says what made knotd look at the strand.
+	FiredBy agentrun.FiredBy
+	// Force runs the strand even if its content is the processed one
+	// (--all).
+	Force bool
+}
+
+// RunReport is what processing one strand did, for logs and the --once
+// summary. A strand with nothing to do has Ran false.
+type RunReport struct {
+	Strand   string           `json:"strand"`
+	Event    strand.EventType `json:"event"`
+	RunID    string           `json:"run_id,omitempty"`
+	Agent    string           `json:"agent,omitempty"`
+	Outcome  agentrun.Outcome `json:"outcome,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
+	Duration time.Duration    `json:"duration_ns"`
+	Ran      bool             `json:"ran"`
+	// Skipped says why a change was recorded without a run (knot_mode
+	// off, an event not in knot_events, only knotd's own keys changed).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Failed reports whether the run counts as failed for --once's exit
+// status.
+func (r RunReport) Failed() bool { return r.Ran && r.Outcome != agentrun.OutcomeOK }
+
+// errRetry asks the processor to start over: the strand changed under it.
+var errRetry = errors.New("strand changed while knotd was working on it")
+
+// maxAttempts bounds how often process starts over because the user kept
+// saving while knotd wrote the strand's frontmatter.
+const maxAttempts = 5
+
+// process handles one settled change of the strand at rel: it decides the
+// event from the disk and the store, runs the agent, appends the tie-off
+// section (a failure section when the run failed), commits the new state,
+// and finally reports whether the strand moved on during the run (then the
+// caller schedules a follow-up).
+func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+	for attempt := 1; ; attempt++ {
+		rep, err = v.processOnce(ctx, rel, job)
+		if !errors.Is(err, errRetry) || attempt == maxAttempts {
+			break
+		}
+	}
+	if err != nil || !rep.Ran {
+		return rep, false, err
+	}
+	again, err = v.movedOn(rel)
+	return rep, again, err
+}
+
+// movedOn reports whether the strand at rel differs from what was last
+// processed: the user saved it again during the run.
+func (v *Vault) movedOn(rel string) (bool, error) {
+	rec, has, err := v.store.Get(rel)
+	if err != nil {
+		return false, err
+	}
+	info, where, err := v.lstatStrand(rel)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case where == ignored:
+		return false, nil
+	case where == absent:
+		return has, nil
+	case !has:
+		return true, nil
+	case StampOf(info) == rec.Stamp:
+		return false, nil
+	}
+	same, err := v.sameContent(rel, rec.Hash)
+	return !same, err
+}
+
+// work is one run being prepared: what processOnce learned so far.
+type work struct {
+	rel, abs string
+	event    strand.EventType
+	rec      Record
+	has      bool
+	// content is the strand as the agent sees it (after knotd wrote its
+	// session); previous is the last processed content.
+	content, previous []byte
+	// userContent is the content before knotd touched it, for the diff.
+	userContent []byte
+	info        fs.FileInfo
+	fields      frontmatter.Fields
+	mode        frontmatter.Mode
+	agentName   string
+	agent       agentrun.Agent
+	session     string
+	newSession  bool
+	resume      string
+	// failure, when set, is why the run cannot happen; it becomes the
+	// tie-off's failure section.
+	failure string
+}
+
+func (v *Vault) processOnce(ctx context.Context, rel string, job Job) (RunReport, error) {
+	rep := RunReport{Strand: rel}
+	w, skip, err := v.prepare(rel, job)
+	if err != nil || w == nil {
+		rep.Skipped = skip
+		return rep, err
+	}
+	rep.Event = w.event
+	if skip != "" {
+		rep.Skipped = skip
+		return rep, v.commitSkip(w, skip)
+	}
+	return v.run(ctx, w, job)
+}
+
+// prepare reads the strand and its record and decides what to do. It
+// returns nil work when there is nothing to do, a skip reason when the
+// change is recorded without a run, and errRetry when the strand changed
+// while knotd wrote its frontmatter.
+func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
+	abs, err := strand.Abs(v.root, rel)
+	if err != nil {
+		return nil, "", err
+	}
+	w := &work{rel: rel, abs: abs}
+	w.rec, w.has, err = v.store.Get(rel)
+	if err != nil {
+		return nil, "", err
+	}
+	_, where, err := v.lstatStrand(rel)
+	if err != nil {
+		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
+	}
+	switch {
+	case where == ignored:
+		return nil, "ignored", nil
+	case where == absent && !w.has:
+		return nil, "", nil
+	case where == absent:
+		return v.prepareDeleted(w)
+	}
+
+	content, hash, info, tooBig, err := readStrand(abs, v.cfg.MaxStrandSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", errRetry // deleted between the look and the read
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("vault: read %s: %w", rel, err)
+	}
+	if w.has && hash == w.rec.Hash && !job.Force {
+		// Nothing new (a touch, or already processed): remember the stamp.
+		return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, StampOf(info)) })
+	}
+	w.event = strand.Created
+	if w.has {
+		w.event = strand.Modified
+	}
+	w.info, w.content, w.userContent = info, content, content
+	if w.has {
+		if w.previous, _, err = v.store.Content(rel); err != nil {
+			return nil, "", err
+		}
+	}
+	w.session, w.resume = w.rec.Session, w.rec.Resume
+
+	switch {
+	case tooBig:
+		w.failure = fmt.Sprintf("The strand is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_bytes in the configuration.",
+			byteSize(info.Size()), byteSize(v.cfg.MaxStrandSize))
+		w.content = nil
+		return w, "", nil
+	case bytes.IndexByte(content, 0) >= 0:
+		w.failure = "The strand contains NUL bytes: it looks like a binary file named .md, so no agent was run. Rename it, or add it to .knotignore."
+		return w, "", nil
+	case !utf8.Valid(content):
+		w.failure = "The strand is not valid UTF-8 text, so no agent was run. Save it as UTF-8 in your editor."
+		return w, "", nil
+	}
+
+	doc, err := frontmatter.Parse(content)
+	if err != nil {
+		w.failure = fmt.Sprintf("The strand's frontmatter cannot be read, so no agent was run: %v", err)
+		return w, "", nil
+	}
+	w.fields = doc.Fields
+	if w.mode, err = frontmatter.ResolveMode(doc.Fields); err != nil {
+		w.failure = fmt.Sprintf("%v. No agent was run.", err)
+		return w, "", nil
+	}
+	if w.mode == frontmatter.ModeOff {
+		return w, "knot_mode: off", nil
+	}
+	if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
+		return w, "knot_events does not include " + strings.ToLower(w.event.String()), nil
+	}
+	if w.event == strand.Modified && !job.Force && v.onlyOwnKeysChanged(w.previous, content) {
+		return w, "only knotd's own frontmatter keys changed", nil
+	}
+	if len(doc.Fields.Problems) > 0 {
+		msgs := make([]string, len(doc.Fields.Problems))
+		for i, p := range doc.Fields.Problems {
+			msgs[i] = "- " + p.Error()
+		}
+		w.failure = "The strand's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
+		return w, "", nil
+	}
+	if w.agentName, w.agent, err = v.agentFor(doc.Fields.Agent); err != nil {
+		w.failure = err.Error()
+		return w, "", nil
+	}
+	if doc.Fields.Model != "" {
+		if err := agentrun.ValidateModel(doc.Fields.Model); err != nil {
+			w.failure = fmt.Sprintf("knot_model cannot be used, so no agent was run: %v", err)
+			return w, "", nil
+		}
+	}
+	if doc.Fields.Resume != "" {
+		w.resume = doc.Fields.Resume
+	}
+	return w, "", v.ensureSession(w, doc.Fields.Session)
+}
+
+// prepareDeleted sets up the Deleted run of a recorded strand that is gone.
+func (v *Vault) prepareDeleted(w *work) (*work, string, error) {
+	w.event = strand.Deleted
+	var err error
+	if w.previous, _, err = v.store.Content(w.rel); err != nil {
+		return nil, "", err
+	}
+	doc, perr := frontmatter.Parse(w.previous)
+	if perr == nil {
+		w.fields = doc.Fields
+		if mode, err := frontmatter.ResolveMode(doc.Fields); err == nil && mode == frontmatter.ModeOff {
+			return w, "knot_mode: off", nil
+		}
+		if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, "deleted") {
+			return w, "knot_events does not include deleted", nil
+		}
+	}
+	w.session, w.resume = w.rec.Session, w.rec.Resume
+	if w.session == "" {
+		w.session, w.newSession = uuid.NewString(), true
+	}
+	if w.agentName, w.agent, err = v.agentFor(w.fields.Agent); err != nil {
+		w.failure = err.Error()
+	}
+	return w, "", nil
+}
+
+// ensureSession gives the strand its knot_session before its first run,
+// writing the frontmatter without clobbering a newer edit of the user's. A
+// session that another recorded strand holds (the note was copied) is
+// replaced by a new one.
+func (v *Vault) ensureSession(w *work, have string) error {
+	if have != "" {
+		owner, taken, err := v.store.BySession(have)
+		if err != nil {
+			return err
+		}
+		if !taken || owner.Path == w.rel {
+			w.session, w.newSession = have, w.rec.Session != have
+			return nil
+		}
+		if _, where, err := v.lstatStrand(owner.Path); err == nil && where == absent {
+			// The owner is gone; this is a move that reconcile has not
+			// seen yet. Take the session over with the history.
+			w.session = have
+			return nil
+		}
+		v.log.Info("strand is a copy of another strand; giving it a session of its own", "strand", w.rel, "original", owner.Path)
+		id := uuid.NewString()
+		updated, err := frontmatter.SetSession(w.content, id)
+		if err != nil {
+			return err
+		}
+		if err := v.writeStrand(w, updated); err != nil {
+			return err
+		}
+		w.session, w.newSession, w.resume = id, true, ""
+		return nil
+	}
+	updated, id, changed, err := frontmatter.EnsureSession(w.content)
+	if err != nil {
+		return err
+	}
+	w.session, w.newSession = id, true
+	if changed {
+		return v.writeStrand(w, updated)
+	}
+	return nil
+}
+
+// writeStrand replaces the strand's content with updated, unless the user
+// saved it since it was read (then errRetry: start over from the disk).
+func (v *Vault) writeStrand(w *work, updated []byte) error {
+	err := frontmatter.WriteFile(w.abs, w.content, updated)
+	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
+		return errRetry
+	}
+	if err != nil {
+		return fmt.Errorf("vault: write frontmatter of %s: %w", w.rel, err)
+	}
+	info, err := os.Lstat(w.abs)
+	if err != nil {
+		return errRetry
+	}
+	w.content, w.info = updated, info
+	return nil
+}
+
+// onlyOwnKeysChanged reports whether before and after differ only in
+// knotd's own bookkeeping keys (knot_session, knot_resume): knotd's own
+// write, or a sync tool carrying it, is not a change to run on.
+func (v *Vault) onlyOwnKeysChanged(before, after []byte) bool {
+	if before == nil {
+		return false
+	}
+	strip := func(b []byte) ([]byte, bool) {
+		out, err := frontmatter.MergeFields(b, map[string]any{"knot_session": nil, "knot_resume": nil})
+		return out, err == nil
+	}
+	a, ok1 := strip(before)
+	b, ok2 := strip(after)
+	return ok1 && ok2 && bytes.Equal(a, b)
+}
+
+// commitSkip records the strand's current version as processed without a
+// run.
+func (v *Vault) commitSkip(w *work, why string) error {
+	v.log.Debug("change recorded without a run", "strand", w.rel, "event", w.event, "why", why)
+	if w.event == strand.Deleted {
+		return v.store.Delete(w.rel)
+	}
+	rec := w.rec
+	rec.Path, rec.Stamp, rec.Hash = w.rel, StampOf(w.info), HashOf(w.content)
+	rec.LastOutcome, rec.Processed = OutcomeSkipped, v.now().UTC()
+	if rec.Session != "" {
+		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
+			rec.Session = ""
+		}
+	}
+	return v.store.Put(rec, w.content)
+}
+
+// byteSize formats n bytes for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// tieOffAbs returns the absolute path of the strand's tie-off.
+func (v *Vault) tieOffAbs(rel string) (string, error) {
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(v.root, filepath.FromSlash(t)), nil
+}

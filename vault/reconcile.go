@@ -1,0 +1,306 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/watcher"
+)
+
+// reconcile compares the disk with the store for everything the hints
+// cover and returns, sorted, the strands that have a change to process
+// (DESIGN §3): a strand file whose content hash differs from the processed
+// one (Created or Modified), or a recorded strand that is gone (Deleted).
+//
+// It is the one mechanism behind watch mode, --once, the startup catch-up,
+// overflow recovery and polling. It is cheap first: a file whose stamp
+// (size, mtime, inode) equals its record's is not read; a file whose stamp
+// changed but whose content did not (a touch, a no-op save, knotd's own
+// write) is restamped and produces nothing. Renames are applied here: a
+// new path whose knot_session belongs to a recorded strand that is gone is
+// the same strand moved, and its record and tie-off move with it without
+// an agent run.
+//
+// reconcile does not decide the event: the processor looks again when the
+// run starts, because the strand may change while it waits.
+func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
+	cands := make(map[string]struct{})
+	var subtrees []string
+	for _, h := range hints {
+		switch {
+		case h.Full():
+			subtrees = []string{""}
+		case h.Dir:
+			subtrees = append(subtrees, h.Path)
+		case strand.IsStrandPath(h.Path):
+			cands[h.Path] = struct{}{}
+		}
+	}
+	if slices.Contains(subtrees, "") {
+		subtrees = []string{""}
+	}
+	for _, dir := range subtrees {
+		if err := v.walk(dir, func(rel string) { cands[rel] = struct{}{} }); err != nil {
+			return nil, err
+		}
+	}
+	if len(subtrees) > 0 {
+		err := v.store.ForEach(func(rec Record) error {
+			for _, dir := range subtrees {
+				if dir == "" || strings.HasPrefix(rec.Path, dir+"/") {
+					cands[rec.Path] = struct{}{}
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("vault: reconcile: %w", err)
+		}
+	}
+
+	var (
+		changed []string
+		created []string
+		gone    = make(map[string]Record)
+		touched = make(map[string]Stamp)
+	)
+	for _, rel := range sortedKeys(cands) {
+		rec, has, err := v.store.Get(rel)
+		if err != nil {
+			return nil, fmt.Errorf("vault: reconcile: %w", err)
+		}
+		info, where, err := v.lstatStrand(rel)
+		if err != nil {
+			v.log.Warn("cannot look at strand; will retry on its next change", "strand", rel, "err", err)
+			continue
+		}
+		switch {
+		case where == ignored:
+		case where == absent && has:
+			gone[rel] = rec
+		case where == absent:
+		case !has:
+			created = append(created, rel)
+		case StampOf(info) == rec.Stamp:
+		default:
+			same, err := v.sameContent(rel, rec.Hash)
+			if err != nil {
+				v.log.Warn("cannot read strand; will retry on its next change", "strand", rel, "err", err)
+				continue
+			}
+			if same {
+				touched[rel] = StampOf(info)
+			} else {
+				changed = append(changed, rel)
+			}
+		}
+	}
+
+	for _, rel := range created {
+		moved, err := v.detectRename(rel, gone)
+		if err != nil {
+			v.log.Warn("cannot check whether a new strand was moved", "strand", rel, "err", err)
+		}
+		if moved {
+			// The record moved to rel; compare the content with it now.
+			rec, has, err := v.store.Get(rel)
+			info, where, serr := v.lstatStrand(rel)
+			if err == nil && serr == nil && has && where == present {
+				if same, herr := v.sameContent(rel, rec.Hash); herr == nil && same {
+					touched[rel] = StampOf(info)
+					continue
+				}
+			}
+		}
+		changed = append(changed, rel)
+	}
+	for rel := range gone {
+		changed = append(changed, rel)
+	}
+
+	if len(touched) > 0 {
+		err := v.store.Update(func(tx *Tx) error {
+			for rel, st := range touched {
+				if err := tx.Restamp(rel, st); err != nil && !errors.Is(err, ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("vault: reconcile: restamp: %w", err)
+		}
+	}
+	slices.Sort(changed)
+	return changed, nil
+}
+
+// walk calls fn with every strand path on disk below the vault-relative
+// directory dir ("" for the whole vault) that the ignore rules keep.
+// Non-regular files named like strands are passed too, so that the caller
+// sees (and reports) them; unreadable directories are logged and skipped.
+func (v *Vault) walk(dir string, fn func(rel string)) error {
+	err := v.rules.Walk(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && rel == dir {
+				return fs.SkipAll // the subtree is gone: its records decide
+			}
+			v.log.Warn("cannot read part of the vault; its strands are skipped until it can be read", "path", rel, "err", err)
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if rel == strand.StateDir {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strand.IsStrandPath(rel) {
+			fn(rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("vault: walk %q: %w", dir, err)
+	}
+	return nil
+}
+
+// presence is what lstatStrand found at a strand path.
+type presence uint8
+
+const (
+	// absent: nothing is there, or something that is not a regular file
+	// (a symbolic link, a FIFO, a directory): not a strand.
+	absent presence = iota
+	// present: a regular file the ignore rules keep.
+	present
+	// ignored: the ignore rules leave the path out; a record it has is
+	// kept as it is (un-ignoring the path compares it again), and no event
+	// comes of it.
+	ignored
+)
+
+// lstatStrand looks at the strand path rel without following a symbolic
+// link. A path that exists but is not a regular file is reported once in
+// the log and is absent. An error means the answer is unknown (permission
+// denied on a parent, I/O error): the caller must not conclude that the
+// strand was deleted.
+func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err error) {
+	abs, err := strand.Abs(v.root, rel)
+	if err != nil {
+		return nil, absent, err
+	}
+	info, err = os.Lstat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+		return nil, absent, nil
+	case err != nil:
+		return nil, absent, err
+	case v.rules.Ignored(rel, false):
+		return info, ignored, nil
+	case !info.Mode().IsRegular():
+		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
+		return info, absent, nil
+	}
+	return info, present, nil
+}
+
+// sameContent reports whether the strand at rel has the content hash h.
+func (v *Vault) sameContent(rel string, h Hash) (bool, error) {
+	abs, err := strand.Abs(v.root, rel)
+	if err != nil {
+		return false, err
+	}
+	got, _, err := hashFile(abs)
+	if err != nil {
+		return false, err
+	}
+	return got == h, nil
+}
+
+// detectRename checks whether the new strand rel is a recorded strand that
+// moved: its knot_session belongs to a record whose path is gone. If so it
+// moves the record (and the tie-off, when the new path has none yet),
+// removes the old path from gone and reports true.
+func (v *Vault) detectRename(rel string, gone map[string]Record) (bool, error) {
+	abs, err := strand.Abs(v.root, rel)
+	if err != nil {
+		return false, err
+	}
+	head, err := readHead(abs, frontmatterScanLimit)
+	if err != nil {
+		return false, err
+	}
+	doc, err := frontmatter.Parse(head)
+	if err != nil || doc.Fields.Session == "" {
+		return false, nil // no usable session: a new strand
+	}
+	owner, ok, err := v.store.BySession(doc.Fields.Session)
+	if err != nil || !ok || owner.Path == rel {
+		return false, err
+	}
+	if _, isGone := gone[owner.Path]; !isGone {
+		// The owner still exists (a copy, not a move) or was not part of
+		// this pass; look at the disk to be sure.
+		_, where, err := v.lstatStrand(owner.Path)
+		if err != nil || where != absent {
+			return false, err
+		}
+	}
+	if err := v.moveTieOff(owner.Path, rel); err != nil {
+		return false, err
+	}
+	if err := v.store.Rename(owner.Path, rel); err != nil {
+		return false, err
+	}
+	delete(gone, owner.Path)
+	v.log.Info("strand moved; its history moves with it", "from", owner.Path, "to", rel)
+	return true, nil
+}
+
+// moveTieOff renames the tie-off of the strand at from to that of the
+// strand at to, unless from has no tie-off or to already has one (the user
+// moved it too, or a new strand took the name first): then both stay.
+func (v *Vault) moveTieOff(from, to string) error {
+	oldRel, err := strand.TieOffPath(from)
+	if err != nil {
+		return err
+	}
+	newRel, err := strand.TieOffPath(to)
+	if err != nil {
+		return err
+	}
+	oldAbs := filepath.Join(v.root, filepath.FromSlash(oldRel))
+	newAbs := filepath.Join(v.root, filepath.FromSlash(newRel))
+	if _, err := os.Lstat(oldAbs); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Lstat(newAbs); err == nil {
+		v.log.Warn("strand moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
+		return nil
+	}
+	if err := os.Rename(oldAbs, newAbs); err != nil {
+		return fmt.Errorf("vault: move tie-off %s to %s: %w", oldRel, newRel, err)
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,288 @@
+package vault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/tieoff"
+)
+
+// run runs the agent for prepared work (or, when w.failure is set, records
+// the failure without running it), then journals, appends and commits.
+func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
+	runID, err := uuid.NewV7()
+	if err != nil {
+		return RunReport{}, fmt.Errorf("vault: new run id: %w", err)
+	}
+	now := v.now().UTC()
+	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
+	sec := tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}
+	resume := w.resume
+
+	if w.failure != "" {
+		rep.Outcome, rep.Reason = agentrun.OutcomeFailed, firstLine(w.failure)
+		sec.Failed, sec.Body = true, w.failure
+		v.log.Warn("strand cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
+	} else {
+		req, err := v.request(w, job, rep.RunID, now)
+		if err != nil {
+			return rep, err
+		}
+		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
+		res, err := v.agent.Run(ctx, req)
+		if err != nil {
+			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error()}
+		}
+		rep.Outcome, rep.Reason, rep.Duration = res.Outcome, res.Reason, res.Duration
+		if res.Outcome == agentrun.OutcomeCanceled && ctx.Err() != nil {
+			// knotd is stopping: the change stays pending and the next
+			// start catches up on it. Nothing is appended or committed.
+			v.log.Info("run canceled; the change will be processed when knotd runs again", "strand", w.rel, "run", rep.RunID)
+			rep.Ran = false
+			return rep, nil
+		}
+		if res.Resume != "" {
+			resume = res.Resume
+		}
+		if res.Outcome == agentrun.OutcomeOK {
+			sec.Body = res.Reply
+		} else {
+			sec.Failed = true
+			sec.Body = failureBody(w, res)
+		}
+		v.log.Info("run finished", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID,
+			"outcome", res.Outcome, "duration", res.Duration.Round(time.Millisecond), "reason", res.Reason)
+	}
+
+	rec := w.rec
+	rec.Path = w.rel
+	if w.event != strand.Deleted {
+		rec.Stamp, rec.Hash = StampOf(w.info), HashOf(w.content)
+	}
+	rec.Session, rec.Resume = w.session, resume
+	rec.Turns++
+	rec.LastRunID, rec.Processed = rep.RunID, now
+	rec.LastOutcome = OutcomeSucceeded
+	if sec.Failed {
+		rec.LastOutcome = OutcomeFailed
+	}
+	if w.failure != "" && w.fields.Session == "" {
+		rec.Session = w.rec.Session // no session was written: keep what we had
+	}
+	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
+	if err := v.commit(w, rec, j); err != nil {
+		return rep, err
+	}
+	if w.event != strand.Deleted && resume != "" && resume != w.fields.Resume {
+		if err := v.writeResume(w, rec, resume); err != nil {
+			v.log.Warn("cannot write knot_resume into the strand; knotd keeps it in its state", "strand", w.rel, "err", err)
+		}
+	}
+	return rep, nil
+}
+
+// request builds the agent request for w.
+func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+	req := agentrun.Request{
+		RunID:    runID,
+		Vault:    v.root,
+		Event:    strand.Event{Type: w.event, Strand: strand.Strand{Path: w.rel, Abs: w.abs, Content: w.content}, Time: now},
+		Previous: w.previous,
+		Session:  w.session,
+		Resume:   w.resume,
+		Turn:     w.rec.Turns + 1,
+		FiredBy:  job.FiredBy,
+		Agent:    w.agent,
+		Model:    w.fields.Model,
+		Now:      now,
+	}
+	if w.newSession {
+		req.Resume = ""
+	}
+	if w.event == strand.Modified && w.userContent != nil {
+		// The diff shows what the user changed, not knotd's session key.
+		req.Previous = w.previous
+	}
+	t, err := v.tieOffAbs(w.rel)
+	if err != nil {
+		return req, err
+	}
+	lim := v.cfg.Limits
+	def := agentrun.DefaultLimits()
+	if lim.TieOffSections <= 0 {
+		lim.TieOffSections = def.TieOffSections
+	}
+	if lim.TieOffBytes <= 0 {
+		lim.TieOffBytes = def.TieOffBytes
+	}
+	// Read a little more than the prompt shows: agentrun bounds it again
+	// and marks what it leaves out.
+	win, err := tieoff.Tail(t, lim.TieOffSections, 2*lim.TieOffBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", err)
+	default:
+		req.TieOff = sectionTexts(win)
+		if win.Start > 0 {
+			// Turns counts the sections knotd appended; the exact count
+			// of older sections would cost a read of the whole history.
+			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
+		}
+	}
+	return req, nil
+}
+
+// sectionTexts splits a tie-off window into the raw text of each section,
+// without the separators between them.
+func sectionTexts(win tieoff.Window) []string {
+	texts := make([]string, 0, len(win.Sections))
+	for i, s := range win.Sections {
+		start := s.Offset - win.Start
+		end := int64(len(win.Text))
+		if i+1 < len(win.Sections) {
+			end = win.Sections[i+1].Offset - win.Start
+		}
+		if start < 0 || start > end || end > int64(len(win.Text)) {
+			continue
+		}
+		text := strings.TrimRight(string(win.Text[start:end]), " \t\r\n")
+		text = strings.TrimSuffix(text, "\n---")
+		texts = append(texts, strings.TrimRight(text, " \t\r\n"))
+	}
+	return texts
+}
+
+// firstLine returns the first line of s.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// failureBody explains a failed run in the tie-off.
+func failureBody(w *work, res agentrun.Result) string {
+	what := fmt.Sprintf("The %s agent did not reply", w.agentName)
+	switch res.Outcome {
+	case agentrun.OutcomeTimeout:
+		what = fmt.Sprintf("The %s agent timed out", w.agentName)
+	case agentrun.OutcomeCanceled:
+		what = fmt.Sprintf("The %s agent was stopped", w.agentName)
+	}
+	if res.Reason != "" {
+		what += ": " + res.Reason
+	}
+	exit := tieoff.NoExitStatus
+	if res.ExitCode >= 0 && res.Outcome != agentrun.OutcomeTimeout && res.Outcome != agentrun.OutcomeCanceled {
+		exit = res.ExitCode
+	}
+	return tieoff.Failure{What: what, ExitStatus: exit, Duration: res.Duration, Stderr: res.Stderr}.Body()
+}
+
+// decodeJournal reads what commit journaled.
+func decodeJournal(b []byte) (journal, error) {
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("journal entry: %w", err)
+	}
+	return j, nil
+}
+
+// journal is what the pending journal keeps of a run's section: enough to
+// append it again after a crash.
+type journal struct {
+	Section tieoff.Section `json:"section"`
+	Replace bool           `json:"replace,omitempty"`
+}
+
+// commit makes a finished run durable in the order that survives a crash at
+// any point: journal the section, append it, then commit the record and
+// drop the journal entry in one transaction.
+func (v *Vault) commit(w *work, rec Record, j journal) error {
+	enc, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
+	}
+	p := Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
+	if err := v.store.PutPending(p); err != nil {
+		return err
+	}
+	return v.complete(p, j, false)
+}
+
+// complete appends a journaled run's section (unless check finds it already
+// in the tie-off) and commits its record.
+func (v *Vault) complete(p Pending, j journal, check bool) error {
+	t, err := v.tieOffAbs(p.Record.Path)
+	if err != nil {
+		return err
+	}
+	done := false
+	if check {
+		done, err = tieoff.HasRun(t, p.RunID, 0)
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) {
+			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
+		}
+	}
+	if !done {
+		if j.Replace {
+			err = tieoff.Replace(t, j.Section)
+		} else {
+			_, err = tieoff.Append(t, j.Section)
+		}
+		if err != nil {
+			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried): %w", p.Record.Path, err)
+		}
+	}
+	return v.store.Complete(p.RunID)
+}
+
+// writeResume writes the agent's new resume handle into the strand's
+// frontmatter (knot_resume) and records the result as processed, so that
+// knotd's own write triggers nothing. If the user saved the strand during
+// the run, the handle goes on top of their version, which stays
+// unprocessed for the follow-up run.
+func (v *Vault) writeResume(w *work, rec Record, handle string) error {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		cur, hash, _, tooBig, err := readStrand(w.abs, v.cfg.MaxStrandSize)
+		if err != nil || tooBig {
+			return err
+		}
+		updated, err := frontmatter.SetResume(cur, handle)
+		if err != nil {
+			return err
+		}
+		if err := frontmatter.WriteFile(w.abs, cur, updated); errors.Is(err, frontmatter.ErrChanged) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		processed := w.content
+		if hash == rec.Hash {
+			processed = updated
+		} else if p, err := frontmatter.SetResume(w.content, handle); err == nil {
+			processed = p
+		}
+		info, err := os.Lstat(w.abs)
+		if err != nil {
+			return err
+		}
+		rec.Hash = HashOf(processed)
+		if hash == HashOf(w.content) {
+			rec.Stamp = StampOf(info)
+		}
+		return v.store.Put(rec, processed)
+	}
+	return fmt.Errorf("the strand kept changing")
+}
