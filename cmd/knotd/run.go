@@ -56,12 +56,12 @@ func exitCode(err error) int {
 // options are knotd's parsed command line.
 type options struct {
 	once, jsonOut, dryRun, all, version bool
-	agent, config, logLevel, logFormat    string
-	explain                               string
-	debounce, maxWait, timeout, poll      time.Duration
-	concurrency                           int
-	vault                                 string
-	set                                   map[string]bool // flags given explicitly
+	agent, config, logLevel, logFormat  string
+	explain                             string
+	debounce, maxWait, timeout, poll    time.Duration
+	concurrency                         int
+	vault                               string
+	set                                 map[string]bool // flags given explicitly
 }
 
 // run is knotd: it parses args, wires the vault and runs it until ctx ends
