@@ -1,0 +1,289 @@
+package agentrun_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/strand"
+)
+
+// These tests drive the real Claude Code CLI (agenttest.ClaudeCLI) through
+// the claude preset against a loopback stand-in for the Anthropic API.
+
+const (
+	realSession = "11111111-2222-4333-8444-555555555555"
+	realPlanV1  = "# Plan\n\n- [ ] draft the outline\n"
+	realPlanV2  = "# Plan\n\n- [x] draft the outline\n- [ ] ask Sam\n"
+)
+
+// realClaude is the setup shared by the tests: the stand-in, and a Runner
+// and agent that run the real CLI against it with a throwaway home.
+type realClaude struct {
+	api    *agenttest.Server
+	runner *agentrun.Runner
+	agent  agentrun.Agent
+}
+
+func newRealClaude(t *testing.T) *realClaude {
+	t.Helper()
+	bin := agenttest.ClaudeCLI(t)
+	api := agenttest.NewAnthropic(t)
+	env := api.ClaudeEnv(t.TempDir())
+	fresh := 0
+	return &realClaude{
+		api: api,
+		runner: &agentrun.Runner{
+			Environ: func() []string { return env },
+			NewSessionID: func() string {
+				fresh++
+				return fmt.Sprintf("33333333-2222-4333-8444-%012d", fresh)
+			},
+		},
+		agent: agentrun.Agent{
+			Name:    "claude",
+			Preset:  agentrun.PresetClaude,
+			Command: []string{bin},
+			Timeout: 2 * time.Minute,
+		},
+	}
+}
+
+// firstTurn is the request for a strand's first run in vault.
+func (rc *realClaude) firstTurn(vault string) agentrun.Request {
+	return agentrun.Request{
+		RunID: "run-1",
+		Vault: vault,
+		Event: strand.Event{
+			Type:   strand.Created,
+			Strand: strand.Strand{Path: "ideas/plan.md", Abs: filepath.Join(vault, "ideas", "plan.md"), Content: []byte(realPlanV1)},
+			Time:   time.Date(2026, 11, 21, 19, 30, 0, 0, time.UTC),
+		},
+		Session: realSession,
+		Turn:    1,
+		FiredBy: agentrun.FiredByWatch,
+		Agent:   rc.agent,
+		Now:     time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC),
+	}
+}
+
+// realNextTurn turns req into the strand's next turn, resuming handle.
+func realNextTurn(req agentrun.Request, handle string) agentrun.Request {
+	req.Event.Type = strand.Modified
+	req.Previous = req.Event.Strand.Content
+	req.Event.Strand.Content = []byte(realPlanV2)
+	req.Resume = handle
+	req.Turn++
+	req.RunID = fmt.Sprintf("run-%d", req.Turn)
+	req.Now = req.Now.Add(time.Minute)
+	return req
+}
+
+// run runs req and returns its result and the model calls the stand-in saw
+// during the run.
+func (rc *realClaude) run(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.Request) {
+	t.Helper()
+	before := len(rc.api.MessageRequests())
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	res, err := rc.runner.Run(ctx, req)
+	if err != nil {
+		t.Fatalf("Run(turn %d) error: %v", req.Turn, err)
+	}
+	if res.Outcome != agentrun.OutcomeOK {
+		t.Fatalf("Run(turn %d) = %s %q; want ok\nargv %q\nstdout %s\nstderr %s",
+			req.Turn, res.Outcome, res.Reason, res.Argv, res.Stdout, res.Stderr)
+	}
+	return res, rc.api.MessageRequests()[before:]
+}
+
+// mustOneCall returns the only model call of a run.
+func mustOneCall(t *testing.T, turn int, calls []agenttest.Request) agenttest.Request {
+	t.Helper()
+	if len(calls) != 1 {
+		t.Fatalf("turn %d made %d model calls; want 1", turn, len(calls))
+	}
+	return calls[0]
+}
+
+// assistantTexts returns the text of the assistant messages of a call.
+func assistantTexts(call agenttest.Request) []string {
+	var texts []string
+	for _, m := range call.Messages {
+		if m.Role == "assistant" {
+			texts = append(texts, m.Text())
+		}
+	}
+	return texts
+}
+
+func TestClaude_RealCLIConversation(t *testing.T) {
+	rc := newRealClaude(t)
+	rc.agent.Model = "sonnet"
+	rc.agent.Instructions = "- Answer in one sentence.\n- Never edit files."
+	vault := t.TempDir()
+	bin := rc.agent.Command[0]
+
+	req1 := rc.firstTurn(vault)
+	req1.Agent = rc.agent
+	res1, calls := rc.run(t, req1)
+	wantArgv := []string{bin, "-p", "--output-format", "json", "--session-id", realSession,
+		"--model", "sonnet", "--append-system-prompt=" + rc.agent.Instructions}
+	if !slices.Equal(res1.Argv, wantArgv) {
+		t.Errorf("turn 1 argv = %q; want %q", res1.Argv, wantArgv)
+	}
+	if res1.Reply != "MOCK REPLY (user messages seen: 1)" || res1.Resume != realSession || res1.Restarted != nil {
+		t.Errorf("turn 1 reply %q resume %q restarted %+v; want the mock reply and resume handle %s",
+			res1.Reply, res1.Resume, res1.Restarted, realSession)
+	}
+	if u := res1.Usage; u == nil || u.InputTokens != 10 || u.OutputTokens != 8 || u.CostUSD <= 0 {
+		t.Errorf("turn 1 usage = %+v; want 10 in, 8 out and a cost", u)
+	}
+	call1 := mustOneCall(t, 1, calls)
+	// The Event Context block is the user's message, byte for byte.
+	if got := call1.UserPrompts(); !slices.Equal(got, []string{res1.Prompt}) {
+		t.Errorf("turn 1: the model saw user prompts %q; want the run's prompt %q", got, res1.Prompt)
+	}
+	for _, want := range []string{
+		"## Event Context\nEvent: Created\nStrand: ideas/plan.md\nNow: 2026-11-21T19:30:05Z\n",
+		"Session: " + realSession + " (new)\nTurn: 1\nFired-By: watch\n",
+		realPlanV1,
+	} {
+		if !strings.Contains(res1.Prompt, want) {
+			t.Errorf("turn 1 prompt lacks %q:\n%s", want, res1.Prompt)
+		}
+	}
+	if !strings.Contains(call1.System, rc.agent.Instructions) {
+		t.Errorf("turn 1: the instructions %q did not reach the system prompt", rc.agent.Instructions)
+	}
+	if !strings.Contains(call1.Model, "sonnet") {
+		t.Errorf("turn 1: the model asked for is %q; want a sonnet model", call1.Model)
+	}
+
+	req2 := realNextTurn(req1, res1.Resume)
+	res2, calls := rc.run(t, req2)
+	if i := slices.Index(res2.Argv, "--resume"); i < 0 || i+1 >= len(res2.Argv) || res2.Argv[i+1] != realSession ||
+		slices.Contains(res2.Argv, "--session-id") {
+		t.Errorf("turn 2 argv = %q; want --resume %s and no --session-id", res2.Argv, realSession)
+	}
+	if res2.Reply != "MOCK REPLY (user messages seen: 2)" || res2.Resume != realSession || res2.Restarted != nil {
+		t.Errorf("turn 2 reply %q resume %q restarted %+v; want the mock reply for 2 user messages in %s",
+			res2.Reply, res2.Resume, res2.Restarted, realSession)
+	}
+	call2 := mustOneCall(t, 2, calls)
+	// The resumed conversation carries turn 1 to the model.
+	if got, want := call2.UserPrompts(), []string{res1.Prompt, res2.Prompt}; !slices.Equal(got, want) {
+		t.Errorf("turn 2: the model saw user prompts %q; want turn 1's and turn 2's prompts %q", got, want)
+	}
+	if got, want := assistantTexts(call2), []string{res1.Reply}; !slices.Equal(got, want) {
+		t.Errorf("turn 2: the model saw assistant messages %q; want %q", got, want)
+	}
+	for _, want := range []string{
+		"## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n",
+		"Session: " + realSession + " (resumed)\nTurn: 2\n",
+		"Changes:\n",
+		"+- [ ] ask Sam\n",
+	} {
+		if !strings.Contains(res2.Prompt, want) {
+			t.Errorf("turn 2 prompt lacks %q:\n%s", want, res2.Prompt)
+		}
+	}
+	for _, r := range rc.api.Requests() {
+		if r.Status != 200 {
+			t.Errorf("the stand-in answered %s %s with %d", r.Method, r.Path, r.Status)
+		}
+	}
+}
+
+// TestClaude_RealCLIResumesAfterVaultMoved pins a fact about Claude Code
+// 2.1.330: --resume finds a session by id in any directory of the same
+// home, so a moved vault keeps its conversation.
+func TestClaude_RealCLIResumesAfterVaultMoved(t *testing.T) {
+	rc := newRealClaude(t)
+	first := rc.firstTurn(t.TempDir())
+	res1, _ := rc.run(t, first)
+
+	req := realNextTurn(first, res1.Resume)
+	req.Vault = t.TempDir()
+	req.Event.Strand.Abs = filepath.Join(req.Vault, "ideas", "plan.md")
+	res, calls := rc.run(t, req)
+	if res.Restarted != nil || res.Resume != realSession || res.Reply != "MOCK REPLY (user messages seen: 2)" {
+		t.Errorf("after the move: restarted %+v, resume %q, reply %q; want the conversation %s resumed",
+			res.Restarted, res.Resume, res.Reply, realSession)
+	}
+	call := mustOneCall(t, req.Turn, calls)
+	if got, want := call.UserPrompts(), []string{res1.Prompt, res.Prompt}; !slices.Equal(got, want) {
+		t.Errorf("after the move, the model saw user prompts %q; want %q", got, want)
+	}
+}
+
+func TestClaude_RealCLIRecoversLostSession(t *testing.T) {
+	const fresh = "33333333-2222-4333-8444-000000000001"
+	tests := []struct {
+		name string
+		// second returns the runner and request of the turn after first
+		// whose session Claude refuses.
+		second     func(t *testing.T, rc *realClaude, first agentrun.Request, res agentrun.Result) (*agentrun.Runner, agentrun.Request)
+		wantReason string
+	}{
+		{
+			// The vault is synced to another machine, whose Claude Code
+			// has never seen the conversation.
+			name: "resume handle unknown to this home",
+			second: func(t *testing.T, rc *realClaude, first agentrun.Request, res agentrun.Result) (*agentrun.Runner, agentrun.Request) {
+				other := *rc.runner
+				env := rc.api.ClaudeEnv(t.TempDir())
+				other.Environ = func() []string { return env }
+				return &other, realNextTurn(first, res.Resume)
+			},
+			wantReason: "No conversation found with session ID: " + realSession,
+		},
+		{
+			name: "handle lost: session id already in use",
+			second: func(t *testing.T, rc *realClaude, first agentrun.Request, _ agentrun.Result) (*agentrun.Runner, agentrun.Request) {
+				return rc.runner, realNextTurn(first, "")
+			},
+			wantReason: "Error: Session ID " + realSession + " is already in use.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := newRealClaude(t)
+			first := rc.firstTurn(t.TempDir())
+			res1, _ := rc.run(t, first)
+
+			runner, req := tt.second(t, rc, first, res1)
+			rc.runner = runner
+			res, calls := rc.run(t, req)
+			if res.Restarted == nil || res.Restarted.Handle != realSession || res.Restarted.Reason != tt.wantReason {
+				t.Errorf("Restarted = %+v; want handle %s, reason %q", res.Restarted, realSession, tt.wantReason)
+			}
+			if res.Resume != fresh || res.Reply != "MOCK REPLY (user messages seen: 1)" {
+				t.Errorf("reply %q resume %q; want the mock reply for 1 user message in fresh session %s", res.Reply, res.Resume, fresh)
+			}
+			if n := len(res.Argv); n < 2 || res.Argv[n-2] != "--session-id" || res.Argv[n-1] != fresh {
+				t.Errorf("argv of the second attempt = %q; want it to end with --session-id %s", res.Argv, fresh)
+			}
+			// The refused attempt never reached the model; the fresh session
+			// holds only this turn, and its Event Context says what happened.
+			call := mustOneCall(t, req.Turn, calls)
+			if got := call.UserPrompts(); !slices.Equal(got, []string{res.Prompt}) {
+				t.Errorf("the model saw user prompts %q; want only this run's prompt %q", got, res.Prompt)
+			}
+			wantLine := "Session: " + realSession + " (new; conversation " + realSession +
+				" could not be continued: " + tt.wantReason + ")\n"
+			if !strings.Contains(res.Prompt, wantLine) {
+				t.Errorf("the prompt does not say the session was restarted (%q):\n%s", wantLine, res.Prompt)
+			}
+			if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "a fresh one was started") }) {
+				t.Errorf("Notes = %q; want one saying a fresh conversation was started", res.Notes)
+			}
+		})
+	}
+}
