@@ -21,8 +21,11 @@ import (
 // Two refusals are recovered once per run by starting a fresh session with a
 // new UUID (see sessionLost): "Session ID … is already in use" (the session
 // exists although knotd has no handle for it) and "No conversation found
-// with session ID" (the handle is unknown in this directory, for example
-// after the vault moved).
+// with session ID" (the handle is unknown to this user's Claude home, for
+// example after the vault was synced to another machine). Claude Code
+// 2.1.330 stores sessions per working directory but resumes them from any
+// directory under the same home.
+
 type claudeDriver struct{}
 
 func (claudeDriver) delivery() PromptMode     { return PromptStdin }
