@@ -146,6 +146,18 @@ func (v *Vault) catchUp(all bool) (pending []string, adopted int, err error) {
 	return pending, 0, err
 }
 
+// hooks are observation points for tests; nil fields are skipped. They are
+// set before Once or Watch starts and only read afterwards.
+type hooks struct {
+	// scheduler is called with the scheduler of a pass before it runs.
+	scheduler func(*Scheduler[Job])
+	// batch is called after Watch reconciled a batch of hints and
+	// submitted the paths that changed.
+	batch func(hints []watcher.Hint, submitted []string)
+	// worked is called after each Work call with what it did.
+	worked func(rel string, rep RunReport)
+}
+
 // scheduler builds the per-strand scheduler whose work is process. Each
 // finished strand is reported to report; a strand that moved on during its
 // run is submitted again as its own follow-up. Runs get the grace period
@@ -187,6 +199,12 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		if again && ctx.Err() == nil {
 			s.Submit(rel, Job{FiredBy: job.FiredBy})
 		}
+		if v.hooks.worked != nil {
+			v.hooks.worked(rel, rep)
+		}
+	}
+	if v.hooks.scheduler != nil {
+		v.hooks.scheduler(s)
 	}
 	return s, release
 }
@@ -276,6 +294,9 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 		}
 		for _, rel := range paths {
 			s.Submit(rel, Job{FiredBy: fired})
+		}
+		if v.hooks.batch != nil {
+			v.hooks.batch(batch, paths)
 		}
 	}
 	wg.Wait()

@@ -1,9 +1,17 @@
 package vault
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
 // helperEnv names the environment variable that turns the test binary
@@ -15,7 +23,13 @@ var helpers = map[string]func() int{
 	"holdlock": helperHoldLock,
 }
 
+// fakes are the fake agents of these tests, added to fakeagent's own.
+var fakes = map[string]fakeagent.Behaviour{
+	gateBehaviour: gateAgent,
+}
+
 func TestMain(m *testing.M) {
+	fakeagent.Main(fakes)
 	if name := os.Getenv(helperEnv); name != "" {
 		h, ok := helpers[name]
 		if !ok {
@@ -25,4 +39,71 @@ func TestMain(m *testing.M) {
 		os.Exit(h())
 	}
 	os.Exit(m.Run())
+}
+
+// gateBehaviour is a fake agent that records its call (the Nth, counting
+// from 1), then blocks until the file release-N appears in its state
+// directory, then replies "GATE N" and the first line of its prompt's
+// strand content. Tests use it to hold a run open while they edit.
+const gateBehaviour = "gate"
+
+// gateRelease is the file that lets call n of the gate agent finish.
+func gateRelease(state string, n int) string {
+	return filepath.Join(state, "release-"+strconv.Itoa(n))
+}
+
+func gateAgent(inv *fakeagent.Invocation) int {
+	die := func(err error) int {
+		fmt.Fprintln(inv.Stderr, "gate:", err)
+		return 125
+	}
+	// Record the call the way fakeagent's behaviours do: it reads stdin
+	// and appends to calls.jsonl (the Echo behaviour does nothing else
+	// before replying, so run it with a discarded reply).
+	echo := fakeagent.Behaviours()[fakeagent.Echo]
+	if code := echo(&fakeagent.Invocation{Name: gateBehaviour, Args: inv.Args, Stdin: inv.Stdin,
+		Stdout: discard{}, Stderr: inv.Stderr, State: inv.State, Dir: inv.Dir}); code != 0 {
+		return code
+	}
+	calls, err := fakeagent.Calls(inv.State)
+	if err != nil {
+		return die(err)
+	}
+	n := len(calls)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return die(err)
+	}
+	defer w.Close()
+	if err := w.Add(inv.State); err != nil {
+		return die(err)
+	}
+	release := gateRelease(inv.State, n)
+	for {
+		if _, err := os.Stat(release); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return die(err)
+		}
+		select {
+		case <-w.Events:
+		case err := <-w.Errors:
+			return die(err)
+		}
+	}
+	fmt.Fprintf(inv.Stdout, "GATE %d\n", n)
+	return 0
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// promptBody returns what follows the Event Context block of a prompt:
+// the strand's content as the agent saw it.
+func promptBody(prompt string) string {
+	if _, after, ok := strings.Cut(prompt, "\n```\n\n"); ok {
+		return after
+	}
+	return prompt
 }

@@ -57,6 +57,9 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
+
+	// hooks lets tests observe the daemon (see hooks).
+	hooks hooks
 }
 
 // Open validates and locks the vault at root (an absolute directory path),

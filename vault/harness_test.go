@@ -1,0 +1,398 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/watcher"
+)
+
+// waitTimeout bounds every wait of these tests: long enough never to be
+// reached on a loaded machine, short enough to fail a hung test.
+const waitTimeout = 20 * time.Second
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
+	}
+}
+
+// env is a vault in a temporary directory with its own user config
+// directory (the user's real config is never read) and a state directory
+// for fake agents.
+type env struct {
+	t         testing.TB
+	root      string
+	configDir string
+	state     string // fake agents' calls, conversations and gates
+	flags     Settings
+	grace     time.Duration
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	debounce, maxWait, conc := 50*time.Millisecond, 2*time.Second, 2
+	return &env{
+		t: t, root: root, configDir: t.TempDir(), state: t.TempDir(),
+		flags: Settings{Debounce: &debounce, MaxWait: &maxWait, Concurrency: &conc},
+		grace: 5 * time.Second,
+	}
+}
+
+// userConfig writes the user config file.
+func (e *env) userConfig(yaml string) {
+	e.t.Helper()
+	if err := os.WriteFile(filepath.Join(e.configDir, ConfigFile), []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// fakeAgentYAML returns an agents: entry for a fake agent, run as a
+// generic command (preset "") or with a preset whose program is the fake.
+func (e *env) fakeAgentYAML(name, preset, behaviour string, args ...string) string {
+	e.t.Helper()
+	argv := append([]string{fakeagent.Program(e.t)}, args...)
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	s := fmt.Sprintf("  %s:\n", name)
+	if preset != "" {
+		s += fmt.Sprintf("    preset: %s\n", preset)
+	}
+	s += fmt.Sprintf("    command: [%s]\n", strings.Join(quoted, ", "))
+	s += fmt.Sprintf("    env: {%s: %q, %s: %q}\n", fakeagent.EnvBehaviour, behaviour, fakeagent.EnvState, e.state)
+	return s
+}
+
+// useAgent makes a fake agent the default agent.
+func (e *env) useAgent(preset, behaviour string, args ...string) {
+	e.t.Helper()
+	e.userConfig("default_agent: fake\nagents:\n" + e.fakeAgentYAML("fake", preset, behaviour, args...))
+}
+
+func (e *env) abs(rel string) string { return filepath.Join(e.root, filepath.FromSlash(rel)) }
+
+func (e *env) write(rel, content string) {
+	e.t.Helper()
+	p := e.abs(rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) read(rel string) string {
+	e.t.Helper()
+	b, err := os.ReadFile(e.abs(rel))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (e *env) remove(rel string) {
+	e.t.Helper()
+	if err := os.Remove(e.abs(rel)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) rename(from, to string) {
+	e.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(e.abs(to)), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Rename(e.abs(from), e.abs(to)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) exists(rel string) bool {
+	_, err := os.Lstat(e.abs(rel))
+	return err == nil
+}
+
+func (e *env) options() Options {
+	return Options{ConfigDir: e.configDir, Flags: e.flags, Grace: e.grace}
+}
+
+// open opens the vault and closes it when the test ends.
+func (e *env) open() *Vault {
+	e.t.Helper()
+	v, err := Open(e.root, e.options())
+	if err != nil {
+		e.t.Fatalf("Open: %v", err)
+	}
+	e.t.Cleanup(func() {
+		if v.store != nil {
+			if err := v.Close(); err != nil {
+				e.t.Errorf("Close: %v", err)
+			}
+		}
+	})
+	return v
+}
+
+// close closes v, failing the test on error.
+func (e *env) close(v *Vault) {
+	e.t.Helper()
+	if err := v.Close(); err != nil {
+		e.t.Fatalf("Close: %v", err)
+	}
+}
+
+// once runs one --once pass.
+func (e *env) once(v *Vault, all bool) Summary {
+	e.t.Helper()
+	sum, err := v.Once(context.Background(), OnceOptions{All: all})
+	if err != nil {
+		e.t.Fatalf("Once: %v", err)
+	}
+	return sum
+}
+
+// onceFresh opens the vault, runs a pass and closes it: a knotd --once.
+func (e *env) onceFresh() Summary {
+	e.t.Helper()
+	v, err := Open(e.root, e.options())
+	if err != nil {
+		e.t.Fatalf("Open: %v", err)
+	}
+	sum, err := v.Once(context.Background(), OnceOptions{})
+	if cerr := v.Close(); cerr != nil {
+		e.t.Fatalf("Close: %v", cerr)
+	}
+	if err != nil {
+		e.t.Fatalf("Once: %v", err)
+	}
+	return sum
+}
+
+// sections reads the tie-off of the strand rel; none if it has none.
+func (e *env) sections(rel string) []tieoff.Section {
+	e.t.Helper()
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	secs, perrs, err := tieoff.Read(e.abs(t))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatalf("read tie-off of %s: %v", rel, err)
+	}
+	if len(perrs) > 0 {
+		e.t.Fatalf("tie-off of %s does not parse: %v", rel, perrs)
+	}
+	return secs
+}
+
+// events returns the event labels of the strand's tie-off sections.
+func (e *env) events(rel string) []string {
+	e.t.Helper()
+	var evs []string
+	for _, s := range e.sections(rel) {
+		ev := s.Event.String()
+		if s.Failed {
+			ev += "(failed)"
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// calls returns the fake agents' recorded calls.
+func (e *env) calls() []fakeagent.Call {
+	e.t.Helper()
+	calls, err := fakeagent.Calls(e.state)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return calls
+}
+
+// release lets call n of the gate agent finish.
+func (e *env) release(n int) {
+	e.t.Helper()
+	if err := os.WriteFile(gateRelease(e.state, n), nil, 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// record returns the store's record of rel.
+func record(t testing.TB, v *Vault, rel string) (Record, bool) {
+	t.Helper()
+	rec, ok, err := v.store.Get(rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, ok
+}
+
+// barrierPath is the strand the watch harness writes to know that every
+// earlier change has been seen: its knot_mode is off, so it never runs.
+const barrierPath = "zz-barrier.md"
+
+// watching is a Watch running in the background, with what the test
+// hooks saw.
+type watching struct {
+	e      *env
+	v      *Vault
+	cancel context.CancelFunc
+	done   chan error
+
+	mu       sync.Mutex
+	sched    *Scheduler[Job]
+	batches  [][]watcher.Hint
+	reports  []RunReport // every Work but the barrier's
+	barriers int
+	stopped  bool
+}
+
+// watch starts v.Watch and waits until its startup rescan was reconciled
+// (the watches are in place).
+func (e *env) watch(v *Vault, opts WatchOptions) *watching {
+	e.t.Helper()
+	w := &watching{e: e, v: v, done: make(chan error, 1)}
+	v.hooks.scheduler = func(s *Scheduler[Job]) {
+		w.mu.Lock()
+		w.sched = s
+		w.mu.Unlock()
+	}
+	v.hooks.batch = func(hints []watcher.Hint, _ []string) {
+		w.mu.Lock()
+		w.batches = append(w.batches, slices.Clone(hints))
+		w.mu.Unlock()
+	}
+	v.hooks.worked = func(rel string, rep RunReport) {
+		if rel == barrierPath {
+			return
+		}
+		w.mu.Lock()
+		w.reports = append(w.reports, rep)
+		w.mu.Unlock()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go func() { w.done <- v.Watch(ctx, opts) }()
+	e.t.Cleanup(func() {
+		if err := w.stop(); err != nil {
+			e.t.Errorf("Watch: %v", err)
+		}
+	})
+	waitFor(e.t, waitTimeout, "the watcher's startup rescan", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.ContainsFunc(w.batches, func(b []watcher.Hint) bool { return slices.ContainsFunc(b, watcher.Hint.Full) })
+	})
+	return w
+}
+
+// stop cancels Watch and returns what it returned.
+func (w *watching) stop() error {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return nil
+	}
+	w.stopped = true
+	w.mu.Unlock()
+	w.cancel()
+	select {
+	case err := <-w.done:
+		return err
+	case <-time.After(waitTimeout):
+		return errors.New("Watch did not return after its context ended")
+	}
+}
+
+// worked returns how many Work calls (other than the barrier's) ended.
+func (w *watching) worked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.reports)
+}
+
+// runs returns the reports of the runs that happened (Ran), in order.
+func (w *watching) runs() []RunReport {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var rs []RunReport
+	for _, r := range w.reports {
+		if r.Ran {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// settle returns once everything the file system did before it was
+// called has been seen and processed, follow-ups included: it writes the
+// barrier strand, waits until the watcher's hint for it was reconciled
+// (hints arrive in the order their paths settled, so every earlier change
+// was reconciled too), then waits until the scheduler is idle. It repeats
+// this until a round does no work, because a run writes files of its own
+// (knot_session) whose events must be seen as well.
+func (w *watching) settle() {
+	t := w.e.t
+	t.Helper()
+	for round := 0; ; round++ {
+		if round == 10 {
+			t.Fatal("settle: the vault never went quiet")
+		}
+		before := w.worked()
+		w.mu.Lock()
+		w.barriers++
+		n, from := w.barriers, len(w.batches)
+		w.mu.Unlock()
+		w.e.write(barrierPath, fmt.Sprintf("---\nknot_mode: off\n---\nbarrier %d\n", n))
+		waitFor(t, waitTimeout, "the barrier's hint", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, b := range w.batches[from:] {
+				if slices.ContainsFunc(b, func(h watcher.Hint) bool { return h.Full() || h.Path == barrierPath }) {
+					return true
+				}
+			}
+			return false
+		})
+		w.mu.Lock()
+		s := w.sched
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		err := s.WaitIdle(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("settle: the scheduler did not go idle: %v", err)
+		}
+		if w.worked() == before {
+			return
+		}
+	}
+}
