@@ -1,0 +1,159 @@
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// codexNormalizer reads `codex exec --json` (codex-rs/exec/src/exec_events.rs
+// of openai/codex): thread.started, turn.started, turn.completed (usage),
+// turn.failed and error events, and item.started, item.updated and
+// item.completed events carrying a thread item with an "id" and a "type":
+// agent_message and reasoning (text), command_execution, file_change,
+// mcp_tool_call, web_search, todo_list, plan and error. Each item becomes
+// blocks at the place it first appeared, from its last state: messages and
+// reasoning natively, tool-like items reconstructed as a tool_use followed
+// by a tool_result once the item finished.
+type codexNormalizer struct {
+	order   []string
+	items   map[string]map[string]json.RawMessage
+	anon    int
+	usage   *Usage
+	notes   []string
+	skipped map[string]int
+}
+
+func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
+	switch t := str(obj, "type"); t {
+	case "item.started", "item.updated", "item.completed":
+		item := object(obj, "item")
+		if item == nil {
+			return
+		}
+		id := str(item, "id")
+		if id == "" {
+			n.anon++
+			id = fmt.Sprintf("\x00%d", n.anon) // never equal to a real id
+		}
+		if n.items == nil {
+			n.items = map[string]map[string]json.RawMessage{}
+		}
+		if _, seen := n.items[id]; !seen {
+			n.order = append(n.order, id)
+		}
+		n.items[id] = item
+	case "turn.completed":
+		if u := object(obj, "usage"); u != nil {
+			if n.usage == nil {
+				n.usage = &Usage{}
+			}
+			n.usage.add(Usage{InputTokens: integer(u, "input_tokens"), CacheReadTokens: integer(u, "cached_input_tokens"), OutputTokens: integer(u, "output_tokens")})
+		}
+	case "turn.failed":
+		n.notes = append(n.notes, "codex turn failed: "+str(object(obj, "error"), "message"))
+	case "error":
+		n.notes = append(n.notes, "codex error: "+str(obj, "message"))
+	case "thread.started", "turn.started", "item.plan.delta":
+		// The thread id is the resume handle (agentrun reads it); plan
+		// deltas are followed by the whole plan item.
+	default:
+		if n.skipped == nil {
+			n.skipped = map[string]int{}
+		}
+		n.skipped[t]++
+	}
+}
+
+func (n *codexNormalizer) finish() (AssistantMessage, *Usage) {
+	var msg AssistantMessage
+	for _, id := range n.order {
+		item := n.items[id]
+		if strings.HasPrefix(id, "\x00") {
+			id = ""
+		}
+		msg.Blocks = append(msg.Blocks, n.blocks(id, item)...)
+	}
+	msg.Notes = append(n.notes, noteCounts("codex events", n.skipped)...)
+	return msg, n.usage
+}
+
+// blocks converts one thread item in its last state.
+func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []Block {
+	status := str(item, "status")
+	done := status != "" && status != "in_progress"
+	failed := status == "failed" || status == "declined"
+	use := func(name string, input any) Block {
+		return Block{Type: BlockToolUse, Fidelity: Reconstructed, ID: id, Name: name, Input: mustJSON(input)}
+	}
+	result := func(content string, isErr bool) Block {
+		return Block{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: id, Content: content, IsError: isErr}
+	}
+	switch t := str(item, "type"); t {
+	case "agent_message", "plan":
+		return []Block{{Type: BlockText, Fidelity: Native, Text: str(item, "text")}}
+	case "reasoning":
+		return []Block{{Type: BlockThinking, Fidelity: Native, Text: str(item, "text")}}
+	case "command_execution":
+		out := []Block{use("command_execution", map[string]string{"command": str(item, "command")})}
+		var exit *int
+		if raw, ok := item["exit_code"]; ok {
+			_ = json.Unmarshal(raw, &exit) // null or absent: still running
+		}
+		if done || exit != nil {
+			content := str(item, "aggregated_output")
+			if content == "" && status == "declined" {
+				content = "declined"
+			}
+			out = append(out, result(content, failed || exit != nil && *exit != 0))
+		}
+		return out
+	case "file_change":
+		var changes []map[string]string
+		_ = json.Unmarshal(item["changes"], &changes) // other shapes: none
+		out := []Block{use("file_change", map[string]any{"changes": changes})}
+		if done {
+			lines := make([]string, 0, len(changes))
+			for _, c := range changes {
+				lines = append(lines, c["kind"]+" "+c["path"])
+			}
+			out = append(out, result(status+": "+strings.Join(lines, ", "), failed))
+		}
+		return out
+	case "mcp_tool_call":
+		b := use(str(item, "server")+"/"+str(item, "tool"), nil)
+		b.Input = rawObject(item["arguments"])
+		out := []Block{b}
+		if done {
+			content, _ := flatten(object(item, "result")["content"])
+			if e := object(item, "error"); e != nil {
+				content = str(e, "message")
+			}
+			out = append(out, result(content, failed))
+		}
+		return out
+	case "web_search":
+		return []Block{use("web_search", map[string]string{"query": str(item, "query")})}
+	case "todo_list":
+		var items []map[string]any
+		_ = json.Unmarshal(item["items"], &items) // other shapes: none
+		return []Block{use("todo_list", map[string]any{"items": items})}
+	case "error":
+		n.notes = append(n.notes, "codex error item: "+str(item, "message"))
+		return nil
+	default:
+		// An item type this version does not know (collab_tool_call…):
+		// keep its fields as the input of a tool_use named after it.
+		fields := make(map[string]json.RawMessage, len(item))
+		for k, v := range item {
+			if k != "id" && k != "type" {
+				fields[k] = v
+			}
+		}
+		out := []Block{use(t, fields)}
+		if done {
+			out = append(out, result(status, failed))
+		}
+		return out
+	}
+}

@@ -1,0 +1,65 @@
+// Package transcript keeps the machine record of one agent run (DESIGN
+// §4.4): an append-only JSON Lines file, <dir>/<run-id>.jsonl (the vault
+// passes <vault>/.knot/runs), that a user audits when an agent did
+// something surprising and that live tools follow while the run goes on.
+//
+// # The line format
+//
+// Every line is one JSON object, the envelope, with the payload nested
+// under "data" (never flattened, so a payload field can never collide with
+// an envelope field and a reader can route a line without knowing its
+// type):
+//
+//	{"seq":1,"run_id":"0190…","type":"run.started","time":"2026-11-21T19:30:05.123456789Z","data":{…}}
+//
+// The fields:
+//
+//   - seq counts the lines of the file: 1, 2, 3, … strictly increasing with
+//     no gaps, from one counter per run.
+//   - run_id is the run's UUID, the file's name without ".jsonl".
+//   - type is one of a closed vocabulary (see Type): run.started,
+//     message.user, message.assistant, run.finished, tieoff.appended.
+//   - time is when the line was written, RFC 3339 in UTC with nanoseconds.
+//   - data is the typed payload of that type (Started, UserMessage,
+//     AssistantMessage, Finished, TieOff).
+//
+// The envelope's shape is a contract guarded by a golden file
+// (testdata/transcript.golden). Readers tolerate types they do not know: they
+// keep such a line's payload as raw JSON, and writing the event again gives
+// the same line. Fields outside the envelope's five are not kept.
+//
+// Assistant output is a list of content blocks (Block) of four kinds: text,
+// thinking, tool_use and tool_result, each with a fidelity marker saying
+// how faithfully it was recovered from what the CLI printed (native,
+// reconstructed or text-only). Normalize turns the raw output of each
+// supported CLI into blocks; it is the only place that knows those formats.
+//
+// # Writing
+//
+// A Recorder owns one run's file: created 0600 with O_EXCL (a run id is
+// never reused) in a 0700 directory, opened O_APPEND, each line written
+// with one write call while a mutex is held, so lines never interleave,
+// whatever their length. A line reaches the file before it reaches any
+// subscriber. Close syncs the file to disk. While a Recorder is open it
+// holds an advisory lock on its file, which is how Prune knows not to
+// delete a run still being written.
+//
+// Secrets do not reach the file: argv elements that look like keys or tokens
+// are masked, and so is every occurrence, anywhere in a payload, of the
+// value of an environment variable whose name looks secret (see Masker).
+//
+// # Following a run
+//
+// Subscribe hands out a bounded channel of the events written after it.
+// A subscriber that falls behind loses its oldest undelivered events (they
+// are counted by Dropped, and remain in the file); it never slows the
+// writer. The newest events, such as run.finished, are always delivered.
+//
+// # Reading, listing, pruning
+//
+// Read and ReadFile decode a transcript, tolerating a torn last line (a
+// crash mid-write) and damaged lines, which are reported as Warnings while
+// everything else decodes. List summarises the runs of a directory from
+// each file's first line and last bytes, Render prints one run for people,
+// and Prune deletes old transcripts by age and count.
+package transcript

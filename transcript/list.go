@@ -1,0 +1,173 @@
+package transcript
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/strand"
+)
+
+// Summary is what List tells about one run.
+type Summary struct {
+	// RunID is the run's id; Path its transcript file.
+	RunID, Path string
+	// Time is when run.started was written (the file's modification time
+	// when the first line cannot be read).
+	Time time.Time
+	// Strand, Event and Agent come from run.started.
+	Strand string
+	Event  strand.EventType
+	Agent  string
+	// Finished reports that a run.finished line was found; Outcome and
+	// Duration come from it.
+	Finished bool
+	Outcome  string
+	Duration time.Duration
+	// Torn reports that the file ends in a torn line (a crash).
+	Torn bool
+	// Problem says why the file could not be fully summarised, empty when
+	// it could.
+	Problem string
+}
+
+// Bounds of what List reads of each file.
+const (
+	// listHead is the longest first line List reads.
+	listHead = 1 << 20
+	// listTail is how much of the end List searches for run.finished,
+	// which a run writes after its (possibly large) assistant message.
+	listTail = 64 << 10
+)
+
+// List summarises the transcripts in dir, newest first (by the time of
+// run.started, then by run id). It reads only each file's first line and
+// its last 64 KiB, so its cost does not grow with the size of the runs. Only
+// regular files named <run-id>.jsonl are listed; symbolic links are
+// skipped. A file that cannot be read is listed with its Problem. A
+// missing dir has no runs.
+func List(dir string) ([]Summary, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transcript: list %s: %w", dir, err)
+	}
+	var out []Summary
+	for _, e := range entries {
+		id, ok := runIDOf(e.Name())
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		out = append(out, summarize(filepath.Join(dir, e.Name()), id))
+	}
+	slices.SortFunc(out, func(a, b Summary) int {
+		if c := b.Time.Compare(a.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.RunID, a.RunID)
+	})
+	return out, nil
+}
+
+// runIDOf returns the run id of a transcript's file name.
+func runIDOf(name string) (string, bool) {
+	id, ok := strings.CutSuffix(name, Ext)
+	return id, ok && checkRunID(id) == nil
+}
+
+// ReadRun reads the transcript of run runID in dir (see Read); it refuses
+// a run id that is not a canonical UUID, so the id cannot name another
+// file.
+func ReadRun(dir, runID string) ([]Event, []Warning, error) {
+	if err := checkRunID(runID); err != nil {
+		return nil, nil, err
+	}
+	return ReadFile(Path(dir, runID))
+}
+
+func summarize(path, runID string) Summary {
+	s := Summary{RunID: runID, Path: path}
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		s.Problem = err.Error()
+		return s
+	}
+	defer f.Close() // read only: nothing to lose
+	info, err := f.Stat()
+	if err != nil {
+		s.Problem = err.Error()
+		return s
+	}
+	s.Time = info.ModTime()
+	if !info.Mode().IsRegular() {
+		s.Problem = errNotRegular.Error()
+		return s
+	}
+	end, err := lastNewline(f, info.Size())
+	if err != nil {
+		s.Problem = err.Error()
+		return s
+	}
+	s.Torn = end < info.Size()
+
+	problem := func(p string) {
+		if s.Problem == "" {
+			s.Problem = p
+		}
+	}
+	if end == 0 {
+		problem("no whole line")
+		return s
+	}
+	if first, err := readLine(f, 0, listHead); err != nil {
+		problem("first line: " + err.Error())
+	} else if st, t, p := startedOf(first); p != "" {
+		problem(p)
+	} else {
+		s.Time, s.Strand, s.Event, s.Agent = t, st.Strand, st.Event, st.Agent
+	}
+
+	lines, err := tailLines(f, end, listTail)
+	if err != nil {
+		problem(err.Error())
+		return s
+	}
+	for _, l := range lines {
+		ev, p := decodeLine(l)
+		if p != "" || ev.Type != RunFinished {
+			continue
+		}
+		if pl, err := ev.Payload(); err != nil {
+			problem(err.Error())
+		} else {
+			fin := pl.(Finished)
+			s.Finished, s.Outcome, s.Duration = true, fin.Outcome, fin.Duration
+		}
+		break
+	}
+	return s
+}
+
+// startedOf decodes a first line as run.started.
+func startedOf(line []byte) (Started, time.Time, string) {
+	ev, p := decodeLine(line)
+	if p != "" {
+		return Started{}, time.Time{}, "first line: " + p
+	}
+	if ev.Type != RunStarted {
+		return Started{}, time.Time{}, fmt.Sprintf("first line is %s, not %s", ev.Type, RunStarted)
+	}
+	pl, err := ev.Payload()
+	if err != nil {
+		return Started{}, time.Time{}, err.Error()
+	}
+	return pl.(Started), ev.Time, ""
+}
