@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// burst measures scenario 4 on the largest vault: -burst strands (10,000)
+// changed within one second while knotd watches, with the instant agent
+// at -concurrency (2). Every changed strand must run exactly once (agent
+// stamps, tie-off run markers), whether or not the kernel's event queue
+// overflowed (knotd then rescans). Reported: the write span, runs per
+// second (agent starts, first to last), the settled moment of the last
+// write to the last run's end, CPU per run, the share of a run spent in
+// the agent (knotd's logged run duration), peak RSS, and the baseline:
+// the same agents spawned directly at the same concurrency.
+func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
+	n := slices.Max(e.opts.sizes)
+	k := min(e.opts.burst, n)
+	v, err := e.vault(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		span, rate, spawnRate, drain, cpuPerRun, agentShare, peak []float64
+		missed, extra, badSections, overflows                     int
+	)
+	for run := range e.opts.runs {
+		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, thousands(k), thousands(n))
+		r, err := e.burstRun(ctx, l, v, k, run)
+		if err != nil {
+			return nil, err
+		}
+		span, rate, spawnRate = append(span, ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
+		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, ms(r.cpu)/float64(k))
+		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, mib(r.peak))
+		missed, extra, badSections = missed+r.missed, extra+r.extra, badSections+r.badSections
+		if r.overflow {
+			overflows++
+		}
+	}
+	scen := fmt.Sprintf("4 burst (%s of %s strands)", thousands(k), thousands(n))
+	return []row{
+		newRow(scen, "changes written in", formatNum(median(span))+" ms").maxBudget(median(span), 1000, "< 1 s (the harness's side)"),
+		newRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
+			check(missed == 0 && extra == 0, "0 missed, 0 extra"),
+		newRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
+			check(badSections == 0, "0 wrong"),
+		newRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
+		newRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), formatNum(median(rate))).
+			withBase(formatNum(median(spawnRate))+" (direct spawns/s)", median(ratios(rate, spawnRate))).profiled("burst"),
+		newRow(scen, "last settled moment → last run finished", formatNum(median(drain))+" s"),
+		newRow(scen, "CPU (user+sys) per run", formatNum(median(cpuPerRun))+" ms"),
+		newRow(scen, "share of run time inside the agent (spawn to exit)", formatNum(median(agentShare))+" %"),
+		newRow(scen, "peak RSS", formatNum(median(peak))+" MiB"),
+	}, nil
+}
+
+// burstResult is one burst run.
+type burstResult struct {
+	span, drain, cpu            time.Duration
+	rate, spawnRate, agentShare float64
+	peak                        int64
+	missed, extra, badSections  int
+	overflow                    bool
+}
+
+func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run int) (res burstResult, err error) {
+	w, err := e.watch(ctx, l, v)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if w != nil {
+			_, serr := w.stop()
+			if err == nil {
+				err = serr
+			}
+		}
+	}()
+	w.quiesce(e.opts.debounce)
+	before, err := tieoffRuns(v.root)
+	if err != nil {
+		return res, err
+	}
+	cpu0, err := cpuTime(w.pid())
+	if err != nil {
+		return res, err
+	}
+	targets := v.pick(k)
+	abs := make([]string, k)
+	token := "burst-" + strconv.Itoa(run)
+	t0 := time.Now()
+	for i, rel := range targets {
+		abs[i] = v.abs(rel)
+		if err := appendEdit(abs[i], token); err != nil {
+			return res, err
+		}
+	}
+	t1 := time.Now()
+	res.span = t1.Sub(t0)
+
+	want := map[string]bool{}
+	for _, t := range targets {
+		want[t] = true
+	}
+	// Wait until every target ran (or no run came for a while: then some
+	// are missing), then for stragglers and duplicates.
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(k)*50*time.Millisecond+2*time.Minute)
+	defer cancel()
+	if _, err := w.stamps.wait(wctx, func(all []stamp) bool {
+		seen := 0
+		for s := range tally(all) {
+			if want[s] {
+				seen++
+			}
+		}
+		return seen == k || w.exited() != nil
+	}); err != nil {
+		e.logf("burst: not every changed strand ran: %v", err)
+	}
+	if err := w.exited(); err != nil {
+		return res, err
+	}
+	all, err := w.stamps.settle(ctx, 2*e.opts.debounce+2*time.Second)
+	if err != nil {
+		return res, err
+	}
+	started := w.log.count(msgRunStarted)
+	if err := w.log.wait(wctx, runsFinished(started)); err != nil {
+		return res, err
+	}
+	mem, err := memory(w.pid())
+	if err != nil {
+		return res, err
+	}
+	cpu1, err := cpuTime(w.pid())
+	if err != nil {
+		return res, err
+	}
+	lines := w.log.snapshot()
+	ps, err := w.stop()
+	w = nil
+	if err != nil {
+		return res, err
+	}
+	res.cpu = cpu1 - cpu0
+	res.peak = max(mem.Peak, maxRSS(ps))
+
+	runs := tally(all)
+	delete(runs, probeOf(all))
+	res.missed, res.extra = exactlyOnce(runs, targets)
+	after, err := tieoffRuns(v.root)
+	if err != nil {
+		return res, err
+	}
+	m, x := exactlyOnce(sectionsAdded(before, after), targets)
+	res.badSections = m + x
+
+	var first, last time.Time
+	for _, s := range all {
+		if !want[s.Strand] {
+			continue
+		}
+		if first.IsZero() || s.At.Before(first) {
+			first = s.At
+		}
+		if s.At.After(last) {
+			last = s.At
+		}
+	}
+	if d := last.Sub(first); d > 0 {
+		res.rate = float64(len(runs)-1) / d.Seconds()
+	}
+	var lastEnd time.Time
+	var inAgent time.Duration
+	finishedRuns := 0
+	for _, ln := range lines {
+		if ln.Msg == msgRunFinished && want[ln.Strand] {
+			finishedRuns++
+			inAgent += time.Duration(ln.Duration)
+			if ln.Time.After(lastEnd) {
+				lastEnd = ln.Time
+			}
+		}
+		if ln.Msg == msgOverflow || (len(ln.Msg) > len(msgOverflow) && ln.Msg[:len(msgOverflow)] == msgOverflow) {
+			res.overflow = true
+		}
+	}
+	res.drain = lastEnd.Sub(t1.Add(e.opts.debounce))
+	if busy := lastEnd.Sub(first); busy > 0 && finishedRuns > 0 {
+		// Worker time is concurrency × the busy span; the agent's part
+		// of it is the sum of the logged run durations.
+		res.agentShare = inAgent.Seconds() / (float64(e.opts.concurrency) * busy.Seconds())
+	}
+
+	spawn, err := e.spawnPool(ctx, abs, e.opts.concurrency)
+	if err != nil {
+		return res, err
+	}
+	res.spawnRate = float64(k) / spawn.Seconds()
+	return res, nil
+}
+
+// probeOf returns the start-up probe's strand among the stamps: the one
+// named bench-probe-*.
+func probeOf(all []stamp) string {
+	for _, s := range all {
+		if len(s.Strand) > 12 && s.Strand[:12] == "bench-probe-" {
+			return s.Strand
+		}
+	}
+	return ""
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// launcher is how the harness starts knotd: the knotd binary, or the
+// profiling variant (this program's knotd-profiled command, which runs the
+// vault package the way cmd/knotd does, under the CPU profiler).
+type launcher struct {
+	name string
+	argv []string // program and leading arguments
+	// profiles, when set, is the directory the profiling variant writes
+	// its profiles to (one pair per start, numbered).
+	profiles string
+	seq      *int
+}
+
+// command returns the command line that runs knotd with args.
+func (l launcher) command(args ...string) []string {
+	argv := append([]string(nil), l.argv...)
+	if l.profiles != "" {
+		*l.seq++
+		base := filepath.Join(l.profiles, "knotd-"+strconv.Itoa(*l.seq))
+		argv = append(argv, "-cpuprofile", base+".cpu.pprof", "-memprofile", base+".heap.pprof")
+	}
+	return append(argv, args...)
+}
+
+// memStat is a process's memory, in bytes, from /proc/PID/status.
+type memStat struct {
+	Peak int64 // VmHWM: the peak resident set size
+	RSS  int64 // VmRSS: resident now
+	Anon int64 // RssAnon: of which anonymous memory (the Go heap, stacks)
+	File int64 // RssFile: of which file pages mapped in (the binary, bbolt's mmap)
+}
+
+// daemon is a running knotd (watch mode) whose JSON log the harness reads.
+type daemon struct {
+	cmd   *exec.Cmd
+	log   *logBook
+	start time.Time
+	done  chan struct{} // closed when the process has been waited for
+	err   error         // Wait's error, once done is closed
+}
+
+// knotdEnv is the environment knotd runs in: the harness's own, with an
+// empty config directory (so the user's config is never read) and the
+// instant agent's stamps file.
+func (e *env) knotdEnv(stamps string) []string {
+	return append(os.Environ(), "XDG_CONFIG_HOME="+e.xdg, "BENCH_STAMPS="+stamps)
+}
+
+// knotdArgs are the flags every knotd run gets.
+func (e *env) knotdArgs() []string {
+	return []string{
+		"--config", e.configFile, "--log-format", "json",
+		"--debounce", e.opts.debounce.String(), "--concurrency", strconv.Itoa(e.opts.concurrency),
+	}
+}
+
+// startWatch starts knotd watching root. The caller must stop it.
+func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
+	argv := l.command(append(e.knotdArgs(), root)...)
+	d := &daemon{log: newLogBook(), done: make(chan struct{})}
+	d.cmd = exec.Command(argv[0], argv[1:]...)
+	d.cmd.Env = e.knotdEnv(stamps)
+	d.cmd.Stderr = d.log
+	d.start = time.Now()
+	if err := d.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start knotd: %w", err)
+	}
+	go func() { // owned by d: stop waits for it
+		d.err = d.cmd.Wait()
+		close(d.done)
+	}()
+	return d, nil
+}
+
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// exited reports whether knotd has exited (on its own, before stop).
+func (d *daemon) exited() error {
+	select {
+	case <-d.done:
+		return fmt.Errorf("knotd exited early: %v%s", d.err, d.log.tail())
+	default:
+		return nil
+	}
+}
+
+// stop interrupts knotd (SIGINT, as Ctrl-C does), waits for it to exit,
+// and kills it if it has not within a minute. It returns the process's
+// final state (for its rusage).
+func (d *daemon) stop() (*os.ProcessState, error) {
+	select {
+	case <-d.done:
+	default:
+		if err := d.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return nil, fmt.Errorf("stop knotd: %w", err)
+		}
+		select {
+		case <-d.done:
+		case <-time.After(time.Minute):
+			_ = d.cmd.Process.Kill() // reported below as the error
+			<-d.done
+			return d.cmd.ProcessState, fmt.Errorf("knotd did not stop within a minute of SIGINT; killed%s", d.log.tail())
+		}
+	}
+	if d.err != nil {
+		return d.cmd.ProcessState, fmt.Errorf("knotd: %w%s", d.err, d.log.tail())
+	}
+	return d.cmd.ProcessState, nil
+}
+
+// onceResult is what one knotd --once run did.
+type onceResult struct {
+	wall  time.Duration
+	peak  int64 // bytes
+	cpu   time.Duration
+	lines []logLine
+}
+
+// once runs knotd --once on root and waits for it.
+func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceResult, error) {
+	argv := l.command(append(append(e.knotdArgs(), "--once"), root)...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = e.knotdEnv(stamps)
+	log := newLogBook()
+	cmd.Stderr = log
+	start := time.Now()
+	err := cmd.Run()
+	res := onceResult{wall: time.Since(start), lines: log.snapshot()}
+	if err != nil {
+		return res, fmt.Errorf("knotd --once: %w%s", err, log.tail())
+	}
+	res.peak = maxRSS(cmd.ProcessState)
+	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return res, nil
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSaves_LeaveTheExpectedContent(t *testing.T) {
+	for _, s := range saves(time.Millisecond) {
+		t.Run(s.name, func(t *testing.T) {
+			dir := t.TempDir()
+			abs := filepath.Join(dir, "note.md")
+			orig := []byte("# Note\n\nBody.\n")
+			if err := os.WriteFile(abs, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			at, err := s.do(abs, "tok")
+			if err != nil {
+				t.Fatalf("save: %v", err)
+			}
+			if at.Before(before) {
+				t.Errorf("save returned %v, before it started (%v)", at, before)
+			}
+			got, err := os.ReadFile(abs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := !bytes.Equal(got, orig)
+			if changed != (s.runs == 1) {
+				t.Errorf("content changed = %v; want %v (runs %d):\n%s", changed, s.runs == 1, s.runs, got)
+			}
+			if changed && (!bytes.HasPrefix(got, orig) || !strings.Contains(string(got), "tok")) {
+				t.Errorf("content = %q; want the original and a line with the token", got)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 1 {
+				t.Errorf("the save left %d files in the directory; want only the note", len(entries))
+			}
+		})
+	}
+}
+
+func TestAppendEdit(t *testing.T) {
+	abs := filepath.Join(t.TempDir(), "note.md")
+	if err := os.WriteFile(abs, []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendEdit(abs, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(abs); string(got) != "x\n\n- [ ] follow up t1\n" {
+		t.Errorf("appendEdit: content %q", got)
+	}
+	if err := appendEdit(filepath.Join(t.TempDir(), "missing.md"), "t"); err == nil {
+		t.Error("appendEdit of a missing note succeeded; want an error")
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// idle measures scenario 6 on the largest vault (100,000 strands in
+// 10,100 directories): knotd's CPU time over -idle (60 s) of watching an
+// unchanging vault, scaled to a minute, and its resident memory at the
+// end, split into anonymous memory (heap, stacks) and mapped files (the
+// binary, the bbolt state file). CPU time is the sum of the threads'
+// /proc/PID/task/*/schedstat run times (nanoseconds), read after start-up
+// has settled and again at the end.
+func idle(ctx context.Context, e *env, l launcher) ([]row, error) {
+	n := slices.Max(e.opts.sizes)
+	v, err := e.vault(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	var cpu, rss, anon, file []float64
+	watches := 0
+	for run := range e.opts.runs {
+		e.logf("idle: run %d/%d, %s on %s strands", run+1, e.opts.runs, e.opts.idle, thousands(n))
+		c, m, wn, err := e.idleRun(ctx, l, v)
+		if err != nil {
+			return nil, err
+		}
+		cpu = append(cpu, c)
+		rss, anon, file = append(rss, mib(m.RSS)), append(anon, mib(m.Anon)), append(file, mib(m.File))
+		watches = wn
+	}
+	scen := fmt.Sprintf("6 idle (%s strands, %s dirs)", thousands(n), thousands(v.dirs+1))
+	return []row{
+		newRow(scen, fmt.Sprintf("CPU time over %s, per minute", e.opts.idle), formatNum(median(cpu))+" ms/min").
+			maxBudget(median(cpu), 50, "< 50 ms/min").profiled("idle"),
+		newRow(scen, "RSS at the end", formatNum(median(rss))+" MiB").
+			maxBudget(median(rss), 40, "< 40 MiB").profiled("idle"),
+		newRow(scen, "of which anonymous (heap, stacks)", formatNum(median(anon))+" MiB"),
+		newRow(scen, "of which mapped files (binary, state.db)", formatNum(median(file))+" MiB"),
+		newRow(scen, "inotify watches", thousands(watches)),
+	}, nil
+}
+
+// idleRun watches the vault for e.opts.idle and returns the CPU time used
+// per minute (ms), the memory at the end and the number of inotify
+// watches.
+func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (cpuPerMin float64, m memStat, watches int, err error) {
+	w, err := e.watch(ctx, l, v)
+	if err != nil {
+		return 0, m, 0, err
+	}
+	defer func() {
+		if _, serr := w.stop(); err == nil {
+			err = serr
+		}
+	}()
+	w.quiesce(e.opts.debounce)
+	// Let the garbage collector and the scavenger finish with start-up.
+	time.Sleep(2 * time.Second)
+	pid := w.pid()
+	s0, err := schedTime(pid)
+	if err != nil {
+		return 0, m, 0, err
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, m, 0, context.Cause(ctx)
+	case <-time.After(e.opts.idle):
+	}
+	s1, err := schedTime(pid)
+	if err != nil {
+		return 0, m, 0, err
+	}
+	elapsed := time.Since(t0)
+	if err := w.exited(); err != nil {
+		return 0, m, 0, err
+	}
+	if m, err = memory(pid); err != nil {
+		return 0, m, 0, err
+	}
+	if watches, err = inotifyWatches(pid); err != nil {
+		return 0, m, 0, err
+	}
+	return ms(s1-s0) * float64(time.Minute) / float64(elapsed), m, watches, nil
+}

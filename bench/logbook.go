@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Messages knotd logs that the harness waits for or counts (vault and
+// watcher packages, --log-format json).
+const (
+	msgRunStarted  = "run started"
+	msgRunFinished = "run finished"
+	msgWatching    = "watcher: watching"
+	msgOverflow    = "watcher: the kernel's event queue overflowed"
+)
+
+// logLine is one JSON log line of knotd, with the fields the harness uses.
+type logLine struct {
+	Time     time.Time `json:"time"`
+	Level    string    `json:"level"`
+	Msg      string    `json:"msg"`
+	Strand   string    `json:"strand"`
+	Event    string    `json:"event"`
+	Run      string    `json:"run"`
+	Outcome  string    `json:"outcome"`
+	Took     int64     `json:"took"`     // watcher: watching, nanoseconds
+	Watched  int       `json:"watched"`  // watcher: watching
+	Strands  int       `json:"strands"`  // first contact
+	Duration int64     `json:"duration"` // run finished, nanoseconds
+}
+
+// logBook collects a process's JSON log lines as it writes them: it is the
+// process's standard error (an io.Writer). Lines that are not JSON are
+// kept apart to explain a failure. Write, lines and wait are safe to call
+// concurrently.
+type logBook struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []logLine
+	other   []string
+	changed chan struct{} // closed and replaced on every new line
+}
+
+func newLogBook() *logBook { return &logBook{changed: make(chan struct{})} }
+
+// Write implements io.Writer.
+func (b *logBook) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.partial = append(b.partial, p...)
+	added := false
+	for {
+		i := bytes.IndexByte(b.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := b.partial[:i]
+		var l logLine
+		if err := json.Unmarshal(line, &l); err != nil || l.Msg == "" {
+			b.other = append(b.other, string(line))
+			if len(b.other) > 50 {
+				b.other = b.other[1:]
+			}
+		} else {
+			b.lines = append(b.lines, l)
+		}
+		b.partial = b.partial[i+1:]
+		added = true
+	}
+	if added {
+		close(b.changed)
+		b.changed = make(chan struct{})
+	}
+	return len(p), nil
+}
+
+// snapshot returns the lines so far.
+func (b *logBook) snapshot() []logLine {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]logLine(nil), b.lines...)
+}
+
+// count returns how many lines so far have a message starting with msg.
+func (b *logBook) count(msg string) int {
+	n := 0
+	for _, l := range b.snapshot() {
+		if strings.HasPrefix(l.Msg, msg) {
+			n++
+		}
+	}
+	return n
+}
+
+// wait blocks until ok holds for the lines so far, or ctx ends.
+func (b *logBook) wait(ctx context.Context, ok func([]logLine) bool) error {
+	for {
+		b.mu.Lock()
+		lines, changed := b.lines, b.changed
+		done := ok(lines)
+		b.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for knotd's log: %w%s", context.Cause(ctx), b.tail())
+		case <-changed:
+		}
+	}
+}
+
+// tail describes the last lines, to explain an error.
+func (b *logBook) tail() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var s strings.Builder
+	for _, o := range b.other[max(0, len(b.other)-5):] {
+		s.WriteString("\n  | " + o)
+	}
+	for _, l := range b.lines[max(0, len(b.lines)-5):] {
+		fmt.Fprintf(&s, "\n  | %s %s %s", l.Level, l.Msg, l.Strand)
+	}
+	return s.String()
+}
+
+// hasMsg returns a predicate for wait: some line's message starts with
+// msg.
+func hasMsg(msg string) func([]logLine) bool {
+	return func(ls []logLine) bool {
+		for _, l := range ls {
+			if strings.HasPrefix(l.Msg, msg) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// find returns the first line whose message starts with msg.
+func find(ls []logLine, msg string) (logLine, bool) {
+	for _, l := range ls {
+		if strings.HasPrefix(l.Msg, msg) {
+			return l, true
+		}
+	}
+	return logLine{}, false
+}

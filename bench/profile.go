@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/knotd/knotd/vault"
+)
+
+// profile runs the scenario of the worst figure (or the one -profile
+// names) once more with the profiling variant of knotd, and returns notes
+// that say where the profiles are and what they show.
+func (e *env) profile(ctx context.Context, rows []row) []string {
+	name := e.opts.profile
+	why := ""
+	switch name {
+	case "none":
+		return nil
+	case "auto":
+		i := worst(rows)
+		if i < 0 {
+			return []string{"No figure with a budget to profile."}
+		}
+		name = rows[i].Profile
+		why = fmt.Sprintf(" (worst figure: %s, %s = %s against %s)", rows[i].Scenario, rows[i].Metric, rows[i].Knotd, rows[i].Budget)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	dir := filepath.Join(e.results, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return []string{"Profiling failed: " + err.Error()}
+	}
+	e.logf("profiling scenario %s%s into %s", name, why, dir)
+	l := e.profiled
+	l.profiles = dir
+	saved := e.opts.runs
+	e.opts.runs = 1
+	_, err := scenarios[name](ctx, e, l)
+	e.opts.runs = saved
+	if err != nil {
+		return []string{fmt.Sprintf("Profiling scenario %s failed: %v", name, err)}
+	}
+	notes := []string{fmt.Sprintf("Profiles of scenario %s%s, one run under knotbench knotd-profiled (the vault package as cmd/knotd wires it, with runtime/pprof): %s", name, why, dir)}
+	cpus, _ := filepath.Glob(filepath.Join(dir, "*.cpu.pprof"))
+	slices.Sort(cpus)
+	for _, p := range cpus {
+		top, err := pprofTop(ctx, p)
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("pprof %s: %v", p, err))
+			continue
+		}
+		txt := strings.TrimSuffix(p, ".pprof") + ".top.txt"
+		if err := os.WriteFile(txt, []byte(top), 0o644); err != nil {
+			notes = append(notes, err.Error())
+		}
+		notes = append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+filepath.Base(p), strings.TrimRight(top, "\n"), "```")
+	}
+	return notes
+}
+
+// pprofTop returns the head of go tool pprof -top for a profile.
+func pprofTop(ctx context.Context, profile string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", profile).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, out)
+	}
+	// Drop pprof's preamble lines about the binary's path.
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "Duration:") || strings.HasPrefix(l, "Type:") {
+			return strings.Join(lines[i:], "\n"), nil
+		}
+	}
+	return string(out), nil
+}
+
+// profiledKnotd is knotbench's knotd-profiled command: knotd's --once and
+// watch modes, wired as cmd/knotd wires them (JSON log, user config file,
+// --debounce and --concurrency flags), with a CPU profile of the whole
+// life of the process and a heap profile at its end. knotd itself has no
+// profiling flag; this variant lets the harness see where its time goes.
+func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("knotd-profiled", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cpuFile := fs.String("cpuprofile", "", "write a CPU profile to `FILE`")
+	memFile := fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
+	once := fs.Bool("once", false, "one pass, then exit")
+	config := fs.String("config", "", "user config `FILE`")
+	debounce := fs.Duration("debounce", 0, "quiet period")
+	concurrency := fs.Int("concurrency", 0, "agents at once")
+	fs.String("log-format", "json", "accepted for knotd's command line; the log is always JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("knotd-profiled: want one VAULT")
+	}
+	root, err := filepath.Abs(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var flags vault.Settings
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "debounce":
+			flags.Debounce = debounce
+		case "concurrency":
+			flags.Concurrency = concurrency
+		}
+	})
+	if *cpuFile != "" {
+		f, err := os.Create(*cpuFile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+	}
+	if *memFile != "" {
+		defer func() {
+			if werr := writeHeap(*memFile); werr != nil && err == nil {
+				err = werr
+			}
+		}()
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	v, err := vault.Open(root, vault.Options{Logger: log, ConfigFile: *config, Flags: flags})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := v.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if *once {
+		start := time.Now()
+		sum, err := v.Once(ctx, vault.OnceOptions{})
+		if err != nil {
+			return err
+		}
+		log.Info("once finished", "ran", sum.Ran, "failed", sum.Failed, "took", time.Since(start))
+		return nil
+	}
+	return v.Watch(ctx, vault.WatchOptions{})
+}
+
+func writeHeap(path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	runtime.GC()
+	return pprof.Lookup("heap").WriteTo(f, 0)
+}
