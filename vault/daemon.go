@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -156,6 +155,9 @@ type hooks struct {
 	batch func(hints []watcher.Hint, submitted []string)
 	// worked is called after each Work call with what it did.
 	worked func(rel string, rep RunReport)
+	// looped is called at the end of each turn of Watch's loop with the
+	// number of gone strands still waiting for their delay.
+	looped func(waiting int)
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each
@@ -207,107 +209,6 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		v.hooks.scheduler(s)
 	}
 	return s, release
-}
-
-// WatchOptions configures Watch.
-type WatchOptions struct {
-	// All runs every strand once at startup (--all).
-	All bool
-}
-
-// Watch watches the vault until ctx ends: the startup catch-up, then every
-// settled change, overflow rescans and, when configured, polling. When ctx
-// ends it stops taking events, lets running agents finish within the grace
-// period, kills what remains and returns nil. It returns an error if the
-// vault directory disappears or watching cannot start.
-func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
-	// On first contact adopt; with --all run everything. The catch-up on
-	// changes made while knotd was stopped is the watcher's first full
-	// rescan, sent once its watches are in place, so nothing falls between
-	// the catch-up and the watch.
-	_, seen, err := v.store.Adopted()
-	if err != nil {
-		return err
-	}
-	var all []string
-	if !seen || opts.All {
-		if all, _, err = v.catchUp(opts.All); err != nil {
-			return err
-		}
-	}
-	s, release := v.scheduler(ctx, func(RunReport) {})
-	defer release()
-	for _, rel := range all {
-		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
-	}
-	firstFull := true
-
-	hints := make(chan watcher.Hint, 256)
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	var wg sync.WaitGroup
-	var schedErr, watchErr error
-	wg.Go(func() { schedErr = s.Run(ctx) })
-	if v.cfg.Poll > 0 {
-		p := &watcher.Poller{Interval: v.cfg.Poll}
-		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })
-		v.log.Info("watching by polling", "vault", v.root, "interval", v.cfg.Poll)
-	} else {
-		w := &watcher.Watcher{
-			Root: v.root, Quiet: v.cfg.Debounce, MaxWait: v.cfg.MaxWait,
-			Filter: strand.IsStrandPath, Rules: v.rules, Logger: v.log,
-		}
-		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
-		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
-	}
-
-	for {
-		h, ok := <-hints
-		if !ok {
-			break
-		}
-		batch := []watcher.Hint{h}
-	drain:
-		for {
-			select {
-			case h, ok := <-hints:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, h)
-			default:
-				break drain
-			}
-		}
-		fired := agentrun.FiredByWatch
-		if slices.ContainsFunc(batch, watcher.Hint.Full) {
-			fired = agentrun.FiredByRescan
-			if firstFull {
-				fired = agentrun.FiredByCatchUp
-			}
-			firstFull = false
-		}
-		paths, err := v.reconcile(batch)
-		if err != nil {
-			v.log.Error("reconcile failed; will retry on the next change", "err", err)
-			continue
-		}
-		for _, rel := range paths {
-			s.Submit(rel, Job{FiredBy: fired})
-		}
-		if v.hooks.batch != nil {
-			v.hooks.batch(batch, paths)
-		}
-	}
-	wg.Wait()
-	if watchErr != nil {
-		return fmt.Errorf("vault: watch %s: %w", v.root, watchErr)
-	}
-	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
-		return schedErr
-	}
-	v.log.Info("stopped", "vault", v.root)
-	return nil
 }
 
 // DryRun prints, for each strand a --once pass would process, its event

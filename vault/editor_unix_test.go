@@ -17,13 +17,6 @@ type saveStrategy struct {
 	save func(t *testing.T, e *env, rel, content string)
 }
 
-func mustDo(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // writeNew creates path (which must not exist), writes content and fsyncs.
 func writeNew(t *testing.T, path, content string) {
 	t.Helper()

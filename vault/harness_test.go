@@ -35,6 +35,14 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// mustDo fails the test if err is not nil.
+func mustDo(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // env is a vault in a temporary directory with its own user config
 // directory (the user's real config is never read) and a state directory
 // for fake agents.
@@ -270,8 +278,11 @@ type watching struct {
 	mu       sync.Mutex
 	sched    *Scheduler[Job]
 	batches  [][]watcher.Hint
+	atTurn   []int       // batches[i] was reconciled in turn atTurn[i] of Watch's loop
 	reports  []RunReport // every Work but the barrier's
 	barriers int
+	waiting  int // gone strands Watch holds back, at the end of its last turn
+	turns    int // turns of Watch's loop
 	stopped  bool
 }
 
@@ -288,6 +299,7 @@ func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 	v.hooks.batch = func(hints []watcher.Hint, _ []string) {
 		w.mu.Lock()
 		w.batches = append(w.batches, slices.Clone(hints))
+		w.atTurn = append(w.atTurn, w.turns)
 		w.mu.Unlock()
 	}
 	v.hooks.worked = func(rel string, rep RunReport) {
@@ -296,6 +308,12 @@ func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 		}
 		w.mu.Lock()
 		w.reports = append(w.reports, rep)
+		w.mu.Unlock()
+	}
+	v.hooks.looped = func(waiting int) {
+		w.mu.Lock()
+		w.waiting = waiting
+		w.turns++
 		w.mu.Unlock()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -356,7 +374,8 @@ func (w *watching) runs() []RunReport {
 // called has been seen and processed, follow-ups included: it writes the
 // barrier strand, waits until the watcher's hint for it was reconciled
 // (hints arrive in the order their paths settled, so every earlier change
-// was reconciled too), then waits until the scheduler is idle. It repeats
+// was reconciled too) and no gone strand is held back, then waits until
+// the scheduler is idle. It repeats
 // this until a round does no work, because a run writes files of its own
 // (knot_session) whose events must be seen as well.
 func (w *watching) settle() {
@@ -372,15 +391,22 @@ func (w *watching) settle() {
 		n, from := w.barriers, len(w.batches)
 		w.mu.Unlock()
 		w.e.write(barrierPath, fmt.Sprintf("---\nknot_mode: off\n---\nbarrier %d\n", n))
+		turn := 0
 		waitFor(t, waitTimeout, "the barrier's hint", func() bool {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			for _, b := range w.batches[from:] {
+			for i, b := range w.batches[from:] {
 				if slices.ContainsFunc(b, func(h watcher.Hint) bool { return h.Full() || h.Path == barrierPath }) {
+					turn = w.atTurn[from+i]
 					return true
 				}
 			}
 			return false
+		})
+		waitFor(t, waitTimeout, "gone strands to be scheduled", func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.turns > turn && w.waiting == 0 // the barrier's turn is over
 		})
 		w.mu.Lock()
 		s := w.sched

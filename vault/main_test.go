@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/fsnotify/fsnotify"
@@ -98,12 +97,3 @@ func gateAgent(inv *fakeagent.Invocation) int {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// promptBody returns what follows the Event Context block of a prompt:
-// the strand's content as the agent saw it.
-func promptBody(prompt string) string {
-	if _, after, ok := strings.Cut(prompt, "\n```\n\n"); ok {
-		return after
-	}
-	return prompt
-}

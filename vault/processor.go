@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -67,6 +68,8 @@ const maxAttempts = 5
 // and finally reports whether the strand moved on during the run (then the
 // caller schedules a follow-up).
 func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+	v.claims.claim(rel)
+	defer v.claims.release(rel)
 	for attempt := 1; ; attempt++ {
 		rep, err = v.processOnce(ctx, rel, job)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
@@ -114,6 +117,9 @@ type work struct {
 	// content is the strand as the agent sees it (after knotd wrote its
 	// session); previous is the last processed content.
 	content, previous []byte
+	// hash is the hash of the strand's version being processed: of
+	// content, or of the whole file when it is too big to be read.
+	hash Hash
 	// userContent is the content before knotd touched it, for the diff.
 	userContent []byte
 	info        fs.FileInfo
@@ -180,13 +186,16 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, StampOf(info)) })
+		if v.dry {
+			return nil, "", nil
+		}
+		return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, v.stamp(info)) })
 	}
 	w.event = strand.Created
 	if w.has {
 		w.event = strand.Modified
 	}
-	w.info, w.content, w.userContent = info, content, content
+	w.info, w.content, w.userContent, w.hash = info, content, content, hash
 	if w.has {
 		if w.previous, _, err = v.store.Content(rel); err != nil {
 			return nil, "", err
@@ -196,7 +205,7 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 
 	switch {
 	case tooBig:
-		w.failure = fmt.Sprintf("The strand is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_bytes in the configuration.",
+		w.failure = fmt.Sprintf("The strand is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
 			byteSize(info.Size()), byteSize(v.cfg.MaxStrandSize))
 		w.content = nil
 		return w, "", nil
@@ -258,18 +267,31 @@ func (v *Vault) prepareDeleted(w *work) (*work, string, error) {
 	if w.previous, _, err = v.store.Content(w.rel); err != nil {
 		return nil, "", err
 	}
+	w.hash = w.rec.Hash
 	doc, perr := frontmatter.Parse(w.previous)
 	if perr == nil {
 		w.fields = doc.Fields
-		if mode, err := frontmatter.ResolveMode(doc.Fields); err == nil && mode == frontmatter.ModeOff {
+		w.mode, _ = frontmatter.ResolveMode(doc.Fields) // a bad mode was reported when it was written
+		if w.mode == frontmatter.ModeOff {
 			return w, "knot_mode: off", nil
 		}
 		if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, "deleted") {
 			return w, "knot_events does not include deleted", nil
 		}
 	}
+	if t, err := v.tieOffAbs(w.rel); err == nil {
+		if _, err := os.Stat(filepath.Dir(t)); errors.Is(err, fs.ErrNotExist) {
+			// The strand's folder was deleted with it, and its tie-off
+			// with it: a reply would have nowhere to go but a folder
+			// knotd would bring back.
+			return w, "its folder was deleted with it", nil
+		}
+	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
 	if w.session == "" {
+		// No run gave the strand a session, and none was recorded: the
+		// agent still needs one for this last run. It is not kept, since
+		// the record goes with the strand.
 		w.session, w.newSession = uuid.NewString(), true
 	}
 	if w.agentName, w.agent, err = v.agentFor(w.fields.Agent); err != nil {
@@ -292,11 +314,19 @@ func (v *Vault) ensureSession(w *work, have string) error {
 			w.session, w.newSession = have, w.rec.Session != have
 			return nil
 		}
-		if _, where, err := v.lstatStrand(owner.Path); err == nil && where == absent {
-			// The owner is gone; this is a move that reconcile has not
-			// seen yet. Take the session over with the history.
-			w.session = have
-			return nil
+		if _, where, err := v.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
+			// The owner is gone: the strand moved (or was copied, and the
+			// original deleted) and no reconcile paired the two paths
+			// yet. Move the history here and start over with it, unless
+			// the owner is being processed right now (its Deleted run):
+			// then this is a copy like any other.
+			moved, err := v.move(owner.Path, w.rel, true)
+			if err != nil {
+				return err
+			}
+			if moved {
+				return errRetry
+			}
 		}
 		v.log.Info("strand is a copy of another strand; giving it a session of its own", "strand", w.rel, "original", owner.Path)
 		id := uuid.NewString()
@@ -321,9 +351,61 @@ func (v *Vault) ensureSession(w *work, have string) error {
 	return nil
 }
 
+// claims are the strand paths being worked on: the processor holds its
+// strand's path for a whole run, and moving a record holds both paths, so
+// that a move never takes the record of a strand while it is processed.
+// The zero value is ready.
+type claims struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	held map[string]bool
+}
+
+// claim waits until rel is free and holds it.
+func (c *claims) claim(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cond.L = &c.mu
+	for c.held[rel] {
+		c.cond.Wait()
+	}
+	if c.held == nil {
+		c.held = make(map[string]bool)
+	}
+	c.held[rel] = true
+}
+
+// tryClaim holds rel if it is free and reports whether it did.
+func (c *claims) tryClaim(rel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[rel] {
+		return false
+	}
+	if c.held == nil {
+		c.held = make(map[string]bool)
+	}
+	c.held[rel] = true
+	return true
+}
+
+// release frees rel.
+func (c *claims) release(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.held, rel)
+	c.cond.L = &c.mu
+	c.cond.Broadcast()
+}
+
 // writeStrand replaces the strand's content with updated, unless the user
 // saved it since it was read (then errRetry: start over from the disk).
+// With --dry-run nothing is written: the run is shown as it would be.
 func (v *Vault) writeStrand(w *work, updated []byte) error {
+	if v.dry {
+		w.content, w.hash = updated, HashOf(updated)
+		return nil
+	}
 	err := frontmatter.WriteFile(w.abs, w.content, updated)
 	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
 		return errRetry
@@ -331,12 +413,24 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 	if err != nil {
 		return fmt.Errorf("vault: write frontmatter of %s: %w", w.rel, err)
 	}
-	info, err := os.Lstat(w.abs)
-	if err != nil {
-		return errRetry
+	info, ok, err := v.statWritten(w.abs, updated)
+	if err != nil || !ok {
+		return errRetry // the user saved right after knotd: start over
 	}
-	w.content, w.info = updated, info
+	w.content, w.info, w.hash = updated, info, HashOf(updated)
 	return nil
+}
+
+// statWritten returns the stat of the file at abs if it holds exactly
+// want, which knotd just wrote: the stat is taken before the read, so a
+// save of the user's in between shows as different content (ok false),
+// never as knotd's version with the user's stamp.
+func (v *Vault) statWritten(abs string, want []byte) (os.FileInfo, bool, error) {
+	got, _, info, tooBig, err := readStrand(abs, max(v.cfg.MaxStrandSize, int64(len(want))))
+	if err != nil {
+		return nil, false, err
+	}
+	return info, !tooBig && bytes.Equal(got, want), nil
 }
 
 // onlyOwnKeysChanged reports whether before and after differ only in
@@ -363,7 +457,7 @@ func (v *Vault) commitSkip(w *work, why string) error {
 		return v.store.Delete(w.rel)
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, StampOf(w.info), HashOf(w.content)
+	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = OutcomeSkipped, v.now().UTC()
 	if rec.Session != "" {
 		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {

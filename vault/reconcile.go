@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/strand"
@@ -97,7 +98,7 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 				continue
 			}
 			if same {
-				touched[rel] = StampOf(info)
+				touched[rel] = v.stamp(info)
 			} else {
 				changed = append(changed, rel)
 			}
@@ -105,17 +106,16 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	}
 
 	for _, rel := range created {
-		moved, err := v.detectRename(rel, gone)
+		owner, moved, err := v.detectRename(rel, gone)
 		if err != nil {
 			v.log.Warn("cannot check whether a new strand was moved", "strand", rel, "err", err)
 		}
 		if moved {
 			// The record moved to rel; compare the content with it now.
-			rec, has, err := v.store.Get(rel)
-			info, where, serr := v.lstatStrand(rel)
-			if err == nil && serr == nil && has && where == present {
-				if same, herr := v.sameContent(rel, rec.Hash); herr == nil && same {
-					touched[rel] = StampOf(info)
+			info, where, err := v.lstatStrand(rel)
+			if err == nil && where == present {
+				if same, herr := v.sameContent(rel, owner.Hash); herr == nil && same {
+					touched[rel] = v.stamp(info)
 					continue
 				}
 			}
@@ -126,7 +126,7 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		changed = append(changed, rel)
 	}
 
-	if len(touched) > 0 {
+	if len(touched) > 0 && !v.dry {
 		err := v.store.Update(func(tx *Tx) error {
 			for rel, st := range touched {
 				if err := tx.Restamp(rel, st); err != nil && !errors.Is(err, ErrNotFound) {
@@ -232,40 +232,65 @@ func (v *Vault) sameContent(rel string, h Hash) (bool, error) {
 // detectRename checks whether the new strand rel is a recorded strand that
 // moved: its knot_session belongs to a record whose path is gone. If so it
 // moves the record (and the tie-off, when the new path has none yet),
-// removes the old path from gone and reports true.
-func (v *Vault) detectRename(rel string, gone map[string]Record) (bool, error) {
+// removes the old path from gone and returns the record as it was (with
+// --dry-run it only says so). A strand being processed is not moved (see
+// claims); the processor pairs the two paths later.
+func (v *Vault) detectRename(rel string, gone map[string]Record) (owner Record, moved bool, err error) {
 	abs, err := strand.Abs(v.root, rel)
 	if err != nil {
-		return false, err
+		return owner, false, err
 	}
 	head, err := readHead(abs, frontmatterScanLimit)
 	if err != nil {
-		return false, err
+		return owner, false, err
 	}
 	doc, err := frontmatter.Parse(head)
 	if err != nil || doc.Fields.Session == "" {
-		return false, nil // no usable session: a new strand
+		return owner, false, nil // no usable session: a new strand
 	}
 	owner, ok, err := v.store.BySession(doc.Fields.Session)
 	if err != nil || !ok || owner.Path == rel {
-		return false, err
+		return owner, false, err
 	}
 	if _, isGone := gone[owner.Path]; !isGone {
 		// The owner still exists (a copy, not a move) or was not part of
 		// this pass; look at the disk to be sure.
 		_, where, err := v.lstatStrand(owner.Path)
 		if err != nil || where != absent {
-			return false, err
+			return owner, false, err
 		}
 	}
-	if err := v.moveTieOff(owner.Path, rel); err != nil {
-		return false, err
-	}
-	if err := v.store.Rename(owner.Path, rel); err != nil {
-		return false, err
+	if !v.dry {
+		if moved, err := v.move(owner.Path, rel, false); err != nil || !moved {
+			return owner, false, err
+		}
 	}
 	delete(gone, owner.Path)
-	v.log.Info("strand moved; its history moves with it", "from", owner.Path, "to", rel)
+	return owner, true, nil
+}
+
+// move moves the record of the strand at from, and its tie-off, to the
+// strand at to: the strand was moved. It does nothing and reports false
+// while either path is being processed; holding says the caller already
+// holds to.
+func (v *Vault) move(from, to string, holding bool) (bool, error) {
+	if !v.claims.tryClaim(from) {
+		return false, nil
+	}
+	defer v.claims.release(from)
+	if !holding {
+		if !v.claims.tryClaim(to) {
+			return false, nil
+		}
+		defer v.claims.release(to)
+	}
+	if err := v.moveTieOff(from, to); err != nil {
+		return false, err
+	}
+	if err := v.store.Rename(from, to); err != nil {
+		return false, err
+	}
+	v.log.Info("strand moved; its history moves with it", "from", from, "to", to)
 	return true, nil
 }
 
@@ -303,4 +328,21 @@ func sortedKeys(m map[string]struct{}) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// racyWindow is how recent a file's modification time may be for its
+// stamp to be trusted. Many file systems keep coarse times (a kernel
+// tick, a second, two seconds on FAT), so a file written again within the
+// same tick with the same size keeps its stamp; a stamp whose time is that
+// recent is recorded without its time, and the next reconcile reads and
+// hashes the file instead of trusting it ("racy git" has the same cure).
+const racyWindow = 2 * time.Second
+
+// stamp returns the stamp to record for a file knotd just looked at.
+func (v *Vault) stamp(info fs.FileInfo) Stamp {
+	st := StampOf(info)
+	if time.Since(info.ModTime()) < racyWindow {
+		st.ModTime = 0 // never equal to a real file's stamp: hash it next time
+	}
+	return st
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -67,7 +66,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	rec := w.rec
 	rec.Path = w.rel
 	if w.event != strand.Deleted {
-		rec.Stamp, rec.Hash = StampOf(w.info), HashOf(w.content)
+		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume = w.session, resume
 	rec.Turns++
@@ -222,18 +221,26 @@ func (v *Vault) commit(w *work, rec Record, j journal) error {
 }
 
 // complete appends a journaled run's section (unless check finds it already
-// in the tie-off) and commits its record.
+// in the tie-off) and commits its record. When recovering (check), a
+// record that a later run of the strand committed meanwhile is kept: the
+// section is appended, the journal entry dropped.
 func (v *Vault) complete(p Pending, j journal, check bool) error {
 	t, err := v.tieOffAbs(p.Record.Path)
 	if err != nil {
 		return err
 	}
-	done := false
+	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
+		cur, has, err := v.store.Get(p.Record.Path)
+		if err != nil {
+			return err
+		}
+		// Run ids are UUID v7: they sort by the time the run started.
+		stale = has && cur.LastRunID > p.RunID
 	}
 	if !done {
 		if j.Replace {
@@ -242,8 +249,11 @@ func (v *Vault) complete(p Pending, j journal, check bool) error {
 			_, err = tieoff.Append(t, j.Section)
 		}
 		if err != nil {
-			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried): %w", p.Record.Path, err)
+			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
+	}
+	if stale {
+		return v.store.Update(func(tx *Tx) error { return tx.DeletePending(p.RunID) })
 	}
 	return v.store.Complete(p.RunID)
 }
@@ -274,13 +284,17 @@ func (v *Vault) writeResume(w *work, rec Record, handle string) error {
 		} else if p, err := frontmatter.SetResume(w.content, handle); err == nil {
 			processed = p
 		}
-		info, err := os.Lstat(w.abs)
-		if err != nil {
-			return err
-		}
 		rec.Hash = HashOf(processed)
 		if hash == HashOf(w.content) {
-			rec.Stamp = StampOf(info)
+			// The disk holds the processed version plus the handle:
+			// record its stamp, unless the user saved right after knotd.
+			info, ok, err := v.statWritten(w.abs, updated)
+			if err != nil {
+				return err
+			}
+			if ok {
+				rec.Stamp = v.stamp(info)
+			}
 		}
 		return v.store.Put(rec, processed)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
@@ -57,6 +58,8 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
+
+	claims claims // strand paths being worked on
 
 	// hooks lets tests observe the daemon (see hooks).
 	hooks hooks
@@ -150,8 +153,11 @@ func (v *Vault) Close() error {
 	return errors.Join(errs...)
 }
 
-// recover finishes the runs a crash left journaled: each reply is appended
-// to its tie-off unless it is already there, then the run is committed.
+// recover finishes the runs a crash (or a tie-off that could not be
+// written) left journaled: each reply is appended to its tie-off unless it
+// is already there, then the run is committed. A run that still cannot be
+// finished is reported and stays journaled for the next start; it does
+// not keep knotd from serving the rest of the vault.
 func (v *Vault) recover() error {
 	ps, err := v.store.Pendings()
 	if err != nil {
@@ -159,13 +165,15 @@ func (v *Vault) recover() error {
 	}
 	for _, p := range ps {
 		j, err := decodeJournal(p.Section)
+		if err == nil {
+			err = v.complete(p, j, true)
+		}
 		if err != nil {
-			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
+			v.log.Error("cannot finish a run journaled before knotd stopped; it stays journaled and is retried at the next start",
+				"strand", p.Record.Path, "run", p.RunID, "err", err)
+			continue
 		}
-		if err := v.complete(p, j, true); err != nil {
-			return err
-		}
-		v.log.Info("finished a run interrupted by a crash", "strand", p.Record.Path, "run", p.RunID)
+		v.log.Info("finished a run journaled before knotd stopped", "strand", p.Record.Path, "run", p.RunID)
 	}
 	return nil
 }
@@ -218,7 +226,10 @@ func (v *Vault) adopt() (int, error) {
 				if tooBig {
 					content = nil
 				}
-				rec := Record{Path: rel, Stamp: StampOf(info), Hash: hash, LastOutcome: OutcomeAdopted, Processed: now}
+				rec := Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: OutcomeAdopted, Processed: now}
+				if err := adoptSession(tx, &rec, content); err != nil {
+					return err
+				}
 				if err := tx.Put(rec, content); err != nil {
 					return err
 				}
@@ -232,4 +243,24 @@ func (v *Vault) adopt() (int, error) {
 	}
 	err := v.store.Update(func(tx *Tx) error { return tx.SetAdopted(now) })
 	return n, err
+}
+
+// adoptSession records the session and resume handle an adopted strand
+// already has in its frontmatter (knotd ran on it before its state was
+// lost, or on another machine), so that a move keeps its history and the
+// next run continues its conversation. A session another adopted strand
+// took first (a copy) is left out: the copy gets its own on its first run.
+func adoptSession(tx *Tx, rec *Record, content []byte) error {
+	if content == nil {
+		return nil
+	}
+	doc, err := frontmatter.Parse(content)
+	if err != nil || doc.Fields.Session == "" {
+		return nil // no usable session: the first run gives it one
+	}
+	if _, taken, err := tx.BySession(doc.Fields.Session); err != nil || taken {
+		return err
+	}
+	rec.Session, rec.Resume = doc.Fields.Session, doc.Fields.Resume
+	return nil
 }

@@ -1,0 +1,201 @@
+package vault
+
+import (
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/watcher"
+)
+
+// overflowVault makes a processed vault, then changes it the way a burst
+// whose events the kernel lost would: a modification, a deletion, a new
+// strand, a touch, a move, a whole directory removed, a new directory.
+// It returns the open vault and the strands a full reconcile must find.
+func overflowVault(t *testing.T) (*env, *Vault, []string) {
+	e := newEnv(t)
+	e.onceFresh()
+	for _, rel := range []string{"mod.md", "del.md", "touch.md", "same.md", "move.md", "sub/x.md", "sub/deep/y.md"} {
+		e.write(rel, "# "+rel+"\n")
+	}
+	e.onceFresh() // every strand processed once, with a session
+
+	e.write("mod.md", e.read("mod.md")+"changed\n")
+	e.remove("del.md")
+	e.write("new.md", "# new\n")
+	later := time.Now().Add(time.Minute)
+	mustDo(t, os.Chtimes(e.abs("touch.md"), later, later))
+	e.rename("move.md", "moved/here.md")
+	mustDo(t, os.RemoveAll(e.abs("sub")))
+	e.write("fresh/dir/z.md", "# z\n")
+	return e, e.open(), []string{"del.md", "fresh/dir/z.md", "mod.md", "new.md", "sub/deep/y.md", "sub/x.md"}
+}
+
+// TestReconcile_FullRescanFindsEverything: after an overflow the watcher
+// asks for a full rescan; reconcile finds every strand that changed, was
+// created or deleted, moves the moved one, and nothing else.
+func TestReconcile_FullRescanFindsEverything(t *testing.T) {
+	e, v, want := overflowVault(t)
+	got, err := v.reconcile([]watcher.Hint{{Path: "same.md"}, {Dir: true}, {Path: "mod.md"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("reconcile(full) = %v; want %v", got, want)
+	}
+	if _, ok := record(t, v, "moved/here.md"); !ok || !e.exists("moved/here.tieoff.md") {
+		t.Error("the moved strand's record and tie-off did not move")
+	}
+	// Reconciling again finds the same pending work and moves nothing.
+	if again, err := v.reconcile([]watcher.Hint{{Dir: true}}); err != nil || !slices.Equal(again, want) {
+		t.Errorf("second reconcile = %v, %v; want %v", again, err, want)
+	}
+}
+
+// TestReconcile_DirectoryHint: a directory hint covers the directory's
+// subtree on disk and in the records, and nothing outside it.
+func TestReconcile_DirectoryHint(t *testing.T) {
+	_, v, _ := overflowVault(t)
+	got, err := v.reconcile([]watcher.Hint{{Path: "sub", Dir: true}, {Path: "fresh", Dir: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"fresh/dir/z.md", "sub/deep/y.md", "sub/x.md"}; !slices.Equal(got, want) {
+		t.Errorf("reconcile(sub/, fresh/) = %v; want %v", got, want)
+	}
+}
+
+// TestWatchLoop_OverflowRescanLosesNothing: the watch loop given a full
+// rescan hint (what the watcher sends after fsnotify.ErrEventOverflow)
+// runs every strand that changed while events were lost, once each.
+func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
+	e, v, want := overflowVault(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var ran, worked []string
+	s, release := v.scheduler(ctx, func(RunReport) {})
+	defer release()
+	v.hooks.worked = func(rel string, rep RunReport) {
+		mu.Lock()
+		defer mu.Unlock()
+		worked = append(worked, rel)
+		if rep.Ran {
+			ran = append(ran, rel)
+		}
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- s.Run(ctx) }()
+
+	hints := make(chan watcher.Hint, 4)
+	l := &watchLoop{v: v, s: s, delay: time.Millisecond, gone: map[string]goneStrand{}}
+	loopDone := make(chan struct{})
+	go func() { l.run(hints); close(loopDone) }()
+	hints <- watcher.Hint{Path: "new.md"}
+	hints <- watcher.Hint{Dir: true} // the overflow
+	waitFor(t, waitTimeout, "every lost change to run", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(slices.Compact(slices.Sorted(slices.Values(worked)))) >= len(want)
+	})
+	close(hints)
+	<-loopDone
+	idle, stop := context.WithTimeout(ctx, waitTimeout)
+	defer stop()
+	if err := s.WaitIdle(idle); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-runDone
+	mu.Lock()
+	slices.Sort(ran)
+	slices.Sort(worked)
+	mu.Unlock()
+	// A strand may be looked at twice (its file hint, then the rescan
+	// before its run was committed); it runs once.
+	if worked = slices.Compact(worked); !slices.Equal(worked, want) {
+		t.Errorf("processed %v; want %v", worked, want)
+	}
+	// The strands of the deleted folder are recorded as deleted without
+	// a run: their tie-offs went with the folder, which stays deleted.
+	if want := []string{"del.md", "fresh/dir/z.md", "mod.md", "new.md"}; !slices.Equal(ran, want) {
+		t.Errorf("runs = %v; want %v, once each", ran, want)
+	}
+	if e.exists("sub") {
+		t.Error("knotd brought back a deleted folder")
+	}
+	if got := e.events("del.md"); !slices.Equal(got, []string{"Created", "Deleted"}) {
+		t.Errorf("del.md: events %v", got)
+	}
+	if again, err := v.reconcile([]watcher.Hint{{Dir: true}}); err != nil || len(again) != 0 {
+		t.Errorf("after the runs, reconcile = %v, %v; want nothing left", again, err)
+	}
+}
+
+// TestReconcile_SameStampDifferentContent: a file system with coarse
+// timestamps can give a strand saved twice within one tick, at the same
+// size, the same stamp. A stamp recorded that close to the file's
+// modification is not trusted, so the second save is still found.
+func TestReconcile_SameStampDifferentContent(t *testing.T) {
+	e := newEnv(t)
+	e.write("a.md", "version one\n")
+	info, err := os.Stat(e.abs("a.md"))
+	mustDo(t, err)
+	e.onceFresh() // adopted right after the write
+	f, err := os.OpenFile(e.abs("a.md"), os.O_WRONLY, 0)
+	mustDo(t, err)
+	_, err = f.WriteString("version two\n") // same size, same inode
+	mustDo(t, err)
+	mustDo(t, f.Close())
+	mustDo(t, os.Chtimes(e.abs("a.md"), info.ModTime(), info.ModTime())) // the same tick
+	sum := e.onceFresh()
+	if sum.Ran != 1 || sum.Runs[0].Event.String() != "Modified" {
+		t.Errorf("summary = %+v; want the second save run as Modified", sum.Runs)
+	}
+}
+
+// TestVault_StampTrustsOnlySettledTimes: an old modification time is
+// recorded as it is (reconcile may skip the file while it is unchanged);
+// a recent one is not.
+func TestVault_StampTrustsOnlySettledTimes(t *testing.T) {
+	e := newEnv(t)
+	v := e.open()
+	e.write("old.md", "x")
+	e.write("new.md", "x")
+	old := time.Now().Add(-time.Hour)
+	mustDo(t, os.Chtimes(e.abs("old.md"), old, old))
+	for rel, trusted := range map[string]bool{"old.md": true, "new.md": false} {
+		info, err := os.Stat(e.abs(rel))
+		mustDo(t, err)
+		if got := v.stamp(info) == StampOf(info); got != trusted {
+			t.Errorf("stamp(%s) trusted = %v; want %v", rel, got, trusted)
+		}
+	}
+}
+
+// TestWatchLoop_FiredBy: the first full rescan of a watch is the
+// catch-up, later ones are rescans, file hints are watch.
+func TestWatchLoop_FiredBy(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh()
+	v := e.open()
+	s := &Scheduler[Job]{}
+	l := &watchLoop{v: v, s: s, delay: time.Hour, gone: map[string]goneStrand{}, firstFull: true}
+	var got []agentrun.FiredBy
+	for i, h := range []watcher.Hint{{Dir: true}, {Path: "a.md"}, {Dir: true}} {
+		e.write("a.md", string(rune('a'+i)))
+		l.reconcile([]watcher.Hint{h})
+		// The job waits in the scheduler (it is not running): read it.
+		s.mu.Lock()
+		got = append(got, s.entries["a.md"].job.FiredBy)
+		s.mu.Unlock()
+	}
+	want := []agentrun.FiredBy{agentrun.FiredByCatchUp, agentrun.FiredByWatch, agentrun.FiredByRescan}
+	if !slices.Equal(got, want) {
+		t.Errorf("FiredBy = %v; want %v", got, want)
+	}
+}

@@ -1,0 +1,217 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/watcher"
+)
+
+// WatchOptions configures Watch.
+type WatchOptions struct {
+	// All runs every strand once at startup (--all).
+	All bool
+}
+
+// Watch watches the vault until ctx ends: the startup catch-up, then every
+// settled change, overflow rescans and, when configured, polling. When ctx
+// ends it stops taking events, lets running agents finish within the grace
+// period, kills what remains and returns nil. It returns an error if the
+// vault directory disappears or watching cannot start.
+//
+// A strand that is gone is processed as Deleted one quiet period after
+// its hint: a move reaches the watcher as two paths that may settle in
+// separate hints, and the new path's hint, reconciled meanwhile, moves the
+// history instead (see reconcile).
+func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
+	// On first contact adopt; with --all run everything. The catch-up on
+	// changes made while knotd was stopped is the watcher's first full
+	// rescan, sent once its watches are in place, so nothing falls between
+	// the catch-up and the watch.
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return err
+	}
+	var all []string
+	if !seen || opts.All {
+		if all, _, err = v.catchUp(opts.All); err != nil {
+			return err
+		}
+	}
+	s, release := v.scheduler(ctx, func(RunReport) {})
+	defer release()
+	for _, rel := range all {
+		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
+	}
+
+	hints := make(chan watcher.Hint, 256)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var wg sync.WaitGroup
+	var schedErr, watchErr error
+	wg.Go(func() { schedErr = s.Run(ctx) })
+	if v.cfg.Poll > 0 {
+		p := &watcher.Poller{Interval: v.cfg.Poll}
+		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })
+		v.log.Info("watching by polling", "vault", v.root, "interval", v.cfg.Poll)
+	} else {
+		w := &watcher.Watcher{
+			Root: v.root, Quiet: v.cfg.Debounce, MaxWait: v.cfg.MaxWait,
+			Filter: strand.IsStrandPath, Rules: v.rules, Logger: v.log,
+		}
+		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
+		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
+	}
+
+	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true}
+	if l.delay <= 0 {
+		l.delay = watcher.DefaultQuiet
+	}
+	l.run(hints)
+	wg.Wait()
+	if watchErr != nil {
+		return fmt.Errorf("vault: watch %s: %w", v.root, watchErr)
+	}
+	if schedErr != nil && !errors.Is(schedErr, context.Canceled) {
+		return schedErr
+	}
+	v.log.Info("stopped", "vault", v.root)
+	return nil
+}
+
+// watchLoop turns the watcher's hints into scheduled work. It is owned by
+// Watch's goroutine.
+type watchLoop struct {
+	v         *Vault
+	s         *Scheduler[Job]
+	delay     time.Duration         // how long a gone strand waits
+	gone      map[string]goneStrand // gone strands waiting for their delay
+	firstFull bool
+}
+
+// goneStrand is a strand that reconcile found gone, waiting to be looked
+// at again.
+type goneStrand struct {
+	due   time.Time
+	fired agentrun.FiredBy
+}
+
+// run handles hints until the channel is closed.
+func (l *watchLoop) run(hints <-chan watcher.Hint) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		var batch []watcher.Hint
+		select {
+		case h, ok := <-hints:
+			if !ok {
+				return
+			}
+			batch = append(batch, h)
+		case <-timer.C:
+		}
+		// Take whatever else is ready: hints that settled together are
+		// reconciled together, and before any gone strand that is due.
+	drain:
+		for {
+			select {
+			case h, ok := <-hints:
+				if !ok {
+					return
+				}
+				batch = append(batch, h)
+			default:
+				break drain
+			}
+		}
+		if len(batch) > 0 {
+			l.reconcile(batch)
+		}
+		l.due(time.Now())
+		if next, ok := l.next(); ok {
+			timer.Reset(time.Until(next))
+		}
+		if l.v.hooks.looped != nil {
+			l.v.hooks.looped(len(l.gone))
+		}
+	}
+}
+
+// reconcile reconciles a batch of hints and schedules what changed; a
+// strand found gone waits for the delay first.
+func (l *watchLoop) reconcile(batch []watcher.Hint) {
+	fired := agentrun.FiredByWatch
+	if slices.ContainsFunc(batch, watcher.Hint.Full) {
+		fired = agentrun.FiredByRescan
+		if l.firstFull {
+			fired = agentrun.FiredByCatchUp
+		}
+		l.firstFull = false
+	}
+	paths, err := l.v.reconcile(batch)
+	if err != nil {
+		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, rel := range paths {
+		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
+			if _, waiting := l.gone[rel]; !waiting {
+				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
+			}
+			continue
+		}
+		delete(l.gone, rel)
+		l.s.Submit(rel, Job{FiredBy: fired})
+	}
+	if l.v.hooks.batch != nil {
+		l.v.hooks.batch(batch, paths)
+	}
+}
+
+// due reconciles the gone strands whose delay is over and schedules the
+// ones still gone (or changed otherwise).
+func (l *watchLoop) due(now time.Time) {
+	var hints []watcher.Hint
+	fired := map[string]agentrun.FiredBy{}
+	for rel, g := range l.gone {
+		if !g.due.After(now) {
+			hints = append(hints, watcher.Hint{Path: rel})
+			fired[rel] = g.fired
+			delete(l.gone, rel)
+		}
+	}
+	if len(hints) == 0 {
+		return
+	}
+	paths, err := l.v.reconcile(hints)
+	if err != nil {
+		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
+		return
+	}
+	for _, rel := range paths {
+		f := fired[rel]
+		if f == "" {
+			f = agentrun.FiredByWatch
+		}
+		l.s.Submit(rel, Job{FiredBy: f})
+	}
+}
+
+// next returns when the earliest gone strand is due.
+func (l *watchLoop) next() (time.Time, bool) {
+	var next time.Time
+	for _, g := range l.gone {
+		if next.IsZero() || g.due.Before(next) {
+			next = g.due
+		}
+	}
+	return next, !next.IsZero()
+}
