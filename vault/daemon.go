@@ -3,8 +3,6 @@ package vault
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -209,82 +207,4 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		v.hooks.scheduler(s)
 	}
 	return s, release
-}
-
-// DryRun prints, for each strand a --once pass would process, its event
-// and the full prompt, and changes nothing: no agent runs, no file or state
-// is written. On a vault knotd has never seen it says how many strands the
-// first pass would adopt.
-func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w io.Writer) error {
-	v, err := Open(root, opts)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	v.dry = true
-	_, seen, err := v.store.Adopted()
-	if err != nil {
-		return err
-	}
-	var pending []string
-	if !seen && !once.All {
-		n := 0
-		if err := v.walk("", func(string) { n++ }); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing (use --all to run them all)\n", n)
-		return nil
-	}
-	if once.All {
-		set := map[string]struct{}{}
-		if err := v.walk("", func(rel string) { set[rel] = struct{}{} }); err != nil {
-			return err
-		}
-		pending = sortedKeys(set)
-	} else if pending, err = v.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
-		return err
-	}
-	if len(pending) == 0 {
-		fmt.Fprintln(w, "nothing to do: every strand is processed")
-		return nil
-	}
-	for _, rel := range pending {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		wk, skip, err := v.prepare(rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All})
-		switch {
-		case err != nil:
-			fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
-			continue
-		case wk == nil:
-			continue
-		case skip != "":
-			fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
-			continue
-		case wk.failure != "":
-			fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
-			continue
-		}
-		req, err := v.request(wk, Job{FiredBy: agentrun.FiredByOnce}, "dry-run", v.now().UTC())
-		if err != nil {
-			return err
-		}
-		prompt, err := v.prompt(req)
-		if err != nil {
-			fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
-			continue
-		}
-		fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
-	}
-	return nil
-}
-
-// prompt returns the prompt req would send.
-func (v *Vault) prompt(req agentrun.Request) (string, error) {
-	r := v.runner
-	if r == nil {
-		r = &agentrun.Runner{Limits: v.cfg.Limits, Now: v.now}
-	}
-	return r.Prompt(req)
 }

@@ -69,11 +69,19 @@ type Vault struct {
 // loads the configuration, opens the state store and finishes any run that
 // a crash left journaled. The error wraps ErrConfig for configuration
 // problems and is a *LockedError when another knotd holds the vault.
-func Open(root string, opts Options) (v *Vault, err error) {
+func Open(root string, opts Options) (*Vault, error) {
+	return open(root, opts, false)
+}
+
+// open is Open; with dry (--dry-run) the vault changes nothing: a crash's
+// journaled runs are left for the next real start, and the processor
+// writes no file and no state.
+func open(root string, opts Options, dry bool) (v *Vault, err error) {
 	v, err = newVault(root, opts)
 	if err != nil {
 		return nil, err
 	}
+	v.dry = dry
 	if v.lock, err = AcquireLock(root); err != nil {
 		return nil, err
 	}
@@ -85,8 +93,10 @@ func Open(root string, opts Options) (v *Vault, err error) {
 	if v.store, err = OpenStore(filepath.Join(root, strand.StateDir, StateFile)); err != nil {
 		return nil, err
 	}
-	if err := v.recover(); err != nil {
-		return nil, err
+	if !dry {
+		if err := v.recover(); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }

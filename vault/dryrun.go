@@ -1,0 +1,122 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/watcher"
+)
+
+// DryRun prints, for each strand a --once pass would process, its event
+// and the full prompt, and changes nothing: no agent runs, no strand,
+// tie-off or state is written, and runs a crash left journaled are only
+// counted. On a vault knotd has never seen it says how many strands the
+// first pass would adopt, without creating knotd's state directory.
+func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w io.Writer) (err error) {
+	if _, err := os.Stat(filepath.Join(root, strand.StateDir, StateFile)); errors.Is(err, fs.ErrNotExist) && !once.All {
+		v, err := newVault(root, opts)
+		if err != nil {
+			return err
+		}
+		return v.dryFirstContact(w)
+	}
+	v, err := open(root, opts, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := v.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return err
+	}
+	if !seen && !once.All {
+		return v.dryFirstContact(w)
+	}
+	if ps, err := v.store.Pendings(); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		fmt.Fprintf(w, "%d finished runs were journaled before knotd stopped; the next real start appends their replies first\n\n", len(ps))
+	}
+	var pending []string
+	if once.All {
+		set := map[string]struct{}{}
+		if err := v.walk("", func(rel string) { set[rel] = struct{}{} }); err != nil {
+			return err
+		}
+		if err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
+			return err
+		}
+		pending = sortedKeys(set)
+	} else if pending, err = v.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		fmt.Fprintln(w, "nothing to do: every strand is processed")
+		return nil
+	}
+	for _, rel := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		v.dryShow(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All})
+	}
+	return nil
+}
+
+// dryFirstContact says what the first pass over the vault would do.
+func (v *Vault) dryFirstContact(w io.Writer) error {
+	n := 0
+	if err := v.walk("", func(string) { n++ }); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing (use --all to run them all)\n", n)
+	return nil
+}
+
+// dryShow prints what processing rel would do: its event and full prompt,
+// or why it would not run.
+func (v *Vault) dryShow(w io.Writer, rel string, job Job) {
+	wk, skip, err := v.prepare(rel, job)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
+		return
+	case wk == nil:
+		return
+	case skip != "":
+		fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
+		return
+	case wk.failure != "":
+		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
+		return
+	}
+	req, err := v.request(wk, job, "dry-run", v.now().UTC())
+	if err == nil {
+		var prompt string
+		if prompt, err = v.prompt(req); err == nil {
+			fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
+			return
+		}
+	}
+	fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
+}
+
+// prompt returns the prompt req would send.
+func (v *Vault) prompt(req agentrun.Request) (string, error) {
+	r := v.runner
+	if r == nil {
+		r = &agentrun.Runner{Limits: v.cfg.Limits, Now: v.now}
+	}
+	return r.Prompt(req)
+}
