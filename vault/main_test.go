@@ -24,7 +24,8 @@ var helpers = map[string]func() int{
 
 // fakes are the fake agents of these tests, added to fakeagent's own.
 var fakes = map[string]fakeagent.Behaviour{
-	gateBehaviour: gateAgent,
+	gateBehaviour:       gateAgent,
+	claudeGateBehaviour: claudeGateAgent,
 }
 
 func TestMain(m *testing.M) {
@@ -69,29 +70,62 @@ func gateAgent(inv *fakeagent.Invocation) int {
 		return die(err)
 	}
 	n := len(calls)
+	if err := waitFile(inv.State, gateRelease(inv.State, n)); err != nil {
+		return die(err)
+	}
+	fmt.Fprintf(inv.Stdout, "GATE %d\n", n)
+	return 0
+}
+
+// claudeGateBehaviour is the fake Claude Code CLI behind a gate: call N
+// (counting calls made so far) creates started-N in the state directory,
+// waits for release-N, then behaves as fakeagent's claude (which records
+// the call).
+const claudeGateBehaviour = "claude-gate"
+
+// gateStarted is the file call n of the claude-gate agent creates when it
+// starts waiting.
+func gateStarted(state string, n int) string {
+	return filepath.Join(state, "started-"+strconv.Itoa(n))
+}
+
+func claudeGateAgent(inv *fakeagent.Invocation) int {
+	calls, err := fakeagent.Calls(inv.State)
+	if err == nil {
+		err = os.WriteFile(gateStarted(inv.State, len(calls)+1), nil, 0o600)
+	}
+	if err == nil {
+		err = waitFile(inv.State, gateRelease(inv.State, len(calls)+1))
+	}
+	if err != nil {
+		fmt.Fprintln(inv.Stderr, "claude-gate:", err)
+		return 125
+	}
+	return fakeagent.Behaviours()[fakeagent.Claude](inv)
+}
+
+// waitFile blocks until the file path, in the directory dir, exists.
+func waitFile(dir, path string) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return die(err)
+		return err
 	}
 	defer w.Close()
-	if err := w.Add(inv.State); err != nil {
-		return die(err)
+	if err := w.Add(dir); err != nil {
+		return err
 	}
-	release := gateRelease(inv.State, n)
 	for {
-		if _, err := os.Stat(release); err == nil {
-			break
+		if _, err := os.Stat(path); err == nil {
+			return nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return die(err)
+			return err
 		}
 		select {
 		case <-w.Events:
 		case err := <-w.Errors:
-			return die(err)
+			return err
 		}
 	}
-	fmt.Fprintf(inv.Stdout, "GATE %d\n", n)
-	return 0
 }
 
 type discard struct{}
