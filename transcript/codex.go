@@ -22,6 +22,8 @@ type codexNormalizer struct {
 	usage   *Usage
 	notes   []string
 	skipped map[string]int
+	started bool // a turn started
+	ended   bool // and ended (completed or failed)
 }
 
 func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
@@ -43,7 +45,10 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 			n.order = append(n.order, id)
 		}
 		n.items[id] = item
+	case "turn.started":
+		n.started = true
 	case "turn.completed":
+		n.ended = true
 		if u := object(obj, "usage"); u != nil {
 			if n.usage == nil {
 				n.usage = &Usage{}
@@ -51,10 +56,11 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 			n.usage.add(Usage{InputTokens: integer(u, "input_tokens"), CacheReadTokens: integer(u, "cached_input_tokens"), OutputTokens: integer(u, "output_tokens")})
 		}
 	case "turn.failed":
+		n.ended = true
 		n.notes = append(n.notes, "codex turn failed: "+str(object(obj, "error"), "message"))
 	case "error":
 		n.notes = append(n.notes, "codex error: "+str(obj, "message"))
-	case "thread.started", "turn.started", "item.plan.delta":
+	case "thread.started", "item.plan.delta":
 		// The thread id is the resume handle (agentrun reads it); plan
 		// deltas are followed by the whole plan item.
 	default:
@@ -75,6 +81,9 @@ func (n *codexNormalizer) finish() (AssistantMessage, *Usage) {
 		msg.Blocks = append(msg.Blocks, n.blocks(id, item)...)
 	}
 	msg.Notes = append(n.notes, noteCounts("codex events", n.skipped)...)
+	if n.started && !n.ended {
+		msg.Notes = append(msg.Notes, "the codex turn did not end: the run was cut short")
+	}
 	return msg, n.usage
 }
 

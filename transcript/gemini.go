@@ -20,6 +20,8 @@ type geminiNormalizer struct {
 	usage   *Usage
 	notes   []string
 	skipped map[string]int
+	stream  bool // stream-json events were seen
+	result  bool // and the result event
 }
 
 func (n *geminiNormalizer) event(obj map[string]json.RawMessage) {
@@ -28,6 +30,7 @@ func (n *geminiNormalizer) event(obj map[string]json.RawMessage) {
 		n.object(obj)
 		return
 	}
+	n.stream = true
 	chunk := false
 	switch t {
 	case "message":
@@ -52,6 +55,7 @@ func (n *geminiNormalizer) event(obj map[string]json.RawMessage) {
 	case "error":
 		n.notes = append(n.notes, "gemini "+str(obj, "severity")+": "+str(obj, "message"))
 	case "result":
+		n.result = true
 		if str(obj, "status") == "error" {
 			n.notes = append(n.notes, "gemini reported an error: "+str(object(obj, "error"), "message"))
 		}
@@ -101,5 +105,8 @@ func (n *geminiNormalizer) object(obj map[string]json.RawMessage) {
 
 func (n *geminiNormalizer) finish() (AssistantMessage, *Usage) {
 	notes := append(n.notes, noteCounts("gemini events", n.skipped)...)
+	if n.stream && !n.result {
+		notes = append(notes, "no gemini result event: the run was cut short")
+	}
 	return AssistantMessage{Blocks: n.blocks, Notes: notes}, n.usage
 }

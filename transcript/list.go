@@ -135,11 +135,24 @@ func summarize(path, runID string) Summary {
 		s.Time, s.Strand, s.Event, s.Agent = t, st.Strand, st.Event, st.Agent
 	}
 
-	lines, err := tailLines(f, end, listTail)
-	if err != nil {
-		problem(err.Error())
-		return s
+	// run.finished is usually within the last few KiB (only a tie-off
+	// line follows it); look there first, then in the whole window.
+	for _, window := range []int64{8 << 10, listTail} {
+		lines, err := tailLines(f, end, window)
+		if err != nil {
+			problem(err.Error())
+			return s
+		}
+		if s.findFinished(lines, problem) || window >= end {
+			break
+		}
 	}
+	return s
+}
+
+// findFinished looks for run.finished among lines, newest first, and
+// reports whether it found it.
+func (s *Summary) findFinished(lines [][]byte, problem func(string)) bool {
 	for _, l := range lines {
 		ev, p := decodeLine(l)
 		if p != "" || ev.Type != RunFinished {
@@ -151,9 +164,9 @@ func summarize(path, runID string) Summary {
 			fin := pl.(Finished)
 			s.Finished, s.Outcome, s.Duration = true, fin.Outcome, fin.Duration
 		}
-		break
+		return true
 	}
-	return s
+	return false
 }
 
 // startedOf decodes a first line as run.started.

@@ -91,6 +91,14 @@ func Prune(dir string, keepDays, keepCount int, now time.Time) ([]string, error)
 	return removed, errors.Join(errs...)
 }
 
+// sameVersion reports whether a and b describe the same file with the same
+// size and modification time: a file replaced or written to since it was
+// listed is judged again at the next Prune. (The inode alone is not enough:
+// file systems reuse the number of a deleted file at once.)
+func sameVersion(a, b fs.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}
+
 // removeIdle deletes the transcript at path unless a Recorder holds its lock
 // or it is no longer the file described by info.
 func removeIdle(path string, info fs.FileInfo) (removed bool, err error) {
@@ -107,7 +115,7 @@ func removeIdle(path string, info fs.FileInfo) (removed bool, err error) {
 			f.Close() // read only: nothing to lose
 		}
 	}()
-	if fi, err := f.Stat(); err != nil || !os.SameFile(fi, info) {
+	if fi, err := f.Stat(); err != nil || !sameVersion(fi, info) {
 		return false, err
 	}
 	locked := true

@@ -39,6 +39,11 @@ func (w Warning) String() string {
 // raw payload. The error is only for a failure to read r; the events read
 // up to it are returned with it.
 func Read(r io.Reader) ([]Event, []Warning, error) {
+	return read(r, MaxLine)
+}
+
+// read is Read with lines limited to maxLine bytes.
+func read(r io.Reader, maxLine int) ([]Event, []Warning, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var (
 		events []Event
@@ -57,7 +62,7 @@ func Read(r io.Reader) ([]Event, []Warning, error) {
 			var chunk []byte
 			chunk, err = br.ReadSlice('\n')
 			off += int64(len(chunk))
-			if !long && len(line)+len(chunk) <= MaxLine+1 {
+			if !long && len(line)+len(chunk) <= maxLine+1 {
 				line = append(line, chunk...)
 			} else {
 				long, line = true, line[:0]
@@ -79,7 +84,7 @@ func Read(r io.Reader) ([]Event, []Warning, error) {
 			warn(true, "torn last line (%d bytes without a newline): the writer stopped in the middle of it", off-start)
 			return events, warns, nil
 		case long:
-			warn(false, "line longer than %d bytes skipped", MaxLine)
+			warn(false, "line longer than %d bytes skipped", maxLine)
 			continue
 		}
 		ev, problem := decodeLine(line)
@@ -123,8 +128,8 @@ func decodeLine(line []byte) (Event, string) {
 	return ev, ""
 }
 
-// ReadFile reads the transcript at path (see Read). It does not follow a
-// symbolic link at path.
+// ReadFile reads the transcript at path (see Read). On Unix it does not
+// follow a symbolic link at path.
 func ReadFile(path string) (events []Event, warns []Warning, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {

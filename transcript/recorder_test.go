@@ -333,3 +333,31 @@ func TestReopen_Refuses(t *testing.T) {
 		t.Errorf("first seq after reopening an empty file = %d", ev.Seq)
 	}
 }
+
+func TestReopen_LastLineEnvelopeAfterPayload(t *testing.T) {
+	dir := t.TempDir()
+	big := strings.Repeat("z", 100<<10) // past the peek and one read chunk
+	content := `{"seq":1,"run_id":"` + testRunID + `","type":"run.started","time":"2026-11-21T19:30:05Z","data":{"strand":"a.md","event":"Created"}}` + "\n" +
+		`{"data":{"prompt":"` + big + `"},"type":"message.user","seq":2,"run_id":"` + testRunID + `"}` + "\n"
+	if err := os.WriteFile(Path(dir, testRunID), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Reopen(dir, testRunID, nil)
+	if err != nil {
+		t.Fatalf("Reopen = %v", err)
+	}
+	defer r.Close()
+	if r.Seq() != 2 {
+		t.Errorf("Seq() = %d; want 2", r.Seq())
+	}
+}
+
+func TestReadLine_Limit(t *testing.T) {
+	r := strings.NewReader(strings.Repeat("a", 100<<10) + "\nb")
+	if _, err := readLine(r, 0, 64<<10); err == nil {
+		t.Errorf("readLine past the limit = nil error")
+	}
+	if l, err := readLine(r, int64(100<<10)+1, 10); err != nil || string(l) != "b" {
+		t.Errorf("readLine(last, no newline) = %q, %v", l, err)
+	}
+}

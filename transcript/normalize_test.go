@@ -1,0 +1,279 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// normalizeCases are the fixtures under testdata/ and the format each is
+// read as (see testdata/README.md).
+var normalizeCases = []struct {
+	name   string
+	format Format
+	file   string
+}{
+	{"claude-stream-json-new", FormatClaudeStreamJSON, "claude/stream-json-new.jsonl"},
+	{"claude-stream-json-tools", FormatClaudeStreamJSON, "claude/stream-json-tools.jsonl"},
+	{"claude-stream-json-cut", FormatClaudeStreamJSON, "claude/stream-json-cut.jsonl"},
+	{"claude-json-new-session", FormatClaudeJSON, "claude/json-new-session.json"},
+	{"claude-json-resume", FormatClaudeJSON, "claude/json-resume.json"},
+	{"claude-text", FormatText, "claude/text.out"},
+	{"codex-exec-new", FormatCodexJSON, "codex/exec-new.jsonl"},
+	{"codex-exec-tools", FormatCodexJSON, "codex/exec-tools.jsonl"},
+	{"codex-exec-turn-failed", FormatCodexJSON, "codex/exec-turn-failed.jsonl"},
+	{"gemini-json-new", FormatGeminiJSON, "gemini/json-new.json"},
+	{"gemini-json-error", FormatGeminiJSON, "gemini/json-error.json"},
+	{"gemini-stream-json-tools", FormatGeminiStreamJSON, "gemini/stream-json-tools.jsonl"},
+	{"gemini-stream-json-cut", FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl"},
+}
+
+func mustNormalize(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {
+	t.Helper()
+	in, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, usage, err := Normalize(format, in)
+	if err != nil {
+		t.Fatalf("Normalize(%s, %s) = %v", format, file, err)
+	}
+	return msg, usage
+}
+
+func TestNormalize_Golden(t *testing.T) {
+	for _, tc := range normalizeCases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, usage := mustNormalize(t, tc.format, tc.file)
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(struct {
+				Message AssistantMessage `json:"message"`
+				Usage   *Usage           `json:"usage"`
+			}{msg, usage}); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("normalize", tc.name+".golden"), out.Bytes())
+		})
+	}
+}
+
+func TestNormalize_ClaudeRealStreamJSON(t *testing.T) {
+	msg, usage := mustNormalize(t, FormatClaudeStreamJSON, "claude/stream-json-new.jsonl")
+	want := []Block{{Type: BlockText, Fidelity: Native, Text: "MOCK REPLY (user messages seen: 1)"}}
+	if !reflect.DeepEqual(msg.Blocks, want) || len(msg.Notes) != 0 {
+		t.Errorf("blocks = %+v, notes %q; want %+v and no notes", msg.Blocks, msg.Notes, want)
+	}
+	if usage == nil || *usage != (Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}) {
+		t.Errorf("usage = %+v", usage)
+	}
+	// The json format's single result object gives the same text, but
+	// only as text-only.
+	msg, _ = mustNormalize(t, FormatClaudeJSON, "claude/json-new-session.json")
+	if len(msg.Blocks) != 1 || msg.Blocks[0].Fidelity != TextOnly || msg.Blocks[0].Text != want[0].Text {
+		t.Errorf("claude-json blocks = %+v", msg.Blocks)
+	}
+}
+
+func TestNormalize_SharedFixturesAgree(t *testing.T) {
+	shared := filepath.Join("..", "..", "shared", "fixtures", "claude-code-2.1.330")
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("the shared fixtures are not here: %v", err)
+	}
+	for _, name := range []string{"stream-json-new.jsonl", "json-new-session.json", "json-resume.json", "text.out"} {
+		orig, err := os.ReadFile(filepath.Join(shared, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		copied, err := os.ReadFile(filepath.Join("testdata", "claude", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(orig, copied) {
+			t.Errorf("testdata/claude/%s differs from the shared original", name)
+		}
+	}
+}
+
+func TestNormalize_KeepsToolUseWithoutResult(t *testing.T) {
+	for _, tc := range []struct {
+		format Format
+		file   string
+		id     string
+	}{
+		{FormatClaudeStreamJSON, "claude/stream-json-cut.jsonl", "toolu_11A"},
+		{FormatCodexJSON, "codex/exec-tools.jsonl", "item_9"},
+		{FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl", "run_shell_command-1763753407400-1"},
+	} {
+		t.Run(string(tc.format), func(t *testing.T) {
+			msg, _ := mustNormalize(t, tc.format, tc.file)
+			var use, result bool
+			for _, b := range msg.Blocks {
+				use = use || b.Type == BlockToolUse && b.ID == tc.id
+				result = result || b.Type == BlockToolResult && b.ToolUseID == tc.id
+			}
+			if !use || result {
+				t.Errorf("tool_use %s recorded: %v, with a result: %v; want recorded without result (%+v)", tc.id, use, result, msg.Blocks)
+			}
+		})
+	}
+}
+
+func TestNormalize_UnknownFormat(t *testing.T) {
+	if _, _, err := Normalize("claude-xml", []byte("x")); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("Normalize(claude-xml) = %v; want ErrUnknownFormat", err)
+	}
+}
+
+func TestNormalize_Odd(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		format    Format
+		in        string
+		blocks    []Block
+		noteCount int
+	}{
+		{"text blank", FormatText, " \n\t\n", []Block{}, 0},
+		{"text invalid utf-8", FormatText, "a\xffb", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "a\uFFFDb"}}, 0},
+		{"no JSON kept as text", FormatCodexJSON, "Error: not logged in\n", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "Error: not logged in\n"}}, 2},
+		{"empty JSON format", FormatClaudeJSON, "", []Block{}, 0},
+		{"claude string content and unknown blocks", FormatClaudeStreamJSON,
+			`{"type":"user","message":{"content":"the prompt"}}` + "\n" +
+				`{"type":"assistant","message":{"content":[{"type":"image"},{"type":"mcp_tool_use","id":"m1","name":"notes","input":"oops"}]}}` + "\n" +
+				`{"type":"control_request"}` + "\n" +
+				`{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}`,
+			[]Block{{Type: BlockToolUse, Fidelity: Reconstructed, ID: "m1", Name: "notes", Input: json.RawMessage("{}")}}, 3},
+		{"claude tool result with an image", FormatClaudeStreamJSON,
+			`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64"}}]}]}}`,
+			[]Block{{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "t1", Content: "see\n{\"source\":{\"type\":\"base64\"},\"type\":\"image\"}"}}, 0},
+		{"codex unknown item and event", FormatCodexJSON,
+			`{"type":"item.completed","item":{"id":"c1","type":"collab_tool_call","tool":"spawn_agent","status":"completed"}}` + "\n" +
+				`{"type":"item.completed","item":{"type":"agent_message","text":"no id"}}` + "\n" +
+				`{"type":"item.completed"}` + "\n" +
+				`{"type":"request_user_input","id":"x"}` + "\n" +
+				`{"type":"error","message":"stream closed"}`,
+			[]Block{
+				{Type: BlockToolUse, Fidelity: Reconstructed, ID: "c1", Name: "collab_tool_call", Input: json.RawMessage(`{"status":"completed","tool":"spawn_agent"}`)},
+				{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "c1", Content: "completed"},
+				{Type: BlockText, Fidelity: Native, Text: "no id"},
+			}, 2},
+		{"codex declined command", FormatCodexJSON,
+			`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}}`,
+			[]Block{
+				{Type: BlockToolUse, Fidelity: Reconstructed, ID: "i1", Name: "command_execution", Input: json.RawMessage(`{"command":"rm -rf /"}`)},
+				{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "i1", Content: "declined", IsError: true},
+			}, 0},
+		{"gemini result error and unknown event", FormatGeminiStreamJSON,
+			`{"type":"message","role":"assistant","content":"whole"}` + "\n" +
+				`{"type":"message","role":"assistant","content":"second"}` + "\n" +
+				`{"type":"thought","content":"x"}` + "\n" +
+				`{"type":"result","status":"error","error":{"type":"quota","message":"quota exceeded"}}`,
+			[]Block{{Type: BlockText, Fidelity: Native, Text: "whole"}, {Type: BlockText, Fidelity: Native, Text: "second"}}, 2},
+		{"json after a banner", FormatGeminiJSON, "Loaded cached credentials.\n{\n  \"response\": \"hi\"\n}\n",
+			[]Block{{Type: BlockText, Fidelity: TextOnly, Text: "hi"}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, _, err := Normalize(tc.format, []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(msg.Blocks, tc.blocks) {
+				t.Errorf("Normalize(%s, %q) blocks =\n%+v\nwant\n%+v", tc.format, tc.in, msg.Blocks, tc.blocks)
+			}
+			if len(msg.Notes) != tc.noteCount {
+				t.Errorf("Normalize(%s, %q) notes = %q; want %d", tc.format, tc.in, msg.Notes, tc.noteCount)
+			}
+			if msg.Format != tc.format {
+				t.Errorf("Format = %q; want %q", msg.Format, tc.format)
+			}
+		})
+	}
+}
+
+func TestJSONValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+		bad  int
+	}{
+		{"empty", "", nil, 0},
+		{"lines", "{\"a\":1}\n{\"b\":2}\n", []string{`{"a":1}`, `{"b":2}`}, 0},
+		{"pretty", "{\n  \"a\": 1\n}\n", []string{"{\n  \"a\": 1\n}"}, 0},
+		{"text between lines", "{\"a\":1}\nhello\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, 1},
+		{"pretty after text", "banner\n{\n \"a\": [1,\n 2]\n} tail\n", []string{"{\n \"a\": [1,\n 2]\n}"}, 2},
+		{"broken object", "{\"a\":\n", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vals, bad := jsonValues([]byte(tc.in))
+			var got []string
+			for _, v := range vals {
+				got = append(got, string(v))
+			}
+			if !reflect.DeepEqual(got, tc.want) || bad != tc.bad {
+				t.Errorf("jsonValues(%q) = %q, %d; want %q, %d", tc.in, got, bad, tc.want, tc.bad)
+			}
+		})
+	}
+}
+
+func TestJSONValues_HostileOutputStaysLinear(t *testing.T) {
+	// Every line opens an array that the next line continues: a decoder
+	// started at each line would read to the end every time.
+	in := []byte("x\n" + strings.Repeat("{\"a\":[\n", 50_000))
+	vals, bad := jsonValues(in)
+	if len(vals) != 0 || bad != 50_001 {
+		t.Errorf("jsonValues(hostile) = %d values, %d bad; want 0, 50001", len(vals), bad)
+	}
+}
+
+func FuzzNormalize(f *testing.F) {
+	for _, tc := range normalizeCases {
+		in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for i, format := range Formats() {
+			if format == tc.format {
+				f.Add(uint8(i), in)
+			}
+		}
+	}
+	f.Add(uint8(1), []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","input":[1]}]}}`))
+	f.Add(uint8(3), []byte(`{"type":"item.completed","item":{"id":"1","type":"mcp_tool_call","arguments":null,"result":{"content":"x"}}}`))
+	formats := Formats()
+	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
+		format := formats[int(which)%len(formats)]
+		msg, _, err := Normalize(format, in)
+		if err != nil {
+			t.Fatalf("Normalize(%s) = %v", format, err)
+		}
+		if msg.Blocks == nil || msg.Format != format {
+			t.Fatalf("Normalize(%s) = %+v", format, msg)
+		}
+		for _, b := range msg.Blocks {
+			switch b.Type {
+			case BlockText, BlockThinking, BlockToolResult:
+			case BlockToolUse:
+				if len(b.Input) == 0 || b.Input[0] != '{' || !json.Valid(b.Input) {
+					t.Fatalf("tool_use input %q is not a JSON object", b.Input)
+				}
+			default:
+				t.Fatalf("block type %q", b.Type)
+			}
+			if b.Fidelity != Native && b.Fidelity != Reconstructed && b.Fidelity != TextOnly {
+				t.Fatalf("fidelity %q", b.Fidelity)
+			}
+		}
+		if _, err := marshalNoEscape(msg); err != nil {
+			t.Fatalf("the message cannot be recorded: %v", err)
+		}
+	})
+}
