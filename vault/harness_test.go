@@ -372,10 +372,9 @@ func (w *watching) runs() []RunReport {
 
 // settle returns once everything the file system did before it was
 // called has been seen and processed, follow-ups included: it writes the
-// barrier strand, waits until the watcher's hint for it was reconciled
-// (hints arrive in the order their paths settled, so every earlier change
-// was reconciled too) and no gone strand is held back, then waits until
-// the scheduler is idle. It repeats
+// barrier strand, waits until its new content was reconciled (so every
+// earlier change was reconciled too) and no gone strand is held back,
+// then waits until the scheduler is idle. It repeats
 // this until a round does no work, because a run writes files of its own
 // (knot_session) whose events must be seen as well.
 func (w *watching) settle() {
@@ -390,18 +389,26 @@ func (w *watching) settle() {
 		w.barriers++
 		n, from := w.barriers, len(w.batches)
 		w.mu.Unlock()
-		w.e.write(barrierPath, fmt.Sprintf("---\nknot_mode: off\n---\nbarrier %d\n", n))
+		content := fmt.Sprintf("---\nknot_mode: off\n---\nbarrier %d\n", n)
+		w.e.write(barrierPath, content)
+		// The barrier's new content is recorded only after a reconcile
+		// that began after it was written: a file hint, which the
+		// watcher sends after the hints of every path that settled
+		// before, or a full rescan, which saw everything written before.
 		turn := 0
-		waitFor(t, waitTimeout, "the barrier's hint", func() bool {
+		waitFor(t, waitTimeout, "the barrier to be reconciled", func() bool {
+			if rec, ok, err := w.v.store.Get(barrierPath); err != nil || !ok || rec.Hash != HashOf([]byte(content)) {
+				return false
+			}
 			w.mu.Lock()
 			defer w.mu.Unlock()
+			found := false
 			for i, b := range w.batches[from:] {
 				if slices.ContainsFunc(b, func(h watcher.Hint) bool { return h.Full() || h.Path == barrierPath }) {
-					turn = w.atTurn[from+i]
-					return true
+					turn, found = w.atTurn[from+i], true
 				}
 			}
-			return false
+			return found
 		})
 		waitFor(t, waitTimeout, "gone strands to be scheduled", func() bool {
 			w.mu.Lock()
