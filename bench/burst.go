@@ -51,7 +51,7 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 			check(badSections == 0, "0 wrong"),
 		newRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
 		newRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), formatNum(median(rate))).
-			withBase(formatNum(median(spawnRate))+" (direct spawns/s)", median(ratios(rate, spawnRate))).profiled("burst"),
+			withBase(formatNum(median(spawnRate))+" (direct spawns/s)", median(ratios(rate, spawnRate))).profiled("burst", n),
 		newRow(scen, "last settled moment → last run finished", formatNum(median(drain))+" s"),
 		newRow(scen, "CPU (user+sys) per run", formatNum(median(cpuPerRun))+" ms"),
 		newRow(scen, "share of run time inside the agent (spawn to exit)", formatNum(median(agentShare))+" %"),

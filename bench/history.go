@@ -113,11 +113,11 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 	scen := fmt.Sprintf("5 history (%s vs %s sections)", thousands(large), thousands(small))
 	return []row{
 		newRow(scen, "tieoff.Append (with fsync)", formatNum(median(appendL))+" ms").
-			withBase(formatNum(median(appendS))+" ms", median(appendR)).ratioBudget(2).profiled("history"),
+			withBase(formatNum(median(appendS))+" ms", median(appendR)).ratioBudget(2).profiled("history", 0),
 		newRow(scen, "tieoff.Tail, 5 newest sections (per prompt)", formatNum(median(tailL))+" µs").
-			withBase(formatNum(median(tailS))+" µs", median(tailR)).ratioBudget(2).profiled("history"),
+			withBase(formatNum(median(tailS))+" µs", median(tailR)).ratioBudget(2).profiled("history", 0),
 		newRow(scen, "prompt bytes (vault.DryRun)", formatNum(median(bytesL))).
-			withBase(formatNum(median(bytesS)), median(bytesR)).ratioBudget(1.05).profiled("history"),
+			withBase(formatNum(median(bytesS)), median(bytesR)).ratioBudget(1.05).profiled("history", 0),
 		newRow(scen, "vault.DryRun of the strand (opens the vault)", formatNum(median(dryL))+" ms").
 			withBase(formatNum(median(dryS))+" ms", median(dryR)),
 	}, nil

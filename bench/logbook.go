@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +111,25 @@ func (b *logBook) wait(ctx context.Context, ok func([]logLine) bool) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for knotd's log: %w%s", context.Cause(ctx), b.tail())
+		case <-changed:
+		}
+	}
+}
+
+// waitText blocks until a line that is not JSON contains text (a peer
+// tool's message), or ctx ends.
+func (b *logBook) waitText(ctx context.Context, text string) error {
+	for {
+		b.mu.Lock()
+		seen := slices.ContainsFunc(b.other, func(o string) bool { return strings.Contains(o, text) })
+		changed := b.changed
+		b.mu.Unlock()
+		if seen {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %q: %w%s", text, context.Cause(ctx), b.tail())
 		case <-changed:
 		}
 	}

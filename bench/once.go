@@ -68,7 +68,7 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 		bm := median(baseT)
 		rows = append(rows,
 			newRow(scen, "wall time", formatNum(median(knotdT))+" ms").
-				withBase(formatNum(bm)+" ms (find + direct spawns)", median(ratios(knotdT, baseT))).profiled("once"),
+				withBase(formatNum(bm)+" ms (find + direct spawns)", median(ratios(knotdT, baseT))).profiled("once", n),
 			newRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
 				check(missed == 0 && extra == 0, "0 missed, 0 extra"),
 			newRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).

@@ -13,7 +13,7 @@ import (
 
 // scenarioNames are the scenarios in the order they run. peers comes last
 // because it leaves its vault's changes unprocessed (it re-adopts it).
-var scenarioNames = []string{"history", "startup", "once", "reaction", "burst", "idle"}
+var scenarioNames = []string{"history", "startup", "once", "reaction", "burst", "idle", "peers"}
 
 // options are knotbench's command line.
 type options struct {
@@ -51,7 +51,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.results, "results", "", "directory for profiles and logs (default .cache/bench/TIME in the module)")
 	fs.StringVar(&o.work, "work", "", "directory for the temporary vaults (default $TMPDIR)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary vaults and binaries")
-	fs.StringVar(&o.profile, "profile", "auto", "scenario to run again under the profiler: auto (the worst figure's), none, or a scenario name")
+	fs.StringVar(&o.profile, "profile", "auto", "scenario to run again under the profiler: auto (the worst figure's), none, or NAME[:SIZE] (startup:100k)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -88,10 +88,31 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-idle must be at least 1s")
 	case o.debounce < 10*time.Millisecond:
 		return o, errors.New("-debounce must be at least 10ms")
-	case o.profile != "auto" && o.profile != "none" && !slices.Contains(scenarioNames, o.profile):
-		return o, fmt.Errorf("-profile %q: want auto, none or a scenario name", o.profile)
+	}
+	if _, _, err := parseProfile(o.profile); err != nil {
+		return o, err
 	}
 	return o, nil
+}
+
+// parseProfile reads -profile: auto, none, or a scenario name with an
+// optional vault size (0: the sizes of -sizes).
+func parseProfile(s string) (name string, size int, err error) {
+	if s == "auto" || s == "none" {
+		return s, 0, nil
+	}
+	name, sz, hasSize := strings.Cut(s, ":")
+	if !slices.Contains(scenarioNames, name) {
+		return "", 0, fmt.Errorf("-profile %q: want auto, none or a scenario name (%s), optionally with :SIZE", s, strings.Join(scenarioNames, ", "))
+	}
+	if hasSize {
+		sizes, err := parseSizes(sz)
+		if err != nil || len(sizes) != 1 {
+			return "", 0, fmt.Errorf("-profile %q: bad size %q", s, sz)
+		}
+		size = sizes[0]
+	}
+	return name, size, nil
 }
 
 func parseScenarios(s string) ([]string, error) {

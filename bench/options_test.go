@@ -31,6 +31,8 @@ func TestParseOptions(t *testing.T) {
 		{"bad size", []string{"-sizes", "1m"}, nil, true},
 		{"zero runs", []string{"-runs", "0"}, nil, true},
 		{"bad profile", []string{"-profile", "everything"}, nil, true},
+		{"profile with a size", []string{"-profile", "startup:100k"}, func(o options) bool { return o.profile == "startup:100k" }, false},
+		{"profile with a bad size", []string{"-profile", "startup:lots"}, nil, true},
 		{"stray argument", []string{"vault"}, nil, true},
 	}
 	for _, tt := range tests {

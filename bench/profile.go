@@ -23,7 +23,7 @@ import (
 // names) once more with the profiling variant of knotd, and returns notes
 // that say where the profiles are and what they show.
 func (e *env) profile(ctx context.Context, rows []row) []string {
-	name := e.opts.profile
+	name, size, _ := parseProfile(e.opts.profile) // checked by parseOptions
 	why := ""
 	switch name {
 	case "none":
@@ -33,7 +33,7 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 		if i < 0 {
 			return []string{"No figure with a budget to profile."}
 		}
-		name = rows[i].Profile
+		name, size = rows[i].Profile, rows[i].ProfileSize
 		why = fmt.Sprintf(" (worst figure: %s, %s = %s against %s)", rows[i].Scenario, rows[i].Metric, rows[i].Knotd, rows[i].Budget)
 	}
 	if ctx.Err() != nil {
@@ -46,34 +46,40 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	e.logf("profiling scenario %s%s into %s", name, why, dir)
 	l := e.profiled
 	l.profiles = dir
-	saved := e.opts.runs
+	saved := e.opts
 	e.opts.runs = 1
+	if size > 0 {
+		e.opts.sizes = []int{size}
+	}
 	_, err := scenarios[name](ctx, e, l)
-	e.opts.runs = saved
+	e.opts = saved
 	if err != nil {
 		return []string{fmt.Sprintf("Profiling scenario %s failed: %v", name, err)}
 	}
 	notes := []string{fmt.Sprintf("Profiles of scenario %s%s, one run under knotbench knotd-profiled (the vault package as cmd/knotd wires it, with runtime/pprof): %s", name, why, dir)}
 	cpus, _ := filepath.Glob(filepath.Join(dir, "*.cpu.pprof"))
-	slices.Sort(cpus)
-	for _, p := range cpus {
-		top, err := pprofTop(ctx, p)
-		if err != nil {
-			notes = append(notes, fmt.Sprintf("pprof %s: %v", p, err))
-			continue
-		}
-		txt := strings.TrimSuffix(p, ".pprof") + ".top.txt"
-		if err := os.WriteFile(txt, []byte(top), 0o644); err != nil {
-			notes = append(notes, err.Error())
-		}
-		notes = append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+filepath.Base(p), strings.TrimRight(top, "\n"), "```")
+	if len(cpus) == 0 {
+		return append(notes, "No CPU profile was written.")
 	}
-	return notes
+	slices.Sort(cpus)
+	top, err := pprofTop(ctx, cpus)
+	if err != nil {
+		return append(notes, fmt.Sprintf("pprof: %v", err))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cpu.top.txt"), []byte(top), 0o644); err != nil {
+		notes = append(notes, err.Error())
+	}
+	names := make([]string, len(cpus))
+	for i, p := range cpus {
+		names[i] = filepath.Base(p)
+	}
+	return append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+strings.Join(names, " "), strings.TrimRight(top, "\n"), "```")
 }
 
-// pprofTop returns the head of go tool pprof -top for a profile.
-func pprofTop(ctx context.Context, profile string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", profile).CombinedOutput()
+// pprofTop returns the head of go tool pprof -top for profiles, merged.
+func pprofTop(ctx context.Context, profiles []string) (string, error) {
+	args := append([]string{"tool", "pprof", "-top", "-nodecount=25"}, profiles...)
+	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", err, out)
 	}

@@ -51,10 +51,10 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 	msf := func(x float64) string { return formatNum(x) + " ms" }
 	return []row{
 		newRow(scen, "settled → agent start, p50", msf(median(p50))).
-			withBase(msf(median(spawn50)), median(ratios(p50, spawn50))).profiled("reaction"),
+			withBase(msf(median(spawn50)), median(ratios(p50, spawn50))).profiled("reaction", n),
 		newRow(scen, "settled → agent start, p99", msf(median(p99))).
 			withBase(msf(median(spawn99)), median(ratios(p99, spawn99))).
-			maxBudget(median(p99), 10, "p99 < 10 ms").profiled("reaction"),
+			maxBudget(median(p99), 10, "p99 < 10 ms").profiled("reaction", n),
 		newRow(scen, "settled → agent start, max", msf(median(max_))),
 		newRow(scen, "of which settled → \"run started\" logged, p50", msf(median(toLog))),
 		newRow(scen, "of which \"run started\" → agent start, p50", msf(median(fromLog))).

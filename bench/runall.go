@@ -18,6 +18,7 @@ var scenarios = map[string]scenarioFunc{
 	"reaction": reaction,
 	"burst":    burst,
 	"idle":     idle,
+	"peers":    peers,
 }
 
 // runAll runs the chosen scenarios, then profiles the worst figure, and
@@ -42,6 +43,7 @@ func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
 			machine(), e.opts.runs, e.opts.debounce, e.opts.concurrency, sizesText(e.opts.sizes), time.Since(start).Round(time.Second)),
 		"Command: go run ./bench "+e.commandLine(),
 	)
+	notes = append(notes, e.notes...)
 	notes = append(notes, e.profile(ctx, rows)...)
 	return rows, notes
 }

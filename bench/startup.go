@@ -60,11 +60,11 @@ func startup(ctx context.Context, e *env, l launcher) ([]row, error) {
 		base := formatNum(fm) + " ms (find)"
 		rows = append(rows,
 			newRow(scen, "watch: exec → watches set and catch-up reconciled", formatNum(median(watchT))+" ms").
-				withBase(base, median(ratios(watchT, finds))).ratioBudget(2).profiled("startup"),
+				withBase(base, median(ratios(watchT, finds))).ratioBudget(2).profiled("startup", n),
 			newRow(scen, "of which walk + watch (knotd's \"took\")", formatNum(median(walkT))+" ms").
 				withBase(base, median(ratios(walkT, finds))),
 			newRow(scen, "--once, nothing changed: exec → exit", formatNum(median(onceT))+" ms").
-				withBase(base, median(ratios(onceT, finds))).ratioBudget(2).profiled("startup"),
+				withBase(base, median(ratios(onceT, finds))).ratioBudget(2).profiled("startup", n),
 			newRow(scen, "peak RSS, watch start-up", formatNum(median(watchPeak))+" MiB"),
 			newRow(scen, "peak RSS, --once", formatNum(median(oncePeak))+" MiB"),
 			newRow(scen, "first contact: adopt (--once, once)", formatNum(ms(v.adopt.wall))+" ms").

@@ -32,8 +32,10 @@ type row struct {
 	// the highest Over is "the worst figure", the one profiled.
 	Over float64
 	// Profile names the scenario to run again under the profiler to
-	// explain this row ("" for rows that cannot be profiled that way).
-	Profile string
+	// explain this row ("" for rows that cannot be profiled that way),
+	// and ProfileSize the vault size it was measured on (0: any).
+	Profile     string
+	ProfileSize int
 }
 
 // newRow starts a row with knotd's figure and no baseline or budget.
@@ -104,9 +106,9 @@ func (r row) check(ok bool, budget string) row {
 	return r
 }
 
-// profiled marks the scenario that explains the row.
-func (r row) profiled(scenario string) row {
-	r.Profile = scenario
+// profiled marks the scenario, and the vault size, that explain the row.
+func (r row) profiled(scenario string, size int) row {
+	r.Profile, r.ProfileSize = scenario, size
 	return r
 }
 

@@ -53,10 +53,10 @@ func TestWriteTable(t *testing.T) {
 
 func TestWorst(t *testing.T) {
 	rows := []row{
-		newRow("a", "m", "1").maxBudget(1, 2, "").profiled("a"),
+		newRow("a", "m", "1").maxBudget(1, 2, "").profiled("a", 0),
 		newRow("b", "m", "1").maxBudget(3, 2, ""), // not profilable
-		newRow("c", "m", "1").maxBudget(3, 4, "").profiled("c"),
-		newRow("d", "m", "1").profiled("d"), // no budget
+		newRow("c", "m", "1").maxBudget(3, 4, "").profiled("c", 0),
+		newRow("d", "m", "1").profiled("d", 0), // no budget
 	}
 	if got := worst(rows); got != 2 {
 		t.Errorf("worst() = %d; want 2", got)

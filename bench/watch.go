@@ -31,12 +31,17 @@ const startupTimeout = 10 * time.Minute
 // done. The probe's agent start is the end of start-up (one run's
 // preparation and spawn, a few milliseconds, included).
 func (e *env) watch(ctx context.Context, l launcher, v *benchVault) (*watching, error) {
+	return e.watchWith(ctx, l, v, e.path("stamps"))
+}
+
+// watchWith is watch with the agent's stamps going to the file stamps.
+func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps string) (*watching, error) {
 	e.seq++
 	probe := fmt.Sprintf("bench-probe-%d.md", e.seq)
 	if err := os.WriteFile(filepath.Join(v.root, probe), []byte("# Probe\n\nStart-up probe.\n"), 0o644); err != nil {
 		return nil, err
 	}
-	stamps := e.path("stamps")
+	v.probes++
 	d, err := e.startWatch(l, v.root, stamps)
 	if err != nil {
 		return nil, err
