@@ -68,16 +68,15 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprint(stdout, usageText)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-		fmt.Fprint(stdout, usageTail)
-	}
+	// The flag package calls Usage itself on every parse error; knotd
+	// prints the usage once, for -h and --help only, and a one-line error
+	// otherwise.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			fmt.Fprint(stdout, usageText)
+			printDefaults(stdout, fs)
+			fmt.Fprint(stdout, usageTail)
 			return o, errSilentHelp
 		}
 		return o, usageError{err.Error()}
@@ -102,6 +101,32 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		}
 	}
 	return o, nil
+}
+
+// printDefaults prints the flags as knotd's documentation spells them,
+// with two dashes: "--once", "--agent NAME".
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		switch name {
+		case "duration":
+			name = "DUR"
+		case "int":
+			name = "N"
+		case "string":
+			name = strings.ToUpper(f.Name[strings.LastIndexByte(f.Name, '-')+1:]) // --log-level LEVEL
+		}
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		switch f.DefValue {
+		case "", "0", "false", "0s":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+	})
 }
 
 // errSilentHelp ends a run after --help was printed: exit status 0.

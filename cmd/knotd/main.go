@@ -14,6 +14,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal asks for a clean shutdown (running agents get a
+	// grace period); a second one ends knotd at once, as it would without
+	// knotd catching signals. What was not committed is caught up on at
+	// the next start.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	code := exitCode(err)

@@ -122,6 +122,9 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 		opts.Progress = progressPrinter(stderr)
 	}
 	sum, err := v.Once(ctx, opts)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %d runs; what did not finish is processed by the next pass", sum.Ran)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+)
+
+// asKnotd is the environment variable that makes the test binary run
+// knotd's main instead of the tests (the os/exec test pattern), so that
+// tests can start real knotd processes.
+const asKnotd = "KNOTD_TEST_AS_KNOTD"
+
+func TestMain(m *testing.M) {
+	fakeagent.Main(nil)
+	if os.Getenv(asKnotd) == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// waitTimeout bounds every wait of these tests.
+const waitTimeout = 20 * time.Second
+
+// waitFor polls cond until it holds, failing the test after waitTimeout.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %v waiting for %s", waitTimeout, what)
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
+	}
+}
+
+// setup isolates knotd's user configuration in a temporary
+// XDG_CONFIG_HOME and returns a new vault directory.
+func setup(t *testing.T) (vault, configDir string) {
+	t.Helper()
+	xdg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	vault, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vault, filepath.Join(xdg, "knotd")
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in
+// different goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// knotd runs run in-process and returns its exit status and output.
+func knotd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
+	if err != nil {
+		errOut.WriteString("knotd: " + err.Error() + "\n")
+	}
+	return exitCode(err), out.String(), errOut.String()
+}
+
+// knotdProcess returns a command that runs knotd as its own process.
+func knotdProcess(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(fakeagent.Program(t), args...)
+	cmd.Env = append(os.Environ(), asKnotd+"=1")
+	return cmd
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/vault"
+)
+
+// TestRun_HelpMentionsEveryFlag: knotd --help exits 0 and documents every
+// flag of DESIGN §6, spelled as the documentation spells them.
+func TestRun_HelpMentionsEveryFlag(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		code, out, errOut := knotd(t, arg)
+		if code != exitOK || errOut != "" {
+			t.Errorf("knotd %s: exit %d, stderr %q; want 0 and nothing", arg, code, errOut)
+		}
+		for _, flag := range []string{"--once", "--agent NAME", "--config FILE", "--debounce DUR", "--concurrency N",
+			"--timeout DUR", "--json", "--dry-run", "--all", "--poll DUR", "--log-level", "--log-format", "--explain-ignore PATH"} {
+			if !strings.Contains(out, "\n  "+flag) {
+				t.Errorf("knotd %s does not document %s:\n%s", arg, flag, out)
+			}
+		}
+		for _, status := range []string{"0 every run succeeded", "1 at least one", "2 usage or configuration error", "3 the vault is in use"} {
+			if !strings.Contains(out, status) {
+				t.Errorf("knotd %s does not explain exit status %q", arg, status)
+			}
+		}
+		if n := strings.Count(out, "Usage:"); n != 1 {
+			t.Errorf("knotd %s printed the usage %d times", arg, n)
+		}
+	}
+}
+
+// failingAgentConfig writes a user config whose default agent exits 7.
+func failingAgentConfig(t *testing.T, configDir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(configDir, "config.yaml"), fmt.Sprintf(
+		"default_agent: broken\nagents:\n  broken:\n    command: [%q, \"it broke\", \"7\"]\n    env: {%s: %s}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Fail))
+}
+
+// TestRun_OnceExitStatus: --once exits 0 when every run succeeded or there
+// was nothing to do, 1 when a run failed, 2 for a usage or configuration
+// error, 3 when another knotd holds the vault.
+func TestRun_OnceExitStatus(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, vaultDir, configDir string) []string // returns the arguments
+		want  int
+		say   string // in stderr
+	}{
+		{"nothing to do", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", v}
+		}, exitOK, ""},
+		{"runs succeeded", func(t *testing.T, v, _ string) []string {
+			knotd(t, "--once", v) // adopt
+			writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+			return []string{"--once", v}
+		}, exitOK, ""},
+		{"a run failed", func(t *testing.T, v, c string) []string {
+			failingAgentConfig(t, c)
+			knotd(t, "--once", v)
+			writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+			writeFile(t, filepath.Join(v, "b.md"), "# B\n")
+			return []string{"--once", v}
+		}, exitFailed, ""},
+		{"unknown flag", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--bogus", v}
+		}, exitUsage, "flag provided but not defined: -bogus"},
+		{"two vaults", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", v, v}
+		}, exitUsage, "one VAULT at most"},
+		{"json without once", func(t *testing.T, v, _ string) []string {
+			return []string{"--json", v}
+		}, exitUsage, "--json goes with --once"},
+		{"zero concurrency", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--concurrency", "0", v}
+		}, exitUsage, "--concurrency must be at least 1"},
+		{"negative debounce", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--debounce", "-1s", v}
+		}, exitUsage, "--debounce must be positive"},
+		{"bad log level", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--log-level", "loud", v}
+		}, exitUsage, "--log-level"},
+		{"vault missing", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", filepath.Join(v, "nope")}
+		}, exitUsage, "no such file or directory"},
+		{"config file missing", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--config", filepath.Join(v, "nope.yaml"), v}
+		}, exitUsage, "nope.yaml"},
+		{"config not yaml", func(t *testing.T, v, c string) []string {
+			writeFile(t, filepath.Join(c, "config.yaml"), "debounce: [\n")
+			return []string{"--once", v}
+		}, exitUsage, "config.yaml"},
+		{"config unknown key", func(t *testing.T, v, c string) []string {
+			writeFile(t, filepath.Join(c, "config.yaml"), "debounse: 2s\n")
+			return []string{"--once", v}
+		}, exitUsage, `unknown key "debounse"`},
+		{"unknown agent", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--agent", "nosuch", v}
+		}, exitUsage, "nosuch"},
+		{"poll too short", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--poll", "1ms", v}
+		}, exitUsage, "poll"},
+		{"untrusted vault config", func(t *testing.T, v, _ string) []string {
+			writeFile(t, filepath.Join(v, ".knot", "config.yaml"), "agents:\n  evil:\n    command: [\"rm\", \"-rf\", \"/\"]\n")
+			return []string{"--once", v}
+		}, exitUsage, "knotd trust $VAULT"},
+		{"locked", func(t *testing.T, v, _ string) []string {
+			l, err := vault.AcquireLock(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Release() })
+			return []string{"--once", v}
+		}, exitLocked, fmt.Sprintf("pid %d", os.Getpid())},
+		{"locked dry run", func(t *testing.T, v, _ string) []string {
+			knotd(t, "--once", v)
+			l, err := vault.AcquireLock(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Release() })
+			return []string{"--once", "--dry-run", v}
+		}, exitLocked, "in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, c := setup(t)
+			args := tt.setup(t, v, c)
+			code, _, errOut := knotd(t, args...)
+			if code != tt.want {
+				t.Errorf("knotd %q: exit %d; want %d\nstderr:\n%s", args, code, tt.want, errOut)
+			}
+			say := strings.ReplaceAll(tt.say, "$VAULT", v)
+			if !strings.Contains(errOut, say) {
+				t.Errorf("knotd %q: stderr does not say %q:\n%s", args, say, errOut)
+			}
+		})
+	}
+}
+
+// TestRun_OnceJSONSummary: --once --json prints the pass as JSON.
+func TestRun_OnceJSONSummary(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(v, "old.md"), "# Old\n")
+	code, out, _ := knotd(t, "--once", "--json", v)
+	var sum vault.Summary
+	if code != exitOK || json.Unmarshal([]byte(out), &sum) != nil || sum.Adopted != 1 || sum.Ran != 0 {
+		t.Fatalf("first pass: exit %d, output %s; want 1 adopted as JSON", code, out)
+	}
+	failingAgentConfig(t, c)
+	writeFile(t, filepath.Join(v, "old.md"), "# Old\n\nedited\n")
+	code, out, _ = knotd(t, "--once", "--json", "--agent", "digest", v)
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != exitOK {
+		t.Fatalf("second pass: exit %d, %v:\n%s", code, err, out)
+	}
+	if sum.Ran != 1 || sum.OK != 1 || len(sum.Runs) != 1 || sum.Runs[0].Strand != "old.md" || sum.Runs[0].Agent != "digest" {
+		t.Errorf("summary = %+v; want one ok digest run of old.md (--agent wins over the config)", sum)
+	}
+}
+
+// TestRun_OnceTextSummary: without --json the pass says what it adopted,
+// each run, and the totals.
+func TestRun_OnceTextSummary(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	_, out, _ := knotd(t, "--once", v)
+	if !strings.Contains(out, "adopted 1 existing strands") {
+		t.Errorf("first pass output:\n%s", out)
+	}
+	failingAgentConfig(t, c)
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nmore\n")
+	code, out, _ := knotd(t, "--once", v)
+	for _, want := range []string{"failed   Modified a.md", "exit status 7", "runs: 1 (0 ok, 1 failed)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != exitFailed {
+		t.Errorf("exit %d; want %d", code, exitFailed)
+	}
+	b, err := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
+	if err != nil || !strings.Contains(string(b), "## Status: failed") || !strings.Contains(string(b), "it broke") {
+		t.Errorf("the failure section is missing or does not show stderr: %v\n%s", err, b)
+	}
+}
+
+// TestRun_DryRun: --dry-run prints the event and the prompt and changes
+// nothing.
+func TestRun_DryRun(t *testing.T) {
+	v, _ := setup(t)
+	knotd(t, "--once", v)
+	writeFile(t, filepath.Join(v, "n.md"), "# N\n\nwhat would run\n")
+	code, out, errOut := knotd(t, "--once", "--dry-run", v)
+	if code != exitOK || !strings.Contains(out, "==> Created n.md (agent digest)\n## Event Context\n") || !strings.Contains(out, "what would run") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(v, "n.md")); string(b) != "# N\n\nwhat would run\n" {
+		t.Errorf("the dry run wrote into the strand:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(v, "n.tieoff.md")); err == nil {
+		t.Error("the dry run wrote a tie-off")
+	}
+}
+
+// TestRun_ExplainIgnore: --explain-ignore answers for a path given
+// relative to the vault or absolute inside it, and refuses one outside.
+func TestRun_ExplainIgnore(t *testing.T) {
+	v, _ := setup(t)
+	writeFile(t, filepath.Join(v, ".knotignore"), "drafts/\n")
+	for _, tt := range []struct {
+		path, want string
+	}{
+		{"drafts/x.md", `drafts/x.md: ignored by .knotignore:1 pattern "drafts/"`},
+		{filepath.Join(v, "notes", "a.md"), "notes/a.md: not ignored; it is a strand"},
+		{".obsidian/app.md", ".obsidian/app.md: ignored"},
+	} {
+		code, out, errOut := knotd(t, "--explain-ignore", tt.path, v)
+		if code != exitOK || !strings.HasPrefix(out, tt.want) {
+			t.Errorf("--explain-ignore %s: exit %d, %q %q; want %q", tt.path, code, out, errOut, tt.want)
+		}
+	}
+	if code, _, errOut := knotd(t, "--explain-ignore", filepath.Dir(v), v); code != exitUsage || !strings.Contains(errOut, "not inside the vault") {
+		t.Errorf("a path outside the vault: exit %d, %s", code, errOut)
+	}
+}
+
+// TestRun_Trust: a vault config that defines an agent is refused until
+// the user trusts it with knotd trust; any change makes it untrusted
+// again.
+func TestRun_Trust(t *testing.T) {
+	v, _ := setup(t)
+	cfg := filepath.Join(v, ".knot", "config.yaml")
+	writeFile(t, cfg, fmt.Sprintf("default_agent: echo\nagents:\n  echo:\n    command: [%q]\n    env: {%s: %s}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo))
+	if code, _, errOut := knotd(t, "--once", v); code != exitUsage || !strings.Contains(errOut, "knotd trust "+v) {
+		t.Fatalf("untrusted: exit %d, %s", code, errOut)
+	}
+	code, out, errOut := knotd(t, "trust", v)
+	if code != exitOK || !strings.Contains(out, "trusted "+cfg) || !strings.Contains(out, "agents echo") {
+		t.Fatalf("knotd trust: exit %d, %q %q", code, out, errOut)
+	}
+	knotd(t, "--once", v)
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	if code, out, errOut := knotd(t, "--once", v); code != exitOK || !strings.Contains(out, "ok       Created  a.md") {
+		t.Fatalf("trusted: exit %d, %q %q", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md")); !strings.Contains(string(b), "ECHO: ## Event Context") {
+		t.Errorf("the trusted vault agent did not run:\n%s", b)
+	}
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString("debounce: 1s\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := knotd(t, "--once", v); code != exitUsage || !strings.Contains(errOut, "changed since you trusted it") {
+		t.Errorf("changed after trust: exit %d, %s", code, errOut)
+	}
+}
+
+// TestRun_WatchStopsCleanly: in watch mode knotd processes changes until
+// its context ends (SIGINT), then returns nil: exit status 0.
+func TestRun_WatchStopsCleanly(t *testing.T) {
+	v, _ := setup(t)
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &syncBuffer{}, &stderr)
+	}()
+	waitFor(t, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited while watched\n")
+	waitFor(t, "the run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
+		return strings.Contains(string(b), "## Event: Modified")
+	})
+	cancel()
+	if err := <-done; err != nil || exitCode(err) != exitOK {
+		t.Errorf("run = %v (exit %d); want nil, exit 0", err, exitCode(err))
+	}
+	logs := stderr.String()
+	for _, want := range []string{`"msg":"run started"`, `"msg":"run finished"`, `"strand":"a.md"`, `"outcome":"ok"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the JSON log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+// TestRun_Version prints a version and exits 0.
+func TestRun_Version(t *testing.T) {
+	if code, out, _ := knotd(t, "--version"); code != exitOK || !strings.HasPrefix(out, "knotd ") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}
