@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
 // TestOnce_BadInputGetsFailureSection: a strand knotd cannot run gets a
@@ -216,5 +218,33 @@ func TestProcess_SessionOfGoneStrand(t *testing.T) {
 	}
 	if got := e.events("b.md"); !slices.Equal(got, []string{"Created"}) {
 		t.Errorf("b.md's tie-off = %v; want a.md's history", got)
+	}
+}
+
+// TestOnce_ChangesShowOnlyTheUsersEdit: the first run of an adopted note
+// writes its knot_session; the Changes diff of the prompt shows what the
+// user changed, not knotd's key.
+func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	e.write("a.md", "# A\n\nhello\n")
+	e.write("b.md", "---\ntitle: B\n---\nhello\n")
+	e.onceFresh()
+	e.write("a.md", "# A\n\nhello\nworld\n")
+	e.write("b.md", "---\ntitle: B\n---\nhello\nworld\n")
+	e.onceFresh()
+	calls := e.calls()
+	if len(calls) != 2 {
+		t.Fatalf("%d calls; want 2", len(calls))
+	}
+	for _, c := range calls {
+		_, changes, _ := strings.Cut(c.Stdin, "Changes:\n")
+		changes, _, _ = strings.Cut(changes, "Previous tie-off:")
+		if !strings.Contains(changes, "+world") || strings.Contains(changes, "+knot_session") || strings.Contains(changes, "+---") {
+			t.Errorf("%s: Changes:\n%s\nwant the user's line only", c.Env["KNOT_STRAND"], changes)
+		}
+		if !strings.Contains(c.Stdin, "knot_session: ") {
+			t.Errorf("%s: the prompt's strand content lacks the session knotd wrote", c.Env["KNOT_STRAND"])
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,9 +109,13 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	if w.newSession {
 		req.Resume = ""
 	}
-	if w.event == strand.Modified && w.userContent != nil {
-		// The diff shows what the user changed, not knotd's session key.
-		req.Previous = w.previous
+	if w.event == strand.Modified && w.previous != nil && !bytes.Equal(w.content, w.userContent) {
+		// knotd wrote the session into the strand for this run: diff
+		// against the previous version with the same edit, so that the
+		// Changes show what the user changed, not knotd's key.
+		if prev, err := frontmatter.SetSession(w.previous, w.session); err == nil {
+			req.Previous = prev
+		}
 	}
 	t, err := v.tieOffAbs(w.rel)
 	if err != nil {
