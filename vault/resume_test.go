@@ -124,3 +124,27 @@ func TestOnce_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 		t.Errorf("the next pass: %+v; want nothing to do", sum)
 	}
 }
+
+// TestOnce_DeletedStrandWithoutSession: a strand adopted without a
+// knot_session and deleted before any run still gets its Deleted run; the
+// agent is given a fresh session for it (the record, and the session,
+// go with the strand).
+func TestOnce_DeletedStrandWithoutSession(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("claude", fakeagent.Claude)
+	e.write("a.md", "# A\n")
+	e.onceFresh()
+	e.remove("a.md")
+	sum := e.onceFresh()
+	if sum.Ran != 1 || sum.OK != 1 || sum.Runs[0].Event.String() != "Deleted" {
+		t.Fatalf("summary = %+v; want one ok Deleted run", sum)
+	}
+	calls := e.calls()
+	if len(calls) != 1 || !slices.Contains(calls[0].Args, "--session-id") || !strings.Contains(calls[0].Stdin, "Session: ") {
+		t.Errorf("calls = %+v; want one new-session call", calls)
+	}
+	v := e.open()
+	if _, ok := record(t, v, "a.md"); ok {
+		t.Error("the deleted strand kept a record")
+	}
+}
