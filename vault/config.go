@@ -266,7 +266,10 @@ func (c *Config) merge(user, vault, flags layer) error {
 		}
 	}
 	if c.MaxWait < c.Debounce {
-		return fmt.Errorf("vault: config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
+		if user.MaxWait != nil || vault.MaxWait != nil || flags.MaxWait != nil {
+			return fmt.Errorf("vault: config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
+		}
+		c.MaxWait = c.Debounce // only the debounce was raised: the default max_wait follows it
 	}
 	// A trusted layer may name a preset without defining it; an untrusted
 	// vault file may not (see Config).

@@ -64,6 +64,12 @@ func TestRun_OnceExitStatus(t *testing.T) {
 			writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 			return []string{"--once", v}
 		}, exitOK, ""},
+		{"debounce above the default max-wait", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--debounce", "20s", v}
+		}, exitOK, ""},
+		{"max-wait under debounce", func(t *testing.T, v, _ string) []string {
+			return []string{"--once", "--debounce", "20s", "--max-wait", "10s", v}
+		}, exitUsage, "max_wait 10s is shorter than debounce 20s"},
 		{"a run failed", func(t *testing.T, v, c string) []string {
 			failingAgentConfig(t, c)
 			knotd(t, "--once", v)
