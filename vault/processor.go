@@ -328,8 +328,10 @@ func (v *Vault) ensureSession(w *work, have string) error {
 			}
 		}
 		v.log.Info("strand is a copy of another strand; giving it a session of its own", "strand", w.rel, "original", owner.Path)
+		// The copy's conversation is its own too: the original's resume
+		// handle goes.
 		id := uuid.NewString()
-		updated, err := frontmatter.SetSession(w.content, id)
+		updated, err := frontmatter.MergeFields(w.content, map[string]any{frontmatter.KeySession: id, frontmatter.KeyResume: nil})
 		if err != nil {
 			return err
 		}
@@ -337,6 +339,7 @@ func (v *Vault) ensureSession(w *work, have string) error {
 			return err
 		}
 		w.session, w.newSession, w.resume = id, true, ""
+		w.fields.Session, w.fields.Resume = id, ""
 		return nil
 	}
 	updated, id, changed, err := frontmatter.EnsureSession(w.content)

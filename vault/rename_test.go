@@ -130,7 +130,7 @@ func TestOnce_RenameOfAdoptedStrand(t *testing.T) {
 func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	e := newEnv(t)
 	e.onceFresh()
-	e.write("a.md", "# A\n")
+	e.write("a.md", "---\nknot_resume: conversation-of-a\n---\n# A\n")
 	e.onceFresh()
 	orig := e.read("a.md")
 	idA := e.sessionOf("a.md")
@@ -145,6 +145,9 @@ func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	}
 	if e.read("a.md") != orig {
 		t.Error("the original was changed")
+	}
+	if strings.Contains(e.read("copy.md"), "conversation-of-a") {
+		t.Errorf("the copy kept the original's knot_resume:\n%s", e.read("copy.md"))
 	}
 	if got := e.events("a.md"); len(got) != 1 {
 		t.Errorf("the original's tie-off = %v; want its one section", got)
