@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -119,17 +120,17 @@ func removeIdle(path string, info fs.FileInfo) (removed bool, err error) {
 		return false, err
 	}
 	locked := true
-	switch err := lockFile(f); {
-	case errors.Is(err, errLocked):
+	switch err := flock.TryLock(f); {
+	case errors.Is(err, flock.ErrLocked):
 		return false, nil // a Recorder is writing it
-	case err != nil && lockUnsupported(err):
+	case err != nil && flock.Unsupported(err):
 		locked = false
 	case err != nil:
 		return false, err
 	}
 	if !removeWhileLocked {
 		if locked {
-			if err := unlockFile(f); err != nil {
+			if err := flock.Unlock(f); err != nil {
 				return false, err
 			}
 		}

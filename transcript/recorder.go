@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/flock"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -121,11 +122,11 @@ func newRecorder(f *os.File, dir, runID string, opts *Options) *Recorder {
 // A file system without advisory locks leaves the file unlocked; Prune
 // then relies on its modification-time rule alone.
 func (r *Recorder) lock() error {
-	err := lockFile(r.f)
+	err := flock.TryLock(r.f)
 	switch {
-	case errors.Is(err, errLocked):
+	case errors.Is(err, flock.ErrLocked):
 		return fmt.Errorf("%w: %s", ErrInUse, r.path)
-	case err != nil && !lockUnsupported(err):
+	case err != nil && !flock.Unsupported(err):
 		return fmt.Errorf("transcript: lock %s: %w", r.path, err)
 	}
 	return nil

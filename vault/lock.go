@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/flock"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,10 +25,6 @@ const LockFile = "lock"
 
 // ErrLocked is wrapped by LockedError.
 var ErrLocked = errors.New("vault: locked by another knotd")
-
-// errWouldBlock is returned by lockFile when another open file holds the
-// lock.
-var errWouldBlock = errors.New("lock held elsewhere")
 
 // Holder describes the knotd that holds a vault's lock.
 type Holder struct {
@@ -81,10 +78,10 @@ func AcquireLock(root string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vault: lock %s: %w", root, err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := flock.TryLock(f); err != nil {
 		h := readHolder(f)
 		_ = f.Close() // nothing was written; the lock error is what matters
-		if errors.Is(err, errWouldBlock) {
+		if errors.Is(err, flock.ErrLocked) {
 			return nil, &LockedError{Vault: root, Holder: h}
 		}
 		return nil, fmt.Errorf("vault: lock %s: %w", path, err)
@@ -102,7 +99,7 @@ func (l *Lock) Release() error {
 	if l.f == nil {
 		return nil
 	}
-	err := unlockFile(l.f)
+	err := flock.Unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package vault
+package flock
 
 import (
 	"errors"
@@ -9,11 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile takes an exclusive flock on f without waiting. flock locks
-// belong to the open file description, so two opens of one file conflict
-// even within one process, and the kernel releases the lock when the
-// holder exits, however it exits.
-func lockFile(f *os.File) error {
+// TryLock takes an exclusive lock on f, or fails at once with ErrLocked.
+func TryLock(f *os.File) error {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		switch {
@@ -22,17 +19,23 @@ func lockFile(f *os.File) error {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.EWOULDBLOCK):
-			return errWouldBlock
+			return ErrLocked
 		default:
 			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
 		}
 	}
 }
 
-// unlockFile releases the flock on f.
-func unlockFile(f *os.File) error {
+// Unlock releases the lock on f.
+func Unlock(f *os.File) error {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_UN); err != nil {
 		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
 	}
 	return nil
+}
+
+// Unsupported reports whether err says the file system has no advisory
+// locks.
+func Unsupported(err error) bool {
+	return errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EINVAL)
 }
