@@ -17,16 +17,27 @@
 //     hash and content of the version it last processed, the session,
 //     the turn count and the last run, plus a journal of finished runs
 //     whose tie-off section is not yet committed, for crash recovery.
-//   - Reconcile: the one mechanism that decides what happened to a strand
+//   - Vault (vault.go): Open validates and locks the vault, loads the
+//     config, opens the store, finishes runs a crash left journaled, and
+//     adopts the strands of a vault knotd has never seen.
+//   - Reconcile (reconcile.go, file*.go): the one mechanism that decides what happened to a strand
 //     by comparing the file on disk with its record (Created, Modified,
 //     Deleted or nothing). Watch mode, --once, startup catch-up, overflow
 //     recovery and polling all go through it.
 //   - Scheduler (scheduler.go): runs work per strand, at most one run at a
 //     time for a strand, at most one follow-up for everything that arrived
 //     meanwhile, under a global concurrency limit.
-//   - Processor: one run of one strand: ensure its session, build the
-//     prompt, run the agent, journal the reply, append the tie-off section,
-//     commit the state and re-check for edits made during the run.
+//   - Processor (processor.go, run.go): one run of one strand: decide the
+//     event from the disk, ensure its session, build the prompt, run the
+//     agent, journal the reply, append the tie-off section, commit the
+//     state and re-check for edits made during the run. claims.go keeps a
+//     moved strand's old and new paths away from the processor while the
+//     move is applied.
+//   - Passes (daemon.go, watch.go, dryrun.go, explain.go): Once (--once),
+//     Watch (the daemon: watcher or poller hints, reconcile, scheduler; a
+//     gone strand waits one quiet period so a move is not seen as a
+//     delete), DryRun (--dry-run, which changes nothing) and ExplainPath
+//     (--explain-ignore).
 //
 // The state file format is described in store.go; the lock file format in
 // lock.go; the config and trust file formats in config.go and trust.go.
