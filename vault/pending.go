@@ -163,7 +163,13 @@ func (tx *Tx) Complete(runID string) error {
 
 // PutPending journals p in its own transaction; see Pending.
 func (s *Store) PutPending(p Pending) error {
-	return s.Update(func(tx *Tx) error { return tx.PutPending(p) })
+	if err := s.Update(func(tx *Tx) error { return tx.PutPending(p) }); err != nil {
+		return err
+	}
+	if s.hooks.journaled != nil {
+		s.hooks.journaled(p.RunID)
+	}
+	return nil
 }
 
 // Pendings returns every journal entry, in run id order.
@@ -178,5 +184,16 @@ func (s *Store) Pendings() (ps []Pending, err error) {
 // Complete commits and drops the journal entry of runID in one
 // transaction; see Tx.Complete.
 func (s *Store) Complete(runID string) error {
-	return s.Update(func(tx *Tx) error { return tx.Complete(runID) })
+	if s.hooks.completing != nil {
+		if err := s.hooks.completing(runID); err != nil {
+			return err
+		}
+	}
+	if err := s.Update(func(tx *Tx) error { return tx.Complete(runID) }); err != nil {
+		return err
+	}
+	if s.hooks.completed != nil {
+		s.hooks.completed(runID)
+	}
+	return nil
 }

@@ -72,6 +72,22 @@ var (
 type Store struct {
 	db   *bolt.DB
 	path string
+
+	// hooks lets tests stop or fail a run at the steps of its commit.
+	hooks storeHooks
+}
+
+// storeHooks are fault-injection points for tests; nil fields are
+// skipped. They are set right after the store is opened and only read
+// afterwards.
+type storeHooks struct {
+	// journaled is called after a run's journal entry is durable.
+	journaled func(runID string)
+	// completing is called before a run's record is committed (its
+	// section is in the tie-off); an error fails the commit.
+	completing func(runID string) error
+	// completed is called after a run's record is committed.
+	completed func(runID string)
 }
 
 type storeOptions struct {
