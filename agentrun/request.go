@@ -69,6 +69,33 @@ type Request struct {
 	Model string
 	// Now is the time written on the Now line; zero means Runner.Now().
 	Now time.Time
+	// OnStart, when set, is called on Run's goroutine just before each
+	// attempt's agent process starts, so that a caller can record what is
+	// about to run (the vault writes run.started and message.user to the
+	// run's transcript) before the agent does anything. A run whose agent
+	// could not continue its conversation makes a second attempt, and
+	// OnStart is called again with Try 2. An attempt that fails before its
+	// process could start (a prompt file that cannot be written, a command
+	// line that cannot be built) does not call it. For the built-in digest,
+	// which reads no prompt, it is called once, with no argv and the prompt
+	// a command agent would have been given ("" if that cannot be built).
+	// OnStart must return quickly: the agent waits for it.
+	OnStart func(Start)
+}
+
+// Start is what Request.OnStart is told about an attempt that is about to
+// start.
+type Start struct {
+	// Try is 1 for the first attempt and 2 for the one that starts a fresh
+	// conversation after the agent could not continue its own.
+	Try int
+	// Argv is the command line about to run; nil for the digest.
+	Argv []string
+	// Prompt is the whole prompt the agent is given.
+	Prompt string
+	// Restarted is set on a second attempt: why the first could not
+	// continue the conversation.
+	Restarted *Restart
 }
 
 // ErrBadRequest is wrapped by every error about a malformed Request.

@@ -65,6 +65,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	kind := req.Agent.kind()
 	res := Result{Agent: req.Agent.label(), Preset: kind, Model: req.model(), ExitCode: -1}
 	if kind == PresetDigest {
+		if req.OnStart != nil {
+			// The digest reads no prompt; its error only leaves it out.
+			prompt, _ := buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: r.Limits.withDefaults(Limits{})})
+			req.OnStart(Start{Try: 1, Prompt: prompt})
+		}
 		runDigest(ctx, &req, &res)
 		res.Duration = time.Since(started)
 		return res, nil
@@ -79,7 +84,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 
 	a := r.firstAttempt(&req, d)
 	for try := 1; ; try++ {
-		out, err := r.attempt(runCtx, d, &a, &res)
+		out, err := r.attempt(runCtx, d, &a, &res, try)
 		if err != nil {
 			return Result{}, err
 		}
@@ -172,7 +177,7 @@ func (o *attemptOutcome) succeeded() bool {
 
 // attempt builds the prompt and command line and runs the agent once. Its
 // error is for ErrPromptTooLarge only; everything else is in the outcome.
-func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result) (out attemptOutcome, err error) {
+func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result, try int) (out attemptOutcome, err error) {
 	a.prompt, err = r.prompt(d, a, res.Restarted)
 	if err != nil {
 		return out, err
@@ -206,6 +211,9 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result)
 	var onLine func([]byte)
 	if lp, ok := parser.(lineParser); ok {
 		onLine = lp.line
+	}
+	if a.req.OnStart != nil {
+		a.req.OnStart(Start{Try: try, Argv: append([]string(nil), argv...), Prompt: a.prompt, Restarted: res.Restarted})
 	}
 	out.proc = runProc(ctx, r.procSpec(a, argv, d.delivery() == PromptStdin, onLine))
 	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
