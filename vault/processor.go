@@ -69,6 +69,9 @@ const maxAttempts = 5
 func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
+	if err := v.finishJournaled(rel); err != nil {
+		return rep, false, err
+	}
 	for attempt := 1; ; attempt++ {
 		rep, err = v.processOnce(ctx, rel, job)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
@@ -80,6 +83,35 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 	}
 	again, err = v.movedOn(rel)
 	return rep, again, err
+}
+
+// finishJournaled finishes the runs of the strand at rel that are still
+// journaled because their tie-off or state write failed (a full disk)
+// since knotd started: their replies are appended once, before anything
+// decides whether the strand needs another run. An error leaves them
+// journaled and keeps the strand from running again meanwhile.
+func (v *Vault) finishJournaled(rel string) error {
+	if v.dry {
+		return nil
+	}
+	ps, err := v.store.Pendings()
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.Record.Path != rel {
+			continue
+		}
+		j, err := decodeJournal(p.Section)
+		if err == nil {
+			err = v.complete(p, j, true)
+		}
+		if err != nil {
+			return fmt.Errorf("vault: %s: finish journaled run %s: %w", rel, p.RunID, err)
+		}
+		v.log.Info("finished a run that was journaled after a failed write", "strand", rel, "run", p.RunID)
+	}
+	return nil
 }
 
 // movedOn reports whether the strand at rel differs from what was last
