@@ -29,7 +29,11 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	sec := tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}
 	resume := w.resume
 
+	tl := v.createRunLog(rep.RunID, w.rel, w.agent)
+	defer tl.close()
+
 	if w.failure != "" {
+		tl.failed(w)
 		rep.Outcome, rep.Reason = agentrun.OutcomeFailed, firstLine(w.failure)
 		sec.Failed, sec.Body = true, w.failure
 		v.log.Warn("strand cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
@@ -38,19 +42,22 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 		if err != nil {
 			return rep, err
 		}
+		req.OnStart = tl.onStart(w, &req)
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.agent.Run(ctx, req)
 		if err != nil {
-			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error()}
+			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1}
 		}
 		rep.Outcome, rep.Reason, rep.Duration = res.Outcome, res.Reason, res.Duration
 		if res.Outcome == agentrun.OutcomeCanceled && ctx.Err() != nil {
 			// knotd is stopping: the change stays pending and the next
 			// start catches up on it. Nothing is appended or committed.
+			tl.canceled(w, &req, res)
 			v.log.Info("run canceled; the change will be processed when knotd runs again", "strand", w.rel, "run", rep.RunID)
 			rep.Ran = false
 			return rep, nil
 		}
+		tl.finish(w, &req, res)
 		if res.Resume != "" {
 			resume = res.Resume
 		}
@@ -80,7 +87,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 		rec.Session = w.rec.Session // no session was written: keep what we had
 	}
 	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
-	if err := v.commit(w, rec, j); err != nil {
+	if err := v.commit(w, rec, j, tl); err != nil {
 		return rep, err
 	}
 	if w.event != strand.Deleted && resume != "" && resume != w.fields.Resume {
@@ -213,7 +220,7 @@ type journal struct {
 // commit makes a finished run durable in the order that survives a crash at
 // any point: journal the section, append it, then commit the record and
 // drop the journal entry in one transaction.
-func (v *Vault) commit(w *work, rec Record, j journal) error {
+func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -222,7 +229,7 @@ func (v *Vault) commit(w *work, rec Record, j journal) error {
 	if err := v.store.PutPending(p); err != nil {
 		return err
 	}
-	return v.complete(p, j, false)
+	return v.completeRun(p, j, false, tl)
 }
 
 // complete appends a journaled run's section (unless check finds it already
@@ -230,6 +237,17 @@ func (v *Vault) commit(w *work, rec Record, j journal) error {
 // record that a later run of the strand committed meanwhile is kept: the
 // section is appended, the journal entry dropped.
 func (v *Vault) complete(p Pending, j journal, check bool) error {
+	var tl *runLog
+	if check {
+		tl = v.reopenRunLog(p.RunID, p.Record.Path)
+		defer tl.close()
+	}
+	return v.completeRun(p, j, check, tl)
+}
+
+// completeRun is complete, recording the section's place in the run's
+// transcript tl (which may be nil).
+func (v *Vault) completeRun(p Pending, j journal, check bool, tl *runLog) error {
 	t, err := v.tieOffAbs(p.Record.Path)
 	if err != nil {
 		return err
@@ -247,15 +265,21 @@ func (v *Vault) complete(p Pending, j journal, check bool) error {
 		// Run ids are UUID v7: they sort by the time the run started.
 		stale = has && cur.LastRunID > p.RunID
 	}
-	if !done {
+	var offset int64
+	if done {
+		offset = sectionOffset(t, p.RunID)
+	} else {
 		if j.Replace {
 			err = tieoff.Replace(t, j.Section)
 		} else {
-			_, err = tieoff.Append(t, j.Section)
+			offset, err = tieoff.Append(t, j.Section)
 		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
+	}
+	if rel, err := strand.TieOffPath(p.Record.Path); err == nil {
+		tl.tieOff(rel, offset, j.Replace)
 	}
 	if stale {
 		return v.store.Update(func(tx *Tx) error { return tx.DeletePending(p.RunID) })

@@ -1,0 +1,268 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/transcript"
+)
+
+// RunsDir returns the directory of a vault's run transcripts,
+// <root>/.knot/runs: one <run-id>.jsonl per run (see package transcript).
+func RunsDir(root string) string {
+	return filepath.Join(root, strand.StateDir, "runs")
+}
+
+// runLog writes one run's transcript. It is the vault's side of package
+// transcript: what a run records and when.
+//
+//   - run.started and message.user are written from the agent's
+//     Request.OnStart hook, before the agent's process starts; a run whose
+//     agent could not continue its conversation makes a second attempt,
+//     whose prompt is a second message.user (its command line differs only
+//     in the session flag and is not recorded again; run.finished's notes
+//     say why it happened).
+//   - message.assistant (the normalised output) and run.finished once the
+//     agent is done; a run that never started (a strand that cannot be run,
+//     a request the runner refused) still gets run.started and run.finished.
+//   - tieoff.appended once the section is in the tie-off, also when crash
+//     recovery writes it.
+//
+// A transcript is an audit record, not part of the run's durability: an
+// error writing it is logged and never fails the run. A nil *runLog (its
+// file could not be created) records nothing. Its methods are called from
+// the run's goroutine only (OnStart runs on it too).
+type runLog struct {
+	v       *Vault
+	tr      *transcript.Recorder
+	runID   string
+	strand  string
+	started bool
+}
+
+// transcriptOptions returns the options of a run's recorder: the vault's
+// clock, and a masker that knows the secret values of knotd's environment
+// and of the agent's own env settings.
+func (v *Vault) transcriptOptions(a agentrun.Agent) *transcript.Options {
+	env := os.Environ()
+	for k, val := range a.Env {
+		env = append(env, k+"="+val)
+	}
+	return &transcript.Options{Now: v.now, Masker: transcript.NewMasker(env)}
+}
+
+// createRunLog creates the transcript of a new run.
+func (v *Vault) createRunLog(runID, rel string, a agentrun.Agent) *runLog {
+	tr, err := transcript.Create(RunsDir(v.root), runID, v.transcriptOptions(a))
+	if err != nil {
+		v.log.Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
+		return nil
+	}
+	return &runLog{v: v, tr: tr, runID: runID, strand: rel}
+}
+
+// reopenRunLog reopens the transcript of a run that crash recovery
+// finishes. It returns nil when the run has no transcript, or when it
+// already records its tie-off section.
+func (v *Vault) reopenRunLog(runID, rel string) *runLog {
+	events, _, err := transcript.ReadRun(RunsDir(v.root), runID)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		v.log.Warn("cannot read the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
+		return nil
+	}
+	for _, e := range events {
+		if e.Type == transcript.TieOffAppended {
+			return nil
+		}
+	}
+	tr, err := transcript.Reopen(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: transcript.NewMasker(os.Environ())})
+	if err != nil {
+		v.log.Warn("cannot reopen the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
+		return nil
+	}
+	return &runLog{v: v, tr: tr, runID: runID, strand: rel, started: true}
+}
+
+// record writes p, logging a failure.
+func (l *runLog) record(p transcript.Payload) {
+	if l == nil {
+		return
+	}
+	if _, err := l.tr.Record(p); err != nil {
+		l.v.log.Warn("cannot write the run's transcript", "strand", l.strand, "run", l.runID, "type", p.Type(), "err", err)
+	}
+}
+
+// close syncs and closes the transcript, logging a failure.
+func (l *runLog) close() {
+	if l == nil {
+		return
+	}
+	if err := l.tr.Close(); err != nil {
+		l.v.log.Warn("cannot close the run's transcript", "strand", l.strand, "run", l.runID, "err", err)
+	}
+}
+
+// startedFor is the run.started payload of a run of w with req.
+func startedFor(w *work, req *agentrun.Request, argv []string) transcript.Started {
+	s := transcript.Started{
+		Strand:  w.rel,
+		Event:   w.event,
+		Agent:   w.agentName,
+		Preset:  presetOf(w.agent),
+		Model:   w.agent.Model,
+		Session: w.session,
+		Argv:    argv,
+	}
+	if req != nil {
+		s.Resume, s.Turn, s.FiredBy = req.Resume, req.Turn, string(req.FiredBy)
+		if req.Model != "" {
+			s.Model = req.Model
+		}
+	}
+	return s
+}
+
+// onStart returns the Request.OnStart hook that records the run's start
+// (the first attempt) or the prompt of its second attempt.
+func (l *runLog) onStart(w *work, req *agentrun.Request) func(agentrun.Start) {
+	return func(s agentrun.Start) {
+		if l == nil {
+			return
+		}
+		if !l.started {
+			l.started = true
+			l.record(startedFor(w, req, s.Argv))
+		}
+		l.record(transcript.UserMessage{Prompt: s.Prompt})
+	}
+}
+
+// failed records a run that was never started: w.failure says why.
+func (l *runLog) failed(w *work) {
+	if l == nil {
+		return
+	}
+	l.started = true
+	l.record(startedFor(w, nil, nil))
+	l.record(transcript.Finished{Outcome: string(agentrun.OutcomeFailed), ExitCode: -1, Reason: w.failure})
+}
+
+// finish records what the agent produced and how the run ended. notes are
+// added to run.finished's.
+func (l *runLog) finish(w *work, req *agentrun.Request, res agentrun.Result, notes ...string) {
+	if l == nil {
+		return
+	}
+	if !l.started {
+		// The agent never reached OnStart (a refused request, a command
+		// line that could not be built, or an Agent without the hook).
+		l.started = true
+		l.record(startedFor(w, req, res.Argv))
+		if res.Prompt != "" {
+			l.record(transcript.UserMessage{Prompt: res.Prompt})
+		}
+	}
+	fin := transcript.Finished{
+		Outcome:         string(res.Outcome),
+		ExitCode:        res.ExitCode,
+		Duration:        res.Duration,
+		Reason:          res.Reason,
+		Resume:          res.Resume,
+		StdoutBytes:     res.StdoutBytes,
+		StdoutTruncated: res.StdoutTruncated,
+		Stderr:          res.Stderr,
+		StderrTruncated: res.StderrTruncated,
+		Notes:           append(append([]string(nil), res.Notes...), notes...),
+	}
+	if res.Usage != nil {
+		u := transcript.Usage(*res.Usage)
+		fin.Usage = &u
+	}
+	format, fromReply := outputFormat(w.agent)
+	out := res.Stdout
+	if fromReply {
+		out = []byte(res.Reply)
+	}
+	if len(out) > 0 {
+		msg, usage, err := transcript.Normalize(format, out)
+		if err != nil {
+			fin.Notes = append(fin.Notes, fmt.Sprintf("the agent's output was not normalised: %v", err))
+		} else {
+			msg.Truncated = res.StdoutTruncated && !fromReply
+			l.record(msg)
+			if fin.Usage == nil {
+				fin.Usage = usage
+			}
+		}
+	}
+	l.record(fin)
+}
+
+// canceled records a run stopped because knotd is stopping.
+func (l *runLog) canceled(w *work, req *agentrun.Request, res agentrun.Result) {
+	l.finish(w, req, res, "knotd stopped during the run: nothing was written to the tie-off, and the change is processed when knotd runs again")
+}
+
+// tieOff records that the run's section is in the tie-off tieOff (a
+// vault-relative path) at offset.
+func (l *runLog) tieOff(tieOff string, offset int64, replaced bool) {
+	if l == nil {
+		return
+	}
+	l.record(transcript.TieOff{Path: tieOff, Offset: offset, Replaced: replaced})
+}
+
+// sectionOffset finds the offset of run runID's section in the tie-off at
+// path, for a run that crash recovery found already written; -1 when it
+// cannot be found.
+func sectionOffset(path, runID string) int64 {
+	secs, _, err := tieoff.Read(path)
+	if err != nil {
+		return -1
+	}
+	for i := len(secs) - 1; i >= 0; i-- {
+		if secs[i].RunID == runID {
+			return secs[i].Offset
+		}
+	}
+	return -1
+}
+
+// presetOf is the preset an agent runs: its Preset, "digest" for the zero
+// agent, "" for a generic command.
+func presetOf(a agentrun.Agent) string {
+	if a.Preset == "" && len(a.Command) == 0 {
+		return agentrun.PresetDigest
+	}
+	return a.Preset
+}
+
+// outputFormat is how a run of agent a printed its output, for
+// transcript.Normalize, and whether the reply (rather than the raw
+// standard output) is what to normalise: the digest prints nothing, and
+// a generic command's JSON output has no format Normalize knows.
+func outputFormat(a agentrun.Agent) (format transcript.Format, fromReply bool) {
+	switch presetOf(a) {
+	case agentrun.PresetClaude:
+		return transcript.FormatClaudeJSON, false
+	case agentrun.PresetCodex:
+		return transcript.FormatCodexJSON, false
+	case agentrun.PresetGemini:
+		return transcript.FormatGeminiJSON, false
+	case agentrun.PresetDigest:
+		return transcript.FormatText, true
+	case "":
+		return transcript.FormatText, a.Output == agentrun.OutputJSON
+	}
+	return transcript.FormatText, false // llm, ollama
+}
