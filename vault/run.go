@@ -29,7 +29,8 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	sec := tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}
 	resume := w.resume
 
-	tl := v.createRunLog(rep.RunID, w.rel, w.agent)
+	mask := masker(w.agent)
+	tl := v.createRunLog(rep.RunID, w.rel, mask)
 	defer tl.close()
 
 	if w.failure != "" {
@@ -70,6 +71,8 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 		v.log.Info("run finished", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID,
 			"outcome", res.Outcome, "duration", res.Duration.Round(time.Millisecond), "reason", res.Reason)
 	}
+
+	sec.Body = mask.Text(sec.Body)
 
 	rec := w.rec
 	rec.Path = w.rel

@@ -46,20 +46,21 @@ type runLog struct {
 	started bool
 }
 
-// transcriptOptions returns the options of a run's recorder: the vault's
-// clock, and a masker that knows the secret values of knotd's environment
-// and of the agent's own env settings.
-func (v *Vault) transcriptOptions(a agentrun.Agent) *transcript.Options {
+// masker returns the masker of a run of agent a: it knows the secret
+// values of knotd's environment and of the agent's own env settings. It
+// masks them in the run's transcript and in the section the run writes to
+// the tie-off, a file that is synced and shared with the notes.
+func masker(a agentrun.Agent) *transcript.Masker {
 	env := os.Environ()
 	for k, val := range a.Env {
 		env = append(env, k+"="+val)
 	}
-	return &transcript.Options{Now: v.now, Masker: transcript.NewMasker(env)}
+	return transcript.NewMasker(env)
 }
 
 // createRunLog creates the transcript of a new run.
-func (v *Vault) createRunLog(runID, rel string, a agentrun.Agent) *runLog {
-	tr, err := transcript.Create(RunsDir(v.root), runID, v.transcriptOptions(a))
+func (v *Vault) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
+	tr, err := transcript.Create(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: m})
 	if err != nil {
 		v.log.Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
 		return nil
@@ -84,7 +85,7 @@ func (v *Vault) reopenRunLog(runID, rel string) *runLog {
 			return nil
 		}
 	}
-	tr, err := transcript.Reopen(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: transcript.NewMasker(os.Environ())})
+	tr, err := transcript.Reopen(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: masker(agentrun.Agent{})})
 	if err != nil {
 		v.log.Warn("cannot reopen the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
 		return nil
