@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -44,7 +46,12 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 			return err
 		}
 	}
-	s, release := v.scheduler(ctx, func(RunReport) {})
+	// The scheduler stops when ctx ends or when watching ends on its own
+	// (the vault directory is gone): a knotd that can no longer see
+	// changes must say so and exit, not wait for a signal in silence.
+	schedCtx, stopSched := context.WithCancel(ctx)
+	defer stopSched()
+	s, release := v.scheduler(schedCtx, func(RunReport) {})
 	defer release()
 	for _, rel := range all {
 		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
@@ -55,7 +62,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	defer stopWatch()
 	var wg sync.WaitGroup
 	var schedErr, watchErr error
-	wg.Go(func() { schedErr = s.Run(ctx) })
+	wg.Go(func() { schedErr = s.Run(schedCtx) })
 	if v.cfg.Poll > 0 {
 		p := &watcher.Poller{Interval: v.cfg.Poll}
 		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })
@@ -69,12 +76,25 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
 	}
 
-	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true}
+	rootInfo, err := os.Stat(v.root)
+	if err != nil {
+		stopWatch()
+		stopSched()
+		wg.Wait()
+		return fmt.Errorf("vault: watch %s: %w", v.root, err)
+	}
+	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true, root: rootInfo}
 	if l.delay <= 0 {
 		l.delay = watcher.DefaultQuiet
 	}
-	l.run(hints)
+	loopErr := l.run(hints)
+	stopWatch()
+	stopSched()
 	wg.Wait()
+	if loopErr != nil {
+		v.log.Error("stopped: the vault directory is gone", "vault", v.root, "err", loopErr)
+		return fmt.Errorf("vault: watch %s: %w", v.root, loopErr)
+	}
 	if watchErr != nil {
 		return fmt.Errorf("vault: watch %s: %w", v.root, watchErr)
 	}
@@ -93,6 +113,32 @@ type watchLoop struct {
 	delay     time.Duration         // how long a gone strand waits
 	gone      map[string]goneStrand // gone strands waiting for their delay
 	firstFull bool
+	root      fs.FileInfo // the vault directory when watching began
+}
+
+// rootCheck is how often the loop checks, when nothing happens, that the
+// vault directory is still there: an unmount sends no event, and a
+// deletion may send none for the directory itself while knotd holds
+// files open in it.
+const rootCheck = 10 * time.Second
+
+// ErrVaultGone is wrapped by Watch's error when the vault directory was
+// deleted, moved, replaced or unmounted while knotd watched it.
+var ErrVaultGone = errors.New("vault directory is gone")
+
+// rootGone reports an error wrapping ErrVaultGone if the vault directory
+// is no longer the one Watch began with.
+func (l *watchLoop) rootGone() error {
+	fi, err := os.Stat(l.v.root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %w", ErrVaultGone, err)
+	case err != nil:
+		return nil // a transient error: the next turn looks again
+	case !os.SameFile(fi, l.root):
+		return fmt.Errorf("%w: another directory is at its path", ErrVaultGone)
+	}
+	return nil
 }
 
 // goneStrand is a strand that reconcile found gone, waiting to be looked
@@ -102,20 +148,26 @@ type goneStrand struct {
 	fired agentrun.FiredBy
 }
 
-// run handles hints until the channel is closed.
-func (l *watchLoop) run(hints <-chan watcher.Hint) {
+// run handles hints until the channel is closed (it returns nil) or the
+// vault directory is gone (it returns an error wrapping ErrVaultGone,
+// before it reconciles anything: the strands are not deleted, the vault
+// is).
+func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	check := time.NewTicker(rootCheck)
+	defer check.Stop()
 	for {
 		var batch []watcher.Hint
 		select {
 		case h, ok := <-hints:
 			if !ok {
-				return
+				return nil
 			}
 			batch = append(batch, h)
 		case <-timer.C:
+		case <-check.C:
 		}
 		// Take whatever else is ready: hints that settled together are
 		// reconciled together, and before any gone strand that is due.
@@ -124,12 +176,15 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) {
 			select {
 			case h, ok := <-hints:
 				if !ok {
-					return
+					return nil
 				}
 				batch = append(batch, h)
 			default:
 				break drain
 			}
+		}
+		if err := l.rootGone(); err != nil {
+			return err
 		}
 		if len(batch) > 0 {
 			l.reconcile(batch)
