@@ -20,6 +20,16 @@ Usage:
   knotd --once [flags] [VAULT]   process every note that changed since the
                                  last pass, then exit (for scripts and cron)
   knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
+  knotd runs [--strand PATH] [--json] [VAULT]
+                                 list the runs, newest first, from their
+                                 transcripts in VAULT/.knot/runs
+  knotd runs show RUN_ID [--json] [VAULT]
+                                 print one run: command line, prompt, output,
+                                 outcome; RUN_ID is in the tie-off's
+                                 <!-- knot:run RUN_ID --> marker
+  knotd runs --keep DAYS [--keep-count N] [VAULT]
+                                 delete older run transcripts ('knotd runs
+                                 --help' says more)
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 

@@ -70,6 +70,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "trust" {
 		return runTrust(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "runs" {
+		return runRuns(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
 		return nil

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/vault"
+)
+
+const runsUsage = `usage: knotd runs [--strand PATH] [--json] [VAULT]
+       knotd runs show RUN_ID [--json] [VAULT]
+       knotd runs --keep DAYS [--keep-count N] [VAULT]
+
+Every agent run leaves a transcript in VAULT/.knot/runs/RUN_ID.jsonl: the
+command line (secrets masked), the prompt as sent, the agent's output as
+content blocks, how the run ended, and where its section went in the tie-off.
+
+'knotd runs' lists the runs, newest first: time, run id, outcome, duration,
+event, agent and strand. 'knotd runs show RUN_ID' prints one run; RUN_ID is
+the id in the run's tie-off marker (<!-- knot:run RUN_ID ... -->) and in
+the list. --json prints the list as JSON, or a run's raw transcript lines.
+
+Transcripts are kept until you prune them: --keep DAYS deletes those older
+than DAYS days, --keep-count N all but the newest N (with both, a transcript
+goes when either says so). A run still being written is never deleted.
+
+Flags:
+`
+
+// runsOptions are the flags of knotd runs.
+type runsOptions struct {
+	strand            string
+	jsonOut           bool
+	keepDays, keepNum int
+	args              []string // positional: [show RUN_ID] [VAULT]
+}
+
+// runRuns is knotd runs: list, show or prune run transcripts. It reads the
+// vault's .knot/runs directory only, so it works while knotd is running.
+func runRuns(args []string, stdout, stderr io.Writer) error {
+	var o runsOptions
+	fs := flag.NewFlagSet("knotd runs", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.strand, "strand", "", "list only the runs of the strand at `PATH`")
+	fs.BoolVar(&o.jsonOut, "json", false, "print JSON: the list, or the run's raw transcript lines")
+	fs.IntVar(&o.keepDays, "keep", 0, "delete transcripts older than `DAYS` days")
+	fs.IntVar(&o.keepNum, "keep-count", 0, "delete all transcripts but the newest `N`")
+	fs.Usage = func() {}
+	if err := parseInterspersed(fs, args, &o.args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, runsUsage)
+			printDefaults(stdout, fs)
+			return nil
+		}
+		return usageError{"knotd runs: " + err.Error()}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if (set["keep"] && o.keepDays < 1) || (set["keep-count"] && o.keepNum < 1) {
+		return usageError{"knotd runs: --keep and --keep-count must be at least 1"}
+	}
+	prune := set["keep"] || set["keep-count"]
+	show := len(o.args) > 0 && o.args[0] == "show"
+	switch {
+	case show && (prune || o.strand != ""):
+		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
+	case prune && (o.jsonOut || o.strand != ""):
+		return usageError{"knotd runs --keep/--keep-count take no --json or --strand"}
+	case show && len(o.args) < 2:
+		return usageError{"knotd runs show needs a RUN_ID (from 'knotd runs' or a tie-off's <!-- knot:run RUN_ID --> marker)"}
+	}
+	pos := o.args
+	if show {
+		pos = o.args[2:]
+	}
+	if len(pos) > 1 {
+		return usageError{fmt.Sprintf("knotd runs: one VAULT at most, got %s", strings.Join(pos, " "))}
+	}
+	var arg string
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	root, err := vaultRoot(arg)
+	if err != nil {
+		return err
+	}
+	dir := vault.RunsDir(root)
+	switch {
+	case show:
+		return showRun(dir, o.args[1], o.jsonOut, stdout, stderr)
+	case prune:
+		return pruneRuns(dir, o, stdout)
+	}
+	return listRuns(root, dir, o, stdout)
+}
+
+// parseInterspersed parses fs from args, allowing flags after positional
+// arguments ("runs show ID --json"), and appends the positional ones to pos.
+func parseInterspersed(fs *flag.FlagSet, args []string, pos *[]string) error {
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return nil
+		}
+		if args[0] == "--" {
+			*pos = append(*pos, args[1:]...)
+			return nil
+		}
+		*pos = append(*pos, args[0])
+		args = args[1:]
+	}
+}
+
+// runJSON is one run in the JSON list of knotd runs --json.
+type runJSON struct {
+	RunID    string        `json:"run_id"`
+	Time     time.Time     `json:"time"`
+	Strand   string        `json:"strand"`
+	Event    string        `json:"event"`
+	Agent    string        `json:"agent,omitempty"`
+	Finished bool          `json:"finished"`
+	Outcome  string        `json:"outcome,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	Torn     bool          `json:"torn,omitempty"`
+	Problem  string        `json:"problem,omitempty"`
+	Path     string        `json:"path"`
+}
+
+func listRuns(root, dir string, o runsOptions, w io.Writer) error {
+	runs, err := transcript.List(dir)
+	if err != nil {
+		return fmt.Errorf("list runs: %w", err)
+	}
+	if o.strand != "" {
+		rel, err := strandArg(root, o.strand)
+		if err != nil {
+			return err
+		}
+		kept := runs[:0]
+		for _, r := range runs {
+			if r.Strand == rel {
+				kept = append(kept, r)
+			}
+		}
+		runs = kept
+	}
+	if o.jsonOut {
+		list := make([]runJSON, 0, len(runs))
+		for _, r := range runs {
+			list = append(list, runJSON{RunID: r.RunID, Time: r.Time, Strand: r.Strand, Event: r.Event.String(), Agent: r.Agent,
+				Finished: r.Finished, Outcome: r.Outcome, Duration: r.Duration, Torn: r.Torn, Problem: r.Problem, Path: r.Path})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			return fmt.Errorf("write runs: %w", err)
+		}
+		return nil
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "no runs")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tRUN ID\tOUTCOME\tDURATION\tEVENT\tAGENT\tSTRAND")
+	for _, r := range runs {
+		outcome, dur := r.Outcome, roundDuration(r.Duration).String()
+		switch {
+		case r.Problem != "":
+			outcome, dur = "unreadable", "-"
+		case r.Torn:
+			outcome, dur = "torn", "-"
+		case !r.Finished:
+			outcome, dur = "unfinished", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.RunID, outcome, dur,
+			r.Event, orDash(r.Agent), orDash(r.Strand))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write runs: %w", err)
+	}
+	return nil
+}
+
+// strandArg turns --strand's PATH (vault-relative, or absolute inside the
+// vault) into the vault-relative, slash-separated path runs record.
+func strandArg(root, path string) (string, error) {
+	if filepath.IsAbs(path) {
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", usageError{fmt.Sprintf("--strand %s: not inside the vault %s", path, root)}
+		}
+		path = rel
+	}
+	return filepath.ToSlash(filepath.Clean(path)), nil
+}
+
+func showRun(dir, runID string, jsonOut bool, stdout, stderr io.Writer) error {
+	events, warns, err := transcript.ReadRun(dir, runID)
+	switch {
+	case errors.Is(err, transcript.ErrBadRunID):
+		return usageError{fmt.Sprintf("knotd runs show: %q is not a run id (a UUID such as the one in a tie-off's <!-- knot:run ... --> marker)", runID)}
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no run %s in %s (it may have been pruned)", runID, dir)
+	case err != nil:
+		return fmt.Errorf("read run %s: %w", runID, err)
+	}
+	for _, wn := range warns {
+		fmt.Fprintf(stderr, "knotd: run %s: %s\n", runID, wn)
+	}
+	if !jsonOut {
+		if err := transcript.Render(stdout, events); err != nil {
+			return fmt.Errorf("print run %s: %w", runID, err)
+		}
+		return nil
+	}
+	for _, e := range events {
+		line, err := e.MarshalLine()
+		if err != nil {
+			return fmt.Errorf("print run %s: %w", runID, err)
+		}
+		if _, err := stdout.Write(line); err != nil {
+			return fmt.Errorf("print run %s: %w", runID, err)
+		}
+	}
+	return nil
+}
+
+func pruneRuns(dir string, o runsOptions, w io.Writer) error {
+	deleted, err := transcript.Prune(dir, o.keepDays, o.keepNum, time.Now())
+	fmt.Fprintf(w, "deleted %d run transcripts from %s\n", len(deleted), dir)
+	if err != nil {
+		return fmt.Errorf("prune runs: %w", err)
+	}
+	return nil
+}
+
+// roundDuration rounds d for people: to the millisecond, or to the
+// microsecond below one (a digest run).
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

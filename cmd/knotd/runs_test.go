@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/vault"
+)
+
+var runMarker = regexp.MustCompile(`<!-- knot:run ([0-9a-f-]{36}) `)
+
+// runsVault runs knotd --once over a vault with two new strands and
+// returns the vault and the run ids of a.md and b.md, read from their
+// tie-offs' run markers.
+func runsVault(t *testing.T) (v string, runA, runB string) {
+	t.Helper()
+	v, _ = setup(t)
+	if code, _, errOut := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("first pass: exit %d: %s", code, errOut)
+	}
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nalpha\n")
+	if code, _, errOut := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("pass over a.md: exit %d: %s", code, errOut)
+	}
+	writeFile(t, filepath.Join(v, "sub", "b.md"), "# B\n\nbeta\n")
+	if code, _, errOut := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("pass over b.md: exit %d: %s", code, errOut)
+	}
+	marker := func(tieOff string) string {
+		b, err := os.ReadFile(filepath.Join(v, tieOff))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := runMarker.FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("%s has no run marker:\n%s", tieOff, b)
+		}
+		return string(m[1])
+	}
+	return v, marker("a.tieoff.md"), marker(filepath.Join("sub", "b.tieoff.md"))
+}
+
+// TestRuns_ListsAndShowsRuns: knotd runs lists the runs newest first, and
+// the run id in a tie-off's marker leads to the run with runs show.
+func TestRuns_ListsAndShowsRuns(t *testing.T) {
+	v, runA, runB := runsVault(t)
+
+	code, out, errOut := knotd(t, "runs", v)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("knotd runs: exit %d, stderr %q", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], runB) || !strings.Contains(lines[2], runA) {
+		t.Fatalf("knotd runs =\n%s\nwant a heading, then run %s (b) and run %s (a)", out, runB, runA)
+	}
+	for _, want := range []string{"ok", "Created", "digest", "sub/b.md"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("knotd runs line %q does not say %q", lines[1], want)
+		}
+	}
+
+	code, out, _ = knotd(t, "runs", "--json", v)
+	var list []runJSON
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) != 2 {
+		t.Fatalf("knotd runs --json: exit %d:\n%s", code, out)
+	}
+	if list[0].RunID != runB || list[1].RunID != runA || list[1].Strand != "a.md" || list[1].Outcome != "ok" || !list[1].Finished {
+		t.Errorf("knotd runs --json = %+v; want b's run, then a's", list)
+	}
+
+	for _, strand := range []string{"sub/b.md", filepath.Join(v, "sub", "b.md")} {
+		code, out, _ = knotd(t, "runs", "--strand", strand, v)
+		if code != exitOK || !strings.Contains(out, runB) || strings.Contains(out, runA) {
+			t.Errorf("knotd runs --strand %s: exit %d:\n%s\nwant run %s only", strand, code, out, runB)
+		}
+	}
+
+	code, out, errOut = knotd(t, "runs", "show", runA, v)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("knotd runs show: exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"[1] run.started", "strand    a.md (Created)", "[2] message.user", "| alpha", "[3] message.assistant", "[4] run.finished", "[5] tieoff.appended", "a.tieoff.md at byte 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("knotd runs show does not print %q:\n%s", want, out)
+		}
+	}
+
+	// --json prints the transcript's lines as they are in the file,
+	// whether it comes before or after RUN_ID.
+	file, err := os.ReadFile(filepath.Join(vault.RunsDir(v), runA+transcript.Ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"runs", "show", runA, "--json", v}, {"runs", "show", "--json", runA, v}} {
+		if code, out, _ := knotd(t, args...); code != exitOK || out != string(file) {
+			t.Errorf("knotd %q: exit %d:\n%s\nwant the file:\n%s", args, code, out, file)
+		}
+	}
+}
+
+// TestRuns_Errors: a missing RUN_ID or a malformed one is a usage error;
+// an unknown run says so.
+func TestRuns_Errors(t *testing.T) {
+	v, _, _ := runsVault(t)
+	tests := []struct {
+		args []string
+		want int
+		say  string
+	}{
+		{[]string{"runs", "show", v}, exitUsage, "not a run id"},
+		{[]string{"runs", "show"}, exitUsage, "needs a RUN_ID"},
+		{[]string{"runs", "show", "../../etc/passwd", v}, exitUsage, "not a run id"},
+		{[]string{"runs", "show", "01a1ffd2-2797-7eef-b460-c7d42f598d8c", v}, exitFailed, "no run 01a1ffd2-2797-7eef-b460-c7d42f598d8c"},
+		{[]string{"runs", "--keep", "0", v}, exitUsage, "at least 1"},
+		{[]string{"runs", "--keep", "3", "--json", v}, exitUsage, "no --json"},
+		{[]string{"runs", "show", "01a1ffd2-2797-7eef-b460-c7d42f598d8c", "--strand", "a.md", v}, exitUsage, "takes only"},
+		{[]string{"runs", v, v}, exitUsage, "one VAULT at most"},
+		{[]string{"runs", "--strand", "/elsewhere/a.md", v}, exitUsage, "not inside the vault"},
+		{[]string{"runs", "--nope", v}, exitUsage, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := knotd(t, tt.args...)
+		if code != tt.want || !strings.Contains(errOut, tt.say) {
+			t.Errorf("knotd %q: exit %d, stderr %q; want exit %d saying %q", tt.args, code, errOut, tt.want, tt.say)
+		}
+	}
+}
+
+// TestRuns_Keep: --keep DAYS and --keep-count N delete old transcripts and
+// nothing else.
+func TestRuns_Keep(t *testing.T) {
+	v, runA, runB := runsVault(t)
+	dir := vault.RunsDir(v)
+	age := func(run string, d time.Duration) {
+		t.Helper()
+		old := time.Now().Add(-d)
+		if err := os.Chtimes(filepath.Join(dir, run+transcript.Ext), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := func() []string {
+		t.Helper()
+		code, out, _ := knotd(t, "runs", "--json", v)
+		var list []runJSON
+		if code != exitOK || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("knotd runs --json: exit %d:\n%s", code, out)
+		}
+		var ids []string
+		for _, r := range list {
+			ids = append(ids, r.RunID)
+		}
+		return ids
+	}
+	age(runA, 72*time.Hour)
+	age(runB, 2*time.Hour)
+
+	if code, out, errOut := knotd(t, "runs", "--keep", "4", "--keep-count", "2", v); code != exitOK || !strings.Contains(out, "deleted 0 run transcripts") {
+		t.Errorf("knotd runs --keep 4 --keep-count 2: exit %d, %q %q; want nothing deleted", code, out, errOut)
+	}
+	if got := listed(); !slices.Equal(got, []string{runB, runA}) {
+		t.Errorf("runs after --keep 4 = %v; want both", got)
+	}
+	if code, out, errOut := knotd(t, "runs", "--keep-count", "1", v); code != exitOK || !strings.Contains(out, "deleted 1 run transcripts") {
+		t.Errorf("knotd runs --keep-count 1: exit %d, %q %q; want a's run deleted", code, out, errOut)
+	}
+	if got := listed(); !slices.Equal(got, []string{runB}) {
+		t.Errorf("runs after --keep-count 1 = %v; want [%s]", got, runB)
+	}
+	if code, out, _ := knotd(t, "runs", "--keep", "1", v); code != exitOK || !strings.Contains(out, "deleted 0 run transcripts") {
+		t.Errorf("knotd runs --keep 1 deleted a run of two hours ago: exit %d, %q", code, out)
+	}
+	age(runB, 48*time.Hour)
+	if code, out, _ := knotd(t, "runs", "--keep", "1", v); code != exitOK || !strings.Contains(out, "deleted 1 run transcripts") {
+		t.Errorf("knotd runs --keep 1: exit %d, %q; want b's run of two days ago deleted", code, out)
+	}
+	if code, out, _ := knotd(t, "runs", v); code != exitOK || strings.TrimSpace(out) != "no runs" {
+		t.Errorf("knotd runs after pruning all: exit %d, %q; want no runs", code, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(v, "a.tieoff.md")); err != nil || !strings.Contains(string(b), runA) {
+		t.Errorf("pruning touched a's tie-off: %v", err)
+	}
+}
+
+// TestRuns_Help: knotd runs --help explains the commands and where RUN_ID
+// comes from; knotd --help names them.
+func TestRuns_Help(t *testing.T) {
+	code, out, _ := knotd(t, "runs", "--help")
+	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("knotd runs --help (exit %d) does not say %q:\n%s", code, want, out)
+		}
+	}
+	_, out, _ = knotd(t, "--help")
+	for _, want := range []string{"knotd runs [--strand PATH] [--json] [VAULT]", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("knotd --help does not name %q", want)
+		}
+	}
+}
