@@ -213,7 +213,42 @@ func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err e
 		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
 		return info, absent, nil
 	}
+	if dir, err := v.linkedDir(rel); err != nil {
+		return nil, absent, err
+	} else if dir != "" {
+		v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the strands it leads to are left alone")
+		return nil, absent, nil
+	}
 	return info, present, nil
+}
+
+// linkedDir returns the first directory on the way from the vault root to
+// the strand rel that is not a real directory (a symbolic link, which may
+// lead out of the vault), or "" if there is none. The walker never follows
+// such links; a hint for a path beneath one (the directory was replaced by
+// a link after its event) must not either.
+func (v *Vault) linkedDir(rel string) (string, error) {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		abs, err := strand.Abs(v.root, dir)
+		if err != nil {
+			return "", err
+		}
+		fi, err := os.Lstat(abs)
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+			return dir, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if !fi.IsDir() {
+			return dir, nil
+		}
+	}
+	return "", nil
 }
 
 // sameContent reports whether the strand at rel has the content hash h.
