@@ -1,0 +1,165 @@
+package vault
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+)
+
+// soakBehaviour is the fake agent of the soak test: it fails, hangs past
+// its timeout, is slow or replies at once, at random.
+const soakBehaviour = "soak"
+
+func init() {
+	fakes[soakBehaviour] = soakAgent
+}
+
+func soakAgent(inv *fakeagent.Invocation) int {
+	if _, err := io.Copy(io.Discard, inv.Stdin); err != nil {
+		fmt.Fprintln(inv.Stderr, "soak:", err)
+		return 125
+	}
+	switch r := rand.IntN(100); {
+	case r < 8:
+		fmt.Fprintln(inv.Stderr, "soak: failing on purpose")
+		return 3
+	case r < 12:
+		select {} // hangs until knotd's timeout kills it
+	case r < 40:
+		time.Sleep(time.Duration(20+rand.IntN(130)) * time.Millisecond) // a slow agent, not a wait
+	}
+	fmt.Fprintln(inv.Stdout, "SOAK reply")
+	return 0
+}
+
+// soakDuration is how long the soak test edits: KNOT_SOAK (a Go duration,
+// for example 10m), 20s by default.
+func soakDuration(t *testing.T) time.Duration {
+	s := os.Getenv("KNOT_SOAK")
+	if s == "" {
+		return 20 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatalf("KNOT_SOAK=%q: %v", s, err)
+	}
+	return d
+}
+
+// openFDs counts this process's open file descriptors; -1 where /proc is
+// not there to count them.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// soakHeapSlack is how much the live heap may grow over the soak: the
+// state store's page cache is mmapped (not heap), so the heap holds only
+// the scheduler's and watcher's bookkeeping for a few hundred strands and
+// the log; a leak of one run's reply, prompt or goroutine per run would
+// exceed it within the default duration.
+const soakHeapSlack = 8 << 20
+
+// TestSoak_RandomEditsUnderFlakyAgent edits a few hundred strands at random
+// in rounds, for KNOT_SOAK (20s by default), with an agent that sometimes
+// fails, hangs past its timeout or is slow. Each round writes each chosen
+// strand once (atomically, as editors do) and then waits until knotd has
+// settled; that version is a settled change. At the end every strand has
+// exactly one tie-off section per settled change, and goroutines, open
+// files and the live heap are back to what they were.
+func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak test is long; it is skipped with -short")
+	}
+	const strands = 300
+	e := newEnv(t)
+	conc := 4
+	e.flags.Concurrency = &conc
+	e.userConfig("default_agent: soak\nagents:\n" + e.fakeAgentYAML("soak", "", soakBehaviour) + "    timeout: 1s\n")
+	name := func(i int) string { return fmt.Sprintf("d%d/s%03d.md", i%7, i) }
+	for i := range strands {
+		e.write(name(i), "# strand "+strconv.Itoa(i)+"\n")
+	}
+	baseGoroutines, baseFDs := runtime.NumGoroutine(), openFDs()
+
+	v, err := Open(e.root, e.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.watch(v, WatchOptions{})
+	w.settle() // first contact: everything adopted, nothing ran
+
+	settled := make([]int, strands) // settled changes per strand
+	version := 0
+	write := func(i int) {
+		version++
+		p := e.abs(name(i))
+		tmp := filepath.Join(filepath.Dir(p), ".soak.tmp")
+		mustDo(t, os.WriteFile(tmp, []byte(fmt.Sprintf("# strand %d\n\nversion %d\n", i, version)), 0o644))
+		mustDo(t, os.Rename(tmp, p))
+	}
+	var heapStart uint64
+	rounds, deadline := 0, time.Now().Add(soakDuration(t))
+	for time.Now().Before(deadline) {
+		chosen := map[int]bool{}
+		for range 1 + rand.IntN(25) {
+			chosen[rand.IntN(strands)] = true
+		}
+		for i := range chosen {
+			write(i)
+			settled[i]++
+		}
+		w.settle()
+		rounds++
+		if rounds == 3 { // warmed up: caches and pools have their size
+			heapStart = heapInuse()
+		}
+	}
+	heapEnd := heapInuse()
+	mustDo(t, w.stop())
+	mustDo(t, v.Close())
+
+	total := 0
+	runs := map[string]bool{}
+	for i := range strands {
+		secs := e.sections(name(i))
+		if len(secs) != settled[i] {
+			t.Errorf("%s: %d sections for %d settled changes", name(i), len(secs), settled[i])
+		}
+		for _, s := range secs {
+			if s.Torn || runs[s.RunID] {
+				t.Errorf("%s: torn or duplicated section of run %s", name(i), s.RunID)
+			}
+			runs[s.RunID] = true
+		}
+		total += settled[i]
+	}
+	t.Logf("%d rounds, %d settled changes, %d runs; heap in use %d KiB at round 3, %d KiB at the end",
+		rounds, total, len(runs), heapStart>>10, heapEnd>>10)
+	if heapStart > 0 && heapEnd > heapStart+soakHeapSlack {
+		t.Errorf("heap in use grew from %d KiB to %d KiB (slack %d KiB)", heapStart>>10, heapEnd>>10, soakHeapSlack>>10)
+	}
+	waitFor(t, waitTimeout, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= baseGoroutines })
+	if baseFDs >= 0 {
+		waitFor(t, waitTimeout, "open files back to baseline", func() bool { return openFDs() <= baseFDs })
+	}
+}
+
+// heapInuse returns the bytes of heap in use after a garbage collection.
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
