@@ -113,7 +113,7 @@ type watchLoop struct {
 	delay     time.Duration         // how long a gone strand waits
 	gone      map[string]goneStrand // gone strands waiting for their delay
 	firstFull bool
-	root      fs.FileInfo // the vault directory when watching began
+	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -129,6 +129,9 @@ var ErrVaultGone = errors.New("vault directory is gone")
 // rootGone reports an error wrapping ErrVaultGone if the vault directory
 // is no longer the one Watch began with.
 func (l *watchLoop) rootGone() error {
+	if l.root == nil {
+		return nil
+	}
 	fi, err := os.Stat(l.v.root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
