@@ -264,3 +264,41 @@ func TestOnce_BrokenAgents(t *testing.T) {
 		t.Errorf("%d failed runs; want at least hang and empty", sum.Failed)
 	}
 }
+
+// TestOnce_UnreadableStrand: a strand knotd may not read is reported in
+// the log and counted as a failed run; the rest of the vault is served.
+// Root reads any file whatever its mode, so the test cannot make one
+// there and skips.
+func TestOnce_UnreadableStrand(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("running as root, which reads a chmod 000 file anyway: an unreadable strand cannot be made")
+	}
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	e.onceFresh()
+	e.write("secret.md", "# Secret\n")
+	mustDo(t, os.Chmod(e.abs("secret.md"), 0))
+	t.Cleanup(func() { _ = os.Chmod(e.abs("secret.md"), 0o644) })
+	e.write("good.md", "# Good\n")
+	sum, log := e.onceLogged()
+	if sum.Failed != 1 || sum.OK != 1 {
+		t.Errorf("summary: %d ran, %d ok, %d failed; want one failed and one ok run", sum.Ran, sum.OK, sum.Failed)
+	}
+	if !strings.Contains(log, "secret.md") || !strings.Contains(log, "permission denied") {
+		t.Errorf("the log does not explain secret.md:\n%.3000s", log)
+	}
+	if len(e.sections("good.md")) != 1 {
+		t.Error("good.md was not served")
+	}
+	if sum := e.onceFresh(); sum.Ran != 0 {
+		t.Errorf("a second pass ran again: %d runs", sum.Ran)
+	}
+	if secs := e.sections("secret.md"); len(secs) != 1 || !secs[0].Failed {
+		t.Errorf("secret.md: %d sections; want one failure section", len(e.sections("secret.md")))
+	}
+	mustDo(t, os.Chmod(e.abs("secret.md"), 0o644))
+	e.write("secret.md", "# Secret, readable\n")
+	if sum := e.onceFresh(); sum.Ran != 1 || sum.OK != 1 {
+		t.Errorf("after the fix: %d ran, %d ok; want one ok run", sum.Ran, sum.OK)
+	}
+}

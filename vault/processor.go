@@ -136,7 +136,13 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 		return false, nil
 	}
 	same, err := v.sameContent(rel, rec.Hash)
-	return !same, err
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return false, nil // unreadable: it was just reported; a save makes it run
+	case err != nil:
+		return false, err // never a follow-up for a strand that cannot be looked at
+	}
+	return !same, nil
 }
 
 // work is one run being prepared: what processOnce learned so far.
@@ -195,7 +201,7 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	_, where, err := v.lstatStrand(rel)
+	linfo, where, err := v.lstatStrand(rel)
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
 	}
@@ -211,6 +217,17 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	content, hash, info, tooBig, err := readStrand(abs, v.cfg.MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", errRetry // deleted between the look and the read
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		// Recorded with its stamp, so that it fails once, not at every
+		// pass; the next save after the user fixed it runs it.
+		w.event = strand.Created
+		if w.has {
+			w.event = strand.Modified
+		}
+		w.info, w.session, w.resume = linfo, w.rec.Session, w.rec.Resume
+		w.failure = fmt.Sprintf("knotd may not read the strand (%v), so no agent was run. Make it readable and save it again.", err)
+		return w, "", nil
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: read %s: %w", rel, err)
