@@ -73,8 +73,8 @@ func TestOnce_FrontmatterCannotSmuggleArgv(t *testing.T) {
 	assertNothingOutside(t, e, "escape")
 }
 
-// assertNothingOutside fails if a file named like name exists within two
-// levels above the vault.
+// assertNothingOutside fails if a file whose name starts with name exists
+// in any of the four directories above the vault.
 func assertNothingOutside(t *testing.T, e *env, name string) {
 	t.Helper()
 	dir := e.root
