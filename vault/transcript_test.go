@@ -6,8 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -243,4 +248,37 @@ func TestOnce_SecretsStayOutOfTranscriptsAndTieOffs(t *testing.T) {
 	if !strings.Contains(tie, "invalid x-api-key "+transcript.Masked) {
 		t.Errorf("tie-off = %q; want the stderr with the secret masked", tie)
 	}
+}
+
+// BenchmarkRunLog measures what a transcript costs a run: creating it,
+// recording a typical run (a 4 KiB prompt and reply) and closing it (one
+// fsync), against the baseline of appending the run's section to a tie-off
+// (one fsync too).
+func BenchmarkRunLog(b *testing.B) {
+	e := newEnv(b)
+	v := e.open()
+	w := &work{rel: "note.md", event: strand.Created, agentName: "digest", session: "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"}
+	body := strings.Repeat("a line of the reply, as an agent writes it\n", 100)
+	b.Run("tieoff-append", func(b *testing.B) {
+		path := e.abs("bench.tieoff.md")
+		for b.Loop() {
+			id, err := uuid.NewV7()
+			mustDo(b, err)
+			_, err = tieoff.Append(path, tieoff.Section{Event: strand.Created, Strand: "bench.md", Time: time.Now(), RunID: id.String(), Body: body})
+			mustDo(b, err)
+		}
+	})
+	b.Run("transcript", func(b *testing.B) {
+		m := masker(agentrun.Agent{})
+		for b.Loop() {
+			id, err := uuid.NewV7()
+			mustDo(b, err)
+			tl := v.createRunLog(id.String(), w.rel, m)
+			tl.failed(w)
+			tl.record(transcript.UserMessage{Prompt: body})
+			tl.record(transcript.AssistantMessage{Format: transcript.FormatText, Blocks: []transcript.Block{{Type: transcript.BlockText, Fidelity: transcript.TextOnly, Text: body}}})
+			tl.tieOff("note.tieoff.md", 0, false)
+			tl.close()
+		}
+	})
 }
