@@ -282,3 +282,44 @@ func BenchmarkRunLog(b *testing.B) {
 		}
 	})
 }
+
+// TestWatch_TranscriptOfRunningAndStoppedRun: run.started and message.user
+// are on disk while the agent runs; a run stopped because knotd stops ends
+// with a canceled run.finished and no tieoff.appended.
+func TestWatch_TranscriptOfRunningAndStoppedRun(t *testing.T) {
+	e := newEnv(t)
+	e.grace = 200 * time.Millisecond
+	e.useAgent("", gateBehaviour)
+	e.write("note.md", "# Note\n")
+	v := e.open()
+	w := e.watch(v, WatchOptions{})
+	e.write("note.md", "# Note\n\nchanged\n")
+	e.waitCalls(1)
+
+	runs, err := transcript.List(RunsDir(e.root))
+	mustDo(t, err)
+	if len(runs) != 1 || runs[0].Finished || runs[0].Strand != "note.md" {
+		t.Fatalf("runs while the agent runs = %+v; want one unfinished run of note.md", runs)
+	}
+	running, _, err := transcript.ReadRun(RunsDir(e.root), runs[0].RunID)
+	mustDo(t, err)
+	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser}
+	if got := eventTypes(running); !slices.Equal(got, want) {
+		t.Errorf("transcript while the agent runs = %v; want %v", got, want)
+	}
+	if user := payload[transcript.UserMessage](t, running, transcript.MessageUser); user.Prompt != e.calls()[0].Stdin {
+		t.Errorf("message.user = %q; the agent was given %q", user.Prompt, e.calls()[0].Stdin)
+	}
+
+	mustDo(t, w.stop())
+	e.close(v)
+	events := runTranscript(t, e, runs[0].RunID)
+	want = []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.RunFinished}
+	if got := eventTypes(events); !slices.Equal(got, want) {
+		t.Fatalf("transcript of the stopped run = %v; want %v", got, want)
+	}
+	fin := payload[transcript.Finished](t, events, transcript.RunFinished)
+	if fin.Outcome != "canceled" || !slices.ContainsFunc(fin.Notes, func(n string) bool { return strings.Contains(n, "knotd stopped") }) {
+		t.Errorf("run.finished = %+v; want canceled, saying knotd stopped", fin)
+	}
+}
