@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/transcript"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -138,7 +140,8 @@ func (e *env) crashChild(point string) (*os.ProcessState, string) {
 }
 
 // assertWhole checks the vault after a crash and a restart: every tie-off
-// is whole sections, no run's section appears twice, every changed strand
+// is whole sections, no run's section appears twice, every section's run
+// has a readable transcript that records the section, every changed strand
 // has exactly one section, no run is left journaled and a further pass
 // finds nothing to do.
 func (e *env) assertWhole(changed []string) {
@@ -167,6 +170,18 @@ func (e *env) assertWhole(changed []string) {
 		return nil
 	})
 	mustDo(e.t, err)
+	// Every run in a tie-off has a whole transcript that says so.
+	for id := range runs {
+		evs, warns, err := transcript.ReadRun(RunsDir(e.root), id)
+		switch {
+		case err != nil:
+			e.t.Errorf("transcript of run %s: %v", id, err)
+		case len(warns) > 0:
+			e.t.Errorf("transcript of run %s: %v", id, warns)
+		case !slices.ContainsFunc(evs, func(ev transcript.Event) bool { return ev.Type == transcript.TieOffAppended }):
+			e.t.Errorf("transcript of run %s does not record its tie-off section", id)
+		}
+	}
 	for _, rel := range changed {
 		if secs := e.sections(rel); len(secs) != 1 || secs[0].Failed {
 			e.t.Errorf("%s: %d sections %v; want one successful section", rel, len(secs), e.events(rel))
