@@ -93,12 +93,12 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	targets := v.pick(k)
 	abs := make([]string, k)
 	token := "burst-" + strconv.Itoa(run)
-	t0 := time.Now()
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
-		if err := appendEdit(abs[i], token); err != nil {
-			return res, err
-		}
+	}
+	t0 := time.Now()
+	if err := writeAll(abs, token); err != nil {
+		return res, err
 	}
 	t1 := time.Now()
 	res.span = t1.Sub(t0)
@@ -135,6 +135,9 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	}
 	mem, err := memory(w.pid())
 	if err != nil {
+		return res, err
+	}
+	if err := w.heapSnapshot(ctx); err != nil {
 		return res, err
 	}
 	cpu1, err := cpuTime(w.pid())

@@ -49,6 +49,8 @@ type daemon struct {
 	start time.Time
 	done  chan struct{} // closed when the process has been waited for
 	err   error         // Wait's error, once done is closed
+	// profiled: knotd-profiled, which writes a heap profile on sigHeap.
+	profiled bool
 }
 
 // knotdEnv is the environment knotd runs in: the harness's own, with an
@@ -69,7 +71,7 @@ func (e *env) knotdArgs() []string {
 // startWatch starts knotd watching root. The caller must stop it.
 func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	argv := l.command(append(e.knotdArgs(), root)...)
-	d := &daemon{log: newLogBook(), done: make(chan struct{})}
+	d := &daemon{log: newLogBook(), done: make(chan struct{}), profiled: l.profiles != ""}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = e.knotdEnv(stamps)
 	d.cmd.Stderr = d.log
@@ -85,6 +87,21 @@ func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 }
 
 func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// heapSnapshot has the profiling variant write a heap profile of this
+// moment, and waits until it has; for knotd itself it does nothing.
+func (d *daemon) heapSnapshot(ctx context.Context) error {
+	if !d.profiled || sigHeap == nil {
+		return nil
+	}
+	n := d.log.count(msgHeap)
+	if err := d.cmd.Process.Signal(sigHeap); err != nil {
+		return fmt.Errorf("heap snapshot: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return d.log.wait(wctx, func(ls []logLine) bool { return countMsg(ls, msgHeap) > n })
+}
 
 // exited reports whether knotd has exited (on its own, before stop).
 func (d *daemon) exited() error {

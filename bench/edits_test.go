@@ -63,3 +63,26 @@ func TestAppendEdit(t *testing.T) {
 		t.Error("appendEdit of a missing note succeeded; want an error")
 	}
 }
+
+func TestWriteAll(t *testing.T) {
+	dir := t.TempDir()
+	var abs []string
+	for i := range 9 {
+		p := filepath.Join(dir, strings.Repeat("n", i+1)+".md")
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		abs = append(abs, p)
+	}
+	if err := writeAll(abs, "tok"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range abs {
+		if b, _ := os.ReadFile(p); string(b) != "x\n\n- [ ] follow up tok\n" {
+			t.Errorf("writeAll: %s = %q; want one added line", p, b)
+		}
+	}
+	if err := writeAll(append(abs, filepath.Join(dir, "missing.md")), "t"); err == nil {
+		t.Error("writeAll with a missing note succeeded; want an error")
+	}
+}

@@ -97,5 +97,8 @@ func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU
 	if watches, err = inotifyWatches(pid); err != nil {
 		return c, m, 0, err
 	}
+	if err := w.heapSnapshot(ctx); err != nil {
+		return c, m, 0, err
+	}
 	return idleCPU{sched: ms(s1-s0) * perMin, ticks: ms(c1-c0) * perMin}, m, watches, nil
 }

@@ -18,6 +18,7 @@ const (
 	msgRunFinished = "run finished"
 	msgWatching    = "watcher: watching"
 	msgOverflow    = "watcher: the kernel's event queue overflowed"
+	msgHeap        = "heap profile written" // knotd-profiled
 )
 
 // logLine is one JSON log line of knotd, with the fields the harness uses.

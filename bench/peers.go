@@ -246,10 +246,12 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	}
 	seen := len(before)
 	targets := v.pick(k)
-	for _, rel := range targets {
-		if err := appendEdit(v.abs(rel), "peer-burst"); err != nil {
-			return f, err
-		}
+	abs := make([]string, k)
+	for i, rel := range targets {
+		abs[i] = v.abs(rel)
+	}
+	if err := writeAll(abs, "peer-burst"); err != nil {
+		return f, err
 	}
 	written := time.Now()
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)

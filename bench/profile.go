@@ -108,6 +108,12 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 	debounce := fs.Duration("debounce", 0, "quiet period")
 	concurrency := fs.Int("concurrency", 0, "agents at once")
 	fs.String("log-format", "json", "accepted for knotd's command line; the log is always JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: knotbench knotd-profiled [-cpuprofile FILE] [-memprofile FILE] [knotd flags] VAULT\n\n"+
+			"knotd's watch mode and --once under the profiler. The heap profile is written when\n"+
+			"a --once pass ends, and in watch mode each time the process gets SIGUSR1.\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,14 +148,10 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 			}
 		}()
 	}
-	if *memFile != "" {
-		defer func() {
-			if werr := writeHeap(*memFile); werr != nil && err == nil {
-				err = werr
-			}
-		}()
-	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if *memFile != "" && !*once {
+		defer onHeapSignal(*memFile, log)()
+	}
 	v, err := vault.Open(root, vault.Options{Logger: log, ConfigFile: *config, Flags: flags})
 	if err != nil {
 		return err
@@ -166,6 +168,9 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 			return err
 		}
 		log.Info("once finished", "ran", sum.Ran, "failed", sum.Failed, "took", time.Since(start))
+		if *memFile != "" {
+			return writeHeap(*memFile)
+		}
 		return nil
 	}
 	return v.Watch(ctx, vault.WatchOptions{})

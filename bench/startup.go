@@ -39,6 +39,9 @@ func startup(ctx context.Context, e *env, l launcher) ([]row, error) {
 				return rows, err
 			}
 			watchT = append(watchT, ms(w.ready.Sub(w.start)))
+			if err := w.heapSnapshot(ctx); err != nil {
+				return rows, err
+			}
 			walkT = append(walkT, ms(time.Duration(w.watching.Took)))
 			ps, err := w.stop()
 			if err != nil {

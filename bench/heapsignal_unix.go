@@ -1,0 +1,37 @@
+//go:build unix
+
+package main
+
+import (
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// sigHeap asks knotd-profiled for a heap profile of the moment.
+var sigHeap os.Signal = syscall.SIGUSR1
+
+// onHeapSignal writes a heap profile to path (replacing the previous one)
+// each time the process receives sigHeap, and logs msgHeap when it has.
+// stop ends the goroutine it starts and waits for it.
+func onHeapSignal(path string, log *slog.Logger) (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigHeap)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range ch {
+			if err := writeHeap(path); err != nil {
+				log.Error("heap profile", "err", err)
+				continue
+			}
+			log.Info(msgHeap, "file", path)
+		}
+	})
+	return func() {
+		signal.Stop(ch)
+		close(ch)
+		wg.Wait()
+	}
+}
