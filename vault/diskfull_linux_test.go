@@ -9,21 +9,22 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
-// tmpfsVault mounts a tmpfs of size bytes as e's vault, or skips the test
-// when this process may not mount one (it must run as root).
-func tmpfsVault(t *testing.T, e *env, size int) {
+// mountTmpfs mounts a tmpfs of size bytes at dir until the test ends, or
+// skips the test when this process may not mount one (it must be root).
+func mountTmpfs(t *testing.T, dir string, size int) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a small tmpfs to fill needs root; disk-full behaviour is not tested")
 	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)+",mode=0755"); err != nil {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)+",mode=0700"); err != nil {
 		t.Skipf("cannot mount a tmpfs (%v); disk-full behaviour is not tested", err)
 	}
 	t.Cleanup(func() {
@@ -31,13 +32,26 @@ func tmpfsVault(t *testing.T, e *env, size int) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
+}
+
+// tmpfsVault makes e's vault a tmpfs of size bytes; with separateState its
+// .knot directory is a tmpfs of its own that does not fill up.
+func tmpfsVault(t *testing.T, e *env, size int, separateState bool) {
+	t.Helper()
+	dir := t.TempDir()
+	mountTmpfs(t, dir, size)
+	mustDo(t, os.Chmod(dir, 0o755))
 	e.root = dir
+	if separateState {
+		state := filepath.Join(dir, ".knot")
+		mustDo(t, os.Mkdir(state, 0o700))
+		mountTmpfs(t, state, 16<<20)
+	}
 }
 
 // fill writes files into dir until the file system is full, then frees
 // about free bytes, and returns the files it wrote.
-func fill(t *testing.T, dir string, free int) []string {
-	t.Helper()
+func fill(dir string, free int) ([]string, error) {
 	var files []string
 	chunk := make([]byte, 4096)
 	for i := 0; ; i++ {
@@ -47,36 +61,85 @@ func fill(t *testing.T, dir string, free int) []string {
 		if errors.Is(err, syscall.ENOSPC) {
 			break
 		}
-		mustDo(t, err)
+		if err != nil {
+			return files, err
+		}
 		if i > 1<<16 {
-			t.Fatal("the file system never filled")
+			return files, errors.New("the file system never filled")
 		}
 	}
 	for freed := 0; freed < free && len(files) > 0; freed += len(chunk) {
-		mustDo(t, os.Remove(files[len(files)-1]))
+		if err := os.Remove(files[len(files)-1]); err != nil {
+			return files, err
+		}
 		files = files[:len(files)-1]
 	}
-	return files
+	return files, nil
 }
 
-// TestDiskFull_TieOffAppend runs strands whose replies do not fit on a
-// full disk: the runs are reported failed, no tie-off is torn, and once
-// space returns the next pass gives every change exactly one section.
+// fillingAgent fills the disk once, after the first reply it got: the
+// disk is full when knotd journals and appends it.
+type fillingAgent struct {
+	inner Agent
+	once  *sync.Once
+	fill  func()
+}
+
+func (a fillingAgent) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
+	res, err := a.inner.Run(ctx, req)
+	a.once.Do(a.fill)
+	return res, err
+}
+
+// TestDiskFull_TieOffAppend runs strands on a disk that is full before
+// their runs start, or that fills up while the agent replies (so that the
+// journal, the tie-off append or the state commit fails, possibly halfway
+// through a 48 KiB reply): the runs are reported failed, no tie-off is
+// torn, and once space returns the next pass gives every change exactly
+// one section.
 func TestDiskFull_TieOffAppend(t *testing.T) {
-	for _, free := range []int{0, 8 << 10} {
-		t.Run(fmt.Sprintf("free-%d", free), func(t *testing.T) {
+	for _, tt := range []struct {
+		name                     string
+		afterReply, ownStateDisk bool
+		free                     int
+	}{
+		{"before-run", false, false, 0},
+		{"before-run-8k-free", false, false, 8 << 10},
+		{"after-reply", true, false, 0},
+		{"after-reply-16k-free", true, false, 16 << 10},
+		{"after-reply-40k-free", true, false, 40 << 10},
+		// State on a disk of its own: the journal is written, the tie-off
+		// append is what fails, whole or halfway through the reply.
+		{"tieoff-only", true, true, 0},
+		{"tieoff-only-16k-free", true, true, 16 << 10},
+		{"tieoff-only-40k-free", true, true, 40 << 10},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			tmpfsVault(t, e, 1<<20)
+			tmpfsVault(t, e, 1<<20, tt.ownStateDisk)
 			e.useAgent("", fakeagent.Huge, strconv.Itoa(48<<10))
 			e.write("old.md", "# Old\n")
 			e.onceFresh()
 			e.write("old.md", "# Old, edited\n")
 			e.write("new.md", "# New\n")
 			changed := []string{"old.md", "new.md"}
-			fillers := fill(t, filepath.Join(e.root, ".knot"), free)
+			fillDir := filepath.Join(e.root, ".knot")
+			if tt.ownStateDisk {
+				fillDir = filepath.Join(e.root, "filler")
+				mustDo(t, os.Mkdir(fillDir, 0o700))
+			}
+			var fillers []string
+			var fillErr error
+			doFill := func() { fillers, fillErr = fill(fillDir, tt.free) }
+			if !tt.afterReply {
+				doFill()
+			}
 
 			v, err := Open(e.root, e.options())
 			if err == nil {
+				if tt.afterReply {
+					v.agent = fillingAgent{inner: v.agent, once: new(sync.Once), fill: doFill}
+				}
 				var sum Summary
 				sum, err = v.Once(context.Background(), OnceOptions{})
 				if cerr := v.Close(); err == nil {
@@ -85,7 +148,11 @@ func TestDiskFull_TieOffAppend(t *testing.T) {
 				if err == nil && sum.Failed == 0 {
 					t.Errorf("a full disk failed nothing: %+v", sum)
 				}
+				for _, r := range sum.Runs {
+					t.Logf("on a full disk: %s %s: %s", r.Strand, r.Outcome, r.Reason)
+				}
 			}
+			mustDo(t, fillErr)
 			t.Logf("on a full disk: %v", err)
 			for _, rel := range changed {
 				for _, s := range e.sections(rel) { // fails on a torn or unparsable tie-off
