@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -75,7 +76,9 @@ func killParentAgent(inv *fakeagent.Invocation) int {
 func helperCrash() int {
 	die := func() {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way
+		for {
+			time.Sleep(time.Hour) // the signal is on its way (select {} could be reported as a deadlock first)
+		}
 	}
 	v, err := Open(os.Getenv(crashRootEnv), Options{ConfigDir: os.Getenv(crashConfigEnv)})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
@@ -32,7 +33,9 @@ func soakAgent(inv *fakeagent.Invocation) int {
 		fmt.Fprintln(inv.Stderr, "soak: failing on purpose")
 		return 3
 	case r < 12:
-		select {} // hangs until knotd's timeout kills it
+		for {
+			time.Sleep(time.Hour) // hangs until knotd's timeout kills it (select {} would be a deadlock the runtime reports)
+		}
 	case r < 40:
 		time.Sleep(time.Duration(20+rand.IntN(130)) * time.Millisecond) // a slow agent, not a wait
 	}
@@ -130,6 +133,10 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 	mustDo(t, w.stop())
 	mustDo(t, v.Close())
 
+	outcomes := map[agentrun.Outcome]int{}
+	for _, r := range w.runs() {
+		outcomes[r.Outcome]++
+	}
 	total := 0
 	runs := map[string]bool{}
 	for i := range strands {
@@ -145,8 +152,8 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 		}
 		total += settled[i]
 	}
-	t.Logf("%d rounds, %d settled changes, %d runs; heap in use %d KiB at round 3, %d KiB at the end",
-		rounds, total, len(runs), heapStart>>10, heapEnd>>10)
+	t.Logf("%d rounds, %d settled changes, %d runs %v; heap in use %d KiB at round 3, %d KiB at the end",
+		rounds, total, len(runs), outcomes, heapStart>>10, heapEnd>>10)
 	if heapStart > 0 && heapEnd > heapStart+soakHeapSlack {
 		t.Errorf("heap in use grew from %d KiB to %d KiB (slack %d KiB)", heapStart>>10, heapEnd>>10, soakHeapSlack>>10)
 	}
