@@ -21,7 +21,7 @@ import (
 
 // waitTimeout bounds every wait of these tests: long enough never to be
 // reached on a loaded machine, short enough to fail a hung test.
-const waitTimeout = 20 * time.Second
+const waitTimeout = 90 * time.Second
 
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
