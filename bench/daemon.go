@@ -21,6 +21,8 @@ type launcher struct {
 	// its profiles to (one pair per start, numbered).
 	profiles string
 	seq      *int
+	// trace, when set, attaches perf trace to every knotd started.
+	trace *tracer
 }
 
 // command returns the command line that runs knotd with args.
@@ -51,6 +53,8 @@ type daemon struct {
 	err   error         // Wait's error, once done is closed
 	// profiled: knotd-profiled, which writes a heap profile on sigHeap.
 	profiled bool
+	trace    *tracer
+	untrace  func() error // stops perf trace, when attached
 }
 
 // knotdEnv is the environment knotd runs in: the harness's own, with an
@@ -71,7 +75,7 @@ func (e *env) knotdArgs() []string {
 // startWatch starts knotd watching root. The caller must stop it.
 func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	argv := l.command(append(e.knotdArgs(), root)...)
-	d := &daemon{log: newLogBook(), done: make(chan struct{}), profiled: l.profiles != ""}
+	d := &daemon{log: newLogBook(), done: make(chan struct{}), profiled: l.profiles != "", trace: l.trace}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = e.knotdEnv(stamps)
 	d.cmd.Stderr = d.log
@@ -83,6 +87,13 @@ func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 		d.err = d.cmd.Wait()
 		close(d.done)
 	}()
+	if l.trace != nil {
+		var err error
+		if d.untrace, err = l.trace.attach(d.pid()); err != nil {
+			_, serr := d.stop()
+			return nil, errors.Join(err, serr)
+		}
+	}
 	return d, nil
 }
 
@@ -117,6 +128,13 @@ func (d *daemon) exited() error {
 // and kills it if it has not within a minute. It returns the process's
 // final state (for its rusage).
 func (d *daemon) stop() (*os.ProcessState, error) {
+	if d.untrace != nil {
+		if err := d.untrace(); err != nil {
+			return nil, err
+		}
+		d.untrace = nil
+		d.trace.runs += d.log.count(msgRunFinished)
+	}
 	select {
 	case <-d.done:
 	default:
@@ -153,7 +171,19 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 	log := newLogBook()
 	cmd.Stderr = log
 	start := time.Now()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil && l.trace != nil {
+		var untrace func() error
+		if untrace, err = l.trace.attach(cmd.Process.Pid); err == nil {
+			err = cmd.Wait()
+			err = errors.Join(err, untrace())
+			l.trace.runs += log.count(msgRunFinished)
+		} else {
+			err = errors.Join(err, cmd.Wait())
+		}
+	} else if err == nil {
+		err = cmd.Wait()
+	}
 	res := onceResult{wall: time.Since(start), lines: log.snapshot()}
 	if err != nil {
 		return res, fmt.Errorf("knotd --once: %w%s", err, log.tail())

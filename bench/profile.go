@@ -46,6 +46,9 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	e.logf("profiling scenario %s%s into %s", name, why, dir)
 	l := e.profiled
 	l.profiles = dir
+	if _, err := exec.LookPath("perf"); err == nil {
+		l.trace = &tracer{dir: dir}
+	}
 	saved := e.opts
 	e.opts.runs = 1
 	if size > 0 {
@@ -73,7 +76,13 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	for i, p := range cpus {
 		names[i] = filepath.Base(p)
 	}
-	return append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+strings.Join(names, " "), strings.TrimRight(top, "\n"), "```")
+	notes = append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+strings.Join(names, " "), strings.TrimRight(top, "\n"), "```")
+	if l.trace != nil {
+		notes = append(notes, l.trace.syscallTable()...)
+	} else {
+		notes = append(notes, "", "perf is not installed: no system call summary.")
+	}
+	return notes
 }
 
 // pprofTop returns the head of go tool pprof -top for profiles, merged.
