@@ -33,6 +33,10 @@
 //     state and re-check for edits made during the run. claims.go keeps a
 //     moved strand's old and new paths away from the processor while the
 //     move is applied.
+//   - Transcripts (transcript.go): each run's machine record,
+//     <vault>/.knot/runs/<run-id>.jsonl, written with package transcript
+//     from run.started to tieoff.appended, with environment secrets
+//     masked (in tie-off sections too).
 //   - Passes (daemon.go, watch.go, dryrun.go, explain.go): Once (--once),
 //     Watch (the daemon: watcher or poller hints, reconcile, scheduler; a
 //     gone strand waits one quiet period so a move is not seen as a
