@@ -156,6 +156,9 @@ type hooks struct {
 	// looped is called at the end of each turn of Watch's loop with the
 	// number of gone strands still waiting for their delay.
 	looped func(waiting int)
+	// tick, when positive, replaces rootCheck: how often Watch checks the
+	// vault directory and retries journaled runs.
+	tick time.Duration
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each

@@ -117,14 +117,29 @@ type watchLoop struct {
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
-// vault directory is still there: an unmount sends no event, and a
+// vault directory is still there (an unmount sends no event, and a
 // deletion may send none for the directory itself while knotd holds
-// files open in it.
+// files open in it) and retries the runs still journaled because a write
+// failed (a full disk that has room again).
 const rootCheck = 10 * time.Second
 
 // ErrVaultGone is wrapped by Watch's error when the vault directory was
 // deleted, moved, replaced or unmounted while knotd watched it.
 var ErrVaultGone = errors.New("vault directory is gone")
+
+// retryJournaled schedules the strands whose runs are still journaled:
+// their processing appends each reply once (finishJournaled) and runs
+// nothing unless the strand changed again.
+func (l *watchLoop) retryJournaled() {
+	ps, err := l.v.store.Pendings()
+	if err != nil {
+		l.v.log.Error("cannot read the journal of unfinished runs; retrying later", "err", err)
+		return
+	}
+	for _, p := range ps {
+		l.s.Submit(p.Record.Path, Job{FiredBy: agentrun.FiredByRescan})
+	}
+}
 
 // rootGone reports an error wrapping ErrVaultGone if the vault directory
 // is no longer the one Watch began with.
@@ -159,7 +174,11 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	check := time.NewTicker(rootCheck)
+	every := rootCheck
+	if l.v.hooks.tick > 0 {
+		every = l.v.hooks.tick
+	}
+	check := time.NewTicker(every)
 	defer check.Stop()
 	for {
 		var batch []watcher.Hint
@@ -171,6 +190,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 			batch = append(batch, h)
 		case <-timer.C:
 		case <-check.C:
+			l.retryJournaled()
 		}
 		// Take whatever else is ready: hints that settled together are
 		// reconciled together, and before any gone strand that is due.
