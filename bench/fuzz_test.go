@@ -18,7 +18,7 @@ func FuzzParseStamp(f *testing.F) {
 }
 
 func FuzzLogBook_Write(f *testing.F) {
-	f.Add([]byte(`{"msg":"run started","strand":"a.md"}` + "\n"), 3)
+	f.Add([]byte(`{"msg":"run started","strand":"a.md"}`+"\n"), 3)
 	f.Add([]byte("not json\n{\"msg\":1}\n{"), 1)
 	f.Fuzz(func(t *testing.T, data []byte, split int) {
 		b := newLogBook()
