@@ -2,8 +2,8 @@
 // knotd against the performance budget of issue 6 and prints one Markdown
 // table:
 //
-//	go run ./bench            # the full run (about half an hour)
-//	go run ./bench -quick     # a CI-sized run (a few minutes)
+//	go run ./bench            # the full run (about 20 minutes on 2 cores)
+//	go run ./bench -quick     # a CI-sized run (about 3 minutes)
 //
 // It builds knotd (cmd/knotd) and an instant agent (bench/instantagent)
 // once, generates synthetic vaults of 1k, 10k and 100k strands under a
@@ -22,7 +22,9 @@
 // ratio) runs once more under the profiling variant, "knotbench
 // knotd-profiled", which opens the vault with the vault package exactly as
 // cmd/knotd does, with runtime/pprof on: CPU and heap profiles and a
-// pprof -top summary go to the results directory.
+// pprof -top summary go to the results directory; with perf installed, a
+// further run with perf trace -s attached adds the system calls that took
+// the most time (fsync, fdatasync, waitid: what a CPU profile misses).
 //
 // knotbench measures on Linux (it reads /proc); elsewhere it says so.
 // Peers are installed by bench/install-peers (Debian packages); a peer that

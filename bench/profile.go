@@ -21,7 +21,11 @@ import (
 
 // profile runs the scenario of the worst figure (or the one -profile
 // names) once more with the profiling variant of knotd, and returns notes
-// that say where the profiles are and what they show.
+// that say where the profiles are and what they show. When perf is
+// installed it then runs the scenario a third time, with knotd itself and
+// perf trace -s attached, for the system calls' counts and times (a
+// separate run: tracing every system call slows them down, which would
+// distort the CPU profile).
 func (e *env) profile(ctx context.Context, rows []row) []string {
 	name, size, _ := parseProfile(e.opts.profile) // checked by parseOptions
 	why := ""
@@ -46,18 +50,27 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	e.logf("profiling scenario %s%s into %s", name, why, dir)
 	l := e.profiled
 	l.profiles = dir
-	if _, err := exec.LookPath("perf"); err == nil {
-		l.trace = &tracer{dir: dir}
-	}
 	saved := e.opts
+	defer func() { e.opts = saved }()
 	e.opts.runs = 1
 	if size > 0 {
 		e.opts.sizes = []int{size}
 	}
-	_, err := scenarios[name](ctx, e, l)
-	e.opts = saved
-	if err != nil {
+	if _, err := scenarios[name](ctx, e, l); err != nil {
 		return []string{fmt.Sprintf("Profiling scenario %s failed: %v", name, err)}
+	}
+	var trace []string
+	if _, err := exec.LookPath("perf"); err != nil {
+		trace = []string{"", "perf is not installed: no system call summary."}
+	} else {
+		e.logf("tracing the system calls of scenario %s", name)
+		t := e.knotd
+		t.trace = &tracer{dir: dir}
+		if _, err := scenarios[name](ctx, e, t); err != nil {
+			trace = []string{"", fmt.Sprintf("Tracing scenario %s failed: %v", name, err)}
+		} else {
+			trace = t.trace.syscallTable()
+		}
 	}
 	notes := []string{fmt.Sprintf("Profiles of scenario %s%s, one run under knotbench knotd-profiled (the vault package as cmd/knotd wires it, with runtime/pprof): %s", name, why, dir)}
 	cpus, _ := filepath.Glob(filepath.Join(dir, "*.cpu.pprof"))
@@ -77,12 +90,7 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 		names[i] = filepath.Base(p)
 	}
 	notes = append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+strings.Join(names, " "), strings.TrimRight(top, "\n"), "```")
-	if l.trace != nil {
-		notes = append(notes, l.trace.syscallTable()...)
-	} else {
-		notes = append(notes, "", "perf is not installed: no system call summary.")
-	}
-	return notes
+	return append(notes, trace...)
 }
 
 // pprofTop returns the head of go tool pprof -top for profiles, merged.

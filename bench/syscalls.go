@@ -115,11 +115,11 @@ func (t *tracer) syscallTable() []string {
 	if err != nil || len(stats) == 0 {
 		return []string{fmt.Sprintf("No system call summary (perf trace): %v", err)}
 	}
-	lines := []string{"", fmt.Sprintf("System calls of knotd in the profiled run (perf trace -s, waits for work left out; %s runs):", thousands(t.runs)), "",
+	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf may drop events under load, so counts are lower bounds):", thousands(t.runs)), "",
 		"| system call | calls | per run | total ms | ms per run |", "| --- | ---: | ---: | ---: | ---: |"}
 	for _, s := range stats {
 		per, perMs := "", ""
-		if t.runs > 0 {
+		if t.runs >= 100 { // per run means something for bursts, not for start-up
 			per = formatNum(float64(s.calls) / float64(t.runs))
 			perMs = formatNum(s.msec / float64(t.runs))
 		}
