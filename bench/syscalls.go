@@ -115,7 +115,7 @@ func (t *tracer) syscallTable() []string {
 	if err != nil || len(stats) == 0 {
 		return []string{fmt.Sprintf("No system call summary (perf trace): %v", err)}
 	}
-	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf may drop events under load, so counts are lower bounds):", thousands(t.runs)), "",
+	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", thousands(t.runs)), "",
 		"| system call | calls | per run | total ms | ms per run |", "| --- | ---: | ---: | ---: | ---: |"}
 	for _, s := range stats {
 		per, perMs := "", ""
