@@ -73,12 +73,32 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		gone    = make(map[string]Record)
 		touched = make(map[string]Stamp)
 	)
-	for _, rel := range sortedKeys(cands) {
-		rec, has, err := v.store.Get(rel)
-		if err != nil {
-			return nil, fmt.Errorf("vault: reconcile: %w", err)
+	keys := sortedKeys(cands)
+	realDirs := make(map[string]struct{})
+	recs := make([]Record, 0, min(len(keys), forEachChunk))
+	hasRec := make([]bool, 0, min(len(keys), forEachChunk))
+	for i, rel := range keys {
+		if i%forEachChunk == 0 {
+			// Look the records up a chunk at a time, in one short read
+			// transaction each, not one transaction per strand.
+			chunk := keys[i:min(i+forEachChunk, len(keys))]
+			recs, hasRec = recs[:0], hasRec[:0]
+			err := v.store.View(func(tx *Tx) error {
+				for _, k := range chunk {
+					r, ok, err := tx.Get(k)
+					if err != nil {
+						return err
+					}
+					recs, hasRec = append(recs, r), append(hasRec, ok)
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("vault: reconcile: %w", err)
+			}
 		}
-		info, where, err := v.lstatStrand(rel)
+		rec, has := recs[i%forEachChunk], hasRec[i%forEachChunk]
+		info, where, err := v.lstatStrandIn(rel, realDirs)
 		if err != nil {
 			v.log.Warn("cannot look at strand; will retry on its next change", "strand", rel, "err", err)
 			continue
@@ -197,6 +217,13 @@ const (
 // denied on a parent, I/O error): the caller must not conclude that the
 // strand was deleted.
 func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err error) {
+	return v.lstatStrandIn(rel, nil)
+}
+
+// lstatStrandIn is lstatStrand with a set of directories already found to
+// be real during one reconcile pass (nil: none), so that a pass over many
+// strands does not lstat the same ancestors again for each of them.
+func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where presence, err error) {
 	abs, err := strand.Abs(v.root, rel)
 	if err != nil {
 		return nil, absent, err
@@ -213,7 +240,7 @@ func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err e
 		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
 		return info, absent, nil
 	}
-	if dir, err := v.linkedDir(rel); err != nil {
+	if dir, err := v.linkedDir(rel, realDirs); err != nil {
 		return nil, absent, err
 	} else if dir != "" {
 		v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the strands it leads to are left alone")
@@ -227,12 +254,18 @@ func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err e
 // lead out of the vault), or "" if there is none. The walker never follows
 // such links; a hint for a path beneath one (the directory was replaced by
 // a link after its event) must not either.
-func (v *Vault) linkedDir(rel string) (string, error) {
+//
+// realDirs, when not nil, holds directories found real earlier in the same
+// pass; they are not looked at again, and those found real are added.
+func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (string, error) {
 	for i := 0; i < len(rel); i++ {
 		if rel[i] != '/' {
 			continue
 		}
 		dir := rel[:i]
+		if _, ok := realDirs[dir]; ok {
+			continue
+		}
 		abs, err := strand.Abs(v.root, dir)
 		if err != nil {
 			return "", err
@@ -246,6 +279,9 @@ func (v *Vault) linkedDir(rel string) (string, error) {
 		}
 		if !fi.IsDir() {
 			return dir, nil
+		}
+		if realDirs != nil {
+			realDirs[dir] = struct{}{}
 		}
 	}
 	return "", nil
