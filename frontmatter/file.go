@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/durable"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ func WriteFile(path string, original, updated []byte) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/durable"
 	"io"
 	"io/fs"
 	"os"
@@ -206,7 +207,7 @@ func Replace(path string, s Section) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("tieoff: replace %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("tieoff: replace %s: sync directory (the file is replaced): %w", path, err)
 	}
 	return nil

@@ -4,7 +4,6 @@ package tieoff
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
 
@@ -20,21 +19,4 @@ func checkNotLink(string) error { return nil }
 // name is a symbolic link (ELOOP; EMLINK on FreeBSD).
 func isLinkErr(err error) bool {
 	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK)
-}
-
-// syncDir makes a rename in dir durable. File systems that cannot sync a
-// directory (EINVAL, ENOTSUP) are not an error.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-		err = nil
-	}
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -29,7 +29,3 @@ func checkNotLink(path string) error {
 }
 
 func isLinkErr(error) bool { return false }
-
-// syncDir does nothing: Windows cannot open a directory for syncing, and
-// NTFS journals renames.
-func syncDir(string) error { return nil }

@@ -9,7 +9,3 @@ const openFlags = 0
 // removeWhileLocked: Windows cannot remove a file this process has open, so
 // Prune releases the lock and closes the file just before removing it.
 const removeWhileLocked = false
-
-// syncDir does nothing: Windows cannot open a directory for syncing, and
-// NTFS journals its directory entries.
-func syncDir(string) error { return nil }

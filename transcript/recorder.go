@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/durable"
 	"github.com/knotd/knotd/internal/flock"
 	"io/fs"
 	"os"
@@ -270,7 +271,7 @@ func (r *Recorder) Close() error {
 	if err := r.f.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("transcript: close %s: %w", r.path, err))
 	}
-	if err := syncDir(r.dir); err != nil {
+	if err := durable.SyncDir(r.dir); err != nil {
 		errs = append(errs, fmt.Errorf("transcript: sync %s: %w", r.dir, err))
 	}
 	return errors.Join(errs...)
