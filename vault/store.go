@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/strand"
@@ -73,6 +74,10 @@ type Store struct {
 	db   *bolt.DB
 	path string
 
+	// wrote is set once a write transaction has committed: Close then
+	// saves the free-page list.
+	wrote atomic.Bool
+
 	// hooks lets tests stop or fail a run at the steps of its commit.
 	hooks storeHooks
 }
@@ -120,13 +125,26 @@ func openStore(path string, o storeOptions) (s *Store, err error) {
 	if err := os.Chmod(path, 0o600); err != nil {
 		return nil, fmt.Errorf("vault: open state store: %w", err)
 	}
-	if err := db.Update(initSchema); err != nil {
+	// An existing store is only read here: opening it writes nothing (a
+	// dry run leaves the file as it was, and a free-page list that Close
+	// saved stays valid until the first real commit).
+	var fresh bool
+	err = db.View(func(btx *bolt.Tx) (err error) {
+		fresh, err = checkSchema(btx)
+		return err
+	})
+	if err == nil && fresh {
+		err = db.Update(createSchema)
+	}
+	if err != nil {
 		if errors.Is(err, errBadSchema) {
 			return nil, corruptFileError(path, err)
 		}
 		return nil, fmt.Errorf("vault: open state store %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	s = &Store{db: db, path: path}
+	s.wrote.Store(fresh)
+	return s, nil
 }
 
 // openBolt opens the bbolt file and turns its errors, and its panics on a
@@ -167,45 +185,74 @@ func corruptFileError(path string, err error) error {
 		ErrStateCorrupt, path, err)
 }
 
-// errBadSchema is wrapped by initSchema's errors about a file that is a
+// errBadSchema is wrapped by checkSchema's errors about a file that is a
 // bbolt database but not a state store.
 var errBadSchema = errors.New("not a knotd state store")
 
-// initSchema creates the buckets of a new store, or checks an existing
-// store's schema version.
-func initSchema(btx *bolt.Tx) error {
+// checkSchema reports whether the store is new (an empty file, to be
+// given its buckets by createSchema), or checks an existing store's
+// schema version and buckets.
+func checkSchema(btx *bolt.Tx) (fresh bool, err error) {
 	meta := btx.Bucket(bucketMeta)
 	if meta == nil {
 		if k, _ := btx.Cursor().First(); k != nil {
-			return fmt.Errorf("%w: no schema version", errBadSchema)
+			return false, fmt.Errorf("%w: no schema version", errBadSchema)
 		}
-		for _, name := range allBuckets {
-			if _, err := btx.CreateBucket(name); err != nil {
-				return err
-			}
-		}
-		return btx.Bucket(bucketMeta).Put(keySchema, binary.AppendUvarint(nil, schemaVersion))
+		return true, nil
 	}
 	v, n := binary.Uvarint(meta.Get(keySchema))
 	switch {
 	case n <= 0 || v == 0:
-		return fmt.Errorf("%w: bad schema version", errBadSchema)
+		return false, fmt.Errorf("%w: bad schema version", errBadSchema)
 	case v > schemaVersion:
-		return fmt.Errorf("%w (schema %d, this knotd reads %d): upgrade knotd", ErrStateVersion, v, schemaVersion)
+		return false, fmt.Errorf("%w (schema %d, this knotd reads %d): upgrade knotd", ErrStateVersion, v, schemaVersion)
 	}
 	for _, name := range allBuckets {
 		if btx.Bucket(name) == nil {
-			return fmt.Errorf("%w: bucket %s missing", errBadSchema, name)
+			return false, fmt.Errorf("%w: bucket %s missing", errBadSchema, name)
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// createSchema creates the buckets of a new store.
+func createSchema(btx *bolt.Tx) error {
+	if fresh, err := checkSchema(btx); err != nil || !fresh {
+		return err
+	}
+	for _, name := range allBuckets {
+		if _, err := btx.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	return btx.Bucket(bucketMeta).Put(keySchema, binary.AppendUvarint(nil, schemaVersion))
 }
 
 // Path returns the state file's path.
 func (s *Store) Path() string { return s.path }
 
 // Close closes the store. Transactions in progress finish first.
+//
+// If the store was written since it was opened, Close first commits the
+// free-page list to the file. Commits skip that list (bbolt's
+// NoFreelistSync keeps a commit's cost independent of the free pages), so
+// an open must otherwise rebuild it by reading every page of the file,
+// which costs the time and the resident memory of the whole file. A store
+// closed this way opens by reading the list from one page; after a crash
+// the next open rebuilds it as before.
 func (s *Store) Close() error {
+	if s.wrote.Swap(false) {
+		err := s.db.Update(func(*bolt.Tx) error {
+			// bbolt reads the field only under its writer lock, which
+			// this transaction holds.
+			s.db.NoFreelistSync = false
+			return nil
+		})
+		if err != nil {
+			_ = s.db.Close() // the commit error is the one to report
+			return fmt.Errorf("vault: close state store %s: save the free-page list: %w", s.path, err)
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("vault: close state store %s: %w", s.path, err)
 	}
@@ -224,6 +271,9 @@ func (s *Store) Update(fn func(*Tx) error) error {
 		fnErr = fn(newTx(btx))
 		return fnErr
 	})
+	if err == nil {
+		s.wrote.Store(true)
+	}
 	if err != nil && fnErr == nil {
 		return fmt.Errorf("vault: commit state %s: %w", s.path, err)
 	}

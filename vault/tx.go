@@ -19,7 +19,7 @@ type Tx struct {
 }
 
 func newTx(btx *bolt.Tx) *Tx {
-	// initSchema guarantees that every bucket exists.
+	// checkSchema and createSchema guarantee that every bucket exists.
 	return &Tx{
 		tx:       btx,
 		meta:     btx.Bucket(bucketMeta),
