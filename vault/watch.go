@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -238,6 +239,9 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
 		return
 	}
+	if fired != agentrun.FiredByWatch {
+		l.v.releaseMemory()
+	}
 	now := time.Now()
 	for _, rel := range paths {
 		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
@@ -292,4 +296,15 @@ func (l *watchLoop) next() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// releaseMemory gives back what a pass over the whole vault held: the
+// state file's pages it mapped and the heap it freed. Without it an idle
+// daemon keeps the high-water mark of its last full pass for as long as it
+// runs (the Go runtime returns freed heap only gradually).
+func (v *Vault) releaseMemory() {
+	if err := v.store.dropMapped(); err != nil {
+		v.log.Warn("cannot release the state file's mapped pages; they stay resident", "err", err)
+	}
+	debug.FreeOSMemory()
 }
