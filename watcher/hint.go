@@ -1,5 +1,7 @@
 package watcher
 
+import "io/fs"
+
 // Hint is what the watcher reports: "look at this path again". It does not
 // say what happened; the consumer compares the disk with its own records
 // (a reconcile) and decides. Hints may be spurious or repeated, never
@@ -25,13 +27,41 @@ type Hint struct {
 	// Dir reports that Path is a directory whose whole subtree must be
 	// reconciled.
 	Dir bool
+	// Listing, when not nil, is what the watcher saw of the files of a
+	// full rescan's vault while it set the watches; a reconcile may use it
+	// instead of walking the vault again. It is nil on every other hint.
+	Listing *Listing
+}
+
+// Listing is what a watcher's walk of the whole vault saw of the files the
+// Filter keeps, in walk order. The walk listed each directory after its
+// watch was in place, so a change made after a file was looked at is
+// followed by a Hint of its own, delivered after the Hint that carries
+// the listing: a consumer that reconciles a path hinted later in the same
+// batch must look at it again rather than trust the listing. A file that
+// could not be looked at (it vanished meanwhile) is left out.
+type Listing struct {
+	Files []ListedFile
+}
+
+// ListedFile is one file of a Listing: its vault-relative slash path and
+// what lstat said of it. Info().Sys() is a FileID where the watcher looked
+// at the file itself (Linux), or what os.Lstat returns elsewhere.
+type ListedFile struct {
+	Path string
+	Info fs.FileInfo
+}
+
+// FileID identifies a file on its device: the inode and device numbers.
+type FileID struct {
+	Inode, Device uint64
 }
 
 // fullRescan is the Hint that asks for a reconcile of the whole vault.
 var fullRescan = Hint{Dir: true}
 
 // Full reports whether the hint asks for a reconcile of the whole vault.
-func (h Hint) Full() bool { return h == fullRescan }
+func (h Hint) Full() bool { return h.Dir && h.Path == "" }
 
 // String returns the hint for logs: the path, "notes/ (subtree)", or
 // "full rescan".

@@ -47,7 +47,8 @@ type dirState struct {
 
 func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 	start := time.Now()
-	if err := l.resync(ctx, ""); err != nil {
+	listing, err := l.resync(ctx, "")
+	if err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -56,7 +57,7 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 	st := l.w.Stats()
 	l.log.Info("watcher: watching", "root", l.root, "watched", st.Watched, "polled", st.Polled,
 		"took", time.Since(start).Round(time.Millisecond))
-	l.enqueue(fullRescan)
+	l.enqueue(Hint{Dir: true, Listing: listing})
 
 	timer := time.NewTimer(0)
 	timer.Stop()
@@ -111,9 +112,11 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 		now := time.Now()
 		for _, h := range l.pend.due(now) {
 			if h.Dir {
-				if err := l.resync(ctx, h.Path); err != nil {
+				listing, err := l.resync(ctx, h.Path)
+				if err != nil {
 					return err
 				}
+				h.Listing = listing
 			}
 			l.enqueue(h)
 		}
@@ -126,13 +129,17 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 }
 
 // enqueue puts a settled hint in line for the consumer. A queued full
-// rescan covers everything else; too long a line becomes one.
+// rescan covers everything else; too long a line becomes one. A queued
+// full rescan that carries a listing covers nothing that comes after it:
+// the listing is older than the later hint.
 func (l *loop) enqueue(h Hint) {
 	switch {
 	case l.queued[fullRescan], l.queued[h]:
 		return
 	case h.Full() || len(l.ready) >= l.maxPending:
-		h = fullRescan
+		if !h.Full() {
+			h = fullRescan
+		}
 		l.ready = l.ready[:0]
 		clear(l.queued)
 	}

@@ -41,15 +41,21 @@ func (l *loop) addTree(ctx context.Context, rel string, now time.Time) {
 // files (which it rereads): it watches directories not watched yet and
 // drops those that are gone or now ignored. It runs before a directory
 // hint is sent, so the consumer's rescan happens with the watches in
-// place. It fails only if the vault root cannot be walked.
-func (l *loop) resync(ctx context.Context, dir string) error {
+// place. For the whole vault (dir "") it returns the listing of the files
+// it saw, unless the walk stopped early. It fails only if the vault root
+// cannot be walked.
+func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 	if dir != "" {
 		fi, err := os.Lstat(l.abs(dir))
 		_, parentKnown := l.dirs[parentDir(dir)]
 		if err != nil || !fi.IsDir() || !parentKnown || l.rules.Ignored(dir, true) {
 			l.dropTree(dir)
-			return nil
+			return nil, nil
 		}
+	}
+	var listing *Listing
+	if dir == "" {
+		listing = &Listing{}
 	}
 	seen := make(map[string]bool)
 	var rootErr error
@@ -66,6 +72,11 @@ func (l *loop) resync(ctx context.Context, dir string) error {
 			return nil
 		}
 		if !d.IsDir() {
+			if listing != nil && l.filter(r) {
+				if info, err := d.Info(); err == nil {
+					listing.Files = append(listing.Files, ListedFile{Path: r, Info: info})
+				}
+			}
 			return nil
 		}
 		seen[r] = true
@@ -79,13 +90,14 @@ func (l *loop) resync(ctx context.Context, dir string) error {
 		return l.watchDir(r, d)
 	}, l.listed, false)
 	if rootErr != nil {
-		return fmt.Errorf("watcher: walk vault: %w", rootErr)
+		return nil, fmt.Errorf("watcher: walk vault: %w", rootErr)
 	}
 	if err != nil {
 		l.log.Warn("watcher: resync", "path", dir, "err", err)
+		listing = nil // the walk stopped early: it saw only part of the vault
 	}
 	if ctx.Err() != nil {
-		return nil
+		return nil, nil
 	}
 	for d := range l.dirs {
 		if isWithin(d, dir) && !seen[d] {
@@ -93,7 +105,7 @@ func (l *loop) resync(ctx context.Context, dir string) error {
 		}
 	}
 	l.checkFDBudget()
-	return nil
+	return listing, nil
 }
 
 // watchDir adds the kernel watch for one directory, or polls it if the

@@ -169,7 +169,17 @@ func (w *walker) visit(rel string, d fs.DirEntry) error {
 		return err
 	}
 	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	entries, err := os.ReadDir(abs)
+	entries, done, err := readDir(abs)
+	werr := w.entries(rel, d, entries, err)
+	if err := done(); err != nil && werr == nil {
+		werr = err
+	}
+	return werr
+}
+
+// entries handles the listing of the directory rel: its ignore files, then
+// each entry the rules keep. err is the listing's error, if any.
+func (w *walker) entries(rel string, d fs.DirEntry, entries []fs.DirEntry, err error) error {
 	if w.listed != nil {
 		w.listed(rel, len(entries))
 	}

@@ -56,6 +56,7 @@ type kernel struct {
 
 	mu      sync.Mutex
 	seen    map[Hint]int
+	listing *Listing      // the last one a full rescan carried
 	changed chan struct{} // closed and replaced on every new hint
 }
 
@@ -88,6 +89,10 @@ func startKernel(t *testing.T, root string, configure func(*Watcher, *recordingB
 		defer close(consumed)
 		for h := range out {
 			k.mu.Lock()
+			if h.Listing != nil {
+				k.listing = h.Listing
+			}
+			h.Listing = nil // so that hints compare with ==
 			k.seen[h]++
 			close(k.changed)
 			k.changed = make(chan struct{})

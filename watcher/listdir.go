@@ -1,0 +1,51 @@
+package watcher
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+)
+
+// readDir lists the directory abs in lexical order, as os.ReadDir does.
+// The entries' Info looks at a file relative to the open directory (one
+// fstatat on Linux) instead of resolving its whole path again, which is
+// most of what a walk over a large vault costs. Directory entries keep
+// os's own Info, whose result os.SameFile understands.
+//
+// The directory stays open until done is called; Info must not be called
+// after that.
+func readDir(abs string) (entries []fs.DirEntry, done func() error, err error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, func() error { return nil }, err
+	}
+	done = func() error {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("watcher: close directory %s: %w", abs, err)
+		}
+		return nil
+	}
+	entries, err = f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	at := statAt(f)
+	if at == nil {
+		return entries, done, err
+	}
+	for i, e := range entries {
+		if !e.IsDir() {
+			entries[i] = dirEntryAt{DirEntry: e, at: at}
+		}
+	}
+	return entries, done, err
+}
+
+// dirEntryAt is a directory entry whose Info asks at, the open directory's
+// relative lstat.
+type dirEntryAt struct {
+	fs.DirEntry
+	at func(name string) (fs.FileInfo, error)
+}
+
+func (e dirEntryAt) Info() (fs.FileInfo, error) { return e.at(e.Name()) }
