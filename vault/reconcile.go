@@ -33,75 +33,76 @@ import (
 // run starts, because the strand may change while it waits.
 func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	cands := make(map[string]struct{})
-	var subtrees []string
+	var (
+		subtrees  []string // to walk
+		fresh     []string // file hints
+		listing   *watcher.Listing
+		plainFull bool
+	)
 	for _, h := range hints {
 		switch {
+		case h.Full() && h.Listing != nil:
+			listing = h.Listing
 		case h.Full():
-			subtrees = []string{""}
+			plainFull = true
 		case h.Dir:
 			subtrees = append(subtrees, h.Path)
 		case strand.IsStrandPath(h.Path):
 			cands[h.Path] = struct{}{}
+			fresh = append(fresh, h.Path)
 		}
 	}
-	if slices.Contains(subtrees, "") {
-		subtrees = []string{""}
+	full := plainFull || listing != nil
+	if plainFull {
+		listing, subtrees = nil, []string{""}
+	}
+
+	// What a walk saw of each strand: the pass then needs no lstat of its
+	// own for it (the walk looked relative to the open directory, did not
+	// follow links, and applied the ignore rules). A full rescan's listing
+	// is such a walk, made by the watcher as it set its watches; hints in
+	// the same batch may be newer than it, so their paths are looked at
+	// again.
+	walked := make(map[string]walkedStrand)
+	if listing != nil {
+		for _, f := range listing.Files {
+			cands[f.Path] = struct{}{}
+			walked[f.Path] = walkedOf(f.Info)
+		}
+		for _, dir := range subtrees {
+			for rel := range walked {
+				if strings.HasPrefix(rel, dir+"/") {
+					delete(walked, rel)
+				}
+			}
+		}
+		for _, rel := range fresh {
+			delete(walked, rel)
+		}
 	}
 	for _, dir := range subtrees {
-		if err := v.walk(dir, func(rel string) { cands[rel] = struct{}{} }); err != nil {
+		err := v.walk(dir, func(rel string, d fs.DirEntry) {
+			cands[rel] = struct{}{}
+			if info, err := d.Info(); err == nil {
+				walked[rel] = walkedOf(info)
+			}
+		})
+		if err != nil {
 			return nil, err
 		}
 	}
-	if len(subtrees) > 0 {
-		err := v.store.ForEach(func(rec Record) error {
-			for _, dir := range subtrees {
-				if dir == "" || strings.HasPrefix(rec.Path, dir+"/") {
-					cands[rec.Path] = struct{}{}
-					break
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("vault: reconcile: %w", err)
-		}
-	}
-
 	var (
 		changed []string
 		created []string
 		gone    = make(map[string]Record)
 		touched = make(map[string]Stamp)
 	)
-	keys := sortedKeys(cands)
 	realDirs := make(map[string]struct{})
-	recs := make([]Record, 0, min(len(keys), forEachChunk))
-	hasRec := make([]bool, 0, min(len(keys), forEachChunk))
-	for i, rel := range keys {
-		if i%forEachChunk == 0 {
-			// Look the records up a chunk at a time, in one short read
-			// transaction each, not one transaction per strand.
-			chunk := keys[i:min(i+forEachChunk, len(keys))]
-			recs, hasRec = recs[:0], hasRec[:0]
-			err := v.store.View(func(tx *Tx) error {
-				for _, k := range chunk {
-					r, ok, err := tx.Get(k)
-					if err != nil {
-						return err
-					}
-					recs, hasRec = append(recs, r), append(hasRec, ok)
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("vault: reconcile: %w", err)
-			}
-		}
-		rec, has := recs[i%forEachChunk], hasRec[i%forEachChunk]
-		info, where, err := v.lstatStrandIn(rel, realDirs)
+	classify := func(rel string, rec Record, has bool) {
+		st, where, err := v.lookStrand(rel, walked, realDirs)
 		if err != nil {
 			v.log.Warn("cannot look at strand; will retry on its next change", "strand", rel, "err", err)
-			continue
+			return
 		}
 		switch {
 		case where == ignored:
@@ -110,19 +111,28 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		case where == absent:
 		case !has:
 			created = append(created, rel)
-		case StampOf(info) == rec.Stamp:
+		case st == rec.Stamp:
 		default:
 			same, err := v.sameContent(rel, rec.Hash)
 			if err != nil {
 				v.log.Warn("cannot read strand; will retry on its next change", "strand", rel, "err", err)
-				continue
+				return
 			}
 			if same {
-				touched[rel] = v.stamp(info)
+				touched[rel] = v.trusted(st)
 			} else {
 				changed = append(changed, rel)
 			}
 		}
+	}
+	var err error
+	if full {
+		err = v.mergeRecords(sortedKeys(cands), classify)
+	} else {
+		err = v.lookupRecords(cands, subtrees, classify)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vault: reconcile: %w", err)
 	}
 
 	for _, rel := range created {
@@ -163,11 +173,84 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	return changed, nil
 }
 
+// mergeRecords calls fn, in path order, for every path of keys (sorted)
+// and every recorded strand, with its record if it has one: one pass over
+// the records beside the sorted paths, for a reconcile of the whole vault.
+func (v *Vault) mergeRecords(keys []string, fn func(rel string, rec Record, has bool)) error {
+	recs := v.store.records()
+	for {
+		r, err := recs.peek()
+		if err != nil {
+			return err
+		}
+		switch {
+		case len(keys) > 0 && (r == nil || keys[0] < r.Path):
+			fn(keys[0], Record{}, false)
+			keys = keys[1:]
+		case r != nil:
+			if len(keys) > 0 && keys[0] == r.Path {
+				keys = keys[1:]
+			}
+			fn(r.Path, *r, true)
+			recs.next()
+		default:
+			return nil
+		}
+	}
+}
+
+// lookupRecords calls fn, in path order, for every path of cands and every
+// strand recorded below the subtrees, with its record if it has one. The
+// records are looked up a chunk at a time, in one short read transaction
+// each, not one transaction per strand.
+func (v *Vault) lookupRecords(cands map[string]struct{}, subtrees []string, fn func(rel string, rec Record, has bool)) error {
+	if len(subtrees) > 0 {
+		err := v.store.ForEach(func(rec Record) error {
+			for _, dir := range subtrees {
+				if strings.HasPrefix(rec.Path, dir+"/") {
+					cands[rec.Path] = struct{}{}
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	keys := sortedKeys(cands)
+	recs := make([]Record, 0, min(len(keys), forEachChunk))
+	has := make([]bool, 0, min(len(keys), forEachChunk))
+	for len(keys) > 0 {
+		chunk := keys[:min(forEachChunk, len(keys))]
+		keys = keys[len(chunk):]
+		recs, has = recs[:0], has[:0]
+		err := v.store.View(func(tx *Tx) error {
+			for _, k := range chunk {
+				r, ok, err := tx.Get(k)
+				if err != nil {
+					return err
+				}
+				recs, has = append(recs, r), append(has, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i, rel := range chunk {
+			fn(rel, recs[i], has[i])
+		}
+	}
+	return nil
+}
+
 // walk calls fn with every strand path on disk below the vault-relative
-// directory dir ("" for the whole vault) that the ignore rules keep.
+// directory dir ("" for the whole vault) that the ignore rules keep, and
+// its directory entry (whose Info is cheap only during the call).
 // Non-regular files named like strands are passed too, so that the caller
 // sees (and reports) them; unreadable directories are logged and skipped.
-func (v *Vault) walk(dir string, fn func(rel string)) error {
+func (v *Vault) walk(dir string, fn func(rel string, d fs.DirEntry)) error {
 	err := v.rules.Walk(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && rel == dir {
@@ -186,7 +269,7 @@ func (v *Vault) walk(dir string, fn func(rel string)) error {
 			return nil
 		}
 		if strand.IsStrandPath(rel) {
-			fn(rel)
+			fn(rel, d)
 		}
 		return nil
 	})
@@ -210,6 +293,36 @@ const (
 	// comes of it.
 	ignored
 )
+
+// walkedStrand is what a reconcile walk saw of one strand path.
+type walkedStrand struct {
+	stamp   Stamp
+	regular bool
+	typ     fs.FileMode
+}
+
+func walkedOf(info fs.FileInfo) walkedStrand {
+	return walkedStrand{stamp: StampOf(info), regular: info.Mode().IsRegular(), typ: info.Mode().Type()}
+}
+
+// lookStrand is lstatStrandIn for one candidate of a reconcile pass,
+// answered from what the pass's walk saw when it saw rel. It returns the
+// strand's stamp.
+func (v *Vault) lookStrand(rel string, walked map[string]walkedStrand, realDirs map[string]struct{}) (Stamp, presence, error) {
+	w, ok := walked[rel]
+	if !ok {
+		info, where, err := v.lstatStrandIn(rel, realDirs)
+		if info == nil || err != nil {
+			return Stamp{}, where, err
+		}
+		return StampOf(info), where, nil
+	}
+	if !w.regular {
+		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", w.typ.String())
+		return Stamp{}, absent, nil
+	}
+	return w.stamp, present, nil
+}
 
 // lstatStrand looks at the strand path rel without following a symbolic
 // link. A path that exists but is not a regular file is reported once in
@@ -410,9 +523,12 @@ func sortedKeys(m map[string]struct{}) []string {
 const racyWindow = 2 * time.Second
 
 // stamp returns the stamp to record for a file knotd just looked at.
-func (v *Vault) stamp(info fs.FileInfo) Stamp {
-	st := StampOf(info)
-	if time.Since(info.ModTime()) < racyWindow {
+func (v *Vault) stamp(info fs.FileInfo) Stamp { return v.trusted(StampOf(info)) }
+
+// trusted returns st as it may be recorded: without its time when that
+// time is too recent to be trusted.
+func (v *Vault) trusted(st Stamp) Stamp {
+	if time.Since(time.Unix(0, st.ModTime)) < racyWindow {
 		st.ModTime = 0 // never equal to a real file's stamp: hash it next time
 	}
 	return st

@@ -7,8 +7,8 @@ import (
 	"syscall"
 )
 
-// fileID returns the inode and device number of the file described by info.
-func fileID(info fs.FileInfo) (inode, device uint64) {
+// sysFileID returns the inode and device number from os's stat.
+func sysFileID(info fs.FileInfo) (inode, device uint64) {
 	st, ok := info.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, 0

@@ -4,7 +4,7 @@ package vault
 
 import "io/fs"
 
-// fileID returns zero on Windows: the FileInfo from Lstat carries no file
+// sysFileID returns zero on Windows: the FileInfo from Lstat carries no file
 // index, and opening every file to ask for one would defeat the purpose of
 // a cheap check. Reconcile then relies on size and modification time.
-func fileID(fs.FileInfo) (inode, device uint64) { return 0, 0 }
+func sysFileID(fs.FileInfo) (inode, device uint64) { return 0, 0 }

@@ -346,41 +346,75 @@ func (s *Store) Rename(oldRel, newRel string) error {
 // iteration is seen exactly once; one added or removed meanwhile may or
 // may not be. ForEach stops at and returns fn's first error.
 func (s *Store) ForEach(fn func(Record) error) error {
-	var after []byte
-	buf := make([]Record, 0, forEachChunk)
+	it := s.records()
 	for {
-		buf = buf[:0]
-		err := s.View(func(tx *Tx) error {
-			c := tx.strands.Cursor()
-			k, v := c.First()
-			if after != nil {
-				k, v = c.Seek(after)
-				if bytes.Equal(k, after) {
-					k, v = c.Next()
-				}
-			}
-			for ; k != nil && len(buf) < forEachChunk; k, v = c.Next() {
-				rec, err := decodeRecord(string(k), v)
-				if err != nil {
-					return fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, k, err)
-				}
-				buf = append(buf, rec)
-			}
-			return nil
-		})
-		if err != nil {
+		r, err := it.peek()
+		if err != nil || r == nil {
 			return err
 		}
-		for _, rec := range buf {
-			if err := fn(rec); err != nil {
-				return err
+		if err := fn(*r); err != nil {
+			return err
+		}
+		it.next()
+	}
+}
+
+// recordIter reads every record in path order, a chunk at a time in one
+// short read transaction each, as ForEach does; records written meanwhile
+// may or may not be seen.
+type recordIter struct {
+	s     *Store
+	buf   []Record
+	i     int
+	after []byte
+	end   bool
+	err   error
+}
+
+// records returns an iterator over every record.
+func (s *Store) records() *recordIter {
+	return &recordIter{s: s, buf: make([]Record, 0, forEachChunk)}
+}
+
+// peek returns the current record, or nil after the last one.
+func (it *recordIter) peek() (*Record, error) {
+	if it.i == len(it.buf) && !it.end && it.err == nil {
+		it.fill()
+	}
+	if it.err != nil || it.i == len(it.buf) {
+		return nil, it.err
+	}
+	return &it.buf[it.i], nil
+}
+
+// next moves past the current record.
+func (it *recordIter) next() { it.i++ }
+
+// fill reads the next chunk of records.
+func (it *recordIter) fill() {
+	if n := len(it.buf); n > 0 {
+		it.after = []byte(it.buf[n-1].Path)
+	}
+	it.buf, it.i = it.buf[:0], 0
+	it.err = it.s.View(func(tx *Tx) error {
+		c := tx.strands.Cursor()
+		k, v := c.First()
+		if it.after != nil {
+			k, v = c.Seek(it.after)
+			if bytes.Equal(k, it.after) {
+				k, v = c.Next()
 			}
 		}
-		if len(buf) < forEachChunk {
-			return nil
+		for ; k != nil && len(it.buf) < forEachChunk; k, v = c.Next() {
+			rec, err := decodeRecord(string(k), v)
+			if err != nil {
+				return fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, k, err)
+			}
+			it.buf = append(it.buf, rec)
 		}
-		after = []byte(buf[len(buf)-1].Path)
-	}
+		return nil
+	})
+	it.end = it.err == nil && len(it.buf) < forEachChunk
 }
 
 // Adopted returns when knotd first adopted the vault; ok is false if it

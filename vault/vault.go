@@ -3,6 +3,7 @@ package vault
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -214,7 +215,7 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 // adopted.
 func (v *Vault) adopt() (int, error) {
 	var paths []string
-	if err := v.walk("", func(rel string) { paths = append(paths, rel) }); err != nil {
+	if err := v.walk("", func(rel string, _ fs.DirEntry) { paths = append(paths, rel) }); err != nil {
 		return 0, err
 	}
 	const batch = 1000
