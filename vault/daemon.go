@@ -134,7 +134,7 @@ func (v *Vault) catchUp(all bool) (pending []string, adopted int, err error) {
 	}
 	if all {
 		set := map[string]struct{}{}
-		if err := v.walk("", func(rel string, _ fs.DirEntry) { set[rel] = struct{}{} }); err != nil {
+		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return nil, 0, err
 		}
 		err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil })

@@ -51,7 +51,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 	var pending []string
 	if once.All {
 		set := map[string]struct{}{}
-		if err := v.walk("", func(rel string, _ fs.DirEntry) { set[rel] = struct{}{} }); err != nil {
+		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return err
 		}
 		if err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
@@ -77,7 +77,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 // dryFirstContact says what the first pass over the vault would do.
 func (v *Vault) dryFirstContact(w io.Writer) error {
 	n := 0
-	if err := v.walk("", func(string, fs.DirEntry) { n++ }); err != nil {
+	if err := v.walk("", false, func(string, fs.FileInfo) { n++ }); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing (use --all to run them all)\n", n)

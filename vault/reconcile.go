@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/knotd/knotd/frontmatter"
@@ -81,9 +82,9 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		}
 	}
 	for _, dir := range subtrees {
-		err := v.walk(dir, func(rel string, d fs.DirEntry) {
+		err := v.walk(dir, true, func(rel string, info fs.FileInfo) {
 			cands[rel] = struct{}{}
-			if info, err := d.Info(); err == nil {
+			if info != nil {
 				walked[rel] = walkedOf(info)
 			}
 		})
@@ -246,12 +247,16 @@ func (v *Vault) lookupRecords(cands map[string]struct{}, subtrees []string, fn f
 }
 
 // walk calls fn with every strand path on disk below the vault-relative
-// directory dir ("" for the whole vault) that the ignore rules keep, and
-// its directory entry (whose Info is cheap only during the call).
+// directory dir ("" for the whole vault) that the ignore rules keep, and,
+// when stat is set, what lstat says of it (nil if it vanished meanwhile).
 // Non-regular files named like strands are passed too, so that the caller
 // sees (and reports) them; unreadable directories are logged and skipped.
-func (v *Vault) walk(dir string, fn func(rel string, d fs.DirEntry)) error {
-	err := v.rules.Walk(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
+//
+// The walk lists several directories at once; fn is called
+// under a lock, one call at a time, in no particular order.
+func (v *Vault) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
+	var mu sync.Mutex
+	err := v.rules.WalkConcurrent(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && rel == dir {
 				return fs.SkipAll // the subtree is gone: its records decide
@@ -268,9 +273,16 @@ func (v *Vault) walk(dir string, fn func(rel string, d fs.DirEntry)) error {
 			}
 			return nil
 		}
-		if strand.IsStrandPath(rel) {
-			fn(rel, d)
+		if !strand.IsStrandPath(rel) {
+			return nil
 		}
+		var info fs.FileInfo
+		if stat {
+			info, _ = d.Info() // a file gone meanwhile is looked at again by the caller
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fn(rel, info)
 		return nil
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -215,9 +216,10 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 // adopted.
 func (v *Vault) adopt() (int, error) {
 	var paths []string
-	if err := v.walk("", func(rel string, _ fs.DirEntry) { paths = append(paths, rel) }); err != nil {
+	if err := v.walk("", false, func(rel string, _ fs.FileInfo) { paths = append(paths, rel) }); err != nil {
 		return 0, err
 	}
+	slices.Sort(paths) // in key order: bbolt fills its pages best that way
 	const batch = 1000
 	n := 0
 	now := v.now().UTC()

@@ -34,7 +34,7 @@ type Hint struct {
 }
 
 // Listing is what a watcher's walk of the whole vault saw of the files the
-// Filter keeps, in walk order. The walk listed each directory after its
+// Filter keeps, in no particular order. The walk listed each directory after its
 // watch was in place, so a change made after a file was looked at is
 // followed by a Hint of its own, delivered after the Hint that carries
 // the listing: a consumer that reconciles a path hinted later in the same

@@ -16,7 +16,9 @@ import (
 
 // loop is the state of one Run. It is owned by Run's goroutine: nothing in
 // it is shared, so nothing in it is locked (the Stats counters are atomic
-// and live in the Watcher).
+// and live in the Watcher). The one exception is a resync's walk, whose
+// callbacks run in several goroutines under a lock of the resync's own
+// until the walk returns.
 type loop struct {
 	w          *Watcher
 	root       string

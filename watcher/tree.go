@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -24,13 +25,14 @@ func (l *loop) addTree(ctx context.Context, rel string, now time.Time) {
 			return nil
 		}
 		if d.IsDir() {
-			return l.watchDir(r, d)
+			fi, err := d.Info()
+			return l.watchDir(r, fi, err)
 		}
 		if l.filter(r) {
 			l.pend.add(Hint{Path: r}, now)
 		}
 		return nil
-	}, l.listed, false)
+	}, walkOptions{listed: l.listed})
 	if err != nil {
 		l.log.Warn("watcher: walk new directory", "path", rel, "err", err)
 	}
@@ -59,11 +61,22 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 	}
 	seen := make(map[string]bool)
 	var rootErr error
+	// The walk lists several directories at once; mu guards the loop's
+	// state, which the callbacks share until the walk returns. What
+	// costs (looking at an entry) happens outside it.
+	var mu sync.Mutex
+	listed := func(rel string, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		l.listed(rel, n)
+	}
 	err := l.rules.walk(l.root, dir, func(r string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return fs.SkipAll
 		}
 		if err != nil {
+			mu.Lock()
+			defer mu.Unlock()
 			if r == "" {
 				rootErr = err
 				return err
@@ -74,21 +87,25 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 		if !d.IsDir() {
 			if listing != nil && l.filter(r) {
 				if info, err := d.Info(); err == nil {
+					mu.Lock()
 					listing.Files = append(listing.Files, ListedFile{Path: r, Info: info})
+					mu.Unlock()
 				}
 			}
 			return nil
 		}
+		fi, ierr := d.Info()
+		mu.Lock()
+		defer mu.Unlock()
 		seen[r] = true
 		if st := l.dirs[r]; st != nil {
-			fi, err := d.Info()
-			if err == nil && os.SameFile(st.id, fi) {
+			if ierr == nil && os.SameFile(st.id, fi) {
 				return nil
 			}
 			l.forgetDir(r) // replaced: watch the new one
 		}
-		return l.watchDir(r, d)
-	}, l.listed, false)
+		return l.watchDir(r, fi, ierr)
+	}, walkOptions{listed: listed, workers: walkWorkers})
 	if rootErr != nil {
 		return nil, fmt.Errorf("watcher: walk vault: %w", rootErr)
 	}
@@ -109,12 +126,12 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 }
 
 // watchDir adds the kernel watch for one directory, or polls it if the
-// kernel refuses. It returns fs.SkipDir if the directory cannot be used.
-func (l *loop) watchDir(rel string, d fs.DirEntry) error {
+// kernel refuses; fi and err are what lstat said of it. It returns
+// fs.SkipDir if the directory cannot be used.
+func (l *loop) watchDir(rel string, fi fs.FileInfo, err error) error {
 	if l.dirs[rel] != nil {
 		return nil
 	}
-	fi, err := d.Info()
 	if err != nil {
 		return fs.SkipDir // gone already; its parent's event will say so
 	}
