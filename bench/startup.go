@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// budgetStrands is the vault size the start-up budget is set for.
+const budgetStrands = 100_000
+
 // startup measures scenario 2 for each vault size: how long knotd takes
 // to walk, watch and reconcile an unchanged vault, and its peak RSS,
 // against the find baseline of the issue run just before it.
@@ -61,13 +64,21 @@ func startup(ctx context.Context, e *env, l launcher) ([]row, error) {
 		scen := fmt.Sprintf("2 startup (%s strands, %s dirs)", thousands(n), thousands(v.dirs+1))
 		fm := median(finds)
 		base := formatNum(fm) + " ms (find)"
+		// The issue's budget is for 100k strands; a smaller vault's figure
+		// is mostly the cost of starting a process that find does not have.
+		budget := func(r row) row {
+			if n >= budgetStrands {
+				return r.ratioBudget(2)
+			}
+			return r
+		}
 		rows = append(rows,
-			newRow(scen, "watch: exec → watches set and catch-up reconciled", formatNum(median(watchT))+" ms").
-				withBase(base, median(ratios(watchT, finds))).ratioBudget(2).profiled("startup", n),
+			budget(newRow(scen, "watch: exec → watches set and catch-up reconciled", formatNum(median(watchT))+" ms").
+				withBase(base, median(ratios(watchT, finds)))).profiled("startup", n),
 			newRow(scen, "of which walk + watch (knotd's \"took\")", formatNum(median(walkT))+" ms").
 				withBase(base, median(ratios(walkT, finds))),
-			newRow(scen, "--once, nothing changed: exec → exit", formatNum(median(onceT))+" ms").
-				withBase(base, median(ratios(onceT, finds))).ratioBudget(2).profiled("startup", n),
+			budget(newRow(scen, "--once, nothing changed: exec → exit", formatNum(median(onceT))+" ms").
+				withBase(base, median(ratios(onceT, finds)))).profiled("startup", n),
 			newRow(scen, "peak RSS, watch start-up", formatNum(median(watchPeak))+" MiB"),
 			newRow(scen, "peak RSS, --once", formatNum(median(oncePeak))+" MiB"),
 			newRow(scen, "first contact: adopt (--once, once)", formatNum(ms(v.adopt.wall))+" ms").
