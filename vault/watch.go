@@ -240,6 +240,9 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		return
 	}
 	if fired != agentrun.FiredByWatch {
+		for i := range batch {
+			batch[i].Listing = nil // reconciled: let it go before the memory is
+		}
 		l.v.releaseMemory()
 	}
 	now := time.Now()

@@ -70,6 +70,20 @@ func TestLoop_EnqueueKeepsHintsAfterAListing(t *testing.T) {
 			if !slices.Equal(l.ready, tt.want) {
 				t.Errorf("enqueue(%v) leaves %v; want %v", tt.in, l.ready, tt.want)
 			}
+			all := l.ready[:cap(l.ready)] // the line's whole array
+			for len(l.ready) > 0 {
+				l.sent()
+			}
+			if len(l.queued) != 0 {
+				t.Errorf("after every hint was sent, %d are still marked queued", len(l.queued))
+			}
+			// Nothing the line no longer holds may stay reachable through
+			// its array: a listing is large.
+			for i, h := range all {
+				if h.Listing != nil {
+					t.Errorf("the line's array keeps a listing at %d after it was sent or dropped", i)
+				}
+			}
 		})
 	}
 }

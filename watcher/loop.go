@@ -92,8 +92,7 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 		case <-ctx.Done():
 			return nil
 		case send <- head:
-			l.ready = l.ready[1:]
-			delete(l.queued, head)
+			l.sent()
 		case ev, ok := <-l.b.Events():
 			if !ok {
 				return errors.New("watcher: event channel closed unexpectedly")
@@ -130,6 +129,14 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 	}
 }
 
+// sent takes the hint at the head of the line off it, once the consumer
+// has it. The line's array keeps no copy: a listing is large.
+func (l *loop) sent() {
+	delete(l.queued, l.ready[0])
+	l.ready[0] = Hint{}
+	l.ready = l.ready[1:]
+}
+
 // enqueue puts a settled hint in line for the consumer. A queued full
 // rescan covers everything else; too long a line becomes one. A queued
 // full rescan that carries a listing covers nothing that comes after it:
@@ -142,6 +149,7 @@ func (l *loop) enqueue(h Hint) {
 		if !h.Full() {
 			h = fullRescan
 		}
+		clear(l.ready)
 		l.ready = l.ready[:0]
 		clear(l.queued)
 	}
