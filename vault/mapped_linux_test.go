@@ -2,11 +2,14 @@ package vault
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
@@ -121,5 +124,80 @@ func TestWatch_ReleasesStateAfterFullPass(t *testing.T) {
 	// pages must be gone.
 	if kb := mappedRSS(t, path); kb >= read/4 {
 		t.Errorf("after the startup catch-up %d KiB of the state file are resident (%d KiB after reading the records); want them released", kb, read)
+	}
+}
+
+// TestWatch_ReleasesStateAfterRuns: once a burst of runs is over, the
+// pages of the state file they mapped are given back.
+func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	const n = 10
+	body := strings.Repeat("a line of the note\n", 100)
+	for i := range n {
+		e.write(fmt.Sprintf("d%d/n%03d.md", i%10, i), fmt.Sprintf("# note %d\n%s", i, body))
+	}
+	e.onceFresh()
+	v := e.open()
+	v.hooks.tick = 20 * time.Millisecond
+	path := e.abs(".knot/" + StateFile)
+	w := e.watch(v, WatchOptions{})
+	for i := range n {
+		rel := fmt.Sprintf("d%d/n%03d.md", i%10, i)
+		e.write(rel, e.read(rel)+"edited\n")
+	}
+	waitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n })
+	// The runs read and wrote records and content: pages the process
+	// maps. Within a few ticks of the scheduler going idle they are gone.
+	waitFor(t, waitTimeout, "the state file's pages to be released", func() bool { return mappedRSS(t, path) == 0 })
+}
+
+// TestWatchLoop_ReleaseAfterWork: memory is given back when work was done
+// since the last time and the scheduler is idle, and only then.
+func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
+	e := newEnv(t)
+	body := strings.Repeat("a line of the note\n", 100)
+	for i := range 500 {
+		e.write(fmt.Sprintf("d%d/n%03d.md", i%10, i), fmt.Sprintf("# note %d\n%s", i, body))
+	}
+	e.onceFresh()
+	v := e.open()
+	path := e.abs(".knot/" + StateFile)
+	readAll := func() {
+		t.Helper()
+		mustDo(t, v.store.ForEach(func(r Record) error {
+			_, _, err := v.store.Content(r.Path)
+			return err
+		}))
+		if kb := mappedRSS(t, path); kb == 0 {
+			t.Fatal("reading every record and its content left nothing of the state file resident")
+		}
+	}
+	idle := &Scheduler[Job]{Work: func(context.Context, string, Job) {}}
+	busy := &Scheduler[Job]{Work: func(context.Context, string, Job) {}}
+	busy.Submit("waiting.md", Job{}) // never run: it stays waiting
+	var processed atomic.Int64
+	l := &watchLoop{v: v, processed: &processed}
+
+	steps := []struct {
+		name     string
+		s        *Scheduler[Job]
+		work     int64
+		released bool
+	}{
+		{"no work yet", idle, 0, false},
+		{"work, scheduler busy", busy, 3, false},
+		{"work, scheduler idle", idle, 0, true},
+		{"no work since", idle, 0, false},
+		{"more work", idle, 1, true},
+	}
+	for _, st := range steps {
+		readAll()
+		processed.Add(st.work)
+		l.s = st.s
+		l.releaseAfterWork()
+		if got := mappedRSS(t, path) == 0; got != st.released {
+			t.Errorf("%s: released = %v; want %v", st.name, got, st.released)
+		}
 	}
 }

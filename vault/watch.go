@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
@@ -52,7 +53,8 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	// changes must say so and exit, not wait for a signal in silence.
 	schedCtx, stopSched := context.WithCancel(ctx)
 	defer stopSched()
-	s, release := v.scheduler(schedCtx, func(RunReport) {})
+	var processed atomic.Int64 // work the scheduler finished
+	s, release := v.scheduler(schedCtx, func(RunReport) { processed.Add(1) })
 	defer release()
 	for _, rel := range all {
 		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
@@ -84,7 +86,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 		wg.Wait()
 		return fmt.Errorf("vault: watch %s: %w", v.root, err)
 	}
-	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true, root: rootInfo}
+	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true, root: rootInfo, processed: &processed}
 	if l.delay <= 0 {
 		l.delay = watcher.DefaultQuiet
 	}
@@ -115,6 +117,10 @@ type watchLoop struct {
 	gone      map[string]goneStrand // gone strands waiting for their delay
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
+	// processed counts the work the scheduler finished; released is its
+	// value when memory was last given back.
+	processed *atomic.Int64
+	released  int64
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -140,6 +146,22 @@ func (l *watchLoop) retryJournaled() {
 	for _, p := range ps {
 		l.s.Submit(p.Record.Path, Job{FiredBy: agentrun.FiredByRescan})
 	}
+}
+
+// releaseAfterWork gives memory back once the scheduler has gone idle after
+// work: a burst of runs (a sync tool bringing in thousands of notes) maps
+// the state file's pages of every strand it ran and grows the heap, which
+// an idle daemon must not keep.
+func (l *watchLoop) releaseAfterWork() {
+	n := l.processed.Load()
+	if n == l.released {
+		return
+	}
+	if waiting, running := l.s.Stats(); waiting > 0 || running > 0 {
+		return
+	}
+	l.released = n
+	l.v.releaseMemory()
 }
 
 // rootGone reports an error wrapping ErrVaultGone if the vault directory
@@ -192,6 +214,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
+			l.releaseAfterWork()
 		}
 		// Take whatever else is ready: hints that settled together are
 		// reconciled together, and before any gone strand that is due.
