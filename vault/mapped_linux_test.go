@@ -2,7 +2,6 @@ package vault
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -153,7 +152,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 }
 
 // TestWatchLoop_ReleaseAfterWork: memory is given back when work was done
-// since the last time and the scheduler is idle, and only then.
+// since the last time, and only then.
 func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 	e := newEnv(t)
 	body := strings.Repeat("a line of the note\n", 100)
@@ -173,28 +172,21 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 			t.Fatal("reading every record and its content left nothing of the state file resident")
 		}
 	}
-	idle := &Scheduler[Job]{Work: func(context.Context, string, Job) {}}
-	busy := &Scheduler[Job]{Work: func(context.Context, string, Job) {}}
-	busy.Submit("waiting.md", Job{}) // never run: it stays waiting
 	var processed atomic.Int64
 	l := &watchLoop{v: v, processed: &processed}
-
 	steps := []struct {
 		name     string
-		s        *Scheduler[Job]
 		work     int64
 		released bool
 	}{
-		{"no work yet", idle, 0, false},
-		{"work, scheduler busy", busy, 3, false},
-		{"work, scheduler idle", idle, 0, true},
-		{"no work since", idle, 0, false},
-		{"more work", idle, 1, true},
+		{"no work yet", 0, false},
+		{"work", 3, true},
+		{"no work since", 0, false},
+		{"more work", 1, true},
 	}
 	for _, st := range steps {
 		readAll()
 		processed.Add(st.work)
-		l.s = st.s
 		l.releaseAfterWork()
 		if got := mappedRSS(t, path) == 0; got != st.released {
 			t.Errorf("%s: released = %v; want %v", st.name, got, st.released)

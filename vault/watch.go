@@ -148,20 +148,17 @@ func (l *watchLoop) retryJournaled() {
 	}
 }
 
-// releaseAfterWork gives memory back once the scheduler has gone idle after
-// work: a burst of runs (a sync tool bringing in thousands of notes) maps
-// the state file's pages of every strand it ran and grows the heap, which
-// an idle daemon must not keep.
+// releaseAfterWork gives memory back at each check after work was done:
+// runs map the state file's pages of every strand they touch (a burst over
+// a large vault, a sync tool bringing in thousands of notes, maps page
+// after page of it) and grow the heap. Releasing while work goes on bounds
+// what is resident to what the work of one check interval touched, and an
+// idle daemon keeps none of it.
 func (l *watchLoop) releaseAfterWork() {
-	n := l.processed.Load()
-	if n == l.released {
-		return
+	if n := l.processed.Load(); n != l.released {
+		l.released = n
+		l.v.releaseMemory()
 	}
-	if waiting, running := l.s.Stats(); waiting > 0 || running > 0 {
-		return
-	}
-	l.released = n
-	l.v.releaseMemory()
 }
 
 // rootGone reports an error wrapping ErrVaultGone if the vault directory
