@@ -25,8 +25,8 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 		return nil, err
 	}
 	var (
-		span, rate, spawnRate, drain, cpuPerRun, agentShare, peak []float64
-		missed, extra, badSections, overflows                     int
+		span, rate, spawnRate, drain, cpuPerRun, agentShare, peak, idleRSS []float64
+		missed, extra, badSections, overflows                              int
 	)
 	for run := range e.opts.runs {
 		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, thousands(k), thousands(n))
@@ -37,6 +37,7 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 		span, rate, spawnRate = append(span, ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
 		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, ms(r.cpu)/float64(k))
 		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, mib(r.peak))
+		idleRSS = append(idleRSS, mib(r.idleRSS))
 		missed, extra, badSections = missed+r.missed, extra+r.extra, badSections+r.badSections
 		if r.overflow {
 			overflows++
@@ -56,14 +57,19 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 		newRow(scen, "CPU (user+sys) per run", formatNum(median(cpuPerRun))+" ms"),
 		newRow(scen, "share of run time inside the agent (spawn to exit)", formatNum(median(agentShare))+" %"),
 		newRow(scen, "peak RSS", formatNum(median(peak))+" MiB"),
+		newRow(scen, fmt.Sprintf("RSS %s after the last run", idleAgain), formatNum(median(idleRSS))+" MiB"),
 	}, nil
 }
+
+// idleAgain is how long the burst scenario lets knotd sit idle after the
+// last run before it reads the RSS knotd keeps.
+const idleAgain = 12 * time.Second
 
 // burstResult is one burst run.
 type burstResult struct {
 	span, drain, cpu            time.Duration
 	rate, spawnRate, agentShare float64
-	peak                        int64
+	peak, idleRSS               int64
 	missed, extra, badSections  int
 	overflow                    bool
 }
@@ -144,6 +150,18 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	if err != nil {
 		return res, err
 	}
+	// What the daemon keeps once it is idle again: knotd gives memory
+	// back at its next 10-second check after the work.
+	select {
+	case <-time.After(idleAgain):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	idle, err := memory(w.pid())
+	if err != nil {
+		return res, err
+	}
+	res.idleRSS = idle.RSS
 	lines := w.log.snapshot()
 	ps, err := w.stop()
 	w = nil
