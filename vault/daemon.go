@@ -160,6 +160,8 @@ type hooks struct {
 	// tick, when positive, replaces rootCheck: how often Watch checks the
 	// vault directory and retries journaled runs.
 	tick time.Duration
+	// released is called in Watch's loop right after it gave memory back.
+	released func()
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each

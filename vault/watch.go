@@ -330,4 +330,7 @@ func (v *Vault) releaseMemory() {
 		v.log.Warn("cannot release the state file's mapped pages; they stay resident", "err", err)
 	}
 	debug.FreeOSMemory()
+	if v.hooks.released != nil {
+		v.hooks.released()
+	}
 }
