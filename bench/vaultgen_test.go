@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/strand"
@@ -85,6 +86,13 @@ func TestGenerate(t *testing.T) {
 		}
 		if strings.HasSuffix(p, ".md") {
 			n++
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if age := time.Since(info.ModTime()); age < 30*time.Minute {
+				t.Errorf("%s was modified %v ago; want notes that look old (outside knotd's racy window)", p, age)
+			}
 		}
 		return nil
 	})
