@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -33,10 +34,9 @@ import (
 // reconcile does not decide the event: the processor looks again when the
 // run starts, because the strand may change while it waits.
 func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
-	cands := make(map[string]struct{})
 	var (
+		cands     []candidate
 		subtrees  []string // to walk
-		fresh     []string // file hints
 		listing   *watcher.Listing
 		plainFull bool
 	)
@@ -49,8 +49,7 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		case h.Dir:
 			subtrees = append(subtrees, h.Path)
 		case strand.IsStrandPath(h.Path):
-			cands[h.Path] = struct{}{}
-			fresh = append(fresh, h.Path)
+			cands = append(cands, candidate{path: h.Path, src: fromHint})
 		}
 	}
 	full := plainFull || listing != nil
@@ -58,40 +57,27 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		listing, subtrees = nil, []string{""}
 	}
 
-	// What a walk saw of each strand: the pass then needs no lstat of its
-	// own for it (the walk looked relative to the open directory, did not
-	// follow links, and applied the ignore rules). A full rescan's listing
-	// is such a walk, made by the watcher as it set its watches; hints in
-	// the same batch may be newer than it, so their paths are looked at
-	// again.
-	walked := make(map[string]walkedStrand)
+	// A full rescan's listing is a walk of the whole vault, made by the
+	// watcher as it set its watches. Hints in the same batch may be newer
+	// than it: the subtrees they name are walked again, and the paths
+	// they name are looked at again (fromHint ranks above fromListing).
 	if listing != nil {
+		cands = slices.Grow(cands, len(listing.Files))
 		for _, f := range listing.Files {
-			cands[f.Path] = struct{}{}
-			walked[f.Path] = walkedOf(f.Info)
-		}
-		for _, dir := range subtrees {
-			for rel := range walked {
-				if strings.HasPrefix(rel, dir+"/") {
-					delete(walked, rel)
-				}
+			if !withinAny(f.Path, subtrees) {
+				cands = append(cands, candidate{path: f.Path, info: f.Info, src: fromListing})
 			}
-		}
-		for _, rel := range fresh {
-			delete(walked, rel)
 		}
 	}
 	for _, dir := range subtrees {
 		err := v.walk(dir, true, func(rel string, info fs.FileInfo) {
-			cands[rel] = struct{}{}
-			if info != nil {
-				walked[rel] = walkedOf(info)
-			}
+			cands = append(cands, candidate{path: rel, info: info, src: fromWalk})
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
+	cands = sortCandidates(cands)
 	var (
 		changed []string
 		created []string
@@ -99,8 +85,9 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		touched = make(map[string]Stamp)
 	)
 	realDirs := make(map[string]struct{})
-	classify := func(rel string, rec Record, has bool) {
-		st, where, err := v.lookStrand(rel, walked, realDirs)
+	classify := func(c candidate, rec Record, has bool) {
+		rel := c.path
+		st, where, err := v.lookStrand(c, realDirs)
 		if err != nil {
 			v.log.Warn("cannot look at strand; will retry on its next change", "strand", rel, "err", err)
 			return
@@ -128,7 +115,7 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	}
 	var err error
 	if full {
-		err = v.mergeRecords(sortedKeys(cands), classify)
+		err = v.mergeRecords(cands, classify)
 	} else {
 		err = v.lookupRecords(cands, subtrees, classify)
 	}
@@ -174,25 +161,28 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	return changed, nil
 }
 
-// mergeRecords calls fn, in path order, for every path of keys (sorted)
-// and every recorded strand, with its record if it has one: one pass over
-// the records beside the sorted paths, for a reconcile of the whole vault.
-func (v *Vault) mergeRecords(keys []string, fn func(rel string, rec Record, has bool)) error {
-	recs := v.store.records()
+// mergeRecords calls fn, in path order, for every candidate of cands
+// (sorted, one per path) and every recorded strand, with its record if it
+// has one: one pass over the records beside the candidates, for a
+// reconcile of the whole vault. A recorded strand that is no candidate
+// is passed as a fromRecord candidate.
+func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec Record, has bool)) error {
+	recs := v.store.records("")
 	for {
 		r, err := recs.peek()
 		if err != nil {
 			return err
 		}
 		switch {
-		case len(keys) > 0 && (r == nil || keys[0] < r.Path):
-			fn(keys[0], Record{}, false)
-			keys = keys[1:]
+		case len(cands) > 0 && (r == nil || cands[0].path < r.Path):
+			fn(cands[0], Record{}, false)
+			cands = cands[1:]
 		case r != nil:
-			if len(keys) > 0 && keys[0] == r.Path {
-				keys = keys[1:]
+			c := candidate{path: r.Path, src: fromRecord}
+			if len(cands) > 0 && cands[0].path == r.Path {
+				c, cands = cands[0], cands[1:]
 			}
-			fn(r.Path, *r, true)
+			fn(c, *r, true)
 			recs.next()
 		default:
 			return nil
@@ -200,35 +190,38 @@ func (v *Vault) mergeRecords(keys []string, fn func(rel string, rec Record, has 
 	}
 }
 
-// lookupRecords calls fn, in path order, for every path of cands and every
-// strand recorded below the subtrees, with its record if it has one. The
-// records are looked up a chunk at a time, in one short read transaction
-// each, not one transaction per strand.
-func (v *Vault) lookupRecords(cands map[string]struct{}, subtrees []string, fn func(rel string, rec Record, has bool)) error {
+// lookupRecords calls fn, in path order, for every candidate of cands
+// (sorted, one per path) and every strand recorded below the subtrees,
+// with its record if it has one. The records are looked up a chunk at a
+// time, in one short read transaction each, not one transaction per
+// strand.
+func (v *Vault) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec Record, has bool)) error {
 	if len(subtrees) > 0 {
-		err := v.store.ForEach(func(rec Record) error {
-			for _, dir := range subtrees {
-				if strings.HasPrefix(rec.Path, dir+"/") {
-					cands[rec.Path] = struct{}{}
+		for _, dir := range subtrees {
+			recs := v.store.records(dir)
+			for {
+				r, err := recs.peek()
+				if err != nil {
+					return err
+				}
+				if r == nil {
 					break
 				}
+				cands = append(cands, candidate{path: r.Path, src: fromRecord})
+				recs.next()
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
+		cands = sortCandidates(cands)
 	}
-	keys := sortedKeys(cands)
-	recs := make([]Record, 0, min(len(keys), forEachChunk))
-	has := make([]bool, 0, min(len(keys), forEachChunk))
-	for len(keys) > 0 {
-		chunk := keys[:min(forEachChunk, len(keys))]
-		keys = keys[len(chunk):]
+	recs := make([]Record, 0, min(len(cands), forEachChunk))
+	has := make([]bool, 0, min(len(cands), forEachChunk))
+	for len(cands) > 0 {
+		chunk := cands[:min(forEachChunk, len(cands))]
+		cands = cands[len(chunk):]
 		recs, has = recs[:0], has[:0]
 		err := v.store.View(func(tx *Tx) error {
-			for _, k := range chunk {
-				r, ok, err := tx.Get(k)
+			for _, c := range chunk {
+				r, ok, err := tx.Get(c.path)
 				if err != nil {
 					return err
 				}
@@ -239,11 +232,56 @@ func (v *Vault) lookupRecords(cands map[string]struct{}, subtrees []string, fn f
 		if err != nil {
 			return err
 		}
-		for i, rel := range chunk {
-			fn(rel, recs[i], has[i])
+		for i, c := range chunk {
+			fn(c, recs[i], has[i])
 		}
 	}
 	return nil
+}
+
+// A candidate is one strand path a reconcile pass looks at, with where it
+// came from and, if a walk saw it, what lstat said of it then.
+type candidate struct {
+	path string
+	// info is what the walk that found the path saw (it looked relative
+	// to the open directory, did not follow links, and applied the ignore
+	// rules), or nil: the pass must look at the path itself.
+	info fs.FileInfo
+	src  source
+}
+
+// source is where a reconcile candidate came from. When several name the
+// same path, the first in this order wins: it is the newest look.
+type source uint8
+
+const (
+	fromWalk    source = iota // this pass's walk of a hinted subtree
+	fromHint                  // a file hint: look at the path now
+	fromListing               // a full rescan's listing, older than the hints with it
+	fromRecord                // recorded, and below a hinted subtree
+)
+
+// sortCandidates sorts cands by path and keeps, of each path, the
+// candidate whose source wins.
+func sortCandidates(cands []candidate) []candidate {
+	slices.SortFunc(cands, func(a, b candidate) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.src, b.src)
+	})
+	return slices.CompactFunc(cands, func(a, b candidate) bool { return a.path == b.path })
+}
+
+// withinAny reports whether the path rel lies below one of the
+// directories dirs ("" is the vault root).
+func withinAny(rel string, dirs []string) bool {
+	for _, dir := range dirs {
+		if dir == "" || strings.HasPrefix(rel, dir) && len(rel) > len(dir) && rel[len(dir)] == '/' {
+			return true
+		}
+	}
+	return false
 }
 
 // walk calls fn with every strand path on disk below the vault-relative
@@ -306,34 +344,27 @@ const (
 	ignored
 )
 
-// walkedStrand is what a reconcile walk saw of one strand path.
-type walkedStrand struct {
-	stamp   Stamp
-	regular bool
-	typ     fs.FileMode
-}
-
-func walkedOf(info fs.FileInfo) walkedStrand {
-	return walkedStrand{stamp: StampOf(info), regular: info.Mode().IsRegular(), typ: info.Mode().Type()}
-}
-
 // lookStrand is lstatStrandIn for one candidate of a reconcile pass,
-// answered from what the pass's walk saw when it saw rel. It returns the
-// strand's stamp.
-func (v *Vault) lookStrand(rel string, walked map[string]walkedStrand, realDirs map[string]struct{}) (Stamp, presence, error) {
-	w, ok := walked[rel]
-	if !ok {
-		info, where, err := v.lstatStrandIn(rel, realDirs)
+// answered from what the pass's walk saw when it saw the path, if it did.
+// It returns the strand's stamp.
+func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (Stamp, presence, error) {
+	info := c.info
+	if info == nil {
+		var (
+			where presence
+			err   error
+		)
+		info, where, err = v.lstatStrandIn(c.path, realDirs)
 		if info == nil || err != nil {
 			return Stamp{}, where, err
 		}
 		return StampOf(info), where, nil
 	}
-	if !w.regular {
-		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", w.typ.String())
+	if !info.Mode().IsRegular() {
+		v.warnOnce(c.path, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
 		return Stamp{}, absent, nil
 	}
-	return w.stamp, present, nil
+	return StampOf(info), present, nil
 }
 
 // lstatStrand looks at the strand path rel without following a symbolic

@@ -346,7 +346,7 @@ func (s *Store) Rename(oldRel, newRel string) error {
 // iteration is seen exactly once; one added or removed meanwhile may or
 // may not be. ForEach stops at and returns fn's first error.
 func (s *Store) ForEach(fn func(Record) error) error {
-	it := s.records()
+	it := s.records("")
 	for {
 		r, err := it.peek()
 		if err != nil || r == nil {
@@ -363,17 +363,23 @@ func (s *Store) ForEach(fn func(Record) error) error {
 // short read transaction each, as ForEach does; records written meanwhile
 // may or may not be seen.
 type recordIter struct {
-	s     *Store
-	buf   []Record
-	i     int
-	after []byte
-	end   bool
-	err   error
+	s      *Store
+	prefix []byte
+	buf    []Record
+	i      int
+	after  []byte
+	end    bool
+	err    error
 }
 
-// records returns an iterator over every record.
-func (s *Store) records() *recordIter {
-	return &recordIter{s: s, buf: make([]Record, 0, forEachChunk)}
+// records returns an iterator over the records of the strands below the
+// vault-relative directory dir, or over every record if dir is "".
+func (s *Store) records(dir string) *recordIter {
+	it := &recordIter{s: s, buf: make([]Record, 0, forEachChunk)}
+	if dir != "" {
+		it.prefix = []byte(dir + "/")
+	}
+	return it
 }
 
 // peek returns the current record, or nil after the last one.
@@ -398,14 +404,19 @@ func (it *recordIter) fill() {
 	it.buf, it.i = it.buf[:0], 0
 	it.err = it.s.View(func(tx *Tx) error {
 		c := tx.strands.Cursor()
-		k, v := c.First()
-		if it.after != nil {
+		var k, v []byte
+		switch {
+		case it.after != nil:
 			k, v = c.Seek(it.after)
 			if bytes.Equal(k, it.after) {
 				k, v = c.Next()
 			}
+		case it.prefix != nil:
+			k, v = c.Seek(it.prefix)
+		default:
+			k, v = c.First()
 		}
-		for ; k != nil && len(it.buf) < forEachChunk; k, v = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, it.prefix) && len(it.buf) < forEachChunk; k, v = c.Next() {
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
 				return fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, k, err)

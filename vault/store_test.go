@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,6 +367,69 @@ func TestStore_ForEach(t *testing.T) {
 	calls := 0
 	if err := s.ForEach(func(Record) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Errorf("ForEach(fn failing) = %v after %d calls; want stop after 1", err, calls)
+	}
+}
+
+// TestStore_RecordsBelow: records(dir) yields the records below dir, in
+// path order, across chunks, and nothing of a sibling that shares dir's
+// name as a prefix.
+func TestStore_RecordsBelow(t *testing.T) {
+	s := mustOpenStore(t, statePath(t))
+	var all []string
+	for i := range forEachChunk + 3 {
+		all = append(all, fmt.Sprintf("notes/%05d.md", i))
+	}
+	all = append(all, "a.md", "notes.md", "notes-old/x.md", "notes/deep/y.md", "notes0/z.md", "z/notes/w.md")
+	slices.Sort(all)
+	if err := s.Update(func(tx *Tx) error {
+		for _, p := range all {
+			if err := tx.Put(Record{Path: p, Hash: HashOf([]byte(p))}, []byte(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	below := func(dir string) []string {
+		var want []string
+		for _, p := range all {
+			if strings.HasPrefix(p, dir+"/") {
+				want = append(want, p)
+			}
+		}
+		return want
+	}
+	tests := []struct {
+		dir  string
+		want []string
+	}{
+		{"", all},
+		{"notes", below("notes")},
+		{"notes/deep", []string{"notes/deep/y.md"}},
+		{"note", nil},
+		{"z", []string{"z/notes/w.md"}},
+		{"zz", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			var got []string
+			it := s.records(tt.dir)
+			for {
+				r, err := it.peek()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r == nil {
+					break
+				}
+				got = append(got, r.Path)
+				it.next()
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("records(%q) = %d records, from %q; want %d", tt.dir, len(got), got[:min(3, len(got))], len(tt.want))
+			}
+		})
 	}
 }
 
