@@ -3,7 +3,6 @@ package watcher
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
@@ -17,7 +16,7 @@ import (
 // The directory stays open until done is called; Info must not be called
 // after that.
 func readDir(abs string) (entries []fs.DirEntry, done func() error, err error) {
-	f, err := os.Open(abs)
+	f, err := openDir(abs)
 	if err != nil {
 		return nil, func() error { return nil }, err
 	}

@@ -1,9 +1,12 @@
 package watcher
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +90,41 @@ func TestReadDir_InfoOfVanishedFile(t *testing.T) {
 	}
 	if _, err := entries[0].Info(); !os.IsNotExist(err) {
 		t.Errorf("Info() of a removed file = %v; want not-exist", err)
+	}
+}
+
+// TestReadDir_Errors: what cannot be listed says why, as os.ReadDir
+// would, and leaves nothing open.
+func TestReadDir_Errors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "note.md")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		abs      string
+		notExist bool
+	}{
+		{"missing", filepath.Join(dir, "missing"), true},
+		{"below a file", filepath.Join(file, "sub"), false},
+		{"a file", file, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries, done, err := readDir(tt.abs)
+			if derr := done(); derr != nil {
+				t.Errorf("done() = %v", derr)
+			}
+			if err == nil {
+				t.Fatalf("readDir(%s) = %d entries, no error; want an error", tt.abs, len(entries))
+			}
+			if got := errors.Is(err, fs.ErrNotExist); got != tt.notExist {
+				t.Errorf("readDir(%s) = %v; not-exist %v, want %v", tt.abs, err, got, tt.notExist)
+			}
+			if !strings.Contains(err.Error(), tt.abs) {
+				t.Errorf("readDir(%s) = %q; want the path in the message", tt.abs, err)
+			}
+		})
 	}
 }
