@@ -25,7 +25,7 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p50, p99, max_, first50, first99, later50, later99, spawn50, spawn99, toLog, fromLog []float64
+	var p50, p99, max_, first50, first99, later50, later99, spawn50, spawn99, toLog, toLog99, fromLog, fromLog99 []float64
 	for run := range e.opts.runs {
 		e.logf("reaction: run %d/%d, %d saves on %s strands", run+1, e.opts.runs, e.opts.samples, thousands(n))
 		spawn, err := e.spawnLatencies(ctx, e.opts.samples)
@@ -52,6 +52,7 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 		first50, first99 = append(first50, percentile(first, 50)), append(first99, percentile(first, 99))
 		later50, later99 = append(later50, percentile(later, 50)), append(later99, percentile(later, 99))
 		toLog, fromLog = append(toLog, percentile(logged, 50)), append(fromLog, percentile(spawned, 50))
+		toLog99, fromLog99 = append(toLog99, percentile(logged, 99)), append(fromLog99, percentile(spawned, 99))
 	}
 	scen := fmt.Sprintf("1 reaction (%s strands)", thousands(n))
 	msf := func(x float64) string { return formatNum(x) + " ms" }
@@ -64,9 +65,9 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 		newRow(scen, "settled → agent start, max", msf(median(max_))),
 		newRow(scen, "first run of a note (writes knot_session): p50 / p99", msf(median(first50))+" / "+msf(median(first99))),
 		newRow(scen, "later runs of the same notes: p50 / p99", msf(median(later50))+" / "+msf(median(later99))),
-		newRow(scen, "of which settled → \"run started\" logged, p50", msf(median(toLog))),
-		newRow(scen, "of which \"run started\" → agent start, p50", msf(median(fromLog))).
-			withBase(msf(median(spawn50)), median(ratios(fromLog, spawn50))),
+		newRow(scen, "of which settled → \"run started\" logged, p50 / p99", msf(median(toLog))+" / "+msf(median(toLog99))),
+		newRow(scen, "of which \"run started\" → agent start, p50 / p99", msf(median(fromLog))+" / "+msf(median(fromLog99))).
+			withBase(msf(median(spawn50))+" / "+msf(median(spawn99)), median(ratios(fromLog, spawn50))),
 	}, nil
 }
 
