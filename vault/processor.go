@@ -234,10 +234,10 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		if v.dry {
-			return nil, "", nil
+		if st := v.stamp(info); !v.dry && st != w.rec.Stamp {
+			return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, st) })
 		}
-		return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, v.stamp(info)) })
+		return nil, "", nil
 	}
 	w.event = strand.Created
 	if w.has {

@@ -106,10 +106,16 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 				v.log.Warn("cannot read strand; will retry on its next change", "strand", rel, "err", err)
 				return
 			}
-			if same {
-				touched[rel] = v.trusted(st)
-			} else {
+			switch t := v.trusted(st); {
+			case !same:
 				changed = append(changed, rel)
+			case t != rec.Stamp:
+				touched[rel] = t
+			default:
+				// Within the racy window the recorded stamp has no time,
+				// and the restamp would write the same one again: a
+				// commit (two syncs) for nothing, after each of knotd's
+				// own writes.
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/watcher"
+	bolt "go.etcd.io/bbolt"
 )
 
 // overflowVault makes a processed vault, then changes it the way a burst
@@ -156,6 +157,54 @@ func TestReconcile_SameStampDifferentContent(t *testing.T) {
 	if sum.Ran != 1 || sum.Runs[0].Event.String() != "Modified" {
 		t.Errorf("summary = %+v; want the second save run as Modified", sum.Runs)
 	}
+}
+
+// TestReconcile_RacyRestampWritesNothing: a hint for a strand whose
+// content is as recorded, within the racy window, where the stamp to
+// record is the one recorded (without its time), commits nothing: it is
+// what follows each of knotd's own writes. Outside the window the stamp
+// is recorded.
+func TestReconcile_RacyRestampWritesNothing(t *testing.T) {
+	tests := []struct {
+		name      string
+		age       time.Duration // of the file's modification time at the hint
+		wantWrite bool
+	}{
+		{"within the racy window", 0, false},
+		{"settled", time.Hour, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.onceFresh()
+			e.write("a.md", "# a\n")
+			e.onceFresh() // knotd writes knot_session, runs, records a stamp without time
+			if tt.age > 0 {
+				at := time.Now().Add(-tt.age)
+				mustDo(t, os.Chtimes(e.abs("a.md"), at, at))
+			}
+			v := e.open()
+			before := lastTxID(t, v.store)
+			got, err := v.reconcile([]watcher.Hint{{Path: "a.md"}})
+			if err != nil || len(got) != 0 {
+				t.Fatalf("reconcile = %v, %v; want nothing to run", got, err)
+			}
+			if wrote := lastTxID(t, v.store) != before; wrote != tt.wantWrite {
+				t.Errorf("reconcile committed: %v; want %v", wrote, tt.wantWrite)
+			}
+		})
+	}
+}
+
+// lastTxID returns the id of the store's last committed transaction.
+func lastTxID(t *testing.T, s *Store) int {
+	t.Helper()
+	var id int
+	mustDo(t, s.db.View(func(tx *bolt.Tx) error {
+		id = tx.ID()
+		return nil
+	}))
+	return id
 }
 
 // TestVault_StampTrustsOnlySettledTimes: an old modification time is
