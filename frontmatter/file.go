@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/knotd/knotd/internal/durable"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/knotd/knotd/internal/durable"
 )
 
 // ErrChanged is wrapped by WriteFile's error when the file on disk is no
@@ -34,7 +35,28 @@ var ErrChanged = errors.New("file changed on disk since it was read")
 //
 // When updated equals original there is nothing to write and WriteFile
 // returns nil without touching the file.
-func WriteFile(path string, original, updated []byte) (err error) {
+func WriteFile(path string, original, updated []byte) error {
+	if bytes.Equal(original, updated) {
+		return nil
+	}
+	if err := WriteFileDeferred(path, original, updated); err != nil {
+		return err
+	}
+	if err := durable.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("frontmatter: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileDeferred is WriteFile without its last step, the sync of the
+// directory. The new content is durable in its temporary file when it is
+// renamed over path, so a crash leaves the old content or the new one,
+// never a damaged file; but the rename itself may be undone by a crash
+// until the directory is synced (durable.SyncDir). It is for a caller
+// that must not wait for that sync now, and that syncs the directory
+// before it records anything that depends on the new content being the
+// one on disk.
+func WriteFileDeferred(path string, original, updated []byte) (err error) {
 	if bytes.Equal(original, updated) {
 		return nil
 	}
@@ -91,9 +113,6 @@ func WriteFile(path string, original, updated []byte) (err error) {
 		return fail(ErrChanged)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(err)
-	}
-	if err := durable.SyncDir(dir); err != nil {
 		return fail(err)
 	}
 	return nil

@@ -34,35 +34,47 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
+// writers are WriteFile and WriteFileDeferred, which differ only in
+// whether they sync the directory at the end.
+var writers = []struct {
+	name  string
+	write func(path string, original, updated []byte) error
+}{
+	{"WriteFile", WriteFile},
+	{"WriteFileDeferred", WriteFileDeferred},
+}
+
 func TestWriteFile_ReplacesAndKeepsPermissions(t *testing.T) {
-	for _, perm := range []fs.FileMode{0o600, 0o640, 0o444} {
-		t.Run(perm.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "note.md")
-			original := []byte("body\n")
-			writeTestFile(t, path, original, perm)
-			updated, _, _, err := ensureSession(original, fixedID(testID))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := WriteFile(path, original, updated); err != nil {
-				t.Fatalf("WriteFile(%s) error: %v", path, err)
-			}
-			got, err := os.ReadFile(path)
-			if err != nil || string(got) != string(updated) {
-				t.Errorf("after WriteFile the file holds %q, %v; want %q", got, err, updated)
-			}
-			info, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if runtime.GOOS != "windows" && info.Mode().Perm() != perm {
-				t.Errorf("after WriteFile the mode is %v; want %v", info.Mode().Perm(), perm)
-			}
-			if names := dirNames(t, dir); !slices.Equal(names, []string{"note.md"}) {
-				t.Errorf("after WriteFile the directory holds %q; want only note.md", names)
-			}
-		})
+	for _, wr := range writers {
+		for _, perm := range []fs.FileMode{0o600, 0o640, 0o444} {
+			t.Run(wr.name+"/"+perm.String(), func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "note.md")
+				original := []byte("body\n")
+				writeTestFile(t, path, original, perm)
+				updated, _, _, err := ensureSession(original, fixedID(testID))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := wr.write(path, original, updated); err != nil {
+					t.Fatalf("WriteFile(%s) error: %v", path, err)
+				}
+				got, err := os.ReadFile(path)
+				if err != nil || string(got) != string(updated) {
+					t.Errorf("after WriteFile the file holds %q, %v; want %q", got, err, updated)
+				}
+				info, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if runtime.GOOS != "windows" && info.Mode().Perm() != perm {
+					t.Errorf("after WriteFile the mode is %v; want %v", info.Mode().Perm(), perm)
+				}
+				if names := dirNames(t, dir); !slices.Equal(names, []string{"note.md"}) {
+					t.Errorf("after WriteFile the directory holds %q; want only note.md", names)
+				}
+			})
+		}
 	}
 }
 
@@ -88,31 +100,33 @@ func TestWriteFile_RefusesChangedFile(t *testing.T) {
 			}
 		}, ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "note.md")
-			writeTestFile(t, path, original, 0o644)
-			tt.change(t, path)
-			err := WriteFile(path, original, updated)
-			if !errors.Is(err, ErrChanged) {
-				t.Fatalf("WriteFile after the file changed = %v; want ErrChanged", err)
-			}
-			got, rerr := os.ReadFile(path)
-			switch {
-			case tt.want == "" && !errors.Is(rerr, fs.ErrNotExist):
-				t.Errorf("WriteFile recreated a deleted file: %q, %v", got, rerr)
-			case tt.want != "" && string(got) != tt.want:
-				t.Errorf("WriteFile touched a changed file: it holds %q, %v; want %q", got, rerr, tt.want)
-			}
-			want := []string{"note.md"}
-			if tt.want == "" {
-				want = nil
-			}
-			if names := dirNames(t, dir); !slices.Equal(names, want) {
-				t.Errorf("after a refused WriteFile the directory holds %q; want %q", names, want)
-			}
-		})
+	for _, wr := range writers {
+		for _, tt := range tests {
+			t.Run(wr.name+"/"+tt.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "note.md")
+				writeTestFile(t, path, original, 0o644)
+				tt.change(t, path)
+				err := wr.write(path, original, updated)
+				if !errors.Is(err, ErrChanged) {
+					t.Fatalf("WriteFile after the file changed = %v; want ErrChanged", err)
+				}
+				got, rerr := os.ReadFile(path)
+				switch {
+				case tt.want == "" && !errors.Is(rerr, fs.ErrNotExist):
+					t.Errorf("WriteFile recreated a deleted file: %q, %v", got, rerr)
+				case tt.want != "" && string(got) != tt.want:
+					t.Errorf("WriteFile touched a changed file: it holds %q, %v; want %q", got, rerr, tt.want)
+				}
+				want := []string{"note.md"}
+				if tt.want == "" {
+					want = nil
+				}
+				if names := dirNames(t, dir); !slices.Equal(names, want) {
+					t.Errorf("after a refused WriteFile the directory holds %q; want %q", names, want)
+				}
+			})
+		}
 	}
 }
 

@@ -162,6 +162,9 @@ type hooks struct {
 	tick time.Duration
 	// released is called in Watch's loop right after it gave memory back.
 	released func()
+	// syncDir, when set, replaces durable.SyncDir for the directory of a
+	// strand knotd wrote.
+	syncDir func(dir string) error
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each

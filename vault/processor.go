@@ -159,6 +159,11 @@ type work struct {
 	hash Hash
 	// userContent is the content before knotd touched it, for the diff.
 	userContent []byte
+	// unsyncedDir is the strand's directory when knotd renamed its own
+	// version of the strand (its knot_session) into it without syncing the
+	// directory, so as not to hold up the run: it must be synced before
+	// the run's record, which describes that version, is committed.
+	unsyncedDir string
 	info        fs.FileInfo
 	fields      frontmatter.Fields
 	mode        frontmatter.Mode
@@ -410,7 +415,7 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 		w.content, w.hash = updated, HashOf(updated)
 		return nil
 	}
-	err := frontmatter.WriteFile(w.abs, w.content, updated)
+	err := frontmatter.WriteFileDeferred(w.abs, w.content, updated)
 	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
 		return errRetry
 	}
@@ -422,6 +427,7 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 		return errRetry // the user saved right after knotd: start over
 	}
 	w.content, w.info, w.hash = updated, info, HashOf(updated)
+	w.unsyncedDir = filepath.Dir(w.abs)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -246,5 +247,43 @@ func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
 		if !strings.Contains(c.Stdin, "knot_session: ") {
 			t.Errorf("%s: the prompt's strand content lacks the session knotd wrote", c.Env["KNOT_STRAND"])
 		}
+	}
+}
+
+// TestOnce_SyncsWrittenStrandBeforeJournal: a first run writes the
+// strand's knot_session without waiting for its directory to be synced
+// (the run starts sooner), and syncs it before the run's journal entry,
+// the first record of that version, is committed. A run that writes
+// nothing into the strand syncs nothing.
+func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{"first run writes knot_session", "# a\n", []string{"sync notes", "journaled"}},
+		{"the strand has its session", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# a\n", []string{"journaled"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.onceFresh()
+			e.write("notes/a.md", tt.content)
+			v := e.open()
+			var got []string
+			v.hooks.syncDir = func(dir string) error {
+				rel, err := filepath.Rel(e.root, dir)
+				mustDo(t, err)
+				got = append(got, "sync "+filepath.ToSlash(rel))
+				return nil
+			}
+			v.store.hooks.journaled = func(string) { got = append(got, "journaled") }
+			if sum := e.once(v, false); sum.Ran != 1 {
+				t.Fatalf("summary %+v; want one run", sum)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("steps %q; want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/internal/durable"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
 )
@@ -227,6 +228,17 @@ func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
+	}
+	if w.unsyncedDir != "" {
+		// The record below says the strand is knotd's version: make
+		// the rename that put it there as durable first.
+		sync := durable.SyncDir
+		if v.hooks.syncDir != nil {
+			sync = v.hooks.syncDir
+		}
+		if err := sync(w.unsyncedDir); err != nil {
+			return fmt.Errorf("vault: %s: sync its directory: %w", w.rel, err)
+		}
 	}
 	p := Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
 	if err := v.store.PutPending(p); err != nil {
