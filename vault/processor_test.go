@@ -2,10 +2,12 @@ package vault
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -254,15 +256,18 @@ func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
 // strand's knot_session without waiting for its directory to be synced
 // (the run starts sooner), and syncs it before the run's journal entry,
 // the first record of that version, is committed. A run that writes
-// nothing into the strand syncs nothing.
+// nothing into the strand syncs nothing. A failed sync is logged, and the
+// agent's reply is kept all the same.
 func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
+		syncErr error
 		want    []string
 	}{
-		{"first run writes knot_session", "# a\n", []string{"sync notes", "journaled"}},
-		{"the strand has its session", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# a\n", []string{"journaled"}},
+		{"first run writes knot_session", "# a\n", nil, []string{"sync notes", "journaled"}},
+		{"the strand has its session", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# a\n", nil, []string{"journaled"}},
+		{"the sync fails", "# a\n", syscall.EIO, []string{"sync notes", "journaled"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,12 +275,14 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 			e.onceFresh()
 			e.write("notes/a.md", tt.content)
 			v := e.open()
+			var log logBuffer
+			v.log = slog.New(slog.NewTextHandler(&log, nil))
 			var got []string
 			v.hooks.syncDir = func(dir string) error {
 				rel, err := filepath.Rel(e.root, dir)
 				mustDo(t, err)
 				got = append(got, "sync "+filepath.ToSlash(rel))
-				return nil
+				return tt.syncErr
 			}
 			v.store.hooks.journaled = func(string) { got = append(got, "journaled") }
 			if sum := e.once(v, false); sum.Ran != 1 {
@@ -283,6 +290,12 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("steps %q; want %q", got, tt.want)
+			}
+			if evs := e.events("notes/a.md"); len(evs) != 1 {
+				t.Errorf("tie-off sections %v; want the run's one", evs)
+			}
+			if logged := strings.Contains(log.String(), "cannot sync the strand's folder"); logged != (tt.syncErr != nil) {
+				t.Errorf("sync failure logged: %v; want %v", logged, tt.syncErr != nil)
 			}
 		})
 	}

@@ -237,7 +237,10 @@ func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 			sync = v.hooks.syncDir
 		}
 		if err := sync(w.unsyncedDir); err != nil {
-			return fmt.Errorf("vault: %s: sync its directory: %w", w.rel, err)
+			// The agent has replied: losing the reply (and running it
+			// again) for a sync that failed would be worse than the
+			// risk it leaves, that a crash now undoes the write.
+			v.log.Warn("cannot sync the strand's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
 	p := Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
