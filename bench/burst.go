@@ -102,12 +102,10 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	t0 := time.Now()
-	if err := writeAll(abs, token); err != nil {
+	if res.span, err = writeAll(abs, token); err != nil {
 		return res, err
 	}
-	t1 := time.Now()
-	res.span = t1.Sub(t0)
+	t1 := time.Now() // the last write
 
 	want := map[string]bool{}
 	for _, t := range targets {

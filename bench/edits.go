@@ -147,15 +147,53 @@ func saveTouch(abs, _ string) (time.Time, error) {
 // knotd takes their events.
 const burstWriters = 4
 
-// writeAll changes every note in abs with appendEdit, from burstWriters
-// goroutines, and returns when all are written.
-func writeAll(abs []string, token string) error {
+// writeAll appends a line with token to each of the notes abs, from
+// burstWriters goroutines, and returns how long the writes took, first to
+// last. The notes are opened before that span begins: opening a file is
+// no change to it, and on a loaded two-core machine, with knotd running
+// the first agents meanwhile, the opens were nearly all of the time
+// (10,000 notes of a 100k vault: 1.2 s with them, 70 ms without). If a
+// note cannot be opened, nothing is written.
+func writeAll(abs []string, token string) (time.Duration, error) {
+	files := make([]*os.File, len(abs))
+	closeAll := func() error {
+		var errs []error
+		for _, f := range files {
+			if f != nil {
+				errs = append(errs, f.Close())
+			}
+		}
+		return errors.Join(errs...)
+	}
+	err := eachWriter(len(abs), func(i int) (err error) {
+		files[i], err = os.OpenFile(abs[i], os.O_WRONLY|os.O_APPEND, 0)
+		return err
+	})
+	if err != nil {
+		return 0, errors.Join(fmt.Errorf("open the notes of a burst (a limit on open files? ulimit -n): %w", err), closeAll())
+	}
+	line := "\n- [ ] follow up " + token + "\n"
+	start := time.Now()
+	err = eachWriter(len(abs), func(i int) error {
+		f := files[i]
+		files[i] = nil
+		_, werr := f.WriteString(line)
+		return errors.Join(werr, f.Close())
+	})
+	span := time.Since(start)
+	return span, errors.Join(err, closeAll())
+}
+
+// eachWriter calls fn(i) for i in [0, n) from burstWriters goroutines,
+// each taking every burstWriters-th i, and returns their errors; a
+// goroutine stops at its first.
+func eachWriter(n int, fn func(i int) error) error {
 	errs := make([]error, burstWriters)
 	var wg sync.WaitGroup
 	for w := range burstWriters {
 		wg.Go(func() {
-			for i := w; i < len(abs); i += burstWriters {
-				if err := appendEdit(abs[i], token); err != nil {
+			for i := w; i < n; i += burstWriters {
+				if err := fn(i); err != nil {
 					errs[w] = err
 					return
 				}

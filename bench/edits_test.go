@@ -74,15 +74,20 @@ func TestWriteAll(t *testing.T) {
 		}
 		abs = append(abs, p)
 	}
-	if err := writeAll(abs, "tok"); err != nil {
-		t.Fatal(err)
+	if span, err := writeAll(abs, "tok"); err != nil || span <= 0 {
+		t.Fatalf("writeAll = %v, %v; want a span and no error", span, err)
 	}
 	for _, p := range abs {
 		if b, _ := os.ReadFile(p); string(b) != "x\n\n- [ ] follow up tok\n" {
 			t.Errorf("writeAll: %s = %q; want one added line", p, b)
 		}
 	}
-	if err := writeAll(append(abs, filepath.Join(dir, "missing.md")), "t"); err == nil {
+	if _, err := writeAll(append(abs, filepath.Join(dir, "missing.md")), "t"); err == nil {
 		t.Error("writeAll with a missing note succeeded; want an error")
+	}
+	for _, p := range abs {
+		if b, _ := os.ReadFile(p); string(b) != "x\n\n- [ ] follow up tok\n" {
+			t.Errorf("writeAll with a missing note wrote %s = %q; want nothing written", p, b)
+		}
 	}
 }

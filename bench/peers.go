@@ -250,7 +250,7 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	if err := writeAll(abs, "peer-burst"); err != nil {
+	if _, err := writeAll(abs, "peer-burst"); err != nil {
 		return f, err
 	}
 	written := time.Now()
