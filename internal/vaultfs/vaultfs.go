@@ -85,6 +85,11 @@ func open(root *os.Root, name string, flag int, perm fs.FileMode, write bool) (*
 		f, err = root.OpenFile(osName, flag|openFlags, perm)
 	}
 	if err != nil {
+		// A symbolic link (dangling, or leading out of the vault) or a
+		// FIFO without a reader fails the open itself: say what it is.
+		if li, lerr := root.Lstat(osName); lerr == nil && !li.Mode().IsRegular() {
+			return fail(fmt.Errorf("%w (%s)", ErrNotRegular, typeName(li.Mode())))
+		}
 		return nil, nil, err
 	}
 	fi, err := f.Stat()

@@ -58,7 +58,8 @@ func TestOpen(t *testing.T) {
 		{name: "link to a note inside", setup: func(t *testing.T, dir, _ string) { mustSymlink(t, "note.md", filepath.Join(dir, "l.md")) }, open: "l.md", err: ErrNotRegular},
 		{name: "link out of the vault", setup: func(t *testing.T, dir, out string) {
 			mustSymlink(t, filepath.Join(out, "secret.md"), filepath.Join(dir, "l.md"))
-		}, open: "l.md"},
+		}, open: "l.md", err: ErrNotRegular},
+		{name: "dangling link", setup: func(t *testing.T, dir, _ string) { mustSymlink(t, "none.md", filepath.Join(dir, "l.md")) }, open: "l.md", err: ErrNotRegular},
 		{name: "folder linked out of the vault", setup: func(t *testing.T, dir, out string) { mustSymlink(t, out, filepath.Join(dir, "f")) }, open: "f/secret.md"},
 		{name: "dot-dot", open: "../x.md"},
 		{name: "directory", setup: func(t *testing.T, dir, _ string) { mustMkdir(t, filepath.Join(dir, "d.md")) }, open: "d.md", err: ErrNotRegular},
@@ -117,9 +118,13 @@ func TestOpen_FIFODoesNotBlock(t *testing.T) {
 	if !errors.Is(err, ErrNotRegular) {
 		t.Errorf("ReadFile(FIFO) = %v; want ErrNotRegular", err)
 	}
-	_, _, err = OpenWrite(root, "p.md", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err == nil {
-		t.Error("OpenWrite(FIFO) succeeded; want an error")
+	// O_WRONLY on a FIFO without a reader fails the open itself (ENXIO);
+	// O_RDWR opens it. Both are refused as not regular.
+	for _, flag := range []int{os.O_WRONLY, os.O_RDWR} {
+		_, _, err = OpenWrite(root, "p.md", flag|os.O_APPEND|os.O_CREATE, 0o644)
+		if !errors.Is(err, ErrNotRegular) {
+			t.Errorf("OpenWrite(FIFO, %#x) = %v; want ErrNotRegular", flag, err)
+		}
 	}
 }
 
@@ -138,9 +143,13 @@ func TestOpenWrite(t *testing.T) {
 			}
 		}, err: ErrHardLinked, fail: true},
 		{name: "link to a note inside", setup: func(t *testing.T, dir, _ string) { mustSymlink(t, "note.md", filepath.Join(dir, "t.md")) }, err: ErrNotRegular, fail: true},
-		{name: "link out", setup: func(t *testing.T, dir, out string) { mustSymlink(t, filepath.Join(out, "secret.md"), filepath.Join(dir, "t.md")) }, fail: true},
-		{name: "dangling link inside", setup: func(t *testing.T, dir, _ string) { mustSymlink(t, "created.md", filepath.Join(dir, "t.md")) }, fail: true},
-		{name: "dangling link out", setup: func(t *testing.T, dir, out string) { mustSymlink(t, filepath.Join(out, "created.md"), filepath.Join(dir, "t.md")) }, fail: true},
+		{name: "link out", setup: func(t *testing.T, dir, out string) {
+			mustSymlink(t, filepath.Join(out, "secret.md"), filepath.Join(dir, "t.md"))
+		}, err: ErrNotRegular, fail: true},
+		{name: "dangling link inside", setup: func(t *testing.T, dir, _ string) { mustSymlink(t, "created.md", filepath.Join(dir, "t.md")) }, err: ErrNotRegular, fail: true},
+		{name: "dangling link out", setup: func(t *testing.T, dir, out string) {
+			mustSymlink(t, filepath.Join(out, "created.md"), filepath.Join(dir, "t.md"))
+		}, err: ErrNotRegular, fail: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,4 +280,3 @@ func TestSyncDir(t *testing.T) {
 		t.Error("SyncDir(missing) = nil; want an error")
 	}
 }
-
