@@ -2,26 +2,30 @@ package tieoff
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"github.com/knotd/knotd/internal/durable"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
+
+	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 // repairWindow bounds how far back from the end Append looks for the last
 // section's start.
 const repairWindow = 64 << 10
 
-// Append adds section s at the end of the tie-off at path and returns the
-// offset at which the section's Event header was written.
+// Append adds section s at the end of the tie-off name (a slash-separated
+// path relative to root, the vault) and returns the offset at which the
+// section's Event header was written.
 //
 // A missing file is created with NotePerm (through the umask); a missing
-// directory is an error, never created. A path that is a symbolic link or
-// not a regular file is refused (ErrNotRegular).
+// directory is an error, never created. Append refuses (and writes
+// nothing to) a name that is a symbolic link, even a dangling one or one
+// to a file inside the vault, or that is not a regular file (ErrNotRegular;
+// a FIFO is refused without blocking), and a file that has other hard
+// links (ErrHardLinked): the write would reach the other names too. The
+// name is resolved inside root, so no symbolic link on the way leads out
+// of the vault.
 //
 // The separator, and the section, go to the file in one write(2) on a file
 // opened with O_APPEND, followed by fsync. To choose the separator Append
@@ -47,38 +51,34 @@ const repairWindow = 64 << 10
 //
 // Append is safe to call concurrently for different files; callers must
 // not append to one file from two goroutines at once.
-func Append(path string, s Section) (offset int64, err error) {
+func Append(root *os.Root, name string, s Section) (offset int64, err error) {
 	sec, err := Format(s)
 	if err != nil {
-		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
-	f, err := openFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, NotePerm)
+	f, fi, err := vaultfs.OpenWrite(root, name, os.O_RDWR|os.O_APPEND|os.O_CREATE, NotePerm)
 	if err != nil {
-		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
 	defer func() {
 		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("tieoff: append %s: close: %w", path, cerr)
+			err = fmt.Errorf("tieoff: append %s: close: %w", name, cerr)
 		}
 	}()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
-	}
 	size := fi.Size()
 	joint, err := joint(f, size)
 	if err != nil {
-		return 0, fmt.Errorf("tieoff: append %s: read end: %w", path, err)
+		return 0, fmt.Errorf("tieoff: append %s: read end: %w", name, err)
 	}
 	buf := append(joint, sec...)
 	if n, err := f.Write(buf); err != nil {
 		if uerr := undo(f, size, n); uerr != nil {
-			return 0, fmt.Errorf("tieoff: append %s: %w; undoing the partial write: %v", path, err, uerr)
+			return 0, fmt.Errorf("tieoff: append %s: %w; undoing the partial write: %v", name, err, uerr)
 		}
-		return 0, fmt.Errorf("tieoff: append %s: %w", path, err)
+		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("tieoff: append %s: sync (the section may be in the file): %w", path, err)
+		return 0, fmt.Errorf("tieoff: append %s: sync (the section may be in the file): %w", name, err)
 	}
 	return size + int64(len(joint)), nil
 }
@@ -149,66 +149,29 @@ func lastSection(f io.ReaderAt, size int64) (tail []byte, from int64, err error)
 	}
 }
 
-// Replace makes the tie-off at path hold only section s (knot_mode:
-// replace). It writes a temporary file in the same directory, fsyncs it,
-// gives it the permissions of the file it replaces (NotePerm through the
-// umask for a new one) and renames it over path, then fsyncs the
-// directory. Readers see the old file or the new one, never a mix; after a
-// crash the old file is intact or the new one complete (a stray temporary
-// ".<name>.knot-*.tmp" may remain). A path that is a symbolic link or not
-// a regular file is refused (ErrNotRegular).
-func Replace(path string, s Section) (err error) {
+// Replace makes the tie-off name (relative to root) hold only section s
+// (knot_mode: replace), with vaultfs.Replace: it writes a temporary file in
+// the same directory (".<name>.knot-<random>.tmp"), fsyncs it, gives it
+// the permissions of the file it replaces (NotePerm through the umask for
+// a new one) and renames it over name, then fsyncs the directory. Readers
+// see the old file or the new one, never a mix; after a crash the old file
+// is intact or the new one complete (a stray temporary file may remain).
+// A name that is a symbolic link (even to a file inside the vault) or not
+// a regular file is refused (ErrNotRegular); a missing directory is an
+// error, never created.
+//
+// A tie-off with other hard links is replaced too, because the rename
+// writes nothing through the link: name then holds the new section in a
+// new file, and the other names keep the old content.
+func Replace(root *os.Root, name string, s Section) error {
 	sec, err := Format(s)
 	if err != nil {
-		return fmt.Errorf("tieoff: replace %s: %w", path, err)
+		return fmt.Errorf("tieoff: replace %s: %w", name, err)
 	}
-	perm, keep := NotePerm, false
-	switch fi, err := os.Lstat(path); {
-	case err == nil && !fi.Mode().IsRegular():
-		return fmt.Errorf("tieoff: replace %s: %w", path, ErrNotRegular)
-	case err == nil:
-		perm, keep = fi.Mode().Perm(), true
-	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("tieoff: replace %s: %w", path, err)
-	}
-	dir := filepath.Dir(path)
-	tmp, err := createTemp(dir, filepath.Base(path), perm)
-	if err != nil {
-		return fmt.Errorf("tieoff: replace %s: %w", path, err)
-	}
-	closed := false
-	defer func() {
-		if err == nil {
-			return
-		}
-		if !closed {
-			tmp.Close() // the write already failed; the file is removed
-		}
-		if rerr := os.Remove(tmp.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = fmt.Errorf("%w; removing %s: %v", err, tmp.Name(), rerr)
-		}
-	}()
-	if _, err := tmp.Write(sec); err != nil {
-		return fmt.Errorf("tieoff: replace %s: %w", path, err)
-	}
-	if keep {
-		// Exactly the old permissions, whatever the umask took away.
-		if err := tmp.Chmod(perm); err != nil {
-			return fmt.Errorf("tieoff: replace %s: %w", path, err)
-		}
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("tieoff: replace %s: sync: %w", path, err)
-	}
-	closed = true
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("tieoff: replace %s: close: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("tieoff: replace %s: %w", path, err)
-	}
-	if err := durable.SyncDir(dir); err != nil {
-		return fmt.Errorf("tieoff: replace %s: sync directory (the file is replaced): %w", path, err)
+	// A zero Perm keeps the old permissions, and gives a new file 0o644,
+	// which is NotePerm, through the umask.
+	if err := vaultfs.Replace(root, name, sec, vaultfs.ReplaceOptions{}); err != nil {
+		return fmt.Errorf("tieoff: replace %s: %w", name, err)
 	}
 	return nil
 }

@@ -37,11 +37,12 @@ func TestAppend_AfterHandEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "n.tieoff.md")
+			root, dir := testVault(t)
+			path := filepath.Join(dir, "n.tieoff.md")
 			if err := os.WriteFile(path, []byte(tt.existing), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			off := mustAppend(t, path, next)
+			off := mustAppend(t, root, "n.tieoff.md", next)
 			got := mustReadFile(t, path)
 			want := tt.existing + tt.joint + string(mustFormat(t, next))
 			if string(got) != want {
@@ -67,94 +68,53 @@ func TestAppend_AfterHandEdits(t *testing.T) {
 // TestAppend_LastSectionOutsideWindow: when the last section started more
 // than the repair window ago, Append only makes sure of the final newline.
 func TestAppend_LastSectionOutsideWindow(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "n.tieoff.md")
+	root, _ := testVault(t)
 	big := strings.Repeat("A long reply line.\n", repairWindow/10)
-	mustAppend(t, path, mkSection(0, strand.Created, "n.md", big))
-	mustAppend(t, path, mkSection(1, strand.Modified, "n.md", big))
-	secs := mustRead(t, path)
+	mustAppend(t, root, "n.tieoff.md", mkSection(0, strand.Created, "n.md", big))
+	mustAppend(t, root, "n.tieoff.md", mkSection(1, strand.Modified, "n.md", big))
+	secs := mustRead(t, root, "n.tieoff.md")
 	if len(secs) != 2 || secs[1].Body != big {
 		t.Fatalf("Read = %d sections", len(secs))
 	}
 }
 
 func TestAppend_Refuses(t *testing.T) {
-	dir := t.TempDir()
+	root, dir := testVault(t)
 	s := mkSection(0, strand.Created, "n.md", "x")
 
-	missing := filepath.Join(dir, "no", "such", "dir", "n.tieoff.md")
-	if _, err := Append(missing, s); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Append(root, "no/such/dir/n.tieoff.md", s); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Append into a missing directory = %v; want ErrNotExist", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "no")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Append created a directory: %v", err)
 	}
 
-	bad := filepath.Join(dir, "bad.tieoff.md")
-	if _, err := Append(bad, Section{}); !errors.Is(err, ErrInvalid) {
+	if _, err := Append(root, "bad.tieoff.md", Section{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Append(invalid section) = %v; want ErrInvalid", err)
 	}
-	if _, err := os.Stat(bad); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "bad.tieoff.md")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Append(invalid section) created the file: %v", err)
 	}
 
-	if _, err := Append(dir, s); err == nil {
-		t.Error("Append(directory) succeeded; want an error")
-	}
-}
-
-func TestAppend_RefusesLinksAndFIFOs(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links and FIFOs need privileges or do not exist")
-	}
-	dir := t.TempDir()
-	s := mkSection(0, strand.Created, "n.md", "x")
-	outside := filepath.Join(t.TempDir(), "outside.md")
-	if err := os.WriteFile(outside, []byte("secret\n"), 0o644); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "d.tieoff.md"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(dir, "link.tieoff.md")
-	if err := os.Symlink(outside, link); err != nil {
-		t.Fatal(err)
-	}
-	dangling := filepath.Join(dir, "dangling.tieoff.md")
-	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{link, dangling} {
-		if _, err := Append(p, s); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("Append(symlink %s) = %v; want ErrNotRegular", p, err)
-		}
-		if _, _, err := Read(p); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("Read(symlink %s) = %v; want ErrNotRegular", p, err)
-		}
-		if _, err := Tail(p, 1, 100); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("Tail(symlink %s) = %v; want ErrNotRegular", p, err)
-		}
-		if err := Replace(p, s); !errors.Is(err, ErrNotRegular) {
-			t.Errorf("Replace(symlink %s) = %v; want ErrNotRegular", p, err)
+	for _, name := range []string{".", "d.tieoff.md"} {
+		if _, err := Append(root, name, s); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("Append(directory %q) = %v; want ErrNotRegular", name, err)
 		}
 	}
-	if got := mustReadFile(t, outside); string(got) != "secret\n" {
-		t.Errorf("file behind the link changed: %q", got)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Append created the dangling link's target: %v", err)
-	}
-	fifo := filepath.Join(dir, "fifo.tieoff.md")
-	if err := mkfifo(fifo); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
-	if _, err := Append(fifo, s); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("Append(FIFO) = %v; want ErrNotRegular", err)
-	}
-	if _, err := Tail(fifo, 1, 100); !errors.Is(err, ErrNotRegular) {
-		t.Errorf("Tail(FIFO) = %v; want ErrNotRegular", err)
+	for _, name := range []string{"../n.tieoff.md", "/etc/n.tieoff.md"} {
+		if _, err := Append(root, name, s); err == nil {
+			t.Errorf("Append(%q) succeeded; want an error (outside the vault)", name)
+		}
 	}
 }
 
 func TestReplace(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "n.tieoff.md")
+	root, dir := testVault(t)
+	const name = "n.tieoff.md"
+	path := filepath.Join(dir, name)
 	_, doc := threeSections(t)
 	if err := os.WriteFile(path, doc, 0o600); err != nil {
 		t.Fatal(err)
@@ -163,13 +123,13 @@ func TestReplace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := mkSection(9, strand.Modified, "n.md", "Only this.")
-	if err := Replace(path, s); err != nil {
+	if err := Replace(root, name, s); err != nil {
 		t.Fatalf("Replace: %v", err)
 	}
 	if got := mustReadFile(t, path); !bytes.Equal(got, mustFormat(t, s)) {
 		t.Errorf("after Replace = %q; want only the new section", got)
 	}
-	secs := mustRead(t, path)
+	secs := mustRead(t, root, name)
 	if len(secs) != 1 || sameSection(secs[0], written(s)) != nil {
 		t.Errorf("Read after Replace = %+v", secs)
 	}
@@ -180,11 +140,19 @@ func TestReplace(t *testing.T) {
 	}
 	// A new file, and nothing left behind.
 	fresh := filepath.Join(dir, "fresh.tieoff.md")
-	if err := Replace(fresh, s); err != nil {
+	if err := Replace(root, "fresh.tieoff.md", s); err != nil {
 		t.Fatalf("Replace(new file): %v", err)
 	}
 	if got := mustReadFile(t, fresh); !bytes.Equal(got, mustFormat(t, s)) {
 		t.Errorf("new file = %q", got)
+	}
+	// A new file gets the permissions an editor would give a note.
+	editor := filepath.Join(t.TempDir(), "editor.md")
+	if err := os.WriteFile(editor, nil, NotePerm); err != nil {
+		t.Fatal(err)
+	}
+	if fi, ei := mustStat(t, fresh), mustStat(t, editor); fi.Mode() != ei.Mode() {
+		t.Errorf("new tie-off mode = %v; want %v like a note an editor creates", fi.Mode(), ei.Mode())
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -197,10 +165,19 @@ func TestReplace(t *testing.T) {
 		}
 		t.Errorf("directory holds %v; want the two tie-offs only", names)
 	}
-	if err := Replace(filepath.Join(dir, "missing", "x.tieoff.md"), s); !errors.Is(err, fs.ErrNotExist) {
+	if err := Replace(root, "missing/x.tieoff.md", s); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Replace into a missing directory = %v; want ErrNotExist", err)
 	}
-	if err := Replace(path, Section{}); !errors.Is(err, ErrInvalid) {
+	if err := Replace(root, name, Section{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Replace(invalid) = %v; want ErrInvalid", err)
 	}
+}
+
+func mustStat(t *testing.T, path string) fs.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
 }

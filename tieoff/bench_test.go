@@ -23,36 +23,34 @@ const bigSections = 100_000
 //   - Tail: the newest 5 sections within 16 KiB; reports bytes read.
 //   - HasRun: find the newest run.
 func BenchmarkTieOff(b *testing.B) {
-	dir := b.TempDir()
-	big := filepath.Join(dir, "big.tieoff.md")
-	writeTieOff(b, big, bigSections, shortBody)
-	small := filepath.Join(dir, "small.tieoff.md")
-	writeTieOff(b, small, 10, shortBody)
-	mid := filepath.Join(dir, "mid.tieoff.md")
-	writeTieOff(b, mid, 1000, shortBody)
-	empty := filepath.Join(dir, "empty.tieoff.md")
-	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+	root, dir := testVault(b)
+	const big, small, mid, empty = "big.tieoff.md", "small.tieoff.md", "mid.tieoff.md", "empty.tieoff.md"
+	writeTieOff(b, filepath.Join(dir, big), bigSections, shortBody)
+	writeTieOff(b, filepath.Join(dir, small), 10, shortBody)
+	writeTieOff(b, filepath.Join(dir, mid), 1000, shortBody)
+	if err := os.WriteFile(filepath.Join(dir, empty), nil, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	reply := mkSection(bigSections, strand.Modified, "notes/big.md",
 		strings.Repeat("A reply of a usual size, with a few paragraphs.\n\n", 20))
 
-	for _, c := range []struct{ name, path string }{{"empty", empty}, {"10", small}, {"1k", mid}, {"100k", big}} {
-		size := fileSize(b, c.path)
+	for _, c := range []struct{ name, file string }{{"empty", empty}, {"10", small}, {"1k", mid}, {"100k", big}} {
+		path := filepath.Join(dir, c.file)
+		size := fileSize(b, path)
 		b.Run("Append/"+c.name, func(b *testing.B) {
 			for range b.N {
-				if _, err := Append(c.path, reply); err != nil {
+				if _, err := Append(root, c.file, reply); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				if err := os.Truncate(c.path, size); err != nil {
+				if err := os.Truncate(path, size); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
 			}
 		})
 		b.Run("Joint/"+c.name, func(b *testing.B) {
-			f, err := os.Open(c.path)
+			f, err := os.Open(path)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,26 +65,26 @@ func BenchmarkTieOff(b *testing.B) {
 			}
 		})
 	}
-	for _, c := range []struct{ name, path string }{{"10", small}, {"100k", big}} {
+	for _, c := range []struct{ name, file string }{{"10", small}, {"100k", big}} {
 		b.Run("Tail/"+c.name, func(b *testing.B) {
 			var read int64
 			for b.Loop() {
-				w, err := Tail(c.path, 5, 16<<10)
+				w, err := Tail(root, c.file, 5, 16<<10)
 				if err != nil || len(w.Sections) != 5 {
 					b.Fatalf("Tail = %d sections, %v", len(w.Sections), err)
 				}
 				read = w.BytesRead
 			}
 			b.ReportMetric(float64(read), "bytes-read/op")
-			b.ReportMetric(float64(fileSize(b, c.path)), "file-bytes")
+			b.ReportMetric(float64(fileSize(b, filepath.Join(dir, c.file))), "file-bytes")
 		})
 		b.Run("HasRun/"+c.name, func(b *testing.B) {
 			run := "run-9"
-			if c.path == big {
+			if c.file == big {
 				run = "run-99999"
 			}
 			for b.Loop() {
-				if ok, err := HasRun(c.path, run, 0); !ok || err != nil {
+				if ok, err := HasRun(root, c.file, run, 0); !ok || err != nil {
 					b.Fatalf("HasRun = %v, %v", ok, err)
 				}
 			}

@@ -95,6 +95,20 @@
 // Event Context; HasRun tells crash recovery whether a run's section is
 // already in the file, reading only what was written after a given offset.
 //
+// # Files
+//
+// Every function that touches a file takes the vault as an *os.Root and
+// the tie-off as a slash-separated name relative to it, and goes through
+// internal/vaultfs: no symbolic link or ".." on the way leads out of the
+// vault; a symbolic link at the tie-off's own name is never followed, not
+// even to a note inside the vault; a FIFO, a directory or anything else
+// that is not a regular file is refused (ErrNotRegular) without blocking;
+// a tie-off with other hard links is never appended to (ErrHardLinked),
+// and Replace, which renames a new file over it, leaves the other names
+// their old content. Every read is bounded: Read refuses a tie-off larger
+// than MaxReadSize (ErrTooLarge), Tail reads at most its byte budget, and
+// Append and HasRun read in chunks of at most 64 KiB.
+//
 // The functions here keep no state between calls and are safe to call
 // from several goroutines for different files.
 package tieoff

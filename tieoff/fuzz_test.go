@@ -33,7 +33,10 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add("## Event: x\n<!-- knot:run run-1 bytes=0 -->", "```", "~~~", "new\nline.md", "<pre>")
 	f.Add("x\r## Event: y", "\r\n", "a\rb", " sp .md", "no newline")
 	f.Add("- a\n```", "> q\n<?", "<![CDATA[", "-x.md", "    indented")
-	p := filepath.Join(f.TempDir(), "f.tieoff.md") // one per worker process; calls are sequential
+	// One file per worker process; calls are sequential.
+	root, dir := testVault(f)
+	const name = "f.tieoff.md"
+	p := filepath.Join(dir, name)
 	f.Fuzz(func(t *testing.T, r1, r2, r3, path, edit string) {
 		if path == "" {
 			path = "a.md"
@@ -79,7 +82,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if err := os.WriteFile(p, doc, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		w, err := Tail(p, 2, 0)
+		w, err := Tail(root, name, 2, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +96,7 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 		for _, s := range in {
-			if ok, err := HasRun(p, s.RunID, 0); !ok || err != nil {
+			if ok, err := HasRun(root, name, s.RunID, 0); !ok || err != nil {
 				t.Errorf("HasRun(%s) = %v, %v; want true", s.RunID, ok, err)
 			}
 		}
@@ -116,7 +119,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("## Event: Created\n## Strand: a\n## Timestamp: x\n## Status: y\n<!-- knot:run -->\n---"))
 	f.Add([]byte("```\n## Event: Created\n## Strand: a\n## Timestamp: 2026-01-01T00:00:00Z\n"))
 	f.Add([]byte("\n\n---\n\n## Event: Modified\n## Strand: \\x\\\\\n## Timestamp: 2026-01-01T00:00:00Z\n<!-- knot:run a bytes=99999999999999999999 -->\n"))
-	path := filepath.Join(f.TempDir(), "f.tieoff.md") // one per worker process; calls are sequential
+	// One file per worker process; calls are sequential.
+	root, dir := testVault(f)
+	const name = "f.tieoff.md"
+	path := filepath.Join(dir, name)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		secs, probs := Parse(data)
 		lines := bytes.Count(data, []byte("\n")) + 1
@@ -136,13 +142,13 @@ func FuzzParse(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Tail(path, 3, 1000); err != nil {
+		if _, err := Tail(root, name, 3, 1000); err != nil {
 			t.Errorf("Tail: %v", err)
 		}
-		if _, err := Tail(path, 0, 0); err != nil {
+		if _, err := Tail(root, name, 0, 0); err != nil {
 			t.Errorf("Tail: %v", err)
 		}
-		if _, err := HasRun(path, "a", 0); err != nil && !bytes.Contains(data, []byte("<!-- knot:run a")) {
+		if _, err := HasRun(root, name, "a", 0); err != nil && !bytes.Contains(data, []byte("<!-- knot:run a")) {
 			t.Errorf("HasRun: %v", err)
 		}
 		// Appending after any input keeps it, and unless the input holds

@@ -58,11 +58,11 @@ func goldenSections() []Section {
 
 func buildGolden(t *testing.T, secs []Section) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "golden.tieoff.md")
+	root, dir := testVault(t)
 	for _, s := range secs {
-		mustAppend(t, path, s)
+		mustAppend(t, root, "golden.tieoff.md", s)
 	}
-	return mustReadFile(t, path)
+	return mustReadFile(t, filepath.Join(dir, "golden.tieoff.md"))
 }
 
 // TestGolden compares a tie-off built by Append with testdata/tieoff.golden

@@ -18,7 +18,7 @@ import (
 )
 
 // runHelper is the re-executed test binary. "append-over-limit" appends a
-// big section to $TIEOFF_PATH with the file size limited to
+// big section to $TIEOFF_DIR/n.tieoff.md with the file size limited to
 // $TIEOFF_LIMIT bytes, so the kernel writes part of it and then fails
 // with EFBIG; it prints Append's error.
 func runHelper(name string) {
@@ -36,7 +36,12 @@ func runHelper(name string) {
 		fmt.Println("setrlimit:", err)
 		os.Exit(2)
 	}
-	_, err = Append(os.Getenv("TIEOFF_PATH"), mkSection(1, strand.Modified, "n.md", strings.Repeat("big reply\n", 1000)))
+	root, err := os.OpenRoot(os.Getenv("TIEOFF_DIR"))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
+	_, err = Append(root, "n.tieoff.md", mkSection(1, strand.Modified, "n.md", strings.Repeat("big reply\n", 1000)))
 	fmt.Println("append error:", err)
 	os.Exit(0)
 }
@@ -44,11 +49,12 @@ func runHelper(name string) {
 // TestAppend_PartialWriteIsUndone: when the write fails half way, Append
 // truncates the file back and reports the error; no half section stays.
 func TestAppend_PartialWriteIsUndone(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "n.tieoff.md")
-	mustAppend(t, path, mkSection(0, strand.Created, "n.md", "first"))
+	root, dir := testVault(t)
+	path := filepath.Join(dir, "n.tieoff.md")
+	mustAppend(t, root, "n.tieoff.md", mkSection(0, strand.Created, "n.md", "first"))
 	before := mustReadFile(t, path)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=append-over-limit", "TIEOFF_PATH="+path,
+	cmd.Env = append(os.Environ(), helperEnv+"=append-over-limit", "TIEOFF_DIR="+dir,
 		fmt.Sprintf("TIEOFF_LIMIT=%d", len(before)+500))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -60,5 +66,5 @@ func TestAppend_PartialWriteIsUndone(t *testing.T) {
 	if after := mustReadFile(t, path); !bytes.Equal(after, before) {
 		t.Errorf("file after the failed append is %d bytes (was %d); want it unchanged", len(after), len(before))
 	}
-	mustRead(t, path)
+	mustRead(t, root, "n.tieoff.md")
 }

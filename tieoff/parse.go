@@ -3,10 +3,12 @@ package tieoff
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/strand"
 	"github.com/yuin/goldmark/ast"
 )
@@ -28,22 +30,17 @@ type ParseError struct {
 // Error implements error.
 func (e ParseError) Error() string { return fmt.Sprintf("tieoff: line %d: %s", e.Line, e.Msg) }
 
-// Read reads and parses the tie-off at path; see Parse. It refuses a path
-// that is a symbolic link or not a regular file (ErrNotRegular).
-func Read(path string) ([]Section, []ParseError, error) {
-	f, err := openRead(path)
+// Read reads and parses the tie-off name (relative to root); see Parse.
+// It refuses a name that is a symbolic link (even to a file inside the
+// vault) or not a regular file (ErrNotRegular; a FIFO without blocking),
+// and a file larger than MaxReadSize (ErrTooLarge), which it finds without
+// reading more than MaxReadSize+1 bytes.
+func Read(root *os.Root, name string) ([]Section, []ParseError, error) {
+	data, _, err := vaultfs.ReadFile(root, name, MaxReadSize)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tieoff: read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("tieoff: read %s: %w", name, err)
 	}
-	defer f.Close() // read only: a close error loses nothing
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil {
-		buf.Grow(int(fi.Size()) + 1)
-	}
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, nil, fmt.Errorf("tieoff: read %s: %w", path, err)
-	}
-	secs, probs := Parse(buf.Bytes())
+	secs, probs := Parse(data)
 	return secs, probs, nil
 }
 

@@ -213,11 +213,11 @@ func TestParse_BOM(t *testing.T) {
 			t.Errorf("section %d: %v", i, err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "bom.tieoff.md")
-	if err := os.WriteFile(path, withBOM, 0o644); err != nil {
+	root, dir := testVault(t)
+	if err := os.WriteFile(filepath.Join(dir, "bom.tieoff.md"), withBOM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := Tail(path, 5, 0); err != nil || len(w.Sections) != 3 || w.Start != 0 {
+	if w, err := Tail(root, "bom.tieoff.md", 5, 0); err != nil || len(w.Sections) != 3 || w.Start != 0 {
 		t.Errorf("Tail(BOM) = %d sections from %d, %v; want all 3 from 0", len(w.Sections), w.Start, err)
 	}
 	if _, err := Parse(append([]byte(bom), "text\n"...)); len(err) != 1 || err[0].Line != 1 {

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"slices"
+
+	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 // ErrTorn is wrapped by HasRun's error when the run's section is in the
@@ -34,30 +37,32 @@ type Window struct {
 	BytesRead int64
 }
 
-// Tail returns the newest whole sections of the tie-off at path: at most n
-// of them (n <= 0: no limit) whose bytes, from the first one to the end of
-// the file, are at most maxBytes (maxBytes <= 0: no limit). It reads the
-// file backwards from its end in growing chunks and stops as soon as it
-// has n section headers or has read maxBytes+1 bytes, so the bytes it
-// reads are bounded by the budget, not by the history.
+// Tail returns the newest whole sections of the tie-off name (relative to
+// root): at most n of them (n <= 0: no limit) whose bytes, from the first
+// one to the end of the file, are at most maxBytes (maxBytes <= 0, or more
+// than MaxReadSize: MaxReadSize). It reads the file backwards from its end
+// in growing chunks and stops as soon as it has n section headers or has
+// read maxBytes+1 bytes, so the bytes it reads are bounded by the budget,
+// not by the history.
 //
 // Sections are found by their Event header lines. Replies cannot contain
 // such lines (Format neutralises them), so in a file knotd wrote the split
 // is the one Parse makes; in a file where a user left a code fence open
 // around a copied header, the two can differ. A missing file is an error
-// wrapping fs.ErrNotExist; a symbolic link or non-regular file is refused.
-func Tail(path string, n, maxBytes int) (Window, error) {
-	f, err := openRead(path)
+// wrapping fs.ErrNotExist; a symbolic link (even to a file inside the
+// vault) or a file that is not regular is refused (ErrNotRegular), a FIFO
+// without blocking.
+func Tail(root *os.Root, name string, n, maxBytes int) (Window, error) {
+	f, fi, err := vaultfs.Open(root, name)
 	if err != nil {
-		return Window{}, fmt.Errorf("tieoff: tail %s: %w", path, err)
+		return Window{}, fmt.Errorf("tieoff: tail %s: %w", name, err)
 	}
 	defer f.Close() // read only: a close error loses nothing
-	fi, err := f.Stat()
-	if err != nil {
-		return Window{}, fmt.Errorf("tieoff: tail %s: %w", path, err)
-	}
 	size := fi.Size()
 	budget := int64(maxBytes)
+	if budget <= 0 || budget > MaxReadSize {
+		budget = MaxReadSize
+	}
 	r := &tailReader{f: f, size: size, off: size}
 	var starts []int64
 	for chunk := int64(4096); ; chunk = min(2*chunk, 1<<20) {
@@ -72,7 +77,7 @@ func Tail(path string, n, maxBytes int) (Window, error) {
 			want = min(want, budget+1-r.len())
 		}
 		if err := r.grow(want); err != nil {
-			return Window{}, fmt.Errorf("tieoff: tail %s: %w", path, err)
+			return Window{}, fmt.Errorf("tieoff: tail %s: %w", name, err)
 		}
 	}
 	i := len(starts)
@@ -92,8 +97,8 @@ func Tail(path string, n, maxBytes int) (Window, error) {
 	return w, nil
 }
 
-// HasRun reports whether the tie-off at path holds the whole section of
-// run runID, for crash recovery: was the run's reply appended before the
+// HasRun reports whether the tie-off name (relative to root) holds the
+// whole section of run runID, for crash recovery: was the run's reply appended before the
 // crash? It scans backwards from the end of the file, line by line, in
 // chunks growing from 4 KiB to 64 KiB, and stops at the run's marker, so the usual case (the
 // run's section is the newest) reads one small chunk. It does not look before
@@ -104,23 +109,21 @@ func Tail(path string, n, maxBytes int) (Window, error) {
 //
 // A missing file holds no run: false and no error. If the run's section is
 // the last one and shorter than written, HasRun returns false and an error
-// wrapping ErrTorn: the caller decides whether to append the run again.
-func HasRun(path, runID string, from int64) (bool, error) {
+// wrapping ErrTorn: the caller decides whether to append the run again. A
+// name that is a symbolic link or not a regular file is an error wrapping
+// ErrNotRegular (a FIFO is refused without blocking).
+func HasRun(root *os.Root, name, runID string, from int64) (bool, error) {
 	if err := validRunID(runID, false); err != nil {
-		return false, fmt.Errorf("tieoff: has run %s: %w", path, err)
+		return false, fmt.Errorf("tieoff: has run %s: %w", name, err)
 	}
-	f, err := openRead(path)
+	f, fi, err := vaultfs.Open(root, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("tieoff: has run %s: %w", path, err)
+		return false, fmt.Errorf("tieoff: has run %s: %w", name, err)
 	}
 	defer f.Close() // read only: a close error loses nothing
-	fi, err := f.Stat()
-	if err != nil {
-		return false, fmt.Errorf("tieoff: has run %s: %w", path, err)
-	}
 	size := fi.Size()
 	if from < 0 || from > size {
 		from = 0
@@ -142,9 +145,9 @@ func HasRun(path, runID string, from int64) (bool, error) {
 	})
 	switch {
 	case err != nil:
-		return false, fmt.Errorf("tieoff: has run %s: %w", path, err)
+		return false, fmt.Errorf("tieoff: has run %s: %w", name, err)
 	case torn:
-		return false, fmt.Errorf("tieoff: has run %s: run %s: %w", path, runID, ErrTorn)
+		return false, fmt.Errorf("tieoff: has run %s: run %s: %w", name, runID, ErrTorn)
 	}
 	return found, nil
 }

@@ -50,10 +50,12 @@ func writeTieOff(t testing.TB, path string, n int, body func(i int) string) []in
 func shortBody(i int) string { return fmt.Sprintf("Reply %d.\n\n- a point\n- another\n", i) }
 
 func TestTail(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "n.tieoff.md")
+	root, dir := testVault(t)
+	const name = "n.tieoff.md"
+	path := filepath.Join(dir, name)
 	offs := writeTieOff(t, path, 10, shortBody)
 	size := int64(len(mustReadFile(t, path)))
-	all := mustRead(t, path)
+	all := mustRead(t, root, name)
 	secLen := offs[9+0] - offs[8] // one section plus its separator
 
 	tests := []struct {
@@ -72,7 +74,7 @@ func TestTail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := Tail(path, tt.n, tt.budget)
+			w, err := Tail(root, name, tt.n, tt.budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,13 +116,15 @@ func TestTail(t *testing.T) {
 // TestTail_BoundedOnBigFile: the bytes Tail reads depend on the budget,
 // not on the history.
 func TestTail_BoundedOnBigFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "big.tieoff.md")
+	root, dir := testVault(t)
+	const name = "big.tieoff.md"
+	path := filepath.Join(dir, name)
 	writeTieOff(t, path, 20000, shortBody)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := Tail(path, 3, 8192)
+	w, err := Tail(root, name, 3, 8192)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +134,14 @@ func TestTail_BoundedOnBigFile(t *testing.T) {
 	if w.BytesRead > 8193 {
 		t.Errorf("Tail(3, 8192) read %d bytes of %d", w.BytesRead, fi.Size())
 	}
-	w, err = Tail(path, 0, 8192)
+	w, err = Tail(root, name, 0, 8192)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.BytesRead != 8193 || len(w.Text) > 8192 || len(w.Sections) == 0 {
 		t.Errorf("Tail(0, 8192) read %d bytes, returned %d bytes in %d sections", w.BytesRead, len(w.Text), len(w.Sections))
 	}
-	w, err = Tail(path, 2, 0)
+	w, err = Tail(root, name, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,36 +151,37 @@ func TestTail_BoundedOnBigFile(t *testing.T) {
 }
 
 func TestTail_EdgeFiles(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := Tail(filepath.Join(dir, "missing.md"), 1, 100); !errors.Is(err, fs.ErrNotExist) {
+	root, dir := testVault(t)
+	if _, err := Tail(root, "missing.md", 1, 100); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Tail(missing) = %v; want ErrNotExist", err)
 	}
 	empty := filepath.Join(dir, "empty.md")
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := Tail(empty, 3, 100); err != nil || len(w.Sections) != 0 || w.Start != 0 {
+	if w, err := Tail(root, "empty.md", 3, 100); err != nil || len(w.Sections) != 0 || w.Start != 0 {
 		t.Errorf("Tail(empty) = %+v, %v", w, err)
 	}
 	notes := filepath.Join(dir, "notes.md")
 	if err := os.WriteFile(notes, []byte("no sections here\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := Tail(notes, 3, 100); err != nil || len(w.Sections) != 0 || w.Start != w.Size {
+	if w, err := Tail(root, "notes.md", 3, 100); err != nil || len(w.Sections) != 0 || w.Start != w.Size {
 		t.Errorf("Tail(no sections) = %+v, %v", w, err)
 	}
 	// A section that starts at the very beginning of the budget window.
 	one := filepath.Join(dir, "one.md")
 	writeTieOff(t, one, 1, shortBody)
 	size := int(len(mustReadFile(t, one)))
-	if w, err := Tail(one, 3, size); err != nil || len(w.Sections) != 1 || w.Start != 0 {
+	if w, err := Tail(root, "one.md", 3, size); err != nil || len(w.Sections) != 1 || w.Start != 0 {
 		t.Errorf("Tail(one section, exact budget) = %d sections from %d, %v", len(w.Sections), w.Start, err)
 	}
 }
 
 func TestHasRun(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "n.tieoff.md")
+	root, dir := testVault(t)
+	const name = "n.tieoff.md"
+	path := filepath.Join(dir, name)
 	offs := writeTieOff(t, path, 50, func(i int) string {
 		if i == 10 {
 			// A very long line, and a reply quoting another run's marker.
@@ -201,15 +206,15 @@ func TestHasRun(t *testing.T) {
 		{"from beyond the end searches all", "run-30", size + 100, true},
 	}
 	for _, tt := range tests {
-		got, err := HasRun(path, tt.run, tt.from)
+		got, err := HasRun(root, name, tt.run, tt.from)
 		if err != nil || got != tt.want {
 			t.Errorf("%s: HasRun(%q, %d) = %v, %v; want %v", tt.name, tt.run, tt.from, got, err, tt.want)
 		}
 	}
-	if got, err := HasRun(filepath.Join(dir, "missing.md"), "run-1", 0); got || err != nil {
+	if got, err := HasRun(root, "missing.md", "run-1", 0); got || err != nil {
 		t.Errorf("HasRun(missing file) = %v, %v; want false, nil", got, err)
 	}
-	if _, err := HasRun(path, "bad id", 0); !errors.Is(err, ErrInvalid) {
+	if _, err := HasRun(root, name, "bad id", 0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("HasRun(bad id) = %v; want ErrInvalid", err)
 	}
 }
@@ -217,19 +222,20 @@ func TestHasRun(t *testing.T) {
 // TestHasRun_Torn: a section cut short by a crash is not reported as
 // written, but as torn; a CRLF copy of a whole section is not torn.
 func TestHasRun_Torn(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "n.tieoff.md")
+	root, dir := testVault(t)
+	const name = "n.tieoff.md"
+	path := filepath.Join(dir, name)
 	writeTieOff(t, path, 3, shortBody)
 	doc := mustReadFile(t, path)
 	for cut := 1; cut < 40; cut += 7 {
 		if err := os.WriteFile(path, doc[:len(doc)-cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, err := HasRun(path, "run-2", 0)
+		got, err := HasRun(root, name, "run-2", 0)
 		if got || !errors.Is(err, ErrTorn) {
 			t.Errorf("HasRun(cut %d bytes) = %v, %v; want false, ErrTorn", cut, got, err)
 		}
-		if got, err := HasRun(path, "run-1", 0); !got || err != nil {
+		if got, err := HasRun(root, name, "run-1", 0); !got || err != nil {
 			t.Errorf("HasRun(earlier run, cut %d) = %v, %v; want true", cut, got, err)
 		}
 	}
@@ -237,14 +243,14 @@ func TestHasRun_Torn(t *testing.T) {
 	if err := os.WriteFile(path, crlf, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := HasRun(path, "run-2", 0); !got || err != nil {
+	if got, err := HasRun(root, name, "run-2", 0); !got || err != nil {
 		t.Errorf("HasRun(CRLF) = %v, %v; want true", got, err)
 	}
 	// Whole but without the final newline (an editor stripped it).
 	if err := os.WriteFile(path, doc[:len(doc)-1], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := HasRun(path, "run-2", 0); !errors.Is(err, ErrTorn) {
+	if _, err := HasRun(root, name, "run-2", 0); !errors.Is(err, ErrTorn) {
 		t.Errorf("HasRun(final newline stripped) = %v; want ErrTorn (the length no longer matches)", err)
 	}
 }

@@ -28,11 +28,30 @@ func mkSection(i int, ev strand.EventType, path, body string) Section {
 	}
 }
 
-func mustAppend(t testing.TB, path string, s Section) int64 {
+// testVault makes a directory for a test's vault and opens it as a root,
+// closed when the test ends.
+func testVault(t testing.TB) (root *os.Root, dir string) {
 	t.Helper()
-	off, err := Append(path, s)
+	dir = t.TempDir()
+	return openRoot(t, dir), dir
+}
+
+// openRoot opens dir as a root, closed when the test ends.
+func openRoot(t testing.TB, dir string) *os.Root {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		t.Fatalf("Append(%s): %v", path, err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = root.Close() })
+	return root
+}
+
+func mustAppend(t testing.TB, root *os.Root, name string, s Section) int64 {
+	t.Helper()
+	off, err := Append(root, name, s)
+	if err != nil {
+		t.Fatalf("Append(%s): %v", name, err)
 	}
 	return off
 }
@@ -47,14 +66,14 @@ func mustFormat(t testing.TB, s Section) []byte {
 }
 
 // mustRead reads a tie-off and fails the test on any problem.
-func mustRead(t testing.TB, path string) []Section {
+func mustRead(t testing.TB, root *os.Root, name string) []Section {
 	t.Helper()
-	secs, probs, err := Read(path)
+	secs, probs, err := Read(root, name)
 	if err != nil {
-		t.Fatalf("Read(%s): %v", path, err)
+		t.Fatalf("Read(%s): %v", name, err)
 	}
 	if len(probs) > 0 {
-		t.Fatalf("Read(%s) problems: %v", path, probs)
+		t.Fatalf("Read(%s) problems: %v", name, probs)
 	}
 	return secs
 }
@@ -96,10 +115,10 @@ func written(s Section) Section {
 
 // Seed test append_mode_creates_file.
 func TestAppendModeCreatesFile(t *testing.T) {
-	dir := t.TempDir()
+	root, dir := testVault(t)
 	path := filepath.Join(dir, "plan.tieoff.md")
 	s := mkSection(0, strand.Created, "ideas/plan.md", "First thoughts.")
-	if off := mustAppend(t, path, s); off != 0 {
+	if off := mustAppend(t, root, "plan.tieoff.md", s); off != 0 {
 		t.Errorf("Append offset = %d; want 0", off)
 	}
 	got := mustReadFile(t, path)
@@ -128,12 +147,14 @@ func TestAppendModeCreatesFile(t *testing.T) {
 
 // Seed test append_mode_adds_section.
 func TestAppendModeAddsSection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plan.tieoff.md")
+	root, dir := testVault(t)
+	const name = "plan.tieoff.md"
+	path := filepath.Join(dir, name)
 	a := mkSection(0, strand.Created, "plan.md", "one")
 	b := mkSection(1, strand.Modified, "plan.md", "two")
-	mustAppend(t, path, a)
+	mustAppend(t, root, name, a)
 	before := mustReadFile(t, path)
-	off := mustAppend(t, path, b)
+	off := mustAppend(t, root, name, b)
 	got := mustReadFile(t, path)
 	want := string(before) + "\n---\n\n" + string(mustFormat(t, b))
 	if string(got) != want {
@@ -142,7 +163,7 @@ func TestAppendModeAddsSection(t *testing.T) {
 	if want := int64(len(before) + len(separator)); off != want {
 		t.Errorf("Append offset = %d; want %d", off, want)
 	}
-	secs := mustRead(t, path)
+	secs := mustRead(t, root, name)
 	if len(secs) != 2 {
 		t.Fatalf("Read = %d sections; want 2", len(secs))
 	}
@@ -157,7 +178,9 @@ func TestAppendModeAddsSection(t *testing.T) {
 // Seed test append_mode_preserves_history: three appends, three readable
 // sections, and every append leaves the bytes before it alone.
 func TestAppendModePreservesHistory(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "journal.tieoff.md")
+	root, dir := testVault(t)
+	const name = "journal.tieoff.md"
+	path := filepath.Join(dir, name)
 	in := []Section{
 		mkSection(0, strand.Created, "journal.md", "Day one.\n\n- went out\n- came back"),
 		mkSection(1, strand.Modified, "journal.md", "Day two.\n---\nA rule above."),
@@ -165,14 +188,14 @@ func TestAppendModePreservesHistory(t *testing.T) {
 	}
 	var prev []byte
 	for i, s := range in {
-		mustAppend(t, path, s)
+		mustAppend(t, root, name, s)
 		now := mustReadFile(t, path)
 		if !bytes.HasPrefix(now, prev) {
 			t.Fatalf("append %d changed earlier bytes", i)
 		}
 		prev = now
 	}
-	secs := mustRead(t, path)
+	secs := mustRead(t, root, name)
 	if len(secs) != len(in) {
 		t.Fatalf("Read = %d sections; want %d", len(secs), len(in))
 	}
@@ -185,7 +208,8 @@ func TestAppendModePreservesHistory(t *testing.T) {
 
 // Seed test tie_off_sections_readable: every field comes back.
 func TestTieOffSectionsReadable(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.tieoff.md")
+	root, _ := testVault(t)
+	const name = "x.tieoff.md"
 	fail := mkSection(1, strand.Modified, "dir with space/-dash 🎉.md", Failure{
 		What: "agent claude exited with status 2", ExitStatus: 2, Duration: 1500 * time.Millisecond,
 		Stderr: "error: no API key\n",
@@ -197,9 +221,9 @@ func TestTieOffSectionsReadable(t *testing.T) {
 		{Event: strand.Deleted, Strand: "dir with space/-dash 🎉.md", Time: t0.Add(time.Hour + 999*time.Millisecond), RunID: "r3", Body: "Gone."},
 	}
 	for _, s := range in {
-		mustAppend(t, path, s)
+		mustAppend(t, root, name, s)
 	}
-	secs := mustRead(t, path)
+	secs := mustRead(t, root, name)
 	if len(secs) != 3 {
 		t.Fatalf("Read = %d sections; want 3", len(secs))
 	}
