@@ -223,9 +223,12 @@ func trimCR(b []byte) []byte { return bytes.TrimSuffix(b, []byte("\r")) }
 type tailReader struct {
 	f    io.ReaderAt
 	size int64
-	off  int64 // file offset of buf[0]
-	buf  []byte
-	read int64
+	off  int64  // file offset of buf[0]
+	buf  []byte // the bytes read: the end of store
+	// store grows by doubling (up to the file's size), so that reading n
+	// bytes in chunks copies O(n) bytes, not O(n²/chunk).
+	store []byte
+	read  int64
 }
 
 func (r *tailReader) len() int64 { return r.size - r.off }
@@ -236,15 +239,20 @@ func (r *tailReader) grow(n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	nb := make([]byte, int(n)+len(r.buf))
-	if _, err := r.f.ReadAt(nb[:n], r.off-n); err != nil {
+	need := int(n) + len(r.buf)
+	if need > len(r.store) {
+		ns := make([]byte, max(need, int(min(2*int64(len(r.store)), r.size))))
+		copy(ns[len(ns)-len(r.buf):], r.buf)
+		r.store = ns
+	}
+	start := len(r.store) - need
+	if _, err := r.f.ReadAt(r.store[start:start+int(n)], r.off-n); err != nil {
 		if errors.Is(err, io.EOF) {
 			return fmt.Errorf("file shrank while being read: %w", io.ErrUnexpectedEOF)
 		}
 		return err
 	}
-	copy(nb[n:], r.buf)
-	r.buf, r.off, r.read = nb, r.off-n, r.read+n
+	r.buf, r.off, r.read = r.store[start:], r.off-n, r.read+n
 	return nil
 }
 
