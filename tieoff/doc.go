@@ -10,17 +10,36 @@
 //	## Strand: ideas/plan.md
 //	## Timestamp: 2026-11-21T19:30:05Z
 //	## Status: failed                          (failed runs only)
-//	<!-- knot:run 0190f3c2-7b1a-7c3d-9e2f-1a2b3c4d5e6f bytes=1234 -->
+//	<!-- knot:run RUN_ID bytes=N sha256=HEX session=SESSION -->
 //	---
 //	(blank line)
 //	<agent reply>
 //
 // The Event label is Created, Modified or Deleted; the Strand is the
 // vault-relative slash path; the Timestamp is UTC with second precision.
+//
 // The run marker is an HTML comment on its own line, so it renders as
-// nothing: it names the run (its transcript is .knot/runs/<run-id>.jsonl)
-// and records the length in bytes of the reply as written, which lets a
-// reader notice a last section that a crash cut short (Section.Torn).
+// nothing. Each section carries it so that a section can be found again,
+// recovery after a crash never appends the same run twice, and knotd can
+// link a section to its transcript (.knot/runs/<RUN_ID>.jsonl). Format
+// writes it exactly as above, for example
+//
+//	<!-- knot:run 0190f3c2-7b1a-7c3d-9e2f-1a2b3c4d5e6f bytes=1234 sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 session=0190f3c1-2b3c-7d4e-8f90-a1b2c3d4e5f6 -->
+//
+// with its fields in this order: bytes is the length in bytes of the reply
+// as written, which lets a reader notice a last section that a crash cut
+// short (Section.Torn); sha256 is what the section answered, the content
+// hash of the strand version the run ran on (Section.Hash: 64 lower-case
+// hex digits), and session the note's session (Section.Session), so that
+// a device without knotd's state can tell which notes are answered. The
+// sha256 and session fields are there only when known. A reader takes the
+// key=value fields after the run id in any order and ignores keys it does
+// not know, so that markers a newer knotd writes still read; a key given
+// twice, a field that is not key=value, or a bad value of a known key make
+// the marker malformed (a ParseError; the section is read without run id).
+// The older forms "<!-- knot:run RUN_ID -->" and
+// "<!-- knot:run RUN_ID bytes=N -->" read as before.
+//
 // Sections follow each other with a separator: a blank line, a "---" line
 // and a blank line, so the last paragraph of a reply never becomes a setext
 // heading. A file therefore renders as CommonMark in which every section's

@@ -2,6 +2,8 @@ package tieoff
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,21 +25,22 @@ func appendBytes(t testing.TB, doc []byte, s Section) []byte {
 // FuzzRoundTrip appends three arbitrary replies, with an arbitrary hand
 // edit (its header and marker look-alikes neutralised) typed at the end
 // before the third; Parse must find exactly the three sections with the
-// bodies as written and report nothing, and Tail and HasRun must agree.
+// bodies, hashes and sessions as written and report nothing, and Tail and
+// HasRun must agree. The session is used where Format accepts it.
 func FuzzRoundTrip(f *testing.F) {
 	for _, s := range goldenSections() {
-		f.Add(s.Body, "x", s.Body, s.Strand, "")
+		f.Add(s.Body, "x", s.Body, s.Strand, "", s.Session)
 	}
-	f.Add("a", "b", "c", "ideas/plan.md", "```\nopen fence")
-	f.Add("", "", "", "a.md", "<!-- open")
-	f.Add("## Event: x\n<!-- knot:run run-1 bytes=0 -->", "```", "~~~", "new\nline.md", "<pre>")
-	f.Add("x\r## Event: y", "\r\n", "a\rb", " sp .md", "no newline")
-	f.Add("- a\n```", "> q\n<?", "<![CDATA[", "-x.md", "    indented")
+	f.Add("a", "b", "c", "ideas/plan.md", "```\nopen fence", testSession)
+	f.Add("", "", "", "a.md", "<!-- open", "")
+	f.Add("## Event: x\n<!-- knot:run run-1 bytes=0 -->", "```", "~~~", "new\nline.md", "<pre>", "s -->")
+	f.Add("x\r## Event: y", "\r\n", "a\rb", " sp .md", "no newline", "a=b")
+	f.Add("- a\n```", "> q\n<?", "<![CDATA[", "-x.md", "    indented", "s.e_s-1")
 	// One file per worker process; calls are sequential.
 	root, dir := testVault(f)
 	const name = "f.tieoff.md"
 	p := filepath.Join(dir, name)
-	f.Fuzz(func(t *testing.T, r1, r2, r3, path, edit string) {
+	f.Fuzz(func(t *testing.T, r1, r2, r3, path, edit, session string) {
 		if path == "" {
 			path = "a.md"
 		}
@@ -47,6 +50,15 @@ func FuzzRoundTrip(f *testing.F) {
 			mkSection(2, strand.Deleted, path, r3),
 		}
 		in[1].Failed = true
+		in[0].Hash = sha256Hex(r1)
+		in[1].Session = session
+		if _, err := Format(in[1]); err != nil {
+			if session != "" && validToken("session", session, MaxSessionLen) == nil {
+				t.Fatalf("Format refused session %q: %v", session, err)
+			}
+			in[1].Session = ""
+		}
+		in[2].Hash, in[2].Session = sha256Hex(r3), in[1].Session
 		var doc []byte
 		doc = appendBytes(t, doc, in[0])
 		doc = appendBytes(t, doc, in[1])
@@ -91,7 +103,8 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 		for i, s := range w.Sections {
 			want := secs[i+1]
-			if s.Body != want.Body || s.RunID != want.RunID || s.Offset != want.Offset || s.Strand != want.Strand {
+			if s.Body != want.Body || s.RunID != want.RunID || s.Offset != want.Offset || s.Strand != want.Strand ||
+				s.Hash != want.Hash || s.Session != want.Session {
 				t.Errorf("Tail section %d = %+v; Parse says %+v", i, s, want)
 			}
 		}
@@ -101,6 +114,11 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 	})
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }
 
 // FuzzParse feeds arbitrary bytes to Parse, Tail and HasRun: they never

@@ -17,7 +17,8 @@ import (
 const goldenPath = "testdata/tieoff.golden"
 
 // goldenSections are the sections of testdata/tieoff.golden, in order:
-// every event type, a failed run, and replies that try to break the format.
+// every event type, a failed run, markers with and without a hash and a
+// session, and replies that try to break the format.
 func goldenSections() []Section {
 	failed := mkSection(3, strand.Modified, "ideas/plan.md", Failure{
 		What:       "agent claude exited with status 1",
@@ -26,17 +27,22 @@ func goldenSections() []Section {
 		Stderr:     "\x1b[31merror\x1b[0m: rate limited\nretry in ```30s```\n",
 	}.Body())
 	failed.Failed = true
+	failed.Hash = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
 	timeout := mkSection(4, strand.Modified, "ideas/plan.md", Failure{
 		What: "agent claude timed out after 10m0s", ExitStatus: NoExitStatus, Duration: 10 * time.Minute,
 	}.Body())
 	timeout.Failed = true
+	first := mkSection(0, strand.Created, "ideas/plan.md", "# Plan review\n\nThree points:\n\n1. Scope\n2. Risks\n\n```go\nfunc main() {}\n```\n\n> Keep it short.\n")
+	first.Hash, first.Session = testHash, testSession
+	code := mkSection(5, strand.Modified, "ideas/plan.md", "Here is code:\n\n```python\nprint('hi')\n## Event: Modified")
+	code.Session = testSession
 	return []Section{
-		mkSection(0, strand.Created, "ideas/plan.md", "# Plan review\n\nThree points:\n\n1. Scope\n2. Risks\n\n```go\nfunc main() {}\n```\n\n> Keep it short.\n"),
+		first,
 		mkSection(1, strand.Modified, "ideas/plan.md", "Title\n=====\n\nSome text\n---\n\nAfter a rule:\n\n---\n\n***\nLast paragraph without newline"),
 		mkSection(2, strand.Deleted, "ideas/plan.md", "The note said:\n\n## Event: Created\n## Strand: evil.md\n## Timestamp: 2020-01-01T00:00:00Z\n<!-- knot:run fake bytes=0 -->\n---\n\nand ### status: failed\n   ##event : x\n"),
 		failed,
 		timeout,
-		mkSection(5, strand.Modified, "ideas/plan.md", "Here is code:\n\n```python\nprint('hi')\n## Event: Modified"),
+		code,
 		mkSection(6, strand.Modified, "ideas/plan.md", "~~~~\n~~~\nstill code"),
 		mkSection(7, strand.Modified, "ideas/plan.md", "Visible.\n\n<!-- a comment that never ends\n\n## Strand: x.md"),
 		mkSection(8, strand.Modified, "ideas/plan.md", "<pre>\nfoo\n\nbar"),

@@ -166,9 +166,11 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 	if k < next {
 		if hb, ok := p.kids[k].(*ast.HTMLBlock); ok && hb.Pos() >= 0 && isMarkerLine(x.text(p.line(hb))) {
 			line := p.line(hb)
-			if s.RunID, size, err = parseMarker(x.text(line)); err != nil || hb.Lines().Len() != 1 {
+			m, err := parseMarker(x.text(line))
+			if err != nil || hb.Lines().Len() != 1 {
 				p.problem(line+1, "malformed run marker", "")
 			}
+			s.RunID, s.Hash, s.Session, size = m.id, m.hash, m.session, m.size
 			k++
 		}
 	}

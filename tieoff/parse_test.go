@@ -2,6 +2,7 @@ package tieoff
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,9 +110,14 @@ func TestParse_HandEdited(t *testing.T) {
 		},
 		{
 			name:     "malformed marker",
-			doc:      strings.Replace(s, "bytes=", "bites=", 1),
+			doc:      strings.Replace(s, "bytes=", "bytes=x", 1),
 			bodies:   []string{in[0].Body, in[1].Body, in[2].Body},
 			problems: []int{4},
+		},
+		{
+			name:   "unknown marker field is ignored",
+			doc:    strings.Replace(s, "bytes=", "bites=", 1),
+			bodies: []string{in[0].Body, in[1].Body, in[2].Body},
 		},
 		{
 			name:     "no sections at all",
@@ -287,12 +293,22 @@ func TestFormat_Invalid(t *testing.T) {
 		{"run id with space", func(s *Section) { s.RunID = "a b" }},
 		{"run id closing comment", func(s *Section) { s.RunID = "x-->" }},
 		{"run id too long", func(s *Section) { s.RunID = strings.Repeat("a", MaxRunIDLen+1) }},
+		{"hash too short", func(s *Section) { s.Hash = testHash[:63] }},
+		{"hash too long", func(s *Section) { s.Hash = testHash + "0" }},
+		{"hash upper case", func(s *Section) { s.Hash = strings.ToUpper(testHash) }},
+		{"hash not hex", func(s *Section) { s.Hash = "g" + testHash[1:] }},
+		{"session with space", func(s *Section) { s.Session = "a b" }},
+		{"session closing comment", func(s *Section) { s.Session = "x-->" }},
+		{"session with equals", func(s *Section) { s.Session = "a=b" }},
+		{"session too long", func(s *Section) { s.Session = strings.Repeat("s", MaxSessionLen+1) }},
+		{"hash without run id", func(s *Section) { s.RunID, s.Hash = "", testHash }},
+		{"session without run id", func(s *Section) { s.RunID, s.Session = "", testSession }},
 	}
 	for _, tt := range tests {
 		s := ok
 		tt.edit(&s)
-		if _, err := Format(s); err == nil {
-			t.Errorf("Format(%s) succeeded; want ErrInvalid", tt.name)
+		if _, err := Format(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Format(%s) = %v; want ErrInvalid", tt.name, err)
 		}
 	}
 	if _, err := Format(ok); err != nil {

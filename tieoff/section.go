@@ -18,9 +18,14 @@ const TimeLayout = "2006-01-02T15:04:05Z"
 // MaxRunIDLen is the longest run id Format accepts.
 const MaxRunIDLen = 128
 
+// MaxSessionLen is the longest session Format accepts.
+const MaxSessionLen = 128
+
 // ErrInvalid is wrapped by every error about a section that cannot be
 // written: an invalid event type, an empty strand path, a zero or
-// out-of-range time, or a run id with characters outside [A-Za-z0-9._-].
+// out-of-range time, a run id or session with characters outside
+// [A-Za-z0-9._-] or too long, a hash that is not 64 lower-case hex
+// digits, or a hash or session without a run id.
 var ErrInvalid = errors.New("tieoff: invalid section")
 
 // Section is one run's entry in a tie-off.
@@ -36,6 +41,15 @@ type Section struct {
 	// RunID is the run's id (a UUID v7). It may be empty only in sections a
 	// user wrote by hand; Format then writes no run marker.
 	RunID string
+	// Hash is what the run answered: the content hash of the strand
+	// version it ran on, as 64 lower-case hex digits of SHA-256; "" when
+	// unknown. It is recorded in the run marker (sha256=), so that a
+	// device without knotd's state can tell which notes are answered.
+	Hash string
+	// Session is the note's session UUID (its knot_session); "" when the
+	// note has none. At most MaxSessionLen bytes of [A-Za-z0-9._-]. It is
+	// recorded in the run marker (session=).
+	Session string
 	// Body is the agent's reply. Format neutralises it (see the package
 	// documentation); Parse returns it as it stands in the file.
 	Body string
@@ -66,7 +80,12 @@ const (
 	statusFailed = "failed"
 	markerPrefix = "<!-- knot:run "
 	markerSuffix = "-->"
-	markerBytes  = "bytes="
+	// The marker's fields, in the order Format writes them.
+	markerBytes   = "bytes"
+	markerHash    = "sha256"
+	markerSession = "session"
+	// hashLen is the length of a hex SHA-256.
+	hashLen = 64
 	// headerBreak is what follows the header lines: the thematic break
 	// and the blank line before the body.
 	headerBreak = "---\n\n"
@@ -98,11 +117,8 @@ func Format(s Section) ([]byte, error) {
 		b.WriteString("## Status: " + statusFailed + "\n")
 	}
 	if s.RunID != "" {
-		b.WriteString(markerPrefix)
-		b.WriteString(s.RunID)
-		b.WriteString(" " + markerBytes)
-		b.WriteString(strconv.Itoa(len(body)))
-		b.WriteString(" " + markerSuffix + "\n")
+		b.WriteString(formatMarker(marker{id: s.RunID, size: len(body), hash: s.Hash, session: s.Session}))
+		b.WriteByte('\n')
 	}
 	b.WriteString(headerBreak)
 	b.Write(body)
@@ -124,7 +140,19 @@ func (s Section) validate() error {
 	if y := s.Time.UTC().Year(); y < 1 || y > 9999 {
 		return bad("time %v out of range", s.Time)
 	}
-	return validRunID(s.RunID, true)
+	if err := validRunID(s.RunID, true); err != nil {
+		return err
+	}
+	if s.RunID == "" && (s.Hash != "" || s.Session != "") {
+		return bad("a hash or session without a run id (there is no run marker to record it in)")
+	}
+	if s.Hash != "" && !validHash(s.Hash) {
+		return bad("hash %q is not 64 lower-case hex digits", s.Hash)
+	}
+	if s.Session != "" {
+		return validToken("session", s.Session, MaxSessionLen)
+	}
+	return nil
 }
 
 // validRunID checks a run id: at most MaxRunIDLen bytes of [A-Za-z0-9._-],
@@ -136,16 +164,39 @@ func validRunID(id string, emptyOK bool) error {
 		}
 		return fmt.Errorf("%w: empty run id", ErrInvalid)
 	}
-	if len(id) > MaxRunIDLen {
-		return fmt.Errorf("%w: run id longer than %d bytes", ErrInvalid, MaxRunIDLen)
+	return validToken("run id", id, MaxRunIDLen)
+}
+
+// validToken checks a non-empty run id or session: at most max bytes of
+// [A-Za-z0-9._-].
+func validToken(what, v string, max int) error {
+	if len(v) > max {
+		return fmt.Errorf("%w: %s longer than %d bytes", ErrInvalid, what, max)
 	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("%w: run id %q has a character outside [A-Za-z0-9._-]", ErrInvalid, id)
+	for i := 0; i < len(v); i++ {
+		if !isTokenByte(v[i]) {
+			return fmt.Errorf("%w: %s %q has a character outside [A-Za-z0-9._-]", ErrInvalid, what, v)
 		}
 	}
 	return nil
+}
+
+func isTokenByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.'
+}
+
+// validHash reports whether h is a SHA-256 as Format writes it: 64
+// lower-case hex digits.
+func validHash(h string) bool {
+	if len(h) != hashLen {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeStrand writes a strand path so that it fits on the header line and
@@ -254,31 +305,102 @@ func isSectionStart(line []byte) bool {
 	return ok && w == wordEvent
 }
 
-// parseMarker reads a run marker line: "<!-- knot:run ID -->" with an
-// optional " bytes=N" before the "-->". size is -1 when not recorded.
-func parseMarker(line []byte) (id string, size int, err error) {
+// marker is what a run marker records.
+type marker struct {
+	id      string
+	size    int    // the reply's length in bytes; -1 when not recorded
+	hash    string // "" when not recorded
+	session string // "" when not recorded
+}
+
+// formatMarker writes a run marker line, without its line ending:
+// "<!-- knot:run ID bytes=N sha256=HEX session=S -->", with sha256= and
+// session= only when set, always in this order.
+func formatMarker(m marker) string {
+	var b strings.Builder
+	b.WriteString(markerPrefix)
+	b.WriteString(m.id)
+	b.WriteString(" " + markerBytes + "=")
+	b.WriteString(strconv.Itoa(m.size))
+	if m.hash != "" {
+		b.WriteString(" " + markerHash + "=" + m.hash)
+	}
+	if m.session != "" {
+		b.WriteString(" " + markerSession + "=" + m.session)
+	}
+	b.WriteString(" " + markerSuffix)
+	return b.String()
+}
+
+// parseMarker reads a run marker line: "<!-- knot:run ID" then fields
+// "key=value" separated by blanks, in any order, then "-->". The fields
+// it knows are bytes (a decimal length), sha256 (64 lower-case hex digits)
+// and session (at most MaxSessionLen bytes of [A-Za-z0-9._-]); it ignores
+// any other key, so that a marker from a newer knotd still reads. A field
+// that is not key=value, a key given twice, or a bad value of a known key
+// make the marker malformed. The old forms "<!-- knot:run ID -->" and
+// "<!-- knot:run ID bytes=N -->" read as before.
+func parseMarker(line []byte) (marker, error) {
 	t := trimBlanks(line)
+	bad := func() (marker, error) { return marker{}, fmt.Errorf("malformed run marker %q", t) }
 	if !bytes.HasPrefix(t, []byte(markerPrefix)) || !bytes.HasSuffix(t, []byte(markerSuffix)) {
-		return "", 0, fmt.Errorf("malformed run marker %q", t)
+		return bad()
 	}
 	fields := strings.Fields(string(t[len(markerPrefix) : len(t)-len(markerSuffix)]))
-	size = -1
-	switch len(fields) {
-	case 1:
-	case 2:
-		n, ok := strings.CutPrefix(fields[1], markerBytes)
-		v, err := strconv.Atoi(n)
-		if !ok || err != nil || v < 0 {
-			return "", 0, fmt.Errorf("malformed run marker %q", t)
+	if len(fields) == 0 || validRunID(fields[0], false) != nil {
+		return bad()
+	}
+	m := marker{id: fields[0], size: -1}
+	seen := make(map[string]bool, len(fields)-1)
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || !validKey(k) || seen[k] {
+			return bad()
 		}
-		size = v
-	default:
-		return "", 0, fmt.Errorf("malformed run marker %q", t)
+		seen[k] = true
+		switch k {
+		case markerBytes:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || !isDigits(v) {
+				return bad()
+			}
+			m.size = n
+		case markerHash:
+			if !validHash(v) {
+				return bad()
+			}
+			m.hash = v
+		case markerSession:
+			if v == "" || validToken(markerSession, v, MaxSessionLen) != nil {
+				return bad()
+			}
+			m.session = v
+		}
 	}
-	if err := validRunID(fields[0], false); err != nil {
-		return "", 0, fmt.Errorf("malformed run marker %q", t)
+	return m, nil
+}
+
+// validKey reports whether k can be a marker field's key: one or more
+// bytes of [A-Za-z0-9._-].
+func validKey(k string) bool {
+	if k == "" {
+		return false
 	}
-	return fields[0], size, nil
+	for i := 0; i < len(k); i++ {
+		if !isTokenByte(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigits(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return v != ""
 }
 
 // isMarkerLine reports whether line is meant as a run marker (well formed

@@ -133,10 +133,11 @@ func HasRun(root *os.Root, name, runID string, from int64) (bool, error) {
 		if !isMarkerLine(line) {
 			return false
 		}
-		id, n, err := parseMarker(trimCR(line))
-		if err != nil || id != runID {
+		m, err := parseMarker(trimCR(line))
+		if err != nil || m.id != runID {
 			return false
 		}
+		n := m.size
 		// A section of our own: the marker line, "---", a blank line, then
 		// n bytes of reply. Only the last section can have been cut short.
 		bodyStart := off + int64(len(line)) + 1 + int64(len(headerBreak))

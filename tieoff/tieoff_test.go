@@ -17,6 +17,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var t0 = time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
 
+// testHash and testSession are a strand version's hash and a session as
+// knotd records them.
+const (
+	testHash    = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	testSession = "0190f3c1-2b3c-7d4e-8f90-a1b2c3d4e5f6"
+)
+
 // mkSection builds a section at t0 plus i minutes with run id "run-<i>".
 func mkSection(i int, ev strand.EventType, path, body string) Section {
 	return Section{
@@ -100,6 +107,10 @@ func sameSection(got, want Section) error {
 		return fmt.Errorf("Failed = %v; want %v", got.Failed, want.Failed)
 	case got.RunID != want.RunID:
 		return fmt.Errorf("RunID = %q; want %q", got.RunID, want.RunID)
+	case got.Hash != want.Hash:
+		return fmt.Errorf("Hash = %q; want %q", got.Hash, want.Hash)
+	case got.Session != want.Session:
+		return fmt.Errorf("Session = %q; want %q", got.Session, want.Session)
 	case got.Body != want.Body:
 		return fmt.Errorf("Body = %q; want %q", got.Body, want.Body)
 	}
