@@ -111,19 +111,31 @@ func joint(f io.ReaderAt, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if from == 0 && len(bytes.TrimSpace(tail)) == 0 {
+		if tail[len(tail)-1] != '\n' {
+			return []byte{'\n'}, nil
+		}
+		return nil, nil
+	}
+	return closeSection(tail, from >= 0), nil
+}
+
+// closeSection returns what goes between tail, the non-empty end of a
+// tie-off, and a new section's Event header: a newline if tail does not
+// end with one; if repair is set (tail starts at an Event header line),
+// the lines that close a code fence or HTML block a hand edit left open in
+// tail; and the separator.
+func closeSection(tail []byte, repair bool) []byte {
 	var j []byte
 	if tail[len(tail)-1] != '\n' {
 		j = append(j, '\n')
 	}
-	if from == 0 && len(bytes.TrimSpace(tail)) == 0 {
-		return j, nil
-	}
-	if from >= 0 {
+	if repair {
 		if c, ok := closers(append(slices.Clip(tail), j...)); ok {
 			j = append(j, c...)
 		}
 	}
-	return append(j, separator...), nil
+	return append(j, separator...)
 }
 
 // lastSection reads the end of a file of size > 0 bytes backwards until

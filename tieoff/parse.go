@@ -48,6 +48,13 @@ func Read(root *os.Root, name string) ([]Section, []ParseError, error) {
 // it could not read. It never fails as a whole and never panics; see the
 // package documentation for the rules.
 func Parse(data []byte) ([]Section, []ParseError) {
+	p := parseDoc(data)
+	return p.secs, p.probs
+}
+
+// parseDoc parses data as Parse does and keeps where each section's text
+// lies (see chunk).
+func parseDoc(data []byte) *parse {
 	p := &parse{x: newLineIndex(data)}
 	if bytes.HasPrefix(data, []byte(bom)) {
 		p.base = len(bom) // goldmark does not skip a byte order mark
@@ -67,6 +74,7 @@ func Parse(data []byte) ([]Section, []ParseError) {
 	if len(starts) > 0 {
 		first = p.x.start(p.line(p.kids[starts[0]]))
 	}
+	p.first = first
 	if pre := data[p.base:max(first, p.base)]; len(bytes.TrimSpace(pre)) > 0 {
 		msg := "text before the first section"
 		if len(starts) == 0 {
@@ -81,7 +89,15 @@ func Parse(data []byte) ([]Section, []ParseError) {
 			next = starts[si+1]
 			end = p.x.start(p.line(p.kids[next]))
 		}
-		size, ok := p.section(ki, next, end)
+		line := p.line(p.kids[ki])
+		c := chunk{start: p.x.start(line), line: line + 1, sec: -1}
+		size, bodyEnd, ok := p.section(ki, next, end)
+		if ok {
+			c.sec, c.end = len(p.secs)-1, bodyEnd
+		} else {
+			c.end = p.beforeSeparator(ki+1, next, end, c.start)
+		}
+		p.chunks = append(p.chunks, c)
 		if last := len(p.secs) - 1; ok && next == len(p.kids) && size > len(p.secs[last].Body) {
 			p.secs[last].Torn = true
 			p.problem(p.secs[last].Line, fmt.Sprintf("the last section's reply is %d bytes shorter than written: a crash may have cut the write short, or the text was edited", size-len(p.secs[last].Body)), "")
@@ -93,15 +109,27 @@ func Parse(data []byte) ([]Section, []ParseError) {
 		}
 	}
 	sort.SliceStable(p.probs, func(i, j int) bool { return p.probs[i].Line < p.probs[j].Line })
-	return p.secs, p.probs
+	return p
 }
 
 type parse struct {
-	x     *lineIndex
-	base  int // offset of what goldmark parsed in x.src: after a BOM
-	kids  []ast.Node
-	secs  []Section
-	probs []ParseError
+	x      *lineIndex
+	base   int // offset of what goldmark parsed in x.src: after a BOM
+	kids   []ast.Node
+	secs   []Section
+	probs  []ParseError
+	chunks []chunk
+	first  int // offset of the first chunk; len(x.src) when there is none
+}
+
+// chunk is the text of one top-level Event heading up to the next one (or
+// to the end of the file), without the separator before the next one:
+// x.src[start:end]. For a section that was read (sec >= 0), end is the end
+// of its body; the separator, the rest, carries no words.
+type chunk struct {
+	start, end int
+	line       int // 1-based line of the Event heading
+	sec        int // index in secs; -1 when the headers are broken
 }
 
 func (p *parse) problem(line int, msg, text string) {
@@ -124,8 +152,9 @@ func (p *parse) header(n ast.Node) (string, []byte) {
 
 // section reads the section whose Event heading is kids[ki]; the next
 // section starts at kids[next], at byte end. It reports whether it added a
-// section, and the reply length recorded in its marker, or -1.
-func (p *parse) section(ki, next, end int) (size int, ok bool) {
+// section, the reply length recorded in its marker (or -1), and the offset
+// where its body ends.
+func (p *parse) section(ki, next, end int) (size, bodyEnd int, ok bool) {
 	x := p.x
 	evLine := p.line(p.kids[ki])
 	s := Section{Line: evLine + 1, Offset: int64(x.start(evLine))}
@@ -138,7 +167,7 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 		}
 		if w != want {
 			p.problem(s.Line, "## Event: is not followed by ## Strand: and ## Timestamp:; the text up to the next section is not read as a section", string(x.src[s.Offset:end]))
-			return -1, false
+			return -1, 0, false
 		}
 		vals[i] = v
 		k++
@@ -188,19 +217,30 @@ func (p *parse) section(ki, next, end int) (size int, ok bool) {
 		bodyStart = x.end(l)
 	}
 	bodyStart = min(bodyStart, end)
-	bodyEnd := end
-	if next < len(p.kids) && next-1 >= k {
-		if tb, ok := p.kids[next-1].(*ast.ThematicBreak); ok {
-			l := p.line(tb)
-			bodyEnd = max(x.start(l), bodyStart)
-			if l > 0 && x.blank(l-1) && x.start(l-1) >= bodyStart {
-				bodyEnd = x.start(l - 1)
-			}
-		}
-	}
+	bodyEnd = p.beforeSeparator(k, next, end, bodyStart)
 	s.Body = string(x.src[bodyStart:bodyEnd])
 	p.secs = append(p.secs, s)
-	return size, true
+	return size, bodyEnd, true
+}
+
+// beforeSeparator returns where text that runs up to the next section
+// (kids[next], at byte end) stops when the separator before it is left
+// out: before kids[next-1] if it is a thematic break and its index is at
+// least from, and before the blank line above that break; never before
+// floor.
+func (p *parse) beforeSeparator(from, next, end, floor int) int {
+	x := p.x
+	if next < len(p.kids) && next-1 >= from {
+		if tb, ok := p.kids[next-1].(*ast.ThematicBreak); ok {
+			l := p.line(tb)
+			e := max(x.start(l), floor)
+			if l > 0 && x.blank(l-1) && x.start(l-1) >= floor {
+				e = x.start(l - 1)
+			}
+			return e
+		}
+	}
+	return end
 }
 
 // lastLine returns the index of the last line of a top-level block.
