@@ -74,7 +74,7 @@ func parseDoc(data []byte) *parse {
 	if len(starts) > 0 {
 		first = p.x.start(p.line(p.kids[starts[0]]))
 	}
-	p.first = first
+	p.first = max(first, p.base)
 	if pre := data[p.base:max(first, p.base)]; len(bytes.TrimSpace(pre)) > 0 {
 		msg := "text before the first section"
 		if len(starts) == 0 {
@@ -90,7 +90,7 @@ func parseDoc(data []byte) *parse {
 			end = p.x.start(p.line(p.kids[next]))
 		}
 		line := p.line(p.kids[ki])
-		c := chunk{start: p.x.start(line), line: line + 1, sec: -1}
+		c := chunk{start: max(p.x.start(line), p.base), line: line + 1, sec: -1}
 		size, bodyEnd, ok := p.section(ki, next, end)
 		if ok {
 			c.sec, c.end = len(p.secs)-1, bodyEnd
