@@ -114,6 +114,20 @@
 // Event Context; HasRun tells crash recovery whether a run's section is
 // already in the file, reading only what was written after a given offset.
 //
+// # Conflict copies
+//
+// When two devices change a tie-off before they sync, Syncthing, Dropbox or
+// Nextcloud keep one version and save the other as a conflict copy beside
+// it ("x.tieoff.sync-conflict-20261123-120000-ABCDEFG.md",
+// "x.tieoff (Ada's conflicted copy 2026-11-23).md"). ConflictOf recognises
+// such a copy and names its tie-off. Merge merges the copy into the tie-off
+// by run id: every run once, in time order, each section's bytes as they
+// stand, nothing of the tie-off dropped; what of the copy it cannot place
+// (text outside a section, a section without run id that the tie-off does
+// not hold, a run whose text differs, a new section with problems) is
+// listed in its report. MergeFile does it on disk, durably, and removes the
+// copy only when nothing of it was left out, so no word is ever lost.
+//
 // # Files
 //
 // Every function that touches a file takes the vault as an *os.Root and
@@ -126,7 +140,8 @@
 // and Replace, which renames a new file over it, leaves the other names
 // their old content. Every read is bounded: Read refuses a tie-off larger
 // than MaxReadSize (ErrTooLarge), Tail reads at most its byte budget, and
-// Append and HasRun read in chunks of at most 64 KiB.
+// Append and HasRun read in chunks of at most 64 KiB, and MergeFile reads
+// at most MaxReadSize bytes of each file.
 //
 // The functions here keep no state between calls and are safe to call
 // from several goroutines for different files.

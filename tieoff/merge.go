@@ -2,10 +2,17 @@ package tieoff
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 // MergeReport says what Merge did with a conflict copy of a tie-off, and
@@ -28,6 +35,10 @@ type MergeReport struct {
 	// run whose text differs from the original's section of that run, and
 	// a new section with parse problems (a torn one among them).
 	LeftOut []ParseError
+	// Removed reports that MergeFile removed the copy: the merge was
+	// complete and durable. (When the tie-off did not exist, the copy was
+	// renamed to it.)
+	Removed bool
 }
 
 // Complete reports whether everything in the copy is in the merged
@@ -300,3 +311,114 @@ func holds(cur, raw []byte, torn bool) bool {
 
 // startsText reports whether the text of whole starts with that of part.
 func startsText(whole, part []byte) bool { return bytes.HasPrefix(normText(whole), normText(part)) }
+
+// ErrChanged is wrapped by MergeFile's error when the tie-off or its
+// conflict copy changed while MergeFile merged them (a sync tool or an
+// editor wrote it): what changed is left as it is, nothing is lost, and
+// merging again finishes the work.
+var ErrChanged = errors.New("tieoff: the file changed while it was being merged")
+
+// MergeFile merges copyName, a sync tool's conflict copy of the tie-off
+// name (see ConflictOf), into that tie-off, both slash-separated names
+// relative to root, and removes the copy once nothing of it is left out.
+//
+// It reads both files under the rules of Read (inside the vault, no
+// symbolic link at either name, regular files only, a FIFO refused without
+// blocking, at most MaxReadSize bytes each), merges them with Merge, and,
+// if that changes the tie-off, writes the result with vaultfs.Replace: a
+// temporary file, synced, renamed over the tie-off (which keeps its
+// permissions), and the directory synced. A hard-linked tie-off is thus
+// replaced, not written through: its other names keep the old content.
+// Only when the report says nothing of the copy was left out, and the
+// durable write is done, is the copy removed and its directory synced;
+// the report then says Removed. A merged tie-off larger than MaxReadSize
+// is not written (ErrTooLarge). If either file changed since it was read,
+// MergeFile stops with an error wrapping ErrChanged.
+//
+// If the tie-off does not exist, the copy simply becomes it: it is renamed
+// to name, and the directory synced.
+//
+// The caller must make sure that nobody appends to the tie-off while
+// MergeFile runs (knotd merges from the same place where it appends).
+func MergeFile(root *os.Root, name, copyName string) (report MergeReport, err error) {
+	fail := func(err error) (MergeReport, error) {
+		return report, fmt.Errorf("tieoff: merge %s into %s: %w", copyName, name, err)
+	}
+	if path.Clean(name) == path.Clean(copyName) {
+		return fail(errors.New("the copy is the tie-off itself"))
+	}
+	cdata, cfi, err := vaultfs.ReadFile(root, copyName, MaxReadSize)
+	if err != nil {
+		return fail(err)
+	}
+	odata, ofi, err := vaultfs.ReadFile(root, name, MaxReadSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := root.Rename(filepath.FromSlash(copyName), filepath.FromSlash(name)); err != nil {
+			return fail(err)
+		}
+		secs, _ := Parse(cdata)
+		report.Added, report.Removed = len(secs), true
+		if err := syncDirs(root, name, copyName); err != nil {
+			return fail(fmt.Errorf("the copy is renamed, but: %w", err))
+		}
+		return report, nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	var merged []byte
+	merged, report = Merge(odata, cdata)
+	if len(merged) > MaxReadSize {
+		return fail(fmt.Errorf("%w: the merged tie-off would be %d bytes; nothing is written", ErrTooLarge, len(merged)))
+	}
+	if !bytes.Equal(merged, odata) {
+		check := func() error { return unchanged(root, name, ofi) }
+		if err := vaultfs.Replace(root, name, merged, vaultfs.ReplaceOptions{Check: check}); err != nil {
+			return fail(err)
+		}
+	}
+	if !report.Complete() {
+		return report, nil
+	}
+	if err := unchanged(root, copyName, cfi); err != nil {
+		return fail(err)
+	}
+	if err := root.Remove(filepath.FromSlash(copyName)); err != nil {
+		return fail(err)
+	}
+	report.Removed = true
+	if err := vaultfs.SyncDir(root, path.Dir(copyName)); err != nil {
+		return fail(fmt.Errorf("the copy is removed, but: %w", err))
+	}
+	return report, nil
+}
+
+// unchanged reports, as an error wrapping ErrChanged, whether the file at
+// name is no longer the one described by was, or has another size or
+// modification time.
+func unchanged(root *os.Root, name string, was fs.FileInfo) error {
+	now, err := root.Lstat(filepath.FromSlash(name))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrChanged, name, err)
+	}
+	if !os.SameFile(was, now) || now.Size() != was.Size() || !now.ModTime().Equal(was.ModTime()) {
+		return fmt.Errorf("%w: %s", ErrChanged, name)
+	}
+	return nil
+}
+
+// syncDirs syncs the directories of the given names, each once.
+func syncDirs(root *os.Root, names ...string) error {
+	done := make(map[string]bool)
+	for _, n := range names {
+		d := path.Dir(n)
+		if done[d] {
+			continue
+		}
+		done[d] = true
+		if err := vaultfs.SyncDir(root, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

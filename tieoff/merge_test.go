@@ -114,8 +114,8 @@ func TestMerge(t *testing.T) {
 				t.Errorf("report = added %d, mended %d, present %d, left out %s; want %d, %d, %d, %d",
 					rep.Added, rep.Mended, rep.Present, problemsString(rep.LeftOut), tt.added, tt.mended, tt.present, tt.leftOut)
 			}
-			if rep.Complete() != (tt.leftOut == 0) {
-				t.Errorf("Complete = %v", rep.Complete())
+			if rep.Complete() != (tt.leftOut == 0) || rep.Removed {
+				t.Errorf("Complete = %v, Removed = %v", rep.Complete(), rep.Removed)
 			}
 			for _, l := range rep.LeftOut {
 				if l.Text == "" || !bytes.Contains(tt.copy, []byte(l.Text)) || l.Line < 1 {
