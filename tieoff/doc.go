@@ -105,8 +105,8 @@
 // the file, it closes it first. (It judges that from the last Event
 // header line on: a header line a user typed inside a fence they left open
 // can mislead it. Parse then reports the swallowed header lines.) Replace
-// writes a file holding only the given section through a temporary file
-// and a rename.
+// writes a file holding only the given section through a temporary file,
+// synced and renamed over the tie-off, and syncs the directory.
 //
 // Tail and HasRun read from the end of the file and find sections by their
 // Event header and run marker lines, which replies cannot imitate. Tail
@@ -138,10 +138,10 @@
 // that is not a regular file is refused (ErrNotRegular) without blocking;
 // a tie-off with other hard links is never appended to (ErrHardLinked),
 // and Replace, which renames a new file over it, leaves the other names
-// their old content. Every read is bounded: Read refuses a tie-off larger
-// than MaxReadSize (ErrTooLarge), Tail reads at most its byte budget, and
-// Append and HasRun read in chunks of at most 64 KiB, and MergeFile reads
-// at most MaxReadSize bytes of each file.
+// their old content. Every read is bounded: Read and MergeFile refuse a
+// file larger than MaxReadSize (ErrTooLarge), Tail reads at most its byte
+// budget (at most MaxReadSize), Append reads at most the last 64 KiB, and
+// HasRun reads in chunks of at most 64 KiB.
 //
 // The functions here keep no state between calls and are safe to call
 // from several goroutines for different files.

@@ -70,12 +70,12 @@ func (r MergeReport) Complete() bool { return len(r.LeftOut) == 0 }
 //
 // Merge never drops a word of original. What of the copy it cannot place
 // is listed in the report's LeftOut (see MergeReport), and the copy must
-// then be kept. When neither input has anything to leave out: merging the
-// same copy again adds nothing (Merge is idempotent); the result parses
-// into the union of both inputs' sections with no problems if both inputs
-// parsed without problems; and if both inputs are in time order (as knotd
-// writes them), merging A into B and B into A gives the same sections in
-// the same order.
+// then be kept. Merging the same copy again adds nothing (Merge is
+// idempotent). If both inputs parse without problems and neither holds a
+// run twice, the result parses without problems, with every run of both
+// once. If moreover nothing is left out either way and both inputs are in
+// time order (as knotd writes them), merging A into B and B into A gives
+// the same sections in the same order.
 func Merge(original, conflict []byte) (merged []byte, report MergeReport) {
 	m := &merger{o: parseDoc(original), c: parseDoc(conflict)}
 	m.place()

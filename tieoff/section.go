@@ -167,11 +167,11 @@ func validRunID(id string, emptyOK bool) error {
 	return validToken("run id", id, MaxRunIDLen)
 }
 
-// validToken checks a non-empty run id or session: at most max bytes of
-// [A-Za-z0-9._-].
-func validToken(what, v string, max int) error {
-	if len(v) > max {
-		return fmt.Errorf("%w: %s longer than %d bytes", ErrInvalid, what, max)
+// validToken checks a non-empty run id or session: at most limit bytes
+// of [A-Za-z0-9._-].
+func validToken(what, v string, limit int) error {
+	if len(v) > limit {
+		return fmt.Errorf("%w: %s longer than %d bytes", ErrInvalid, what, limit)
 	}
 	for i := 0; i < len(v); i++ {
 		if !isTokenByte(v[i]) {

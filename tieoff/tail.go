@@ -98,11 +98,12 @@ func Tail(root *os.Root, name string, n, maxBytes int) (Window, error) {
 }
 
 // HasRun reports whether the tie-off name (relative to root) holds the
-// whole section of run runID, for crash recovery: was the run's reply appended before the
-// crash? It scans backwards from the end of the file, line by line, in
-// chunks growing from 4 KiB to 64 KiB, and stops at the run's marker, so the usual case (the
-// run's section is the newest) reads one small chunk. It does not look before
-// offset from: pass the file's size recorded before the run started, so
+// whole section of run runID, for crash recovery: was the run's reply
+// appended before the crash? It scans backwards from the end of the file,
+// line by line, in chunks growing from 4 KiB to 64 KiB (its memory is
+// bounded by that), and stops at the run's marker, so the usual case (the
+// run's section is the newest) reads one small chunk. It does not look
+// before offset from: pass the file's size recorded before the run started, so
 // that an absent run costs only what was written since, or 0 to search the
 // whole file (which reads all of it when the run is absent). If the file
 // is now shorter than from, the whole file is searched.
