@@ -65,8 +65,10 @@ func (r MergeReport) Complete() bool { return len(r.LeftOut) == 0 }
 // When a run is in both, original's section is kept; but if it is torn
 // (its body shorter than its marker says, see Section.Torn) and the copy's
 // section of that run is the same text, longer, the copy's replaces it.
-// Line endings and blanks at the end of a section do not count when
-// comparing sections.
+// (A torn section of original that the copy cannot mend stays as it is;
+// if a later section is added after it, it is no longer the last one, and
+// Parse and HasRun no longer report it as torn.) Line endings and blanks
+// at the end of a section do not count when comparing sections.
 //
 // Merge never drops a word of original. What of the copy it cannot place
 // is listed in the report's LeftOut (see MergeReport), and the copy must
