@@ -145,8 +145,8 @@ func IsStrandFile(info fs.FileInfo) bool {
 //   - emacs lock and autosave files: ".#note.md", "#note.md#"
 //   - vim swap, backup and write probe: ".note.md.swp" (.swo, .swx…),
 //     "note.md~", "4913"
-//   - Syncthing: ".syncthing.note.md.tmp", "~syncthing~note.md.tmp",
-//     "note.sync-conflict-20260101-120000-ABCDEFG.md"
+//   - Syncthing: ".syncthing.note.md.tmp", "~syncthing~note.md.tmp"
+//   - a sync tool's conflict copy (see IsConflictCopy)
 //   - iCloud placeholders: ".note.md.icloud"
 //   - generic temp and backup suffixes: ".tmp", ".bak", ".orig", ".part",
 //     ".crdownload"
@@ -162,7 +162,7 @@ func IsArtefact(name string) bool {
 		return true
 	case strings.HasPrefix(name, ".syncthing.") || strings.HasPrefix(name, "~syncthing~"):
 		return true
-	case strings.Contains(name, ".sync-conflict-"):
+	case IsConflictCopy(name):
 		return true
 	case strings.HasSuffix(name, "~"):
 		return true
@@ -179,4 +179,19 @@ func IsArtefact(name string) bool {
 		return true
 	}
 	return false
+}
+
+// IsConflictCopy reports whether a base name is a copy that a sync tool
+// made of a file both devices changed: Syncthing's
+// "note.sync-conflict-20260101-120000-ABCDEFG.md", and Dropbox's and
+// Nextcloud's "note (conflicted copy 2026-01-01 120000).md" or
+// "note (Ada's conflicted copy 2026-01-01).md". Such a copy is never a
+// strand: the user decides what to keep.
+func IsConflictCopy(name string) bool {
+	if strings.Contains(name, ".sync-conflict-") {
+		return true
+	}
+	stem := strings.TrimSuffix(name, path.Ext(name))
+	open := strings.LastIndex(stem, " (")
+	return open >= 0 && strings.HasSuffix(stem, ")") && strings.Contains(stem[open:], "conflicted copy")
 }

@@ -187,3 +187,29 @@ func TestIsStrandFile(t *testing.T) {
 		t.Error("IsStrandFile(nil) = true")
 	}
 }
+
+func TestIsConflictCopy(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"note.sync-conflict-20261123-120000-ABCDEFG.md", true},
+		{"plan.tieoff.sync-conflict-20261123-120000-ABCDEFG.md", true},
+		{"note (conflicted copy 2026-11-23 120000).md", true},
+		{"note (Ada's conflicted copy 2026-11-23).md", true},
+		{"plan.tieoff (conflicted copy 2026-11-23).md", true},
+		{"note.md", false},
+		{"conflicted copy.md", false},
+		{"note (copy).md", false},
+		{"note (conflicted copy) draft.md", false},
+		{"notes about a sync-conflict.md", false},
+	}
+	for _, tt := range tests {
+		if got := IsConflictCopy(tt.name); got != tt.want {
+			t.Errorf("IsConflictCopy(%q) = %v; want %v", tt.name, got, tt.want)
+		}
+		if tt.want && IsStrandName(tt.name) {
+			t.Errorf("IsStrandName(%q) = true; a conflict copy is never a strand", tt.name)
+		}
+	}
+}
