@@ -57,6 +57,10 @@ type FileID struct {
 	Inode, Device uint64
 }
 
+// Ident returns the inode and device numbers, for packages that identify
+// files without knowing the watcher (such as the state store's stamps).
+func (id FileID) Ident() (inode, device uint64) { return id.Inode, id.Device }
+
 // fullRescan is the Hint that asks for a reconcile of the whole vault.
 var fullRescan = Hint{Dir: true}
 

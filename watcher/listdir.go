@@ -8,6 +8,9 @@ import (
 )
 
 // readDir lists the directory abs in lexical order, as os.ReadDir does.
+// Unless follow is set, a symbolic link at abs is not followed (where the
+// platform allows): a folder swapped for a link after its parent was
+// listed is not listed through the link.
 // The entries' Info looks at a file relative to the open directory (one
 // fstatat on Linux) instead of resolving its whole path again, which is
 // most of what a walk over a large vault costs. Directory entries keep
@@ -15,8 +18,8 @@ import (
 //
 // The directory stays open until done is called; Info must not be called
 // after that.
-func readDir(abs string) (entries []fs.DirEntry, done func() error, err error) {
-	f, err := openDir(abs)
+func readDir(abs string, follow bool) (entries []fs.DirEntry, done func() error, err error) {
+	f, err := openDir(abs, follow)
 	if err != nil {
 		return nil, func() error { return nil }, err
 	}

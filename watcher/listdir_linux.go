@@ -12,9 +12,13 @@ import (
 // descriptor non-blocking, try to add it to the runtime's poller (which
 // refuses a directory) and set it blocking again: four more system calls
 // per directory, which a walk over ten thousand directories feels.
-func openDir(abs string) (*os.File, error) {
+func openDir(abs string, follow bool) (*os.File, error) {
+	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
 	for {
-		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(abs, flags, 0)
 		switch err {
 		case nil:
 			return os.NewFile(uintptr(fd), abs), nil

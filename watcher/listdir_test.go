@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestReadDir_InfoAgreesWithLstat(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	entries, done, err := readDir(dir)
+	entries, done, err := readDir(dir, false)
 	if err != nil {
 		t.Fatalf("readDir: %v", err)
 	}
@@ -80,7 +81,7 @@ func TestReadDir_InfoOfVanishedFile(t *testing.T) {
 	if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	entries, done, err := readDir(dir)
+	entries, done, err := readDir(dir, false)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("readDir = %d entries, %v; want 1", len(entries), err)
 	}
@@ -112,7 +113,7 @@ func TestReadDir_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			entries, done, err := readDir(tt.abs)
+			entries, done, err := readDir(tt.abs, false)
 			if derr := done(); derr != nil {
 				t.Errorf("done() = %v", derr)
 			}
@@ -126,5 +127,33 @@ func TestReadDir_Errors(t *testing.T) {
 				t.Errorf("readDir(%s) = %q; want the path in the message", tt.abs, err)
 			}
 		})
+	}
+}
+
+// TestReadDir_DoesNotFollowALink: a folder swapped for a symbolic link
+// (here to a folder outside the vault) after its parent was listed is not
+// listed through the link; the vault root itself may be a link.
+func TestReadDir_DoesNotFollowALink(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("O_NOFOLLOW on directories is used on Linux")
+	}
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret.md"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "folder")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if entries, done, err := readDir(link, false); err == nil {
+		_ = done()
+		t.Fatalf("readDir(link) = %d entries; want an error", len(entries))
+	}
+	entries, done, err := readDir(link, true)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("readDir(link, follow) = %d entries, %v; want the vault root listed", len(entries), err)
+	}
+	if err := done(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,6 +12,12 @@ import (
 // renamed it in Obsidian's settings.
 const DefaultConfigDir = ".obsidian"
 
+// VaultMarker is the folder that makes a directory a vault (knotd's
+// .knot). A walk never enters a directory below its root that has one: it
+// is a vault of its own, which its own knotd answers, so that two knotd
+// never answer one note.
+const VaultMarker = ".knot"
+
 // ignoreFileNames are the ignore files read in every directory, in
 // increasing priority: a .knotignore line beats a .ignore line, which beats
 // a .gitignore line, in the same directory.
@@ -163,8 +169,8 @@ func (r *Rules) builtin(name string) string {
 		return "Obsidian config folder"
 	case ".git":
 		return "git repository data"
-	case ".knot":
-		return "knotd state folder"
+	case VaultMarker:
+		return "knotd's folder"
 	case ".trash":
 		return "Obsidian trash folder"
 	case ".stversions":

@@ -215,7 +215,7 @@ func TestRules_Explain(t *testing.T) {
 		{"keep.tmp.md", false, `not ignored: re-included by .gitignore:2 pattern "!keep.tmp.md"`},
 		{".obsidian/", true, "ignored: .obsidian (Obsidian config folder)"},
 		{".obsidian/workspace.json", true, "ignored: inside .obsidian (Obsidian config folder)"},
-		{".knot/state.db", true, "ignored: inside .knot (knotd state folder)"},
+		{".knot/state.db", true, "ignored: inside .knot (knotd's folder)"},
 		{".git/HEAD", true, "ignored: inside .git (git repository data)"},
 		{"x/.cache/a.md", true, "ignored: inside x/.cache (dot-directory)"},
 		{"a/node_modules/b/c.md", true, "ignored: inside a/node_modules (node_modules folder)"},

@@ -70,20 +70,25 @@ func (r *Rules) loadDir(root, dir string, present *[len(ignoreFileNames)]bool, o
 }
 
 // readIgnoreFile returns the content of an ignore file, or nil if there is
-// none.
+// none. Ignore files travel with the vault, so they are someone else's
+// input: a symbolic link at the name is not followed, a FIFO or device
+// never blocks the read, and at most maxIgnoreFileSize bytes are read.
 func readIgnoreFile(abs string) (data []byte, err error) {
-	f, err := os.Open(abs)
+	f, err := openNoFollow(abs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("watcher: read ignore file: %w", err)
 	}
-	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("watcher: close ignore file %s: %w", abs, cerr)
-		}
-	}()
+	defer f.Close() // read only: a close error loses nothing
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("watcher: read ignore file %s: %w", abs, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("watcher: ignore file %s is not a regular file (%v): knotd reads only a regular file there", abs, fi.Mode().Type())
+	}
 	data, err = io.ReadAll(io.LimitReader(f, maxIgnoreFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("watcher: read ignore file %s: %w", abs, err)
@@ -253,7 +258,7 @@ func (w *walker) visit(rel string, d fs.DirEntry) error {
 // contents walks the contents of the directory rel.
 func (w *walker) contents(rel string, d fs.DirEntry) error {
 	abs := filepath.Join(w.root, filepath.FromSlash(rel))
-	entries, done, err := readDir(abs)
+	entries, done, err := readDir(abs, rel == "")
 	werr := w.entries(rel, d, entries, err)
 	if err := done(); err != nil && werr == nil {
 		werr = err
@@ -279,6 +284,10 @@ func (w *walker) entries(rel string, d fs.DirEntry, entries []fs.DirEntry, err e
 	for _, e := range entries {
 		if i := ignoreFileIndex(e.Name()); i >= 0 && e.Type().IsRegular() {
 			present[i] = true
+		}
+		if rel != "" && e.Name() == VaultMarker && e.IsDir() {
+			// A vault of its own inside this one: its knotd answers it.
+			return nil
 		}
 	}
 	var ferr error

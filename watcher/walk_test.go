@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -159,4 +160,61 @@ func FuzzRules(f *testing.F) {
 			t.Errorf("Ignored(%q, %v) = %v but Explain(%q) = %v, %q", rel, isDir, ignored, p, e, why)
 		}
 	})
+}
+
+// TestWalk_SkipsNestedVault: a folder with a .knot of its own is another
+// vault; a walk of the outer vault never enters it.
+func TestWalk_SkipsNestedVault(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"a.md", "sub/b.md", "inner/.knot/config.yaml", "inner/c.md", "inner/deep/d.md", "other/.knot"} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if p == "other/.knot" {
+			if err := os.WriteFile(full, []byte("a file, not a vault"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(full, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, ".knot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, walk := range []func(*Rules, string, string, fs.WalkDirFunc) error{(*Rules).Walk, (*Rules).WalkConcurrent} {
+		var mu sync.Mutex
+		var got []string
+		err := walk(&Rules{}, root, "", func(rel string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				mu.Lock()
+				got = append(got, rel)
+				mu.Unlock()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		want := []string{"a.md", "other/.knot", "sub/b.md"}
+		if !slices.Equal(got, want) {
+			t.Errorf("walk = %v; want %v (nothing of the inner vault)", got, want)
+		}
+		// Walking the inner vault's folder as a subtree skips it too.
+		got = nil
+		if err := walk(&Rules{}, root, "inner", func(rel string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				got = append(got, rel)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 0 {
+			t.Errorf("walk of inner = %v; want nothing", got)
+		}
+	}
 }
