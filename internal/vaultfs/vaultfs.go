@@ -294,3 +294,36 @@ func SyncDir(root *os.Root, dir string) error {
 	}
 	return syncDir(root, filepath.FromSlash(dir))
 }
+
+// OpenDir opens the directory name for listing, refusing a symbolic link
+// at name (ErrNotRegular) as Open does for files.
+func OpenDir(root *os.Root, name string) (*os.File, error) {
+	osName := filepath.FromSlash(name)
+	d, err := root.Open(osName)
+	if err != nil {
+		if li, lerr := root.Lstat(osName); lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (a symbolic link)", ErrNotRegular)}
+		}
+		return nil, err
+	}
+	fi, err := d.Stat()
+	if err == nil {
+		var li fs.FileInfo
+		li, err = root.Lstat(osName)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("%w: %w", ErrReplaced, err)
+		case !fi.IsDir():
+			err = errors.New("not a directory")
+		case li.Mode()&fs.ModeSymlink != 0:
+			err = fmt.Errorf("%w (a symbolic link)", ErrNotRegular)
+		case !os.SameFile(fi, li):
+			err = ErrReplaced
+		}
+	}
+	if err != nil {
+		_ = d.Close() // read only
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	return d, nil
+}

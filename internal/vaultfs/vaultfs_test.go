@@ -280,3 +280,26 @@ func TestSyncDir(t *testing.T) {
 		t.Error("SyncDir(missing) = nil; want an error")
 	}
 }
+
+func TestOpenDir(t *testing.T) {
+	root, dir, out := vault(t)
+	mustMkdir(t, filepath.Join(dir, "d"))
+	d, err := OpenDir(root, "d")
+	if err != nil {
+		t.Fatalf("OpenDir(d) = %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, "d", filepath.Join(dir, "in"))
+	if _, err := OpenDir(root, "in"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenDir(link inside) = %v; want ErrNotRegular", err)
+	}
+	mustSymlink(t, out, filepath.Join(dir, "out"))
+	if _, err := OpenDir(root, "out"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenDir(link out) = %v; want ErrNotRegular", err)
+	}
+	if _, err := OpenDir(root, "note.md"); err == nil {
+		t.Error("OpenDir(a file) succeeded")
+	}
+}
