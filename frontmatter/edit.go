@@ -225,3 +225,29 @@ func Write(f Fields, body []byte) ([]byte, error) {
 	block = append(block, "---\n"...)
 	return append(block, body...), nil
 }
+
+// WithoutOwnKeys returns src without knotd's own bookkeeping keys,
+// knot_session and knot_resume, and without the frontmatter block if
+// nothing but blank lines is left in it: what the user wrote, which is
+// what knotd answers. Two versions of a strand that differ only in those
+// keys (knotd added them, a sync tool carried them, git discarded them)
+// have the same WithoutOwnKeys. A strand whose frontmatter cannot be
+// edited (see MergeFields) is returned as it is.
+func WithoutOwnKeys(src []byte) []byte {
+	out, err := MergeFields(src, map[string]any{KeySession: nil, KeyResume: nil})
+	if err != nil {
+		return src
+	}
+	l, err := scan(out)
+	if err != nil || !l.found {
+		return out
+	}
+	for start := l.content.Start; start < l.content.End; {
+		textEnd, next, _ := lineAt(out, start)
+		if !isBlank(out[start:textEnd]) {
+			return out
+		}
+		start = next
+	}
+	return append(out[:l.bom:l.bom], out[l.end:]...)
+}

@@ -284,3 +284,31 @@ func TestEdit_Refusals(t *testing.T) {
 		})
 	}
 }
+
+func TestWithoutOwnKeys(t *testing.T) {
+	id := "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"no frontmatter", "body\n", "body\n"},
+		{"knotd made the block", "---\nknot_session: " + id + "\n---\nbody\n", "body\n"},
+		{"knotd made the block, CRLF", "---\r\nknot_session: " + id + "\r\n---\r\nbody\r\n", "body\r\n"},
+		{"with a BOM", "\ufeff---\nknot_session: " + id + "\nknot_resume: r1\n---\nbody\n", "\ufeffbody\n"},
+		{"the user's keys stay", "---\ntitle: t\nknot_session: " + id + "\n---\nbody\n", "---\ntitle: t\n---\nbody\n"},
+		{"order does not matter", "---\nknot_resume: r\ntitle: t\nknot_session: " + id + "\n---\nbody\n", "---\ntitle: t\n---\nbody\n"},
+		{"a comment keeps the block", "---\n# mine\nknot_session: " + id + "\n---\nbody\n", "---\n# mine\n---\nbody\n"},
+		{"an empty block goes", "---\n---\nbody\n", "body\n"},
+		{"a blank block goes", "---\n\n  \n---\nbody\n", "body\n"},
+		{"other keys are content", "---\nknot_mode: replace\n---\nbody\n", "---\nknot_mode: replace\n---\nbody\n"},
+		{"aliases are the user's", "---\nsession: " + id + "\n---\nbody\n", "---\nsession: " + id + "\n---\nbody\n"},
+		{"invalid YAML is left alone", "---\n: [\n---\nbody\n", "---\n: [\n---\nbody\n"},
+		{"unterminated is left alone", "---\nknot_session: " + id + "\nbody\n", "---\nknot_session: " + id + "\nbody\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(WithoutOwnKeys([]byte(tt.src))); got != tt.want {
+				t.Errorf("WithoutOwnKeys(%q) = %q; want %q", tt.src, got, tt.want)
+			}
+		})
+	}
+}

@@ -34,14 +34,30 @@ func dirNames(t *testing.T, dir string) []string {
 	return names
 }
 
+// inRoot calls a writer on the file at path with a root opened on its
+// directory, as the vault calls it with the vault's root.
+func inRoot(write func(root *os.Root, name string, original, updated []byte) error) func(path string, original, updated []byte) error {
+	return func(path string, original, updated []byte) error {
+		root, err := os.OpenRoot(filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return write(root, filepath.Base(path), original, updated)
+	}
+}
+
+// writeFile is WriteFile on the file at path.
+var writeFile = inRoot(WriteFile)
+
 // writers are WriteFile and WriteFileDeferred, which differ only in
 // whether they sync the directory at the end.
 var writers = []struct {
 	name  string
 	write func(path string, original, updated []byte) error
 }{
-	{"WriteFile", WriteFile},
-	{"WriteFileDeferred", WriteFileDeferred},
+	{"WriteFile", writeFile},
+	{"WriteFileDeferred", inRoot(WriteFileDeferred)},
 }
 
 func TestWriteFile_ReplacesAndKeepsPermissions(t *testing.T) {
@@ -136,7 +152,7 @@ func TestWriteFile_RefusesNonRegular(t *testing.T) {
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(sub, nil, []byte("x")); err == nil || errors.Is(err, ErrChanged) {
+	if err := writeFile(sub, nil, []byte("x")); err == nil || errors.Is(err, ErrChanged) {
 		t.Errorf("WriteFile(a directory) = %v; want a not-regular error", err)
 	}
 	if runtime.GOOS == "windows" {
@@ -148,7 +164,7 @@ func TestWriteFile_RefusesNonRegular(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(link, []byte("x"), []byte("y")); err == nil {
+	if err := writeFile(link, []byte("x"), []byte("y")); err == nil {
 		t.Errorf("WriteFile(a symlink) succeeded; want an error")
 	}
 	if got, _ := os.ReadFile(target); string(got) != "x" {
@@ -167,7 +183,7 @@ func TestWriteFile_CleansUpWhenDirectoryIsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
-	if err := WriteFile(path, []byte("a"), []byte("b")); err == nil {
+	if err := writeFile(path, []byte("a"), []byte("b")); err == nil {
 		t.Errorf("WriteFile in a read-only directory succeeded")
 	}
 	if names := dirNames(t, dir); !slices.Equal(names, []string{"note.md"}) {
@@ -179,10 +195,39 @@ func TestWriteFile_NothingToWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "note.md")
 	writeTestFile(t, path, []byte("user's newer edit"), 0o644)
-	if err := WriteFile(path, []byte("same"), []byte("same")); err != nil {
+	if err := writeFile(path, []byte("same"), []byte("same")); err != nil {
 		t.Fatalf("WriteFile with nothing to change = %v; want nil", err)
 	}
 	if got, _ := os.ReadFile(path); string(got) != "user's newer edit" {
 		t.Errorf("WriteFile with nothing to change wrote %q", got)
+	}
+}
+
+// TestWriteFile_StaysInTheVault: a note whose folder is a symbolic link out
+// of the vault is never written through it, and nothing is created
+// outside.
+func TestWriteFile_StaysInTheVault(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links")
+	}
+	vault, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "note.md")
+	writeTestFile(t, target, []byte("a"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(vault, "folder")); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := WriteFile(root, "folder/note.md", []byte("a"), []byte("b")); err == nil {
+		t.Error("WriteFile through a folder linked out of the vault succeeded")
+	}
+	if got, _ := os.ReadFile(target); string(got) != "a" {
+		t.Errorf("the note outside the vault holds %q", got)
+	}
+	if names := dirNames(t, outside); !slices.Equal(names, []string{"note.md"}) {
+		t.Errorf("the folder outside holds %q", names)
 	}
 }

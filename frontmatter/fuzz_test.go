@@ -197,3 +197,22 @@ func commonSuffix(a, b []byte) int {
 	}
 	return n
 }
+
+// FuzzWithoutOwnKeys: stripping knotd's keys never panics, is idempotent,
+// and a session knotd adds to a strand never changes what is left.
+func FuzzWithoutOwnKeys(f *testing.F) {
+	addSeeds(f, func(b []byte) { f.Add(b) })
+	f.Fuzz(func(t *testing.T, src []byte) {
+		once := WithoutOwnKeys(src)
+		if twice := WithoutOwnKeys(once); !bytes.Equal(twice, once) {
+			t.Fatalf("WithoutOwnKeys is not idempotent on %q: %q then %q", src, once, twice)
+		}
+		with, err := SetSession(src, "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21")
+		if err != nil {
+			return
+		}
+		if got := WithoutOwnKeys(with); !bytes.Equal(got, once) {
+			t.Fatalf("adding knot_session to %q changed what is left: %q, not %q", src, got, once)
+		}
+	})
+}
