@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"crypto/sha256"

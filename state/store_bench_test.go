@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func fillStore(b *testing.B, s *Store, n int) {
 func BenchmarkStore_Adopt(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
-		s := mustOpenStore(b, filepath.Join(b.TempDir(), StateFile))
+		s := mustOpenStore(b, filepath.Join(b.TempDir(), "state.db"))
 		b.StartTimer()
 		if err := adopt(s, 100_000, 5_000); err != nil {
 			b.Fatal(err)
@@ -77,7 +77,7 @@ func BenchmarkStore_ForEach(b *testing.B) {
 // rebuilds bbolt's freelist by scanning the file.
 func BenchmarkOpenStore(b *testing.B) {
 	path := statePath(b)
-	s, err := OpenStore(path)
+	s, err := Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkOpenStore(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		s, err := OpenStore(path)
+		s, err := Open(path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 // returns, nor from another goroutine. Slices it returns are copies the
 // caller owns.
 type Tx struct {
-	tx                                        *bolt.Tx
-	meta, strands, content, sessions, pending *bolt.Bucket
+	tx                                                 *bolt.Tx
+	meta, strands, content, sessions, pending, notices *bolt.Bucket
 }
 
 func newTx(btx *bolt.Tx) *Tx {
@@ -27,6 +27,7 @@ func newTx(btx *bolt.Tx) *Tx {
 		content:  btx.Bucket(bucketContent),
 		sessions: btx.Bucket(bucketSessions),
 		pending:  btx.Bucket(bucketPending),
+		notices:  btx.Bucket(bucketNotices),
 	}
 }
 
@@ -39,7 +40,7 @@ func (tx *Tx) Get(rel string) (Record, bool, error) {
 	}
 	rec, err := decodeRecord(rel, v)
 	if err != nil {
-		return Record{}, false, fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, rel, err)
+		return Record{}, false, fmt.Errorf("%w: record %s: %w", ErrCorrupt, rel, err)
 	}
 	return rec, true, nil
 }
@@ -57,7 +58,7 @@ func (tx *Tx) Content(rel string) ([]byte, bool, error) {
 	}
 	content := append([]byte{}, raw...)
 	if HashOf(content) != rec.Hash {
-		return nil, false, fmt.Errorf("%w: content of %s does not match its hash", ErrStateCorrupt, rel)
+		return nil, false, fmt.Errorf("%w: content of %s does not match its hash", ErrCorrupt, rel)
 	}
 	return content, true, nil
 }
@@ -90,10 +91,10 @@ func (tx *Tx) Put(rec Record, content []byte) error {
 		return err
 	}
 	if content != nil && HashOf(content) != rec.Hash {
-		return fmt.Errorf("vault: put %s: content does not match the record's hash", rec.Path)
+		return fmt.Errorf("state: put %s: content does not match the record's hash", rec.Path)
 	}
 	if rec.Turns < 0 || rec.LastOutcome >= outcomeEnd {
-		return fmt.Errorf("vault: put %s: invalid turns or outcome", rec.Path)
+		return fmt.Errorf("state: put %s: invalid turns or outcome", rec.Path)
 	}
 	old, had, err := tx.Get(rec.Path)
 	if err != nil {
@@ -117,7 +118,7 @@ func (tx *Tx) Put(rec Record, content []byte) error {
 		err = tx.content.Put([]byte(rec.Path), content)
 	}
 	if err != nil {
-		return fmt.Errorf("vault: put %s: %w", rec.Path, err)
+		return fmt.Errorf("state: put %s: %w", rec.Path, err)
 	}
 	if had && old.Session != rec.Session {
 		if err := tx.unindex(old); err != nil {
@@ -151,10 +152,10 @@ func (tx *Tx) Delete(rel string) error {
 	}
 	key := []byte(rel)
 	if err := tx.strands.Delete(key); err != nil {
-		return fmt.Errorf("vault: delete %s: %w", rel, err)
+		return fmt.Errorf("state: delete %s: %w", rel, err)
 	}
 	if err := tx.content.Delete(key); err != nil {
-		return fmt.Errorf("vault: delete %s: %w", rel, err)
+		return fmt.Errorf("state: delete %s: %w", rel, err)
 	}
 	return tx.unindex(rec)
 }
@@ -203,7 +204,7 @@ func (tx *Tx) Adopted() (time.Time, bool, error) {
 	}
 	ns, n := binary.Varint(v)
 	if n <= 0 {
-		return time.Time{}, false, fmt.Errorf("%w: bad adoption time", ErrStateCorrupt)
+		return time.Time{}, false, fmt.Errorf("%w: bad adoption time", ErrCorrupt)
 	}
 	return time.Unix(0, ns).UTC(), true, nil
 }
@@ -213,14 +214,14 @@ func (tx *Tx) Adopted() (time.Time, bool, error) {
 // interrupted by a crash is simply done again.
 func (tx *Tx) SetAdopted(t time.Time) error {
 	if err := tx.meta.Put(keyAdopted, binary.AppendVarint(nil, t.UnixNano())); err != nil {
-		return fmt.Errorf("vault: set adopted: %w", err)
+		return fmt.Errorf("state: set adopted: %w", err)
 	}
 	return nil
 }
 
 func (tx *Tx) putRecord(rec *Record) error {
 	if err := tx.strands.Put([]byte(rec.Path), appendRecord(nil, rec)); err != nil {
-		return fmt.Errorf("vault: put %s: %w", rec.Path, err)
+		return fmt.Errorf("state: put %s: %w", rec.Path, err)
 	}
 	return nil
 }
@@ -231,7 +232,7 @@ func (tx *Tx) index(rec Record) error {
 		return nil
 	}
 	if err := tx.sessions.Put([]byte(rec.Session), []byte(rec.Path)); err != nil {
-		return fmt.Errorf("vault: index session of %s: %w", rec.Path, err)
+		return fmt.Errorf("state: index session of %s: %w", rec.Path, err)
 	}
 	return nil
 }
@@ -242,7 +243,57 @@ func (tx *Tx) unindex(rec Record) error {
 		return nil
 	}
 	if err := tx.sessions.Delete([]byte(rec.Session)); err != nil {
-		return fmt.Errorf("vault: unindex session of %s: %w", rec.Path, err)
+		return fmt.Errorf("state: unindex session of %s: %w", rec.Path, err)
 	}
 	return nil
+}
+
+// maxNoticeKey bounds a notice key (bbolt allows 32 KiB).
+const maxNoticeKey = 4096
+
+// Noticed returns when the notice key was given; ok is false if it never
+// was.
+func (tx *Tx) Noticed(key string) (t time.Time, ok bool, err error) {
+	v := tx.notices.Get([]byte(key))
+	if v == nil {
+		return time.Time{}, false, nil
+	}
+	if t, err = decodeNotice(v); err != nil {
+		return time.Time{}, false, fmt.Errorf("%w: notice %q: %w", ErrCorrupt, key, err)
+	}
+	return t, true, nil
+}
+
+// Notice records that the notice key was given at t (what knotd tells the
+// user once, such as a conflict copy it found), and reports whether it is
+// new: false if it was given before, whose time is kept.
+func (tx *Tx) Notice(key string, t time.Time) (isNew bool, err error) {
+	if key == "" || len(key) > maxNoticeKey {
+		return false, fmt.Errorf("state: notice: key of %d bytes", len(key))
+	}
+	if _, seen, err := tx.Noticed(key); err != nil || seen {
+		return false, err
+	}
+	if err := tx.notices.Put([]byte(key), binary.AppendVarint(nil, t.UnixNano())); err != nil {
+		return false, fmt.Errorf("state: notice %q: %w", key, err)
+	}
+	return true, nil
+}
+
+// ForgetNotice drops the notice key, so that it is given again the next
+// time (the thing it was about went away).
+func (tx *Tx) ForgetNotice(key string) error {
+	if err := tx.notices.Delete([]byte(key)); err != nil {
+		return fmt.Errorf("state: forget notice %q: %w", key, err)
+	}
+	return nil
+}
+
+// decodeNotice decodes a notice's time.
+func decodeNotice(v []byte) (time.Time, error) {
+	ns, n := binary.Varint(v)
+	if n <= 0 || n != len(v) {
+		return time.Time{}, fmt.Errorf("%w: notice time", errCorruptValue)
+	}
+	return time.Unix(0, ns).UTC(), nil
 }

@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 )
 
 // Pending is the journal entry of a run whose outcome is known but not yet
-// committed: written under .knot/ before the tie-off section is appended,
+// committed: written into the state store before the tie-off section is appended,
 // so that a crash between the agent finishing and the state commit neither
 // loses the reply nor appends it twice. The processor does, in order:
 //
@@ -42,16 +42,16 @@ const maxRunID = 128
 
 func (p *Pending) validate() error {
 	if p.RunID == "" || len(p.RunID) > maxRunID {
-		return fmt.Errorf("vault: pending run %q: invalid run id", p.RunID)
+		return fmt.Errorf("state: pending run %q: invalid run id", p.RunID)
 	}
 	if !p.Event.Valid() {
-		return fmt.Errorf("vault: pending run %s: invalid event", p.RunID)
+		return fmt.Errorf("state: pending run %s: invalid event", p.RunID)
 	}
 	if err := validatePath("pending run "+p.RunID, p.Record.Path); err != nil {
 		return err
 	}
 	if p.Event != strand.Deleted && p.Content != nil && HashOf(p.Content) != p.Record.Hash {
-		return fmt.Errorf("vault: pending run %s: content does not match the record's hash", p.RunID)
+		return fmt.Errorf("state: pending run %s: content does not match the record's hash", p.RunID)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (tx *Tx) PutPending(p Pending) error {
 		return err
 	}
 	if err := tx.pending.Put([]byte(p.RunID), appendPending(nil, &p)); err != nil {
-		return fmt.Errorf("vault: pending run %s: %w", p.RunID, err)
+		return fmt.Errorf("state: pending run %s: %w", p.RunID, err)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (tx *Tx) Pending(runID string) (Pending, bool, error) {
 	}
 	p, err := decodePending(runID, v)
 	if err != nil {
-		return Pending{}, false, fmt.Errorf("%w: pending run %s: %w", ErrStateCorrupt, runID, err)
+		return Pending{}, false, fmt.Errorf("%w: pending run %s: %w", ErrCorrupt, runID, err)
 	}
 	return p, true, nil
 }
@@ -133,7 +133,7 @@ func (tx *Tx) Pendings() ([]Pending, error) {
 // error.
 func (tx *Tx) DeletePending(runID string) error {
 	if err := tx.pending.Delete([]byte(runID)); err != nil {
-		return fmt.Errorf("vault: drop pending run %s: %w", runID, err)
+		return fmt.Errorf("state: drop pending run %s: %w", runID, err)
 	}
 	return nil
 }
@@ -163,13 +163,7 @@ func (tx *Tx) Complete(runID string) error {
 
 // PutPending journals p in its own transaction; see Pending.
 func (s *Store) PutPending(p Pending) error {
-	if err := s.Update(func(tx *Tx) error { return tx.PutPending(p) }); err != nil {
-		return err
-	}
-	if s.hooks.journaled != nil {
-		s.hooks.journaled(p.RunID)
-	}
-	return nil
+	return s.Update(func(tx *Tx) error { return tx.PutPending(p) })
 }
 
 // Pendings returns every journal entry, in run id order.
@@ -184,16 +178,5 @@ func (s *Store) Pendings() (ps []Pending, err error) {
 // Complete commits and drops the journal entry of runID in one
 // transaction; see Tx.Complete.
 func (s *Store) Complete(runID string) error {
-	if s.hooks.completing != nil {
-		if err := s.hooks.completing(runID); err != nil {
-			return err
-		}
-	}
-	if err := s.Update(func(tx *Tx) error { return tx.Complete(runID) }); err != nil {
-		return err
-	}
-	if s.hooks.completed != nil {
-		s.hooks.completed(runID)
-	}
-	return nil
+	return s.Update(func(tx *Tx) error { return tx.Complete(runID) })
 }

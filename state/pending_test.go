@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ func pending(runID string, ev strand.EventType, path, content string) Pending {
 
 func TestStore_PendingSurvivesReopen(t *testing.T) {
 	path := statePath(t)
-	s, err := OpenStore(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package vault
+package state
 
 import (
 	"io/fs"

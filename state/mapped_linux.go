@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dropMapped tells the kernel that this process no longer needs the pages
+// DropMapped tells the kernel that this process no longer needs the pages
 // of the state file it has mapped (madvise MADV_DONTNEED on bbolt's shared,
 // read-only mapping). The file's data stays in the page cache and a later
 // read maps it again, so nothing changes but the resident set: a pass over
 // every record, or an open that rebuilt the free-page list, leaves the
 // pages it read mapped otherwise, and an idle daemon would carry them for
 // weeks.
-func (s *Store) dropMapped() error {
+func (s *Store) DropMapped() error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		// A read transaction holds bbolt's mapping lock: the mapping
 		// cannot be moved or unmapped until it ends.
@@ -23,7 +23,7 @@ func (s *Store) dropMapped() error {
 			return nil
 		}
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, data, uintptr(size), unix.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("vault: release the mapped pages of %s: %w", s.path, errno)
+			return fmt.Errorf("state: release the mapped pages of %s: %w", s.path, errno)
 		}
 		return nil
 	})

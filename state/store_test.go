@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ func mustOpenStore(t testing.TB, path string) *Store {
 	t.Helper()
 	s, err := openStore(path, storeOptions{timeout: 50 * time.Millisecond})
 	if err != nil {
-		t.Fatalf("OpenStore(%s): %v", path, err)
+		t.Fatalf("Open(%s): %v", path, err)
 	}
 	t.Cleanup(func() {
 		if err := s.Close(); err != nil {
@@ -32,7 +32,7 @@ func mustOpenStore(t testing.TB, path string) *Store {
 }
 
 func statePath(t testing.TB) string {
-	return filepath.Join(t.TempDir(), strand.StateDir, StateFile)
+	return filepath.Join(t.TempDir(), "state", "state.db")
 }
 
 // rec returns a record for content at path with every field set.
@@ -101,7 +101,7 @@ func TestStore_RoundTrip(t *testing.T) {
 
 func TestStore_ReopenPersists(t *testing.T) {
 	path := statePath(t)
-	s, err := OpenStore(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,9 +414,9 @@ func TestStore_RecordsBelow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.dir, func(t *testing.T) {
 			var got []string
-			it := s.records(tt.dir)
+			it := s.Records(tt.dir)
 			for {
-				r, err := it.peek()
+				r, err := it.Peek()
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -424,7 +424,7 @@ func TestStore_RecordsBelow(t *testing.T) {
 					break
 				}
 				got = append(got, r.Path)
-				it.next()
+				it.Next()
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("records(%q) = %d records, from %q; want %d", tt.dir, len(got), got[:min(3, len(got))], len(tt.want))
@@ -484,11 +484,11 @@ func TestOpenStore_Busy(t *testing.T) {
 	path := statePath(t)
 	mustOpenStore(t, path)
 	s, err := openStore(path, storeOptions{timeout: 20 * time.Millisecond})
-	if !errors.Is(err, ErrStateBusy) {
+	if !errors.Is(err, ErrBusy) {
 		if s != nil {
 			_ = s.Close()
 		}
-		t.Fatalf("second OpenStore = %v; want ErrStateBusy", err)
+		t.Fatalf("second OpenStore = %v; want ErrBusy", err)
 	}
 }
 
@@ -500,16 +500,16 @@ func TestOpenStore_Damaged(t *testing.T) {
 	}{
 		{"garbage", func(t *testing.T, path string) {
 			mustWrite(t, path, bytes.Repeat([]byte("not a database "), 2000))
-		}, ErrStateCorrupt},
+		}, ErrCorrupt},
 		{"too short", func(t *testing.T, path string) {
 			mustWrite(t, path, []byte("x"))
-		}, ErrStateCorrupt},
+		}, ErrCorrupt},
 		{"truncated", func(t *testing.T, path string) {
 			mustWrite(t, path, validDB(t)[:4096])
-		}, ErrStateCorrupt},
+		}, ErrCorrupt},
 		{"foreign bbolt file", func(t *testing.T, path string) {
 			mustBolt(t, path, func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err })
-		}, ErrStateCorrupt},
+		}, ErrCorrupt},
 		{"newer schema", func(t *testing.T, path string) {
 			mustBolt(t, path, func(tx *bolt.Tx) error {
 				b, err := tx.CreateBucket(bucketMeta)
@@ -518,24 +518,21 @@ func TestOpenStore_Damaged(t *testing.T) {
 				}
 				return b.Put(keySchema, []byte{schemaVersion + 1})
 			})
-		}, ErrStateVersion},
+		}, ErrVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), StateFile)
+			path := filepath.Join(t.TempDir(), "state.db")
 			tt.write(t, path)
-			s, err := OpenStore(path)
+			s, err := Open(path)
 			if !errors.Is(err, tt.want) {
 				if s != nil {
 					_ = s.Close()
 				}
-				t.Fatalf("OpenStore(%s) = %v; want %v", tt.name, err, tt.want)
+				t.Fatalf("Open(%s) = %v; want %v", tt.name, err, tt.want)
 			}
 			if !strings.Contains(err.Error(), path) {
 				t.Errorf("error %q does not name the file", err)
-			}
-			if tt.want == ErrStateCorrupt && !strings.Contains(err.Error(), "move it aside") {
-				t.Errorf("error %q does not say what to do", err)
 			}
 		})
 	}
@@ -549,8 +546,8 @@ func TestStore_ContentCheckedAgainstHash(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Content("a.md"); !errors.Is(err, ErrStateCorrupt) {
-		t.Errorf("Content(tampered) = %v; want ErrStateCorrupt", err)
+	if _, _, err := s.Content("a.md"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Content(tampered) = %v; want ErrCorrupt", err)
 	}
 }
 
@@ -578,8 +575,8 @@ func mustBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
 // validDB returns the bytes of a store holding a few records.
 func validDB(t *testing.T) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), StateFile)
-	s, err := OpenStore(path)
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -15,8 +17,9 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// The state store is one bbolt file, <vault>/.knot/state.db, with these
-// buckets (the format this file owns):
+// The state store is one bbolt file in the vault's folder of the state
+// directory (see package statedir), with these buckets (the format this
+// file owns):
 //
 //	meta      "schema" -> uvarint schemaVersion
 //	          "adopted" -> varint Unix nanoseconds of first contact
@@ -24,13 +27,14 @@ import (
 //	content   strand path -> the processed content, raw bytes
 //	sessions  session UUID -> strand path (index for rename detection)
 //	pending   run id -> Pending, encoded by appendPending (crash journal)
+//	notices   a key chosen by the caller -> varint Unix nanoseconds: what
+//	          knotd has told the user once and must not tell again
+//	          (schema 2; a schema 1 store gets the bucket when it opens)
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
 const (
-	// StateFile is the state store's file name inside strand.StateDir.
-	StateFile     = "state.db"
-	schemaVersion = 1
+	schemaVersion = 2
 	// forEachChunk bounds how many records ForEach holds in one read
 	// transaction.
 	forEachChunk = 1024
@@ -42,7 +46,8 @@ var (
 	bucketContent  = []byte("content")
 	bucketSessions = []byte("sessions")
 	bucketPending  = []byte("pending")
-	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending}
+	bucketNotices  = []byte("notices")
+	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")
 	keyAdopted = []byte("adopted")
@@ -50,20 +55,20 @@ var (
 
 var (
 	// ErrNotFound is wrapped by errors about a record that does not exist.
-	ErrNotFound = errors.New("vault: not found")
+	ErrNotFound = errors.New("state: not found")
 	// ErrExists is wrapped by errors about a record that already exists.
-	ErrExists = errors.New("vault: already exists")
+	ErrExists = errors.New("state: already exists")
 	// ErrSessionTaken is wrapped when a record would take a session that
 	// another existing strand holds (a copied note keeps its knot_session;
 	// the copy needs a new one).
-	ErrSessionTaken = errors.New("vault: session belongs to another strand")
-	// ErrStateCorrupt is wrapped by every error about a damaged state file.
-	ErrStateCorrupt = errors.New("vault: state store is damaged")
-	// ErrStateVersion is wrapped when the state file was written by a newer
+	ErrSessionTaken = errors.New("state: session belongs to another strand")
+	// ErrCorrupt is wrapped by every error about a damaged state file.
+	ErrCorrupt = errors.New("state: state store is damaged")
+	// ErrVersion is wrapped when the state file was written by a newer
 	// knotd whose format this one cannot read.
-	ErrStateVersion = errors.New("vault: state store is from a newer knotd")
-	// ErrStateBusy is wrapped when another process holds the state file.
-	ErrStateBusy = errors.New("vault: state store is in use by another process")
+	ErrVersion = errors.New("state: state store is from a newer knotd")
+	// ErrBusy is wrapped when another process holds the state file.
+	ErrBusy = errors.New("state: state store is in use by another process")
 )
 
 // Store is knotd's memory of a vault: one Record per processed strand, the
@@ -77,22 +82,6 @@ type Store struct {
 	// wrote is set once a write transaction has committed: Close then
 	// saves the free-page list.
 	wrote atomic.Bool
-
-	// hooks lets tests stop or fail a run at the steps of its commit.
-	hooks storeHooks
-}
-
-// storeHooks are fault-injection points for tests; nil fields are
-// skipped. They are set right after the store is opened and only read
-// afterwards.
-type storeHooks struct {
-	// journaled is called after a run's journal entry is durable.
-	journaled func(runID string)
-	// completing is called before a run's record is committed (its
-	// section is in the tie-off); an error fails the commit.
-	completing func(runID string) error
-	// completed is called after a run's record is committed.
-	completed func(runID string)
 }
 
 type storeOptions struct {
@@ -100,18 +89,26 @@ type storeOptions struct {
 	noSync  bool          // tests and benchmarks only
 }
 
-// OpenStore opens or creates the state store at path (normally
-// <vault>/.knot/state.db), creating its directory with mode 0700 and the
-// file with mode 0600. If another process has the file open, OpenStore
-// gives up after a second with ErrStateBusy; the vault lock (AcquireLock)
-// is what keeps a second knotd out in the first place.
-func OpenStore(path string) (*Store, error) {
+// Open opens or creates the state store at path, creating its directory
+// with mode 0700 and the file with mode 0600. If another process has the
+// file open, Open gives up after a second with ErrBusy; the vault lock
+// (package statedir) is what keeps a second knotd out in the first place.
+// A file that is not a state store, or whose pages are damaged, is an
+// error wrapping ErrCorrupt, never a panic.
+func Open(path string) (*Store, error) {
 	return openStore(path, storeOptions{timeout: time.Second})
 }
 
 func openStore(path string, o storeOptions) (s *Store, err error) {
+	was := debug.SetPanicOnFault(true) // see recoverDamage
+	defer func() {
+		debug.SetPanicOnFault(was)
+		if v := recover(); v != nil { // bbolt met a damaged page
+			s, err = nil, corruptFileError(path, fmt.Errorf("%v", v))
+		}
+	}()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("vault: open state store: %w", err)
+		return nil, fmt.Errorf("state: open state store: %w", err)
 	}
 	db, err := openBolt(path, o)
 	if err != nil {
@@ -123,27 +120,27 @@ func openStore(path string, o storeOptions) (s *Store, err error) {
 		}
 	}()
 	if err := os.Chmod(path, 0o600); err != nil {
-		return nil, fmt.Errorf("vault: open state store: %w", err)
+		return nil, fmt.Errorf("state: open state store: %w", err)
 	}
 	// An existing store is only read here: opening it writes nothing (a
 	// dry run leaves the file as it was, and a free-page list that Close
 	// saved stays valid until the first real commit).
-	var fresh bool
+	var need schemaNeed
 	err = db.View(func(btx *bolt.Tx) (err error) {
-		fresh, err = checkSchema(btx)
+		need, err = checkSchema(btx)
 		return err
 	})
-	if err == nil && fresh {
-		err = db.Update(createSchema)
+	if err == nil && need != schemaReady {
+		err = db.Update(prepareSchema)
 	}
 	if err != nil {
 		if errors.Is(err, errBadSchema) {
 			return nil, corruptFileError(path, err)
 		}
-		return nil, fmt.Errorf("vault: open state store %s: %w", path, err)
+		return nil, fmt.Errorf("state: open state store %s: %w", path, err)
 	}
 	s = &Store{db: db, path: path}
-	s.wrote.Store(fresh)
+	s.wrote.Store(need != schemaReady)
 	return s, nil
 }
 
@@ -170,9 +167,9 @@ func openBolt(path string, o storeOptions) (db *bolt.DB, err error) {
 	case err == nil:
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s", ErrStateBusy, path)
+		return nil, fmt.Errorf("%w: %s", ErrBusy, path)
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
-		return nil, fmt.Errorf("vault: open state store: %w", err)
+		return nil, fmt.Errorf("state: open state store: %w", err)
 	default:
 		// bbolt reports a damaged file as ErrInvalid, ErrChecksum,
 		// ErrVersionMismatch or an unwrapped "file size too small".
@@ -181,55 +178,82 @@ func openBolt(path string, o storeOptions) (db *bolt.DB, err error) {
 }
 
 func corruptFileError(path string, err error) error {
-	return fmt.Errorf("%w: %s: %v (move it aside to start afresh: knotd will adopt the vault's strands again without running agents)",
-		ErrStateCorrupt, path, err)
+	return fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 }
 
 // errBadSchema is wrapped by checkSchema's errors about a file that is a
 // bbolt database but not a state store.
 var errBadSchema = errors.New("not a knotd state store")
 
-// checkSchema reports whether the store is new (an empty file, to be
-// given its buckets by createSchema), or checks an existing store's
-// schema version and buckets.
-func checkSchema(btx *bolt.Tx) (fresh bool, err error) {
+// schemaNeed is what a store needs before it can be used.
+type schemaNeed uint8
+
+const (
+	schemaReady   schemaNeed = iota // nothing
+	schemaCreate                    // an empty file: every bucket
+	schemaUpgrade                   // an older schema: the buckets it lacks
+)
+
+// bucketsSince lists the buckets each schema version added over the one
+// before it; version 1 had the rest of allBuckets.
+var bucketsSince = map[uint64][][]byte{2: {bucketNotices}}
+
+// checkSchema reports what the store needs: nothing, creating (an empty
+// file), or an upgrade from an older schema; it checks an existing
+// store's schema version and buckets.
+func checkSchema(btx *bolt.Tx) (schemaNeed, error) {
 	meta := btx.Bucket(bucketMeta)
 	if meta == nil {
 		if k, _ := btx.Cursor().First(); k != nil {
-			return false, fmt.Errorf("%w: no schema version", errBadSchema)
+			return 0, fmt.Errorf("%w: no schema version", errBadSchema)
 		}
-		return true, nil
+		return schemaCreate, nil
 	}
 	v, n := binary.Uvarint(meta.Get(keySchema))
 	switch {
 	case n <= 0 || v == 0:
-		return false, fmt.Errorf("%w: bad schema version", errBadSchema)
+		return 0, fmt.Errorf("%w: bad schema version", errBadSchema)
 	case v > schemaVersion:
-		return false, fmt.Errorf("%w (schema %d, this knotd reads %d): upgrade knotd", ErrStateVersion, v, schemaVersion)
+		return 0, fmt.Errorf("%w (schema %d, this knotd reads %d): upgrade knotd", ErrVersion, v, schemaVersion)
 	}
 	for _, name := range allBuckets {
-		if btx.Bucket(name) == nil {
-			return false, fmt.Errorf("%w: bucket %s missing", errBadSchema, name)
+		if btx.Bucket(name) == nil && !addedAfter(name, v) {
+			return 0, fmt.Errorf("%w: bucket %s missing", errBadSchema, name)
 		}
 	}
-	return false, nil
+	if v < schemaVersion {
+		return schemaUpgrade, nil
+	}
+	return schemaReady, nil
 }
 
-// createSchema creates the buckets of a new store.
-func createSchema(btx *bolt.Tx) error {
-	if fresh, err := checkSchema(btx); err != nil || !fresh {
+// addedAfter reports whether bucket name came with a schema newer than v.
+func addedAfter(name []byte, v uint64) bool {
+	for since, names := range bucketsSince {
+		if since > v && slices.ContainsFunc(names, func(n []byte) bool { return bytes.Equal(n, name) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareSchema creates the buckets of a new store, or those an older
+// schema lacks, and records the current schema version.
+func prepareSchema(btx *bolt.Tx) error {
+	need, err := checkSchema(btx)
+	if err != nil || need == schemaReady {
 		return err
 	}
 	for _, name := range allBuckets {
+		if btx.Bucket(name) != nil {
+			continue
+		}
 		if _, err := btx.CreateBucket(name); err != nil {
 			return err
 		}
 	}
 	return btx.Bucket(bucketMeta).Put(keySchema, binary.AppendUvarint(nil, schemaVersion))
 }
-
-// Path returns the state file's path.
-func (s *Store) Path() string { return s.path }
 
 // Close closes the store. Transactions in progress finish first.
 //
@@ -250,11 +274,11 @@ func (s *Store) Close() error {
 		})
 		if err != nil {
 			_ = s.db.Close() // the commit error is the one to report
-			return fmt.Errorf("vault: close state store %s: save the free-page list: %w", s.path, err)
+			return fmt.Errorf("state: close state store %s: save the free-page list: %w", s.path, err)
 		}
 	}
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("vault: close state store %s: %w", s.path, err)
+		return fmt.Errorf("state: close state store %s: %w", s.path, err)
 	}
 	return nil
 }
@@ -265,9 +289,10 @@ func (s *Store) Close() error {
 // commits), but keep a transaction to a few thousand records, since its
 // changes are held in memory until it commits. Values fn passes to Tx
 // methods must not be modified before Update returns.
-func (s *Store) Update(fn func(*Tx) error) error {
+func (s *Store) Update(fn func(*Tx) error) (err error) {
 	var fnErr error
-	err := s.db.Update(func(btx *bolt.Tx) error {
+	defer s.recoverDamage("commit", &err, debug.SetPanicOnFault(true))
+	err = s.db.Update(func(btx *bolt.Tx) error {
 		fnErr = fn(newTx(btx))
 		return fnErr
 	})
@@ -275,7 +300,7 @@ func (s *Store) Update(fn func(*Tx) error) error {
 		s.wrote.Store(true)
 	}
 	if err != nil && fnErr == nil {
-		return fmt.Errorf("vault: commit state %s: %w", s.path, err)
+		return fmt.Errorf("state: commit state %s: %w", s.path, err)
 	}
 	return err
 }
@@ -283,16 +308,32 @@ func (s *Store) Update(fn func(*Tx) error) error {
 // View runs fn in one read-only transaction: a consistent snapshot. Write
 // methods of the Tx fail. Keep it short: a long read transaction delays
 // writers that need to grow the file.
-func (s *Store) View(fn func(*Tx) error) error {
+func (s *Store) View(fn func(*Tx) error) (err error) {
 	var fnErr error
-	err := s.db.View(func(btx *bolt.Tx) error {
+	defer s.recoverDamage("read", &err, debug.SetPanicOnFault(true))
+	err = s.db.View(func(btx *bolt.Tx) error {
 		fnErr = fn(newTx(btx))
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
-		return fmt.Errorf("vault: read state %s: %w", s.path, err)
+		return fmt.Errorf("state: read state %s: %w", s.path, err)
 	}
 	return err
+}
+
+// recoverDamage turns a panic of bbolt's, which is how it meets a damaged
+// page, into an error wrapping ErrCorrupt, and restores the goroutine's
+// panic-on-fault setting to was. bbolt reads its pages straight from the
+// file's memory mapping, and a damaged page can point it outside the
+// mapping: with debug.SetPanicOnFault, made for programs that read
+// memory-mapped files, that fault is a panic instead of a crash. bbolt
+// rolls the transaction back and releases its locks before the panic
+// leaves Update or View.
+func (s *Store) recoverDamage(op string, err *error, was bool) {
+	debug.SetPanicOnFault(was)
+	if v := recover(); v != nil {
+		*err = fmt.Errorf("%w: %s %s: %v", ErrCorrupt, op, s.path, v)
+	}
 }
 
 // Get returns the record of the strand at rel; ok is false if there is
@@ -346,23 +387,23 @@ func (s *Store) Rename(oldRel, newRel string) error {
 // iteration is seen exactly once; one added or removed meanwhile may or
 // may not be. ForEach stops at and returns fn's first error.
 func (s *Store) ForEach(fn func(Record) error) error {
-	it := s.records("")
+	it := s.Records("")
 	for {
-		r, err := it.peek()
+		r, err := it.Peek()
 		if err != nil || r == nil {
 			return err
 		}
 		if err := fn(*r); err != nil {
 			return err
 		}
-		it.next()
+		it.Next()
 	}
 }
 
-// recordIter reads every record in path order, a chunk at a time in one
+// RecordIter reads every record in path order, a chunk at a time in one
 // short read transaction each, as ForEach does; records written meanwhile
 // may or may not be seen.
-type recordIter struct {
+type RecordIter struct {
 	s      *Store
 	prefix []byte
 	buf    []Record
@@ -374,8 +415,8 @@ type recordIter struct {
 
 // records returns an iterator over the records of the strands below the
 // vault-relative directory dir, or over every record if dir is "".
-func (s *Store) records(dir string) *recordIter {
-	it := &recordIter{s: s, buf: make([]Record, 0, forEachChunk)}
+func (s *Store) Records(dir string) *RecordIter {
+	it := &RecordIter{s: s, buf: make([]Record, 0, forEachChunk)}
 	if dir != "" {
 		it.prefix = []byte(dir + "/")
 	}
@@ -383,7 +424,7 @@ func (s *Store) records(dir string) *recordIter {
 }
 
 // peek returns the current record, or nil after the last one.
-func (it *recordIter) peek() (*Record, error) {
+func (it *RecordIter) Peek() (*Record, error) {
 	if it.i == len(it.buf) && !it.end && it.err == nil {
 		it.fill()
 	}
@@ -394,10 +435,10 @@ func (it *recordIter) peek() (*Record, error) {
 }
 
 // next moves past the current record.
-func (it *recordIter) next() { it.i++ }
+func (it *RecordIter) Next() { it.i++ }
 
 // fill reads the next chunk of records.
-func (it *recordIter) fill() {
+func (it *RecordIter) fill() {
 	if n := len(it.buf); n > 0 {
 		it.after = []byte(it.buf[n-1].Path)
 	}
@@ -419,7 +460,7 @@ func (it *recordIter) fill() {
 		for ; k != nil && bytes.HasPrefix(k, it.prefix) && len(it.buf) < forEachChunk; k, v = c.Next() {
 			rec, err := decodeRecord(string(k), v)
 			if err != nil {
-				return fmt.Errorf("%w: record %s: %w", ErrStateCorrupt, k, err)
+				return fmt.Errorf("%w: record %s: %w", ErrCorrupt, k, err)
 			}
 			it.buf = append(it.buf, rec)
 		}
@@ -443,9 +484,39 @@ func (s *Store) Adopted() (t time.Time, ok bool, err error) {
 func validatePath(op, rel string) error {
 	if !strand.IsStrandPath(rel) {
 		if err := strand.ValidateRel(rel); err != nil {
-			return fmt.Errorf("vault: %s: %w", op, err)
+			return fmt.Errorf("state: %s: %w", op, err)
 		}
-		return fmt.Errorf("vault: %s %s: not a strand path", op, rel)
+		return fmt.Errorf("state: %s %s: not a strand path", op, rel)
+	}
+	return nil
+}
+
+// Lookup calls fn with the record of each of paths, in order (ok false
+// where there is none), reading them a chunk at a time in one short read
+// transaction each, not one transaction per path; fn is called outside any
+// transaction. A record written meanwhile may or may not be seen.
+func (s *Store) Lookup(paths []string, fn func(i int, rec Record, ok bool)) error {
+	recs := make([]Record, 0, min(len(paths), forEachChunk))
+	has := make([]bool, 0, min(len(paths), forEachChunk))
+	for start := 0; start < len(paths); start += forEachChunk {
+		chunk := paths[start:min(start+forEachChunk, len(paths))]
+		recs, has = recs[:0], has[:0]
+		err := s.View(func(tx *Tx) error {
+			for _, p := range chunk {
+				r, ok, err := tx.Get(p)
+				if err != nil {
+					return err
+				}
+				recs, has = append(recs, r), append(has, ok)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range chunk {
+			fn(start+i, recs[i], has[i])
+		}
 	}
 	return nil
 }

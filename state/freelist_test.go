@@ -1,4 +1,4 @@
-package vault
+package state
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func TestStore_CloseSavesFreelist(t *testing.T) {
 			s := mustOpenStore(t, path)
 			mustPut(t, s, rec("a.md", "a"), "a")
 			// Leave the file as a crash would: no free-page list.
-			crashed := filepath.Join(t.TempDir(), StateFile)
+			crashed := filepath.Join(t.TempDir(), "state.db")
 			mustWrite(t, crashed, mustRead(t, path))
 			if syncedFreelist(t, crashed) {
 				t.Fatalf("a commit wrote the free-page list; want commits without it")
