@@ -1,0 +1,212 @@
+package device
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	a  = Heartbeat{Device: "aaaaaaaa-0000-4000-8000-000000000001", Name: "laptop", Running: true, Beat: t0}
+	b  = Heartbeat{Device: "bbbbbbbb-0000-4000-8000-000000000002", Name: "desktop", Running: true, Beat: t0}
+)
+
+// claim returns h claiming the vault since at, last heard at beat.
+func claim(h Heartbeat, at, beat time.Time) Heartbeat {
+	h.Claim, h.Beat = at, beat
+	return h
+}
+
+func TestDecide(t *testing.T) {
+	now := t0.Add(time.Hour)
+	tests := []struct {
+		name      string
+		me        Heartbeat
+		others    []Heartbeat
+		policy    Policy
+		takeOver  bool
+		answer    bool
+		claim     time.Time // when answering
+		by        string    // device answering when not this one
+		why, warn string    // substrings
+	}{
+		{name: "alone", me: a, answer: true, claim: now, why: "no other device"},
+		{name: "others stand by", me: a, others: []Heartbeat{b}, answer: true, claim: now},
+		{name: "my claim stands", me: claim(a, t0, now), others: []Heartbeat{b}, answer: true, claim: t0},
+		{name: "another claims", me: a, others: []Heartbeat{claim(b, t0, now)}, by: b.Device, why: "desktop (bbbbbbbb) answers this vault since 2026-11-23T12:00:00Z"},
+		{name: "a newer claim wins", me: claim(a, t0, now), others: []Heartbeat{claim(b, t0.Add(time.Minute), now)}, by: b.Device},
+		{name: "an older claim loses", me: claim(a, t0.Add(time.Minute), now), others: []Heartbeat{claim(b, t0, now)}, answer: true, claim: t0.Add(time.Minute)},
+		{name: "equal claims: the lowest id", me: claim(b, t0, now), others: []Heartbeat{claim(a, t0, now)}, by: a.Device},
+		{name: "equal claims: the lowest id answers", me: claim(a, t0, now), others: []Heartbeat{claim(b, t0, now)}, answer: true, claim: t0},
+		{name: "a stopped device keeps its claim", me: a, others: []Heartbeat{func() Heartbeat { h := claim(b, t0, t0); h.Running = false; return h }()}, by: b.Device, why: "stopped since"},
+		{name: "silence without takeover_after", me: a, others: []Heartbeat{claim(b, t0, t0)}, by: b.Device, why: "silent since"},
+		{name: "silence under takeover_after", me: a, others: []Heartbeat{claim(b, t0, now.Add(-time.Minute))}, policy: Policy{TakeoverAfter: 10 * time.Minute}, by: b.Device, why: "takes over on its own"},
+		{name: "silence over takeover_after", me: a, others: []Heartbeat{claim(b, t0, now.Add(-10*time.Minute))}, policy: Policy{TakeoverAfter: 10 * time.Minute}, answer: true, claim: now, why: "longer than takeover_after"},
+		{name: "take over", me: a, others: []Heartbeat{claim(b, t0, now)}, takeOver: true, answer: true, claim: now, why: "you asked"},
+		{name: "take over with a clock behind", me: a, others: []Heartbeat{claim(b, now.Add(time.Hour), now)}, takeOver: true, answer: true, claim: now.Add(time.Hour + time.Second)},
+		{name: "runner names me", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "LAPTOP"}, answer: true, claim: now, why: "runner: LAPTOP"},
+		{name: "runner names me by id prefix", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "aaaaaaaa"}, answer: true, claim: now},
+		{name: "runner keeps my claim", me: claim(a, t0, now), policy: Policy{Runner: "laptop"}, answer: true, claim: t0},
+		{name: "runner names another", me: claim(a, t0, now), others: []Heartbeat{b}, policy: Policy{Runner: "desktop"}, by: b.Device, why: "set runner: laptop"},
+		{name: "runner names nobody known", me: claim(a, t0, now), policy: Policy{Runner: "phone"}, why: `names "phone"`},
+		{name: "runner beats take over", me: a, others: []Heartbeat{b}, policy: Policy{Runner: "desktop"}, takeOver: true, by: b.Device},
+		{name: "an id prefix too short names nobody", me: a, policy: Policy{Runner: "aaaa"}},
+		{name: "runner names two devices", me: a, others: []Heartbeat{func() Heartbeat { h := b; h.Name = "laptop"; return h }()}, policy: Policy{Runner: "laptop"}, answer: true, claim: now, warn: "names 2 devices"},
+		{name: "runner names two devices, the other wins", me: func() Heartbeat { h := b; h.Name = "laptop"; return h }(), others: []Heartbeat{a}, policy: Policy{Runner: "laptop"}, by: a.Device, warn: "aaaaaaaa"},
+		// The caller's own heartbeat is what counts for it, not the copy
+		// of its file among the others (it reads its file at start).
+		{name: "my own file among the others is ignored", me: a, others: []Heartbeat{claim(a, t0, t0), claim(b, t0.Add(-time.Hour), now)}, by: b.Device},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.me, tt.others, tt.policy, now, tt.takeOver)
+			if d.Answer != tt.answer {
+				t.Fatalf("Decide = %+v; want Answer %v", d, tt.answer)
+			}
+			if tt.answer && !d.Claim.Equal(tt.claim) {
+				t.Errorf("Claim = %v; want %v", d.Claim, tt.claim)
+			}
+			if !tt.answer && tt.by != "" && (d.By == nil || d.By.Device != tt.by) {
+				t.Errorf("By = %+v; want %s", d.By, tt.by)
+			}
+			if !strings.Contains(d.Why, tt.why) {
+				t.Errorf("Why = %q; want it to say %q", d.Why, tt.why)
+			}
+			if !strings.Contains(d.Warning, tt.warn) || tt.warn == "" && d.Warning != "" {
+				t.Errorf("Warning = %q; want %q", d.Warning, tt.warn)
+			}
+		})
+	}
+}
+
+// TestDecide_DevicesAgree: whatever the heartbeats, two devices that see
+// the same ones never both answer, and one answers whenever one claims.
+func TestDecide_DevicesAgree(t *testing.T) {
+	now := t0.Add(time.Hour)
+	claims := []time.Time{{}, t0, t0.Add(time.Minute)}
+	beats := []time.Time{t0, now}
+	runners := []string{"", "laptop", "desktop", "phone"}
+	for _, ca := range claims {
+		for _, cb := range claims {
+			for _, ba := range beats {
+				for _, bb := range beats {
+					for _, r := range runners {
+						ha, hb := claim(a, ca, ba), claim(b, cb, bb)
+						p := Policy{Runner: r}
+						da := Decide(ha, []Heartbeat{hb}, p, now, false)
+						db := Decide(hb, []Heartbeat{ha}, p, now, false)
+						if da.Answer && db.Answer && (r != "" || !ca.IsZero() || !cb.IsZero()) {
+							t.Errorf("claims %v/%v, runner %q: both devices answer", ca, cb, r)
+						}
+						if r == "" && (!ca.IsZero() || !cb.IsZero()) && !da.Answer && !db.Answer {
+							t.Errorf("claims %v/%v: neither device answers", ca, cb)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func openVault(t *testing.T) (*os.Root, string) {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r, dir
+}
+
+func TestWriteRead(t *testing.T) {
+	vault, dir := openVault(t)
+	if hs, err := Read(vault); err != nil || len(hs) != 0 {
+		t.Fatalf("Read of a vault without heartbeats = %v, %v", hs, err)
+	}
+	ha, hb := claim(a, t0, t0.Add(time.Minute)), b
+	for _, h := range []Heartbeat{ha, hb, claim(a, t0, t0.Add(2*time.Minute))} {
+		if err := Write(vault, h, false); err != nil {
+			t.Fatalf("Write(%s) = %v", h.Name, err)
+		}
+	}
+	// What Read must skip: a sync tool's conflict copy and temporary
+	// file, a file that does not parse, a file naming another device, a
+	// link, and a name that is no device id.
+	junk := map[string]string{
+		a.Device + ".sync-conflict-20261123-120000-ABCDEFG.json": `{"device":"` + a.Device + `","claim":"2030-01-01T00:00:00Z"}`,
+		".syncthing." + b.Device + ".json.tmp":                 "{}",
+		"cccccccc-0000-4000-8000-000000000003.json":              "{",
+		"dddddddd-0000-4000-8000-000000000004.json":              `{"device":"` + b.Device + `"}`,
+		"notes.json": `{"device":"notes"}`,
+	}
+	for name, content := range junk {
+		if err := os.WriteFile(filepath.Join(dir, ".knot", "devices", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Symlink(filepath.Join(dir, ".knot", "devices", a.Device+".json"), filepath.Join(dir, ".knot", "devices", "eeeeeeee-0000-4000-8000-000000000005.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs, err := Read(vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Heartbeat{}
+	for _, h := range hs {
+		got[h.Device] = h
+	}
+	if len(got) != 2 || !got[a.Device].Beat.Equal(t0.Add(2*time.Minute)) || !got[a.Device].Claim.Equal(t0) || got[b.Device].Name != "desktop" {
+		t.Errorf("Read = %+v; want the two devices' latest heartbeats only", hs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".knot", "devices", ".gitignore")); err == nil {
+		t.Error("a .gitignore was written in a vault that is not in git")
+	}
+}
+
+func TestWrite_KeepsHeartbeatsOutOfGit(t *testing.T) {
+	vault, dir := openVault(t)
+	if err := Write(vault, a, true); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ".knot", "devices", ".gitignore"))
+	if err != nil || !strings.Contains(string(b), "\n*\n") {
+		t.Errorf(".gitignore = %q, %v; want it to ignore everything in the folder", b, err)
+	}
+	mine := []byte("# my own\n")
+	if err := os.WriteFile(filepath.Join(dir, ".knot", "devices", ".gitignore"), mine, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(vault, a, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, ".knot", "devices", ".gitignore")); string(got) != string(mine) {
+		t.Errorf("Write replaced a .gitignore that was there: %q", got)
+	}
+}
+
+func TestWrite_StaysInTheVault(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links")
+	}
+	vault, dir := openVault(t)
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, ".knot")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(vault, a, true); err == nil {
+		t.Error("Write through .knot linked out of the vault succeeded")
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("Write put %d files outside the vault", len(entries))
+	}
+	if hs, err := Read(vault); err == nil && len(hs) != 0 {
+		t.Errorf("Read through a link out of the vault = %v", hs)
+	}
+}
