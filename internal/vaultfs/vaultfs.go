@@ -63,7 +63,22 @@ func OpenWrite(root *os.Root, name string, flag int, perm fs.FileMode) (*os.File
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return nil, nil, fmt.Errorf("vaultfs: open %s for writing: no write flag", name)
 	}
-	return open(root, name, flag, perm, true)
+	// O_TRUNC would truncate at the open, before the checks: through a
+	// link at the name, or a file with other hard links. It is done once
+	// they passed.
+	f, fi, err := open(root, name, flag&^os.O_TRUNC, perm, true)
+	if err != nil || flag&os.O_TRUNC == 0 || fi.Size() == 0 {
+		return f, fi, err
+	}
+	if err := f.Truncate(0); err != nil {
+		_ = f.Close() // the truncate's error is the one to report
+		return nil, nil, &fs.PathError{Op: "truncate", Path: name, Err: err}
+	}
+	if fi, err = f.Stat(); err != nil {
+		_ = f.Close() // nothing was written
+		return nil, nil, &fs.PathError{Op: "stat", Path: name, Err: err}
+	}
+	return f, fi, nil
 }
 
 func open(root *os.Root, name string, flag int, perm fs.FileMode, write bool) (*os.File, fs.FileInfo, error) {

@@ -303,3 +303,38 @@ func TestOpenDir(t *testing.T) {
 		t.Error("OpenDir(a file) succeeded")
 	}
 }
+
+// TestOpenWrite_TruncatesOnlyWhatItChecked: O_TRUNC never truncates through
+// a link at the name or a file with other hard links; a plain file is
+// truncated.
+func TestOpenWrite_TruncatesOnlyWhatItChecked(t *testing.T) {
+	root, dir, out := vault(t)
+	flags := os.O_WRONLY | os.O_TRUNC
+	mustSymlink(t, "note.md", filepath.Join(dir, "link.md"))
+	if _, _, err := OpenWrite(root, "link.md", flags, 0); err == nil {
+		t.Error("OpenWrite(link, O_TRUNC) succeeded")
+	}
+	if err := os.Link(filepath.Join(out, "secret.md"), filepath.Join(dir, "hard.md")); err == nil {
+		if _, _, err := OpenWrite(root, "hard.md", flags, 0); !errors.Is(err, ErrHardLinked) {
+			t.Errorf("OpenWrite(hard link, O_TRUNC) = %v; want ErrHardLinked", err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(out, "secret.md")); string(b) != "secret" {
+			t.Errorf("the hard-linked file was truncated: %q", b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "note.md")); string(b) != "note" {
+		t.Errorf("the note a link pointed to was truncated: %q", b)
+	}
+	f, fi, err := OpenWrite(root, "note.md", flags, 0)
+	if err != nil || fi.Size() != 0 {
+		t.Fatalf("OpenWrite(note, O_TRUNC) = %v, size %d; want it truncated", err, fi.Size())
+	}
+	mustDo(t, f.Close())
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
