@@ -207,8 +207,14 @@ func standbyWhy(cur Heartbeat, p Policy, now time.Time) string {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// Interval is how often a running knotd writes its heartbeat.
-const Interval = time.Minute
+// Interval is how often a running knotd writes its heartbeat, and Check
+// how often it reads the others' and decides again: a takeover is seen
+// within Check (and the sync tool's delay), while a heartbeat, which
+// every other device downloads, is written only every Interval.
+const (
+	Interval = time.Minute
+	Check    = 10 * time.Second
+)
 
 // MinTakeoverAfter is the shortest takeover_after: a few heartbeats, so
 // that a sync delay never passes for silence.

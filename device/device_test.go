@@ -139,7 +139,7 @@ func TestWriteRead(t *testing.T) {
 	// link, and a name that is no device id.
 	junk := map[string]string{
 		a.Device + ".sync-conflict-20261123-120000-ABCDEFG.json": `{"device":"` + a.Device + `","claim":"2030-01-01T00:00:00Z"}`,
-		".syncthing." + b.Device + ".json.tmp":                 "{}",
+		".syncthing." + b.Device + ".json.tmp":                   "{}",
 		"cccccccc-0000-4000-8000-000000000003.json":              "{",
 		"dddddddd-0000-4000-8000-000000000004.json":              `{"device":"` + b.Device + `"}`,
 		"notes.json": `{"device":"notes"}`,

@@ -261,7 +261,7 @@ func TestMigrate_MovesMachineFilesOut(t *testing.T) {
 	want := map[string]string{
 		l.Folder.StateFile(): "the old store",
 		filepath.Join(l.Folder.Runs(), "0190f3c2-7b1a-7c3d-9e2f-1a2b3c4d5e6f.jsonl"): "run 1\n",
-		filepath.Join(l.Folder.LLM(), "s1.db"):                                      "llm logs",
+		filepath.Join(l.Folder.LLM(), "s1.db"):                                       "llm logs",
 	}
 	for p, content := range want {
 		b, err := os.ReadFile(p)
