@@ -61,7 +61,7 @@ type daemon struct {
 // empty config directory (so the user's config is never read) and the
 // instant agent's stamps file.
 func (e *env) knotdEnv(stamps string) []string {
-	return append(os.Environ(), "XDG_CONFIG_HOME="+e.xdg, "BENCH_STAMPS="+stamps)
+	return append(os.Environ(), "XDG_CONFIG_HOME="+e.xdg, "XDG_STATE_HOME="+filepath.Dir(e.stateHome()), "BENCH_STAMPS="+stamps)
 }
 
 // knotdArgs are the flags every knotd run gets.

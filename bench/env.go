@@ -120,6 +120,10 @@ func (e *env) logf(format string, args ...any) {
 }
 
 // path returns a fresh path in the temporary directory.
+// stateHome is knotd's state directory for the bench (XDG_STATE_HOME's
+// knotd), inside the bench's temporary directory.
+func (e *env) stateHome() string { return filepath.Join(e.xdg, "state", "knotd") }
+
 func (e *env) path(name string) string {
 	e.seq++
 	return filepath.Join(e.tmp, fmt.Sprintf("%s-%d", name, e.seq))

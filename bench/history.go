@@ -52,7 +52,7 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 	measure := func(dir string, sections int) (figures, error) {
 		var f figures
 		root := filepath.Join(dir, "vault")
-		if err := historyVault(ctx, root, sections); err != nil {
+		if err := historyVault(ctx, root, e.stateHome(), sections); err != nil {
 			return f, err
 		}
 		tpath := filepath.Join(root, filepath.FromSlash(strings.TrimSuffix(historyStrand, ".md")+".tieoff.md"))
@@ -63,7 +63,7 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 		}
 		f.tailNs = nsPerOp(testing.Benchmark(func(b *testing.B) {
 			for b.Loop() {
-				if _, err := tieoff.Tail(tpath, 5, 64<<10); err != nil {
+				if _, err := tailAt(tpath); err != nil {
 					berr = err
 					b.SkipNow()
 				}
@@ -145,17 +145,38 @@ func benchAppend(b *testing.B, path string) error {
 			return err
 		}
 		b.StartTimer()
-		if _, err := tieoff.Append(path, sec); err != nil {
+		if _, err := appendAt(path, sec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// appendAt is tieoff.Append on the file at path, through a root opened on
+// its directory as knotd opens the vault.
+func appendAt(path string, s tieoff.Section) (int64, error) {
+	r, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return tieoff.Append(r, filepath.Base(path), s)
+}
+
+// tailAt is tieoff.Tail of the file at path, 5 sections within 64 KiB.
+func tailAt(path string) (tieoff.Window, error) {
+	r, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return tieoff.Window{}, err
+	}
+	defer r.Close()
+	return tieoff.Tail(r, filepath.Base(path), 5, 64<<10)
+}
+
 // historyVault makes a vault of one strand that knotd has processed,
 // whose tie-off holds the given number of sections, and which has since
 // been modified: the next run would be a Modified run with that history.
-func historyVault(ctx context.Context, root string, sections int) error {
+func historyVault(ctx context.Context, root, home string, sections int) error {
 	abs := filepath.Join(root, filepath.FromSlash(historyStrand))
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return err
@@ -164,7 +185,7 @@ func historyVault(ctx context.Context, root string, sections int) error {
 	if err := os.WriteFile(abs, noteContent(5, 0, rels), 0o644); err != nil {
 		return err
 	}
-	v, err := vault.Open(root, vault.Options{})
+	v, err := vault.Open(root, vault.Options{StateHome: home})
 	if err != nil {
 		return err
 	}
@@ -191,10 +212,10 @@ func writeTieOff(path string, n int) (err error) {
 			RunID: uuid.Must(uuid.NewV7()).String(), Body: reply(i)}
 	}
 	scratch := path + ".scratch"
-	if _, err := tieoff.Append(scratch, section(0)); err != nil {
+	if _, err := appendAt(scratch, section(0)); err != nil {
 		return err
 	}
-	off, err := tieoff.Append(scratch, section(1))
+	off, err := appendAt(scratch, section(1))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/knotd/knotd/internal/statedir"
 )
 
 // saveRounds is how many notes each editor-save pattern saves per run.
@@ -354,8 +356,14 @@ func startGroup(cmd *exec.Cmd) (stop func() error, err error) {
 // readopt forgets knotd's state of the vault and adopts it again: after
 // the peers changed it without knotd.
 func (e *env) readopt(ctx context.Context, v *benchVault) error {
-	if err := os.RemoveAll(v.root + string(os.PathSeparator) + ".knot"); err != nil {
+	f, ok, err := statedir.Find(e.stateHome(), v.root)
+	if err != nil {
 		return err
+	}
+	if ok {
+		if err := os.RemoveAll(f.Dir); err != nil {
+			return err
+		}
 	}
 	return e.adopt(ctx, v)
 }

@@ -170,6 +170,10 @@ func (r *Recorder) recover() error {
 	return nil
 }
 
+// CheckRunID reports whether runID is a run id: a UUID in its canonical
+// lower-case form (an error wrapping ErrBadRunID if not).
+func CheckRunID(runID string) error { return checkRunID(runID) }
+
 func checkRunID(runID string) error {
 	u, err := uuid.Parse(runID)
 	if err != nil || u.String() != runID {

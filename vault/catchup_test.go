@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
@@ -83,7 +85,7 @@ func TestWatch_FirstContactAdoptsWithoutRunning(t *testing.T) {
 		t.Errorf("first contact ran %d agents (%d runs); want none", n, len(w.runs()))
 	}
 	for _, rel := range []string{"a.md", "b/c.md", "b/d/e.md"} {
-		if rec, ok := record(t, v, rel); !ok || rec.LastOutcome != OutcomeAdopted {
+		if rec, ok := record(t, v, rel); !ok || rec.LastOutcome != state.OutcomeAdopted {
 			t.Errorf("%s: record %+v, %v; want adopted", rel, rec, ok)
 		}
 	}

@@ -3,6 +3,7 @@ package vault
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/strand"
@@ -87,8 +92,17 @@ type Config struct {
 	// Agents holds every agent a name may resolve to, keyed and Named by
 	// their name, each validated and with its timeout resolved.
 	Agents map[string]agentrun.Agent
+	// Runner names the answering device ("" for none); TakeoverAfter is
+	// how long the answering device may be silent before another takes
+	// over (0: never on its own).
+	Runner        string
+	TakeoverAfter time.Duration
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
+	// Clamped says which values of an untrusted vault config were above
+	// the user's and so did not apply: a vault config may tighten limits,
+	// never raise them.
+	Clamped []string
 }
 
 // LoadOptions says where Load finds the layers.
@@ -181,7 +195,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, err
 	}
 	user.trusted = true
-	vault, err := c.readLayer(VaultConfigPath(opts.Vault), false)
+	vault, err := c.readVaultLayer(opts.Vault)
 	if err != nil {
 		return nil, err
 	}
@@ -197,16 +211,63 @@ func Load(opts LoadOptions) (*Config, error) {
 	return c, nil
 }
 
-// readLayer reads and parses one config file; a missing file is an empty
-// layer unless required.
+// MaxConfigSize bounds a config file: a larger one is refused, not read.
+const MaxConfigSize = 1 << 20
+
+// readLayer reads and parses the user's config file; a missing file is an
+// empty layer unless required. At most MaxConfigSize bytes are read.
 func (c *Config) readLayer(path string, required bool) (layer, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !required:
 		return layer{name: path}, nil
 	case err != nil:
 		return layer{}, fmt.Errorf("vault: config: %w", err)
 	}
+	return c.parseLayer(path, data)
+}
+
+// readBounded reads the file at path, refusing one over MaxConfigSize.
+func readBounded(path string) (data []byte, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // read only
+	data, err = io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err == nil && len(data) > MaxConfigSize {
+		err = fmt.Errorf("%s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
+	}
+	return data, err
+}
+
+// readVaultLayer reads and parses the vault's config file. The file
+// travels with the vault, so it is someone else's input: it is read inside
+// the vault root, never through a symbolic link, never from a FIFO or a
+// device, and never beyond MaxConfigSize.
+func (c *Config) readVaultLayer(root string) (layer, error) {
+	path := VaultConfigPath(root)
+	vr, err := os.OpenRoot(root)
+	if err != nil {
+		return layer{}, fmt.Errorf("vault: config: %w", err)
+	}
+	defer vr.Close()
+	data, _, err := vaultfs.ReadFile(vr, strand.StateDir+"/"+ConfigFile, MaxConfigSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return layer{name: path}, nil
+	case errors.Is(err, vaultfs.ErrNotRegular):
+		return layer{}, fmt.Errorf("vault: config %s: %w: knotd reads only a regular file there; replace it with the file itself, or remove it", path, err)
+	case errors.Is(err, vaultfs.ErrTooLarge):
+		return layer{}, fmt.Errorf("vault: config %s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
+	case err != nil:
+		return layer{}, fmt.Errorf("vault: config: %w", err)
+	}
+	return c.parseLayer(path, data)
+}
+
+// parseLayer parses one config file's bytes into a layer.
+func (c *Config) parseLayer(path string, data []byte) (layer, error) {
 	s, err := ParseSettings(path, data)
 	if err != nil {
 		return layer{}, err
@@ -226,7 +287,7 @@ func checkTrust(dir, root string, vault *layer) error {
 	if err != nil {
 		return err
 	}
-	vault.trusted = ok && rec.SHA256 == HashOf(vault.data).String()
+	vault.trusted = ok && rec.SHA256 == state.HashOf(vault.data).String()
 	if vault.trusted || len(vault.Agents) == 0 {
 		return nil
 	}
@@ -246,6 +307,9 @@ func (c *Config) merge(user, vault, flags layer) error {
 			return err
 		}
 		s := &l.Settings
+		if l.name == vault.name && l.data != nil && !l.trusted {
+			c.Clamped = c.clamp(s, timeout)
+		}
 		if s.DefaultAgent != nil {
 			c.DefaultAgent, agentBy = *s.DefaultAgent, l
 		}
@@ -254,6 +318,8 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.Concurrency, s.Concurrency)
 		setIf(&c.Poll, s.Poll)
 		setIf(&c.ObsidianDir, s.ObsidianDir)
+		setIf(&c.Runner, s.Runner)
+		setIf(&c.TakeoverAfter, s.TakeoverAfter)
 		if l.name != flags.name {
 			setIf(&timeout, s.Timeout)
 		}
@@ -303,6 +369,49 @@ func (c *Config) merge(user, vault, flags layer) error {
 	return nil
 }
 
+// clamp lowers the limits an untrusted vault layer s sets above those
+// already in effect (the user's, or the defaults) to them, and says which
+// it lowered: a vault config may tighten limits, never raise them. timeout
+// is the user's default agent timeout (0: agentrun.DefaultTimeout).
+func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
+	var said []string
+	def := agentrun.DefaultLimits()
+	or := func(v, d int) int64 {
+		if v > 0 {
+			return int64(v)
+		}
+		return int64(d)
+	}
+	size := func(key string, v **Size, limit int64) {
+		if *v != nil && int64(**v) > limit {
+			said = append(said, fmt.Sprintf("limits: %s %d is above yours (%d)", key, int64(**v), limit))
+			lim := Size(limit)
+			*v = &lim
+		}
+	}
+	size("max_strand_size", &s.Limits.MaxStrandSize, c.MaxStrandSize)
+	size("content", &s.Limits.Content, or(c.Limits.Content, def.Content))
+	size("diff", &s.Limits.Diff, or(c.Limits.Diff, def.Diff))
+	size("tieoff_bytes", &s.Limits.TieOffBytes, or(c.Limits.TieOffBytes, def.TieOffBytes))
+	size("prompt", &s.Limits.Prompt, or(c.Limits.Prompt, def.Prompt))
+	if v, limit := s.Limits.TieOffSections, int(or(c.Limits.TieOffSections, def.TieOffSections)); v != nil && *v > limit {
+		said = append(said, fmt.Sprintf("limits: tieoff_sections %d is above yours (%d)", *v, limit))
+		s.Limits.TieOffSections = &limit
+	}
+	if v, limit := s.Concurrency, c.Concurrency; v != nil && *v > limit {
+		said = append(said, fmt.Sprintf("concurrency %d is above yours (%d)", *v, limit))
+		s.Concurrency = &limit
+	}
+	if timeout <= 0 {
+		timeout = agentrun.DefaultTimeout
+	}
+	if v := s.Timeout; v != nil && *v > timeout {
+		said = append(said, fmt.Sprintf("timeout %v is above yours (%v)", *v, timeout))
+		s.Timeout = &timeout
+	}
+	return said
+}
+
 func (c *Config) mergeLimits(l *LimitSettings) {
 	set := func(dst *int, v *Size) {
 		if v != nil {
@@ -341,6 +450,12 @@ func (l *layer) validate() error {
 		if d.v != nil && *d.v < 0 {
 			add("%s %v is negative", d.key, *d.v)
 		}
+	}
+	if s.TakeoverAfter != nil && *s.TakeoverAfter != 0 && *s.TakeoverAfter < device.MinTakeoverAfter {
+		add("takeover_after %v is under %v (a few heartbeats, so that a sync delay never passes for silence; 0 turns it off)", *s.TakeoverAfter, device.MinTakeoverAfter)
+	}
+	if s.Runner != nil && (strings.TrimSpace(*s.Runner) != *s.Runner || *s.Runner == "" || strings.ContainsAny(*s.Runner, "\x00\n")) {
+		add("runner %q is not a device name or id", *s.Runner)
 	}
 	if s.Timeout != nil && *s.Timeout <= 0 {
 		add("timeout %v is not positive", *s.Timeout)

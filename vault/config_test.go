@@ -113,7 +113,10 @@ limits:
 		{"Concurrency (flag over user)", c.Concurrency, 1},
 		{"Ignore (all layers)", c.Ignore, []string{"from-user/", "from-vault/", "from-flag/"}},
 		{"ObsidianDir (vault)", c.ObsidianDir, ".obs"},
-		{"Limits (per key)", c.Limits, agentrun.Limits{Diff: 1 << 10, TieOffSections: 9}},
+		// The vault's 9 is above the user's 2: a vault config may only
+		// tighten limits.
+		{"Limits (per key)", c.Limits, agentrun.Limits{Diff: 1 << 10, TieOffSections: 2}},
+		{"Clamped", c.Clamped, []string{"limits: tieoff_sections 9 is above yours (2)"}},
 		{"MaxStrandSize (vault)", c.MaxStrandSize, int64(1 << 20)},
 		{"Files", c.Files, []string{filepath.Join(e.dir, ConfigFile), VaultConfigPath(e.vault)}},
 	}
@@ -286,5 +289,56 @@ func TestUserConfigDir(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	if got, err := UserConfigDir(); err != nil || got != filepath.Join(xdg, "knotd") {
 		t.Errorf("UserConfigDir() = %q, %v; want %s", got, err, filepath.Join(xdg, "knotd"))
+	}
+}
+
+// TestLoad_VaultConfigMayOnlyTighten: the vault config travels with the
+// notes and may come from someone else: it may lower the user's limits,
+// never raise them, unless the user trusted it.
+func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
+	tests := []struct {
+		name, user, vault string
+		trust             bool
+		check             func(c *Config) bool
+		clamped           string
+	}{
+		{"raise content", "", "limits: {content: 10MiB}\n", false,
+			func(c *Config) bool { return c.Limits.Content == 256<<10 }, "limits: content 10485760 is above yours (262144)"},
+		{"lower content", "", "limits: {content: 1KiB}\n", false,
+			func(c *Config) bool { return c.Limits.Content == 1<<10 }, ""},
+		{"raise the user's max_strand_size", "limits: {max_strand_size: 1MiB}\n", "limits: {max_strand_size: 1GiB}\n", false,
+			func(c *Config) bool { return c.MaxStrandSize == 1<<20 }, "max_strand_size"},
+		{"raise prompt", "", "limits: {prompt: 100MiB}\n", false,
+			func(c *Config) bool { return c.Limits.Prompt == 512<<10 }, "prompt"},
+		{"raise diff and tieoff_bytes", "", "limits: {diff: 1GiB, tieoff_bytes: 1GiB}\n", false,
+			func(c *Config) bool { return c.Limits.Diff == 64<<10 && c.Limits.TieOffBytes == 32<<10 }, "tieoff_bytes"},
+		{"raise concurrency", "concurrency: 3\n", "concurrency: 64\n", false,
+			func(c *Config) bool { return c.Concurrency == 3 }, "concurrency 64 is above yours (3)"},
+		{"raise timeout", "", "timeout: 100h\n", false,
+			func(c *Config) bool { a, _ := c.Agent(""); return a.Timeout == agentrun.DefaultTimeout }, "timeout"},
+		{"a trusted vault config may raise", "", "limits: {content: 10MiB}\n", true,
+			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newConfigEnv(t)
+			if tt.user != "" {
+				e.writeUser(t, tt.user)
+			}
+			e.writeVault(t, tt.vault)
+			if tt.trust {
+				if _, err := Trust(e.dir, e.vault); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := e.mustLoad(t, Settings{})
+			if !tt.check(c) {
+				t.Errorf("the limit did not come out as it should: %+v, max %d, concurrency %d", c.Limits, c.MaxStrandSize, c.Concurrency)
+			}
+			said := strings.Join(c.Clamped, "; ")
+			if tt.clamped == "" && said != "" || !strings.Contains(said, tt.clamped) {
+				t.Errorf("Clamped = %q; want %q", said, tt.clamped)
+			}
+		})
 	}
 }

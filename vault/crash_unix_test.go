@@ -33,6 +33,7 @@ const (
 	crashAtEnv     = "KNOTD_VAULT_TEST_CRASH_AT"
 	crashRootEnv   = "KNOTD_VAULT_TEST_ROOT"
 	crashConfigEnv = "KNOTD_VAULT_TEST_CONFIG"
+	crashHomeEnv   = "KNOTD_VAULT_TEST_HOME"
 )
 
 // killParentBehaviour is a fake agent that SIGKILLs the knotd that runs
@@ -75,7 +76,7 @@ func helperCrash() int {
 			time.Sleep(time.Hour) // the signal is on its way (select {} could be reported as a deadlock first)
 		}
 	}
-	v, err := Open(os.Getenv(crashRootEnv), Options{ConfigDir: os.Getenv(crashConfigEnv)})
+	v, err := Open(os.Getenv(crashRootEnv), Options{ConfigDir: os.Getenv(crashConfigEnv), StateHome: os.Getenv(crashHomeEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash helper:", err)
 		return 1
@@ -85,11 +86,11 @@ func helperCrash() int {
 	case crashReplyReceived:
 		v.agent = crashingAgent{inner: v.agent, die: die}
 	case crashJournaled:
-		v.store.hooks.journaled = func(string) { die() }
+		v.hooks.journaled = func(string) { die() }
 	case crashAppended:
-		v.store.hooks.completing = func(string) error { die(); return nil }
+		v.hooks.completing = func(string) error { die(); return nil }
 	case crashCommitted:
-		v.store.hooks.completed = func(string) { die() }
+		v.hooks.completed = func(string) { die() }
 	default:
 		fmt.Fprintf(os.Stderr, "crash helper: unknown point %q\n", at)
 		return 2
@@ -126,7 +127,7 @@ func (e *env) crashChild(point string) (*os.ProcessState, string) {
 	e.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=crash", crashAtEnv+"="+point,
-		crashRootEnv+"="+e.root, crashConfigEnv+"="+e.configDir)
+		crashRootEnv+"="+e.root, crashConfigEnv+"="+e.configDir, crashHomeEnv+"="+e.home)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/watcher"
 )
@@ -17,6 +19,9 @@ import (
 type OnceOptions struct {
 	// All runs every strand, not only the changed ones (--all).
 	All bool
+	// TakeOver makes this device the vault's answering device, whichever
+	// device answered it before (--take-over).
+	TakeOver bool
 	// Progress, if set, is called after each strand is done, and once at
 	// the end with done == total.
 	Progress func(done, total int, rel string)
@@ -26,8 +31,12 @@ type OnceOptions struct {
 // this structure).
 type Summary struct {
 	Vault string `json:"vault"`
-	// Adopted counts the strands recorded without a run on first contact.
-	Adopted int `json:"adopted"`
+	// Adopted counts the strands recorded without a run on first contact
+	// because their tie-off holds no answer of theirs; Answered those
+	// recorded as answered by the newest section of their tie-off. The
+	// strands changed or gone since their last answer are among Runs.
+	Adopted  int `json:"adopted"`
+	Answered int `json:"answered"`
 	// Ran counts runs; OK and Failed split them. Skipped counts changes
 	// recorded without a run (knot_mode: off, knot_events).
 	Ran      int           `json:"ran"`
@@ -36,6 +45,9 @@ type Summary struct {
 	Skipped  int           `json:"skipped"`
 	Duration time.Duration `json:"duration_ns"`
 	Runs     []RunReport   `json:"runs"`
+	// Standby, when set, says that another device answers the vault, and
+	// which: the pass ran nothing.
+	Standby string `json:"standby,omitempty"`
 }
 
 // tally collects run reports from the scheduler's goroutines.
@@ -70,11 +82,23 @@ func (t *tally) add(rep RunReport) {
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (Summary, error) {
 	start := time.Now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
-	pending, adopted, err := v.catchUp(opts.All)
+	defer v.stopBeat()
+	if d := v.decide(opts.TakeOver); !d.Answer {
+		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
+		t.sum.Standby = standbyReason(d)
+		if _, seen, err := v.store.Adopted(); err != nil {
+			return t.sum, err
+		} else if !seen {
+			_, err = v.firstContact()
+			return t.sum, err
+		}
+		return t.sum, nil
+	}
+	pending, adoption, err := v.catchUp(opts.All)
 	if err != nil {
 		return t.sum, err
 	}
-	t.sum.Adopted = adopted
+	t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
 	job := Job{FiredBy: agentrun.FiredByOnce, Force: opts.All}
 	total := len(pending)
 	s, release := v.scheduler(ctx, func(rep RunReport) {
@@ -111,37 +135,49 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (Summary, error) {
 	return t.sum, nil
 }
 
-// catchUp is the start of every pass: adopt on first contact (unless all),
-// otherwise reconcile the whole vault. With all every strand on disk and
-// every recorded one is pending.
-func (v *Vault) catchUp(all bool) (pending []string, adopted int, err error) {
+// catchUp is the start of every pass: on first contact (unless all) it
+// adopts the vault (see adopt), then reconciles the whole vault, which
+// finds the strands changed or gone since their last answer; with all
+// every strand on disk and every recorded one is pending.
+func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
 	_, seen, err := v.store.Adopted()
 	if err != nil {
-		return nil, 0, err
+		return nil, a, err
 	}
 	if !seen && !all {
-		n, err := v.adopt()
-		if err != nil {
-			return nil, n, err
+		if a, err = v.firstContact(); err != nil {
+			return nil, a, err
 		}
-		v.log.Info("first contact with this vault: existing strands adopted as processed, no agent runs; changes from now on are processed (use --all to run them all)", "strands", n)
-		return nil, n, nil
+		if a.Changed+a.Gone == 0 {
+			return nil, a, nil
+		}
 	}
-	if !seen {
-		if err := v.store.Update(func(tx *Tx) error { return tx.SetAdopted(v.now().UTC()) }); err != nil {
-			return nil, 0, err
+	if !seen && all {
+		if err := v.store.Update(func(tx *state.Tx) error { return tx.SetAdopted(v.now().UTC()) }); err != nil {
+			return nil, a, err
 		}
 	}
 	if all {
 		set := map[string]struct{}{}
 		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
-			return nil, 0, err
+			return nil, a, err
 		}
-		err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil })
-		return sortedKeys(set), 0, err
+		err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil })
+		return sortedKeys(set), a, err
 	}
 	pending, err = v.reconcile([]watcher.Hint{{Dir: true}})
-	return pending, 0, err
+	return pending, a, err
+}
+
+// firstContact adopts the vault and says what it found.
+func (v *Vault) firstContact() (Adoption, error) {
+	a, err := v.adopt()
+	if err != nil {
+		return a, err
+	}
+	v.log.Info("first contact with this vault on this device: strands whose tie-off answers them are recorded as answered, those changed or gone since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
+		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed, "gone", a.Gone)
+	return a, nil
 }
 
 // hooks are observation points for tests; nil fields are skipped. They are
@@ -162,9 +198,16 @@ type hooks struct {
 	tick time.Duration
 	// released is called in Watch's loop right after it gave memory back.
 	released func()
-	// syncDir, when set, replaces durable.SyncDir for the directory of a
-	// strand knotd wrote.
+	// syncDir, when set, replaces vaultfs.SyncDir for the directory (vault-
+	// relative) of a strand knotd wrote.
 	syncDir func(dir string) error
+	// journaled is called after a run's journal entry is durable.
+	journaled func(runID string)
+	// completing is called before a run's record is committed (its
+	// section is in the tie-off); an error fails the commit.
+	completing func(runID string) error
+	// completed is called after a run's record is committed.
+	completed func(runID string)
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each

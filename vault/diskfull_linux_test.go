@@ -34,8 +34,10 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 	})
 }
 
-// tmpfsVault makes e's vault a tmpfs of size bytes; with separateState its
-// .knot directory is a tmpfs of its own that does not fill up.
+// tmpfsVault makes e's vault a tmpfs of size bytes. knotd's state
+// directory is on the same tmpfs (in a dot-folder of the vault, which
+// knotd ignores), or with separateState a tmpfs of its own that does not
+// fill up.
 func tmpfsVault(t *testing.T, e *env, size int, separateState bool) {
 	t.Helper()
 	dir := t.TempDir()
@@ -43,10 +45,12 @@ func tmpfsVault(t *testing.T, e *env, size int, separateState bool) {
 	mustDo(t, os.Chmod(dir, 0o755))
 	e.root = dir
 	if separateState {
-		state := filepath.Join(dir, ".knot")
-		mustDo(t, os.Mkdir(state, 0o700))
-		mountTmpfs(t, state, 16<<20)
+		e.home = t.TempDir()
+		mountTmpfs(t, e.home, 16<<20)
+		return
 	}
+	e.home = filepath.Join(dir, ".state-home")
+	mustDo(t, os.Mkdir(e.home, 0o700))
 }
 
 // fill writes files into dir until the file system is full, then frees
@@ -123,11 +127,8 @@ func TestDiskFull_TieOffAppend(t *testing.T) {
 			e.write("old.md", "# Old, edited\n")
 			e.write("new.md", "# New\n")
 			changed := []string{"old.md", "new.md"}
-			fillDir := filepath.Join(e.root, ".knot")
-			if tt.ownStateDisk {
-				fillDir = filepath.Join(e.root, "filler")
-				mustDo(t, os.Mkdir(fillDir, 0o700))
-			}
+			fillDir := filepath.Join(e.root, ".filler")
+			mustDo(t, os.Mkdir(fillDir, 0o700))
 			var fillers []string
 			var fillErr error
 			doFill := func() { fillers, fillErr = fill(fillDir, tt.free) }
@@ -182,7 +183,7 @@ func TestStateCommitFails_RetriedOnce(t *testing.T) {
 	e.write("a.md", "# A\n")
 	v := e.open()
 	failed := 0
-	v.store.hooks.completing = func(string) error {
+	v.hooks.completing = func(string) error {
 		if failed == 0 {
 			failed++
 			return fmt.Errorf("commit: %w", syscall.ENOSPC)

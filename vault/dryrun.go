@@ -2,15 +2,16 @@ package vault
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -20,11 +21,37 @@ import (
 // counted. On a vault knotd has never seen it says how many strands the
 // first pass would adopt, without creating knotd's state directory.
 func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w io.Writer) (err error) {
-	if _, err := os.Stat(filepath.Join(root, strand.StateDir, StateFile)); errors.Is(err, fs.ErrNotExist) && !once.All {
+	home := opts.StateHome
+	if home == "" {
+		if home, err = statedir.Home(); err != nil {
+			return err
+		}
+		opts.StateHome = home
+	}
+	f, found, err := statedir.Find(home, root)
+	if err != nil {
+		return err
+	}
+	if found {
+		_, err = os.Stat(f.StateFile())
+		found = err == nil
+	}
+	if !found {
+		if _, err := os.Lstat(filepath.Join(root, statedir.LegacyDir, statedir.StateFile)); err == nil {
+			fmt.Fprintf(w, "knotd keeps its own files in the state directory (%s) now; a real start first moves the vault's %s/%s there, once. Until then a dry run sees the vault as on first contact.\n\n",
+				home, statedir.LegacyDir, statedir.StateFile)
+		}
+	}
+	if !found && !once.All {
 		v, err := newVault(root, opts)
 		if err != nil {
 			return err
 		}
+		defer func() {
+			if cerr := v.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 		return v.dryFirstContact(w)
 	}
 	v, err := open(root, opts, true)
@@ -54,7 +81,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return err
 		}
-		if err := v.store.ForEach(func(r Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
+		if err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
 			return err
 		}
 		pending = sortedKeys(set)
@@ -76,11 +103,26 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 
 // dryFirstContact says what the first pass over the vault would do.
 func (v *Vault) dryFirstContact(w io.Writer) error {
-	n := 0
-	if err := v.walk("", false, func(string, fs.FileInfo) { n++ }); err != nil {
+	var a Adoption
+	var runs []string
+	err := v.survey(func(p adoptee) error {
+		a.count(p.kind)
+		switch p.kind {
+		case changedKind:
+			runs = append(runs, fmt.Sprintf("==> Modified %s: changed since its tie-off's last answer (run %s); the prompt shows no Changes, since knotd keeps no earlier version of it here", p.rec.Path, p.rec.LastRunID))
+		case goneKind:
+			runs = append(runs, fmt.Sprintf("==> Deleted %s: gone since its tie-off's last answer (run %s)", p.rec.Path, p.rec.LastRunID))
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing (use --all to run them all)\n", n)
+	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed and %d gone since their last answer (use --all to run them all)\n",
+		a.Adopted, a.Answered, a.Changed, a.Gone)
+	for _, r := range runs {
+		fmt.Fprintln(w, r)
+	}
 	return nil
 }
 

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/state"
 )
 
-// snapshot returns every file under the vault (knotd's state directory
-// aside) with its bytes.
+// snapshot returns every file under the vault (the devices' heartbeats
+// aside: they say when knotd last ran) with its bytes.
 func (e *env) snapshot() map[string]string {
 	e.t.Helper()
 	files := map[string]string{}
@@ -23,7 +25,7 @@ func (e *env) snapshot() map[string]string {
 		}
 		rel, _ := filepath.Rel(e.root, p)
 		if d.IsDir() {
-			if rel == ".knot" {
+			if filepath.ToSlash(rel) == ".knot/devices" {
 				return fs.SkipDir
 			}
 			return nil
@@ -37,13 +39,13 @@ func (e *env) snapshot() map[string]string {
 }
 
 // storeState returns every record and journal entry of the store.
-func (e *env) storeState() (map[string]Record, int) {
+func (e *env) storeState() (map[string]state.Record, int) {
 	e.t.Helper()
 	s, err := openStoreOnly(e)
 	mustDo(e.t, err)
 	defer s.Close()
-	recs := map[string]Record{}
-	mustDo(e.t, s.ForEach(func(r Record) error { recs[r.Path] = r; return nil }))
+	recs := map[string]state.Record{}
+	mustDo(e.t, s.ForEach(func(r state.Record) error { recs[r.Path] = r; return nil }))
 	ps, err := s.Pendings()
 	mustDo(e.t, err)
 	return recs, len(ps)
@@ -100,7 +102,7 @@ func TestDryRun_PrintsPromptsAndChangesNothing(t *testing.T) {
 	if pendings2 != pendings || pendings != 1 {
 		t.Errorf("journal entries %d -> %d; want 1 kept", pendings, pendings2)
 	}
-	if !maps.EqualFunc(recs, recs2, func(a, b Record) bool { return a == b }) {
+	if !maps.EqualFunc(recs, recs2, func(a, b state.Record) bool { return a == b }) {
 		t.Errorf("dry run changed the state:\nbefore %+v\nafter  %+v", recs, recs2)
 	}
 	// A real pass then does what the dry run showed.

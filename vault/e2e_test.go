@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/strand"
 )
 
@@ -86,7 +88,7 @@ func TestOnce_TieOffSectionsReadable(t *testing.T) {
 			t.Errorf("section %d: the digest reply does not name the note:\n%s", i, s.Body)
 		}
 	}
-	if rec.LastRunID != secs[1].RunID || rec.Turns != 2 || rec.LastOutcome != OutcomeSucceeded {
+	if rec.LastRunID != secs[1].RunID || rec.Turns != 2 || rec.LastOutcome != state.OutcomeSucceeded {
 		t.Errorf("record = %+v; want the last run %s, 2 turns, succeeded", rec, secs[1].RunID)
 	}
 	raw := e.read("ideas/a plan.tieoff.md")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -77,7 +79,7 @@ func TestWatch_EditsDuringRunGiveOneFollowUp(t *testing.T) {
 		t.Errorf("tie-off events = %v; want %v", got, want)
 	}
 	rec, _ := record(t, v, "note.md")
-	if rec.Hash != HashOf([]byte(e.read("note.md"))) || rec.Turns != 2 {
+	if rec.Hash != state.HashOf([]byte(e.read("note.md"))) || rec.Turns != 2 {
 		t.Errorf("record = %+v; want the newest content processed after 2 turns", rec)
 	}
 }

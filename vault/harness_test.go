@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
@@ -49,6 +52,7 @@ func mustDo(t testing.TB, err error) {
 type env struct {
 	t         testing.TB
 	root      string
+	home      string // knotd's state directory (this device's)
 	configDir string
 	state     string // fake agents' calls, conversations and gates
 	flags     Settings
@@ -62,10 +66,37 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	debounce, maxWait, conc := 50*time.Millisecond, 2*time.Second, 2
-	return &env{
-		t: t, root: root, configDir: t.TempDir(), state: t.TempDir(),
+	e := &env{
+		t: t, root: root, home: t.TempDir(), configDir: t.TempDir(), state: t.TempDir(),
 		flags: Settings{Debounce: &debounce, MaxWait: &maxWait, Concurrency: &conc},
 		grace: 5 * time.Second,
+	}
+	// Registered first, so it runs last, after every vault of the test is
+	// closed: whatever the test did, the state store it leaves is sound.
+	t.Cleanup(e.checkState)
+	return e
+}
+
+// checkState checks the invariants of the vault's state store, if knotd
+// made one (state.Store.Check, content included).
+func (e *env) checkState() {
+	f, ok, err := statedir.Find(e.home, e.root)
+	if err != nil || !ok {
+		return
+	}
+	if _, err := os.Stat(f.StateFile()); err != nil {
+		return
+	}
+	s, err := state.Open(f.StateFile())
+	if err != nil {
+		e.t.Errorf("the state store the test leaves cannot be opened: %v", err)
+		return
+	}
+	if err := s.Check(true); err != nil {
+		e.t.Errorf("the state store the test leaves is not sound: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		e.t.Errorf("close the state store: %v", err)
 	}
 }
 
@@ -146,8 +177,24 @@ func (e *env) exists(rel string) bool {
 }
 
 func (e *env) options() Options {
-	return Options{ConfigDir: e.configDir, Flags: e.flags, Grace: e.grace}
+	return Options{ConfigDir: e.configDir, Flags: e.flags, Grace: e.grace, StateHome: e.home}
 }
+
+// folder returns the vault's folder in the state directory.
+func (e *env) folder() statedir.Folder {
+	e.t.Helper()
+	f, ok, err := statedir.Find(e.home, e.root)
+	if err != nil || !ok {
+		e.t.Fatalf("the vault has no folder in the state directory %s: %v", e.home, err)
+	}
+	return f
+}
+
+// runsDir returns the vault's transcripts directory.
+func (e *env) runsDir() string { return e.folder().Runs() }
+
+// statePath returns the path of the vault's state store.
+func (e *env) statePath() string { return e.folder().StateFile() }
 
 // open opens the vault and closes it when the test ends.
 func (e *env) open() *Vault {
@@ -208,7 +255,12 @@ func (e *env) sections(rel string) []tieoff.Section {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	secs, perrs, err := tieoff.Read(e.abs(t))
+	r, err := os.OpenRoot(e.root)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer r.Close()
+	secs, perrs, err := tieoff.Read(r, t)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -219,6 +271,17 @@ func (e *env) sections(rel string) []tieoff.Section {
 		e.t.Fatalf("tie-off of %s does not parse: %v", rel, perrs)
 	}
 	return secs
+}
+
+// vaultRoot opens the vault directory as a root, closed when the test ends.
+func (e *env) vaultRoot() *os.Root {
+	e.t.Helper()
+	r, err := os.OpenRoot(e.root)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = r.Close() })
+	return r
 }
 
 // events returns the event labels of the strand's tie-off sections.
@@ -254,7 +317,7 @@ func (e *env) release(n int) {
 }
 
 // record returns the store's record of rel.
-func record(t testing.TB, v *Vault, rel string) (Record, bool) {
+func record(t testing.TB, v *Vault, rel string) (state.Record, bool) {
 	t.Helper()
 	rec, ok, err := v.store.Get(rel)
 	if err != nil {
@@ -397,7 +460,7 @@ func (w *watching) settle() {
 		// before, or a full rescan, which saw everything written before.
 		turn := 0
 		waitFor(t, waitTimeout, "the barrier to be reconciled", func() bool {
-			if rec, ok, err := w.v.store.Get(barrierPath); err != nil || !ok || rec.Hash != HashOf([]byte(content)) {
+			if rec, ok, err := w.v.store.Get(barrierPath); err != nil || !ok || rec.Hash != state.HashOf([]byte(content)) {
 				return false
 			}
 			w.mu.Lock()

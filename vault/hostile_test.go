@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -129,8 +128,9 @@ func TestReconcile_HintThroughSymlinkedDir(t *testing.T) {
 	}
 }
 
-// TestOnce_StateFilesArePrivate walks .knot after runs, a failure and a
-// rename: every directory is 0700 and every file 0600.
+// TestOnce_StateFilesArePrivate walks the vault's folder of the state
+// directory after runs, a failure and a rename: every directory is 0700
+// and every file 0600.
 func TestOnce_StateFilesArePrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("Unix modes")
@@ -144,7 +144,7 @@ func TestOnce_StateFilesArePrivate(t *testing.T) {
 	e.rename("a.md", "sub/b.md")
 	e.onceFresh()
 	n := 0
-	err := filepath.WalkDir(e.abs(strand.StateDir), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(e.folder().Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func TestOnce_StateFilesArePrivate(t *testing.T) {
 	})
 	mustDo(t, err)
 	if n < 3 {
-		t.Errorf("only %d entries under .knot", n)
+		t.Errorf("only %d entries in the vault's folder", n)
 	}
 }
 

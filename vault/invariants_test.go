@@ -20,11 +20,16 @@ import (
 func (e *env) assertWhole(changed []string) {
 	e.t.Helper()
 	runs := map[string]string{}
+	vr := e.vaultRoot()
 	err := filepath.WalkDir(e.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, strand.TieOffExt) {
 			return err
 		}
-		secs, perrs, err := tieoff.Read(p)
+		rel, err := filepath.Rel(e.root, p)
+		if err != nil {
+			return err
+		}
+		secs, perrs, err := tieoff.Read(vr, filepath.ToSlash(rel))
 		if err != nil {
 			return err
 		}
@@ -45,7 +50,7 @@ func (e *env) assertWhole(changed []string) {
 	mustDo(e.t, err)
 	// Every run in a tie-off has a whole transcript that says so.
 	for id := range runs {
-		evs, warns, err := transcript.ReadRun(RunsDir(e.root), id)
+		evs, warns, err := transcript.ReadRun(e.runsDir(), id)
 		switch {
 		case err != nil:
 			e.t.Errorf("transcript of run %s: %v", id, err)

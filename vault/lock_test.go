@@ -12,70 +12,66 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/internal/statedir"
 )
 
-func mustLock(t *testing.T, root string) *Lock {
-	t.Helper()
-	l, err := AcquireLock(root)
-	if err != nil {
-		t.Fatalf("AcquireLock(%s) = %v", root, err)
-	}
-	t.Cleanup(func() {
-		if err := l.Release(); err != nil {
-			t.Errorf("Release: %v", err)
-		}
-	})
-	return l
-}
-
-func TestAcquireLock_SecondOpenInProcessConflicts(t *testing.T) {
-	root := t.TempDir()
-	l := mustLock(t, root)
-	_, err := AcquireLock(root)
+func TestOpen_SecondKnotdIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.open()
+	_, err := Open(e.root, e.options())
 	var le *LockedError
 	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
-		t.Fatalf("second AcquireLock = %v; want a *LockedError", err)
+		t.Fatalf("second Open = %v; want a *LockedError", err)
 	}
-	if le.Holder.PID != os.Getpid() || le.Vault != root {
-		t.Errorf("LockedError = %+v; want pid %d and vault %s", le, os.Getpid(), root)
+	if le.Holder.PID != os.Getpid() || le.Vault != e.root {
+		t.Errorf("LockedError = %+v; want pid %d and vault %s", le, os.Getpid(), e.root)
 	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(); err != nil {
-		t.Errorf("second Release = %v; want nil", err)
-	}
-	mustLock(t, root)
 }
 
-func TestAcquireLock_OverwritesStaleHolder(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, strand.StateDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
+// TestOpen_SubfolderIsTheVault: knotd started in a folder of a vault (one
+// with .knot above it) answers that vault; two knotd never answer one note.
+func TestOpen_SubfolderIsTheVault(t *testing.T) {
+	e := newEnv(t)
+	e.write("projects/deep/note.md", "x\n")
+	e.open() // makes .knot (the heartbeats) and holds the vault
+	if !e.exists(".knot") {
+		t.Fatal("Open made no .knot in the vault: nothing marks it for a knotd started below")
 	}
-	stale := `{"pid":999999999,"host":"elsewhere","started":"2020-01-01T00:00:00Z"} and a much longer tail than ours`
-	if err := os.WriteFile(filepath.Join(dir, LockFile), []byte(stale), 0o600); err != nil {
-		t.Fatal(err)
+	root, above, err := FindRoot(e.abs("projects/deep"))
+	if err != nil || root != e.root || !above {
+		t.Fatalf("FindRoot(projects/deep) = %s, %v, %v; want the vault %s, found above", root, above, err, e.root)
 	}
-	mustLock(t, root)
-	b, err := os.ReadFile(filepath.Join(dir, LockFile))
+	if _, err := Open(root, e.options()); !errors.Is(err, ErrLocked) {
+		t.Errorf("Open from a subfolder while the vault is held = %v; want ErrLocked", err)
+	}
+	// A folder with a .knot of its own is a vault of its own.
+	e.write("inner/.knot/config.yaml", "")
+	if root, above, err := FindRoot(e.abs("inner")); err != nil || root != e.abs("inner") || above {
+		t.Errorf("FindRoot(inner) = %s, %v, %v; want inner itself", root, above, err)
+	}
+	// Nowhere near a vault: the folder itself.
+	other := t.TempDir()
+	if root, above, err := FindRoot(other); err != nil || above || root != mustEval(t, other) {
+		t.Errorf("FindRoot(%s) = %s, %v, %v; want itself", other, root, above, err)
+	}
+}
+
+func mustEval(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf(`{"pid":%d,`, os.Getpid()); !strings.HasPrefix(string(b), want) || strings.Contains(string(b), "tail") {
-		t.Errorf("lock file = %q; want only this process's holder record", b)
-	}
+	return r
 }
 
-// TestAcquireLock_OtherProcess runs a helper process that holds the lock:
-// the parent is refused with the child's pid, and once the child is killed
-// (no chance to clean up) the lock is free.
-func TestAcquireLock_OtherProcess(t *testing.T) {
-	root := t.TempDir()
+// TestOpen_OtherProcessHoldsTheVault runs a helper process that holds the
+// vault: the parent is refused with the child's pid, and once the child is
+// killed (no chance to clean up) the vault is free.
+func TestOpen_OtherProcessHoldsTheVault(t *testing.T) {
+	e := newEnv(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=holdlock", "KNOTD_VAULT_TEST_ROOT="+root)
+	cmd.Env = append(os.Environ(), helperEnv+"=holdlock", "KNOTD_VAULT_TEST_ROOT="+e.root, "KNOTD_VAULT_TEST_HOME="+e.home)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -98,10 +94,10 @@ func TestAcquireLock_OtherProcess(t *testing.T) {
 		t.Fatalf("helper said %q, %v; want \"locked\"", line, err)
 	}
 
-	_, err = AcquireLock(root)
+	_, err = Open(e.root, e.options())
 	var le *LockedError
 	if !errors.As(err, &le) {
-		t.Fatalf("AcquireLock while the helper holds it = %v; want a *LockedError", err)
+		t.Fatalf("Open while the helper holds the vault = %v; want a *LockedError", err)
 	}
 	if le.Holder.PID != cmd.Process.Pid {
 		t.Errorf("LockedError.Holder.PID = %d; want the helper's pid %d", le.Holder.PID, cmd.Process.Pid)
@@ -114,13 +110,14 @@ func TestAcquireLock_OtherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait() // "signal: killed" is expected
-	mustLock(t, root)
+	e.open()
 }
 
-// helperHoldLock takes the lock of $KNOTD_VAULT_TEST_ROOT, says "locked",
-// and holds it until stdin closes or the process is killed.
+// helperHoldLock takes the lock of the vault $KNOTD_VAULT_TEST_ROOT in the
+// state directory $KNOTD_VAULT_TEST_HOME, says "locked", and holds it
+// until stdin closes or the process is killed.
 func helperHoldLock() int {
-	l, err := AcquireLock(os.Getenv("KNOTD_VAULT_TEST_ROOT"))
+	l, err := statedir.Acquire(os.Getenv("KNOTD_VAULT_TEST_HOME"), os.Getenv("KNOTD_VAULT_TEST_ROOT"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -137,14 +134,16 @@ func helperHoldLock() int {
 func TestLockedError_Error(t *testing.T) {
 	started := time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
 	tests := []struct {
-		h    Holder
+		h    statedir.Holder
 		want string
 	}{
-		{Holder{PID: 1234, Host: "laptop", Started: started},
+		{statedir.Holder{PID: 1234, Host: "laptop", Started: started},
 			"vault /x is in use by knotd pid 1234 on laptop (started 2026-11-21T19:30:05Z); stop it or use another vault"},
-		{Holder{PID: 1234},
+		{statedir.Holder{PID: 1234, Root: "/old/x"},
+			"vault /x is in use by knotd pid 1234 for /old/x; stop it or use another vault"},
+		{statedir.Holder{PID: 1234},
 			"vault /x is in use by knotd pid 1234; stop it or use another vault"},
-		{Holder{},
+		{statedir.Holder{},
 			"vault /x is in use by another knotd; stop it or use another vault"},
 	}
 	for _, tt := range tests {

@@ -57,7 +57,7 @@ func gateAgent(inv *fakeagent.Invocation) int {
 		fmt.Fprintln(inv.Stderr, "gate:", err)
 		return 125
 	}
-	// Record the call the way fakeagent's behaviours do: it reads stdin
+	// state.Record the call the way fakeagent's behaviours do: it reads stdin
 	// and appends to calls.jsonl (the Echo behaviour does nothing else
 	// before replying, so run it with a discarded reply).
 	echo := fakeagent.Behaviours()[fakeagent.Echo]

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
@@ -50,55 +52,6 @@ func mappedRSS(t *testing.T, path string) int {
 	return kb
 }
 
-func TestStore_DropMapped(t *testing.T) {
-	path := statePath(t)
-	s := mustOpenStore(t, path)
-	body := strings.Repeat("a line of a note\n", 200)
-	if err := s.Update(func(tx *Tx) error {
-		for i := range 2000 {
-			p := fmt.Sprintf("d%02d/n%04d.md", i%20, i)
-			if err := tx.Put(rec(p, body+p), []byte(body+p)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	readAll := func() {
-		t.Helper()
-		n := 0
-		if err := s.ForEach(func(r Record) error {
-			c, ok, err := s.Content(r.Path)
-			if err != nil || !ok || HashOf(c) != r.Hash {
-				return fmt.Errorf("Content(%s) = %d bytes, %v, %v; want the recorded content", r.Path, len(c), ok, err)
-			}
-			n++
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if n != 2000 {
-			t.Fatalf("ForEach saw %d records; want 2000", n)
-		}
-	}
-	readAll()
-	if kb := mappedRSS(t, path); kb < 1024 {
-		t.Fatalf("after reading every record %d KiB of the state file are resident; want the pages read (over 1 MiB)", kb)
-	}
-	if err := s.dropMapped(); err != nil {
-		t.Fatalf("dropMapped: %v", err)
-	}
-	if kb := mappedRSS(t, path); kb != 0 {
-		t.Errorf("after dropMapped %d KiB of the state file are resident; want 0", kb)
-	}
-	readAll() // the mapping still reads the file
-	mustPut(t, s, rec("z.md", "z"), "z")
-	if got := mustGet(t, s, "z.md"); got.Hash != HashOf([]byte("z")) {
-		t.Errorf("Get(z.md) after dropMapped = %+v; want the record just put", got)
-	}
-}
-
 // TestWatch_ReleasesStateAfterFullPass: the startup catch-up reads every
 // record; an idle daemon must not keep those pages of the state file
 // resident afterwards.
@@ -112,8 +65,8 @@ func TestWatch_ReleasesStateAfterFullPass(t *testing.T) {
 	e.onceFresh() // adopts them: n records
 
 	v := e.open()
-	path := e.abs(".knot/" + StateFile)
-	if err := v.store.ForEach(func(Record) error { return nil }); err != nil {
+	path := e.statePath()
+	if err := v.store.ForEach(func(state.Record) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	read := mappedRSS(t, path)
@@ -141,7 +94,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 	e.onceFresh()
 	v := e.open()
 	v.hooks.tick = 20 * time.Millisecond
-	path := e.abs(".knot/" + StateFile)
+	path := e.statePath()
 	// What is resident right after each release, measured in the loop
 	// before anything else can map a page again (a journal check does).
 	var mu sync.Mutex
@@ -180,10 +133,10 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 	}
 	e.onceFresh()
 	v := e.open()
-	path := e.abs(".knot/" + StateFile)
+	path := e.statePath()
 	readAll := func() {
 		t.Helper()
-		mustDo(t, v.store.ForEach(func(r Record) error {
+		mustDo(t, v.store.ForEach(func(r state.Record) error {
 			_, _, err := v.store.Content(r.Path)
 			return err
 		}))

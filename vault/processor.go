@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/tieoff"
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
@@ -71,6 +75,9 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 	defer v.claims.release(rel)
 	if err := v.finishJournaled(rel); err != nil {
 		return rep, false, err
+	}
+	if !v.dry {
+		v.mergeCopies(rel)
 	}
 	for attempt := 1; ; attempt++ {
 		rep, err = v.processOnce(ctx, rel, job)
@@ -132,7 +139,7 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 		return has, nil
 	case !has:
 		return true, nil
-	case StampOf(info) == rec.Stamp:
+	case state.StampOf(info) == rec.Stamp:
 		return false, nil
 	}
 	same, err := v.sameContent(rel, rec.Hash)
@@ -149,14 +156,14 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 type work struct {
 	rel, abs string
 	event    strand.EventType
-	rec      Record
+	rec      state.Record
 	has      bool
 	// content is the strand as the agent sees it (after knotd wrote its
 	// session); previous is the last processed content.
 	content, previous []byte
 	// hash is the hash of the strand's version being processed: of
 	// content, or of the whole file when it is too big to be read.
-	hash Hash
+	hash state.Hash
 	// userContent is the content before knotd touched it, for the diff.
 	userContent []byte
 	// unsyncedDir is the strand's directory when knotd renamed its own
@@ -175,6 +182,13 @@ type work struct {
 	// failure, when set, is why the run cannot happen; it becomes the
 	// tie-off's failure section.
 	failure string
+	// tail is the newest part of the strand's tie-off (nil when it has
+	// none, or it could not be read), once tailRead.
+	tail     *tieoff.Window
+	tailRead bool
+	// answer, when set, is the tie-off section that already answers this
+	// version: it is recorded without a run (see answered).
+	answer *tieoff.Section
 }
 
 func (v *Vault) processOnce(ctx context.Context, rel string, job Job) (RunReport, error) {
@@ -216,10 +230,10 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	case where == absent && !w.has:
 		return nil, "", nil
 	case where == absent:
-		return v.prepareDeleted(w)
+		return v.prepareDeleted(w, job)
 	}
 
-	content, hash, info, tooBig, err := readStrand(abs, v.cfg.MaxStrandSize)
+	content, hash, info, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", errRetry // deleted between the look and the read
 	}
@@ -240,7 +254,7 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
 		if st := v.stamp(info); !v.dry && st != w.rec.Stamp {
-			return nil, "", v.store.Update(func(tx *Tx) error { return tx.Restamp(rel, st) })
+			return nil, "", v.store.Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
 		}
 		return nil, "", nil
 	}
@@ -255,6 +269,19 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 		}
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
+	if !tooBig && !job.Force {
+		if sec, ok := v.answered(w); ok {
+			w.answer = &sec
+			return w, "already answered in its tie-off by run " + sec.RunID, nil
+		}
+	}
+	if !w.has && v.answeredBefore(w) {
+		// New to this device's state, but its tie-off answered an earlier
+		// version of it (on another device, or before the state was
+		// lost): a change of an old note, whose earlier version knotd
+		// does not have.
+		w.event = strand.Modified
+	}
 
 	switch {
 	case tooBig:
@@ -289,10 +316,13 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	if w.event == strand.Modified && !job.Force && v.onlyOwnKeysChanged(w.previous, content) {
 		return w, "only knotd's own frontmatter keys changed", nil
 	}
-	if len(doc.Fields.Problems) > 0 {
-		msgs := make([]string, len(doc.Fields.Problems))
-		for i, p := range doc.Fields.Problems {
-			msgs[i] = "- " + p.Error()
+	if probs := doc.Fields.Problems; len(probs) > 0 {
+		msgs := make([]string, 0, min(len(probs), maxProblemsShown)+1)
+		for _, p := range probs[:min(len(probs), maxProblemsShown)] {
+			msgs = append(msgs, "- "+p.Error())
+		}
+		if len(probs) > maxProblemsShown {
+			msgs = append(msgs, fmt.Sprintf("- … and %d more", len(probs)-maxProblemsShown))
 		}
 		w.failure = "The strand's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
 		return w, "", nil
@@ -314,7 +344,7 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 }
 
 // prepareDeleted sets up the Deleted run of a recorded strand that is gone.
-func (v *Vault) prepareDeleted(w *work) (*work, string, error) {
+func (v *Vault) prepareDeleted(w *work, job Job) (*work, string, error) {
 	w.event = strand.Deleted
 	var err error
 	if w.previous, _, err = v.store.Content(w.rel); err != nil {
@@ -332,12 +362,17 @@ func (v *Vault) prepareDeleted(w *work) (*work, string, error) {
 			return w, "knot_events does not include deleted", nil
 		}
 	}
-	if t, err := v.tieOffAbs(w.rel); err == nil {
-		if _, err := os.Stat(filepath.Dir(t)); errors.Is(err, fs.ErrNotExist) {
+	if dir := path.Dir(w.rel); dir != "." {
+		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 			// The strand's folder was deleted with it, and its tie-off
 			// with it: a reply would have nowhere to go but a folder
 			// knotd would bring back.
 			return w, "its folder was deleted with it", nil
+		}
+	}
+	if !job.Force {
+		if sec, ok := v.answered(w); ok {
+			return w, "its deletion is already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
@@ -396,6 +431,20 @@ func (v *Vault) ensureSession(w *work, have string) error {
 		w.fields.Session, w.fields.Resume = id, ""
 		return nil
 	}
+	if id := w.rec.Session; id != "" {
+		// The strand lost its knot_session (a save that dropped it, a sync
+		// that picked an older copy), but knotd recorded it (or read it
+		// from the tie-off's markers): the conversation goes on, and the
+		// strand gets its session back.
+		updated, err := frontmatter.SetSession(w.content, id)
+		if err != nil {
+			return err
+		}
+		w.session, w.newSession = id, false
+		w.fields.Session = id
+		v.log.Info("strand lost its knot_session; giving it back its recorded session", "strand", w.rel, "session", id)
+		return v.writeStrand(w, updated)
+	}
 	updated, id, changed, err := frontmatter.EnsureSession(w.content)
 	if err != nil {
 		return err
@@ -412,31 +461,31 @@ func (v *Vault) ensureSession(w *work, have string) error {
 // With --dry-run nothing is written: the run is shown as it would be.
 func (v *Vault) writeStrand(w *work, updated []byte) error {
 	if v.dry {
-		w.content, w.hash = updated, HashOf(updated)
+		w.content, w.hash = updated, state.HashOf(updated)
 		return nil
 	}
-	err := frontmatter.WriteFileDeferred(w.abs, w.content, updated)
+	err := frontmatter.WriteFileDeferred(v.fs, w.rel, w.content, updated)
 	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
 		return errRetry
 	}
 	if err != nil {
 		return fmt.Errorf("vault: write frontmatter of %s: %w", w.rel, err)
 	}
-	info, ok, err := v.statWritten(w.abs, updated)
+	info, ok, err := v.statWritten(w.rel, updated)
 	if err != nil || !ok {
 		return errRetry // the user saved right after knotd: start over
 	}
-	w.content, w.info, w.hash = updated, info, HashOf(updated)
-	w.unsyncedDir = filepath.Dir(w.abs)
+	w.content, w.info, w.hash = updated, info, state.HashOf(updated)
+	w.unsyncedDir = path.Dir(w.rel)
 	return nil
 }
 
-// statWritten returns the stat of the file at abs if it holds exactly
+// statWritten returns the stat of the strand at rel if it holds exactly
 // want, which knotd just wrote: the stat is taken before the read, so a
 // save of the user's in between shows as different content (ok false),
 // never as knotd's version with the user's stamp.
-func (v *Vault) statWritten(abs string, want []byte) (os.FileInfo, bool, error) {
-	got, _, info, tooBig, err := readStrand(abs, max(v.cfg.MaxStrandSize, int64(len(want))))
+func (v *Vault) statWritten(rel string, want []byte) (os.FileInfo, bool, error) {
+	got, _, info, tooBig, err := v.readStrand(rel, max(v.cfg.MaxStrandSize, int64(len(want))))
 	if err != nil {
 		return nil, false, err
 	}
@@ -466,15 +515,43 @@ func (v *Vault) commitSkip(w *work, why string) error {
 	if w.event == strand.Deleted {
 		return v.store.Delete(w.rel)
 	}
+	if w.answer != nil {
+		return v.commitAnswered(w, *w.answer)
+	}
 	rec := w.rec
 	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
-	rec.LastOutcome, rec.Processed = OutcomeSkipped, v.now().UTC()
+	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
 	if rec.Session != "" {
 		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
 			rec.Session = ""
 		}
 	}
 	return v.store.Put(rec, w.content)
+}
+
+// maxProblemsShown bounds how many of a strand's settings problems its
+// failure section lists.
+const maxProblemsShown = 20
+
+// maxFailureBytes bounds the body of a failure section, whatever the
+// strand, its settings or the agent's messages: a short explanation and a
+// bounded excerpt, never the strand's bulk.
+const maxFailureBytes = 16 << 10
+
+// boundFailure cuts a failure section's body to maxFailureBytes at a line
+// break, saying how much it left out.
+func boundFailure(body string) string {
+	if len(body) <= maxFailureBytes {
+		return body
+	}
+	cut := maxFailureBytes
+	for cut > 0 && !utf8.RuneStart(body[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(body[:cut], '\n'); i > maxFailureBytes/2 {
+		cut = i + 1
+	}
+	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", byteSize(int64(len(body)-cut)))
 }
 
 // byteSize formats n bytes for people.
@@ -488,13 +565,4 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// tieOffAbs returns the absolute path of the strand's tie-off.
-func (v *Vault) tieOffAbs(rel string) (string, error) {
-	t, err := strand.TieOffPath(rel)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(v.root, filepath.FromSlash(t)), nil
 }

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/strand"
@@ -36,6 +37,7 @@ import (
 func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	var (
 		cands     []candidate
+		copies    []string // sync tools' conflict copies
 		subtrees  []string // to walk
 		listing   *watcher.Listing
 		plainFull bool
@@ -50,6 +52,8 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 			subtrees = append(subtrees, h.Path)
 		case strand.IsStrandPath(h.Path):
 			cands = append(cands, candidate{path: h.Path, src: fromHint})
+		case isConflictPath(h.Path):
+			copies = append(copies, h.Path)
 		}
 	}
 	full := plainFull || listing != nil
@@ -64,13 +68,21 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	if listing != nil {
 		cands = slices.Grow(cands, len(listing.Files))
 		for _, f := range listing.Files {
-			if !withinAny(f.Path, subtrees) {
+			switch {
+			case withinAny(f.Path, subtrees):
+			case isConflictPath(f.Path):
+				copies = append(copies, f.Path)
+			default:
 				cands = append(cands, candidate{path: f.Path, info: f.Info, src: fromListing})
 			}
 		}
 	}
 	for _, dir := range subtrees {
-		err := v.walk(dir, true, func(rel string, info fs.FileInfo) {
+		err := v.walkWith(dir, true, isWatched, func(rel string, info fs.FileInfo) {
+			if isConflictPath(rel) {
+				copies = append(copies, rel)
+				return
+			}
 			cands = append(cands, candidate{path: rel, info: info, src: fromWalk})
 		})
 		if err != nil {
@@ -81,11 +93,11 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	var (
 		changed []string
 		created []string
-		gone    = make(map[string]Record)
-		touched = make(map[string]Stamp)
+		gone    = make(map[string]state.Record)
+		touched = make(map[string]state.Stamp)
 	)
 	realDirs := make(map[string]struct{})
-	classify := func(c candidate, rec Record, has bool) {
+	classify := func(c candidate, rec state.Record, has bool) {
 		rel := c.path
 		st, where, err := v.lookStrand(c, realDirs)
 		if err != nil {
@@ -151,9 +163,9 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 	}
 
 	if len(touched) > 0 && !v.dry {
-		err := v.store.Update(func(tx *Tx) error {
+		err := v.store.Update(func(tx *state.Tx) error {
 			for rel, st := range touched {
-				if err := tx.Restamp(rel, st); err != nil && !errors.Is(err, ErrNotFound) {
+				if err := tx.Restamp(rel, st); err != nil && !errors.Is(err, state.ErrNotFound) {
 					return err
 				}
 			}
@@ -163,8 +175,9 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 			return nil, fmt.Errorf("vault: reconcile: restamp: %w", err)
 		}
 	}
+	changed = append(changed, v.sawCopies(copies)...)
 	slices.Sort(changed)
-	return changed, nil
+	return slices.Compact(changed), nil
 }
 
 // mergeRecords calls fn, in path order, for every candidate of cands
@@ -172,16 +185,16 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 // has one: one pass over the records beside the candidates, for a
 // reconcile of the whole vault. A recorded strand that is no candidate
 // is passed as a fromRecord candidate.
-func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec Record, has bool)) error {
-	recs := v.store.records("")
+func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec state.Record, has bool)) error {
+	recs := v.store.Records("")
 	for {
-		r, err := recs.peek()
+		r, err := recs.Peek()
 		if err != nil {
 			return err
 		}
 		switch {
 		case len(cands) > 0 && (r == nil || cands[0].path < r.Path):
-			fn(cands[0], Record{}, false)
+			fn(cands[0], state.Record{}, false)
 			cands = cands[1:]
 		case r != nil:
 			c := candidate{path: r.Path, src: fromRecord}
@@ -189,7 +202,7 @@ func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec Record,
 				c, cands = cands[0], cands[1:]
 			}
 			fn(c, *r, true)
-			recs.next()
+			recs.Next()
 		default:
 			return nil
 		}
@@ -201,12 +214,12 @@ func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec Record,
 // with its record if it has one. The records are looked up a chunk at a
 // time, in one short read transaction each, not one transaction per
 // strand.
-func (v *Vault) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec Record, has bool)) error {
+func (v *Vault) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec state.Record, has bool)) error {
 	if len(subtrees) > 0 {
 		for _, dir := range subtrees {
-			recs := v.store.records(dir)
+			recs := v.store.Records(dir)
 			for {
-				r, err := recs.peek()
+				r, err := recs.Peek()
 				if err != nil {
 					return err
 				}
@@ -214,35 +227,16 @@ func (v *Vault) lookupRecords(cands []candidate, subtrees []string, fn func(c ca
 					break
 				}
 				cands = append(cands, candidate{path: r.Path, src: fromRecord})
-				recs.next()
+				recs.Next()
 			}
 		}
 		cands = sortCandidates(cands)
 	}
-	recs := make([]Record, 0, min(len(cands), forEachChunk))
-	has := make([]bool, 0, min(len(cands), forEachChunk))
-	for len(cands) > 0 {
-		chunk := cands[:min(forEachChunk, len(cands))]
-		cands = cands[len(chunk):]
-		recs, has = recs[:0], has[:0]
-		err := v.store.View(func(tx *Tx) error {
-			for _, c := range chunk {
-				r, ok, err := tx.Get(c.path)
-				if err != nil {
-					return err
-				}
-				recs, has = append(recs, r), append(has, ok)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for i, c := range chunk {
-			fn(c, recs[i], has[i])
-		}
+	paths := make([]string, len(cands))
+	for i, c := range cands {
+		paths[i] = c.path
 	}
-	return nil
+	return v.store.Lookup(paths, func(i int, rec state.Record, ok bool) { fn(cands[i], rec, ok) })
 }
 
 // A candidate is one strand path a reconcile pass looks at, with where it
@@ -299,6 +293,11 @@ func withinAny(rel string, dirs []string) bool {
 // The walk lists several directories at once; fn is called
 // under a lock, one call at a time, in no particular order.
 func (v *Vault) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
+	return v.walkWith(dir, stat, strand.IsStrandPath, fn)
+}
+
+// walkWith is walk for the paths that want accepts (walk's are strands).
+func (v *Vault) walkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
 	var mu sync.Mutex
 	err := v.rules.WalkConcurrent(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -317,7 +316,7 @@ func (v *Vault) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo
 			}
 			return nil
 		}
-		if !strand.IsStrandPath(rel) {
+		if !want(rel) {
 			return nil
 		}
 		var info fs.FileInfo
@@ -353,7 +352,7 @@ const (
 // lookStrand is lstatStrandIn for one candidate of a reconcile pass,
 // answered from what the pass's walk saw when it saw the path, if it did.
 // It returns the strand's stamp.
-func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (Stamp, presence, error) {
+func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (state.Stamp, presence, error) {
 	info := c.info
 	if info == nil {
 		var (
@@ -362,15 +361,15 @@ func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (Stamp, pr
 		)
 		info, where, err = v.lstatStrandIn(c.path, realDirs)
 		if info == nil || err != nil {
-			return Stamp{}, where, err
+			return state.Stamp{}, where, err
 		}
-		return StampOf(info), where, nil
+		return state.StampOf(info), where, nil
 	}
 	if !info.Mode().IsRegular() {
 		v.warnOnce(c.path, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
-		return Stamp{}, absent, nil
+		return state.Stamp{}, absent, nil
 	}
-	return StampOf(info), present, nil
+	return state.StampOf(info), present, nil
 }
 
 // lstatStrand looks at the strand path rel without following a symbolic
@@ -386,11 +385,28 @@ func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err e
 // be real during one reconcile pass (nil: none), so that a pass over many
 // strands does not lstat the same ancestors again for each of them.
 func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where presence, err error) {
-	abs, err := strand.Abs(v.root, rel)
-	if err != nil {
+	if err := strand.ValidateRel(rel); err != nil {
 		return nil, absent, err
 	}
-	info, err = os.Lstat(abs)
+	// The folders on the way first: a strand below a symbolic link to a
+	// directory is not looked at through it (the walker never follows
+	// such links either), and a link out of the vault is never resolved.
+	dir, nested, err := v.linkedDir(rel, realDirs)
+	switch {
+	case err != nil:
+		return nil, absent, err
+	case nested != "":
+		// Another vault's strand: left alone, and a record it has kept (a
+		// nested vault is no deletion).
+		v.warnOnce(nested, "a folder with a .knot of its own is a vault of its own: its own knotd answers it, this one leaves it alone")
+		return nil, ignored, nil
+	case dir != "":
+		if !v.rules.Ignored(dir, true) {
+			v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the strands it leads to are left alone")
+		}
+		return nil, absent, nil
+	}
+	info, err = v.fs.Lstat(filepath.FromSlash(rel))
 	switch {
 	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
 		return nil, absent, nil
@@ -402,24 +418,23 @@ func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs
 		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
 		return info, absent, nil
 	}
-	if dir, err := v.linkedDir(rel, realDirs); err != nil {
-		return nil, absent, err
-	} else if dir != "" {
-		v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the strands it leads to are left alone")
-		return nil, absent, nil
-	}
 	return info, present, nil
 }
 
 // linkedDir returns the first directory on the way from the vault root to
 // the strand rel that is not a real directory (a symbolic link, which may
-// lead out of the vault), or "" if there is none. The walker never follows
-// such links; a hint for a path beneath one (the directory was replaced by
-// a link after its event) must not either.
+// lead out of the vault), or "" if there is none or a directory on the way
+// is missing (then the strand is too). The walker never follows such
+// links; a hint for a path beneath one (the directory was replaced by a
+// link after its event) must not either. Each directory is looked at
+// without following it, inside the vault root. nested is the first
+// directory on the way that is a vault of its own (it has a .knot): its
+// own knotd answers the strands below it, never this one.
 //
-// realDirs, when not nil, holds directories found real earlier in the same
-// pass; they are not looked at again, and those found real are added.
-func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (string, error) {
+// realDirs, when not nil, holds directories found real (and no vault of
+// their own) earlier in the same pass; they are not looked at again, and
+// those found so are added.
+func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (linked, nested string, err error) {
 	for i := 0; i < len(rel); i++ {
 		if rel[i] != '/' {
 			continue
@@ -428,34 +443,32 @@ func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (string, err
 		if _, ok := realDirs[dir]; ok {
 			continue
 		}
-		abs, err := strand.Abs(v.root, dir)
-		if err != nil {
-			return "", err
-		}
-		fi, err := os.Lstat(abs)
+		fi, err := v.fs.Lstat(filepath.FromSlash(dir))
 		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
-			return dir, nil
+			return "", "", nil
 		}
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if !fi.IsDir() {
-			return dir, nil
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				return dir, "", nil
+			}
+			return "", "", nil // a file where a folder was: the strand is gone
+		}
+		if m, err := v.fs.Lstat(filepath.FromSlash(dir + "/" + watcher.VaultMarker)); err == nil && m.IsDir() {
+			return "", dir, nil
 		}
 		if realDirs != nil {
 			realDirs[dir] = struct{}{}
 		}
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // sameContent reports whether the strand at rel has the content hash h.
-func (v *Vault) sameContent(rel string, h Hash) (bool, error) {
-	abs, err := strand.Abs(v.root, rel)
-	if err != nil {
-		return false, err
-	}
-	got, _, err := hashFile(abs)
+func (v *Vault) sameContent(rel string, h state.Hash) (bool, error) {
+	got, _, err := v.hashFile(rel)
 	if err != nil {
 		return false, err
 	}
@@ -468,12 +481,8 @@ func (v *Vault) sameContent(rel string, h Hash) (bool, error) {
 // removes the old path from gone and returns the record as it was (with
 // --dry-run it only says so). A strand being processed is not moved (see
 // claims); the processor pairs the two paths later.
-func (v *Vault) detectRename(rel string, gone map[string]Record) (owner Record, moved bool, err error) {
-	abs, err := strand.Abs(v.root, rel)
-	if err != nil {
-		return owner, false, err
-	}
-	head, err := readHead(abs, frontmatterScanLimit)
+func (v *Vault) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+	head, err := v.readHead(rel, frontmatterScanLimit)
 	if err != nil {
 		return owner, false, err
 	}
@@ -539,16 +548,15 @@ func (v *Vault) moveTieOff(from, to string) error {
 	if err != nil {
 		return err
 	}
-	oldAbs := filepath.Join(v.root, filepath.FromSlash(oldRel))
-	newAbs := filepath.Join(v.root, filepath.FromSlash(newRel))
-	if _, err := os.Lstat(oldAbs); errors.Is(err, fs.ErrNotExist) {
+	oldName, newName := filepath.FromSlash(oldRel), filepath.FromSlash(newRel)
+	if _, err := v.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if _, err := os.Lstat(newAbs); err == nil {
+	if _, err := v.fs.Lstat(newName); err == nil {
 		v.log.Warn("strand moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
 		return nil
 	}
-	if err := os.Rename(oldAbs, newAbs); err != nil {
+	if err := v.fs.Rename(oldName, newName); err != nil {
 		return fmt.Errorf("vault: move tie-off %s to %s: %w", oldRel, newRel, err)
 	}
 	return nil
@@ -572,11 +580,11 @@ func sortedKeys(m map[string]struct{}) []string {
 const racyWindow = 2 * time.Second
 
 // stamp returns the stamp to record for a file knotd just looked at.
-func (v *Vault) stamp(info fs.FileInfo) Stamp { return v.trusted(StampOf(info)) }
+func (v *Vault) stamp(info fs.FileInfo) state.Stamp { return v.trusted(state.StampOf(info)) }
 
 // trusted returns st as it may be recorded: without its time when that
 // time is too recent to be trusted.
-func (v *Vault) trusted(st Stamp) Stamp {
+func (v *Vault) trusted(st state.Stamp) state.Stamp {
 	if time.Since(time.Unix(0, st.ModTime)) < racyWindow {
 		st.ModTime = 0 // never equal to a real file's stamp: hash it next time
 	}

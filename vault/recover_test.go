@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/tieoff"
 )
 
@@ -12,7 +14,7 @@ import (
 // state a crash between the journal write and the tie-off append leaves:
 // the tie-off path is a directory, so the append fails after the journal
 // entry is written. It returns the entry.
-func journaledRun(t *testing.T, e *env) Pending {
+func journaledRun(t *testing.T, e *env) state.Pending {
 	t.Helper()
 	e.onceFresh()
 	e.write("note.md", "# Note\n")
@@ -34,8 +36,8 @@ func journaledRun(t *testing.T, e *env) Pending {
 
 // openStoreOnly opens the state store without recovering, as a crashed
 // knotd left it.
-func openStoreOnly(e *env) (*Store, error) {
-	return OpenStore(e.abs(".knot/" + StateFile))
+func openStoreOnly(e *env) (*state.Store, error) {
+	return state.Open(e.statePath())
 }
 
 // TestOpen_RecoversJournaledRun: a run journaled but not appended is
@@ -71,7 +73,7 @@ func TestOpen_RecoveryDoesNotAppendTwice(t *testing.T) {
 	p := journaledRun(t, e)
 	j, err := decodeJournal(p.Section)
 	mustDo(t, err)
-	_, err = tieoff.Append(e.abs("note.tieoff.md"), j.Section)
+	_, err = tieoff.Append(e.vaultRoot(), "note.tieoff.md", j.Section)
 	mustDo(t, err)
 
 	v := e.open()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/state"
+
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/frontmatter"
 )
@@ -39,7 +41,7 @@ func TestWatch_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 		t.Fatalf("%d runs after one edit; knotd's own writes must trigger nothing: %+v", n, w.runs())
 	}
 	rec, _ := record(t, v, "note.md")
-	if rec.Session != f.Session || rec.Resume != f.Resume || rec.Hash != HashOf([]byte(e.read("note.md"))) {
+	if rec.Session != f.Session || rec.Resume != f.Resume || rec.Hash != state.HashOf([]byte(e.read("note.md"))) {
 		t.Errorf("record = %+v; want the session, the resume handle and the file as it is now", rec)
 	}
 
@@ -93,7 +95,7 @@ func TestWatch_ResumeWrittenOverUserEdit(t *testing.T) {
 	if !strings.Contains(content, "edit during the run") || e.fields("note.md").Resume == "" {
 		t.Errorf("the note lost the user's edit or the resume handle:\n%s", content)
 	}
-	if rec, _ := record(t, v, "note.md"); rec.Hash != HashOf([]byte(content)) {
+	if rec, _ := record(t, v, "note.md"); rec.Hash != state.HashOf([]byte(content)) {
 		t.Error("the note as it is now is not recorded as processed")
 	}
 }

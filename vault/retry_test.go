@@ -22,7 +22,7 @@ func TestWatch_RetriesJournaledRunOnceSpaceReturns(t *testing.T) {
 	v.hooks.tick = 20 * time.Millisecond
 	var mu sync.Mutex
 	full := false
-	v.store.hooks.completing = func(string) error {
+	v.hooks.completing = func(string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if full {

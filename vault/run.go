@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/state"
+
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
-	"github.com/knotd/knotd/internal/durable"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
 )
@@ -74,6 +76,9 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	}
 
 	sec.Body = mask.Text(sec.Body)
+	if sec.Failed {
+		sec.Body = boundFailure(sec.Body)
+	}
 
 	rec := w.rec
 	rec.Path = w.rel
@@ -83,12 +88,22 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	rec.Session, rec.Resume = w.session, resume
 	rec.Turns++
 	rec.LastRunID, rec.Processed = rep.RunID, now
-	rec.LastOutcome = OutcomeSucceeded
+	rec.LastOutcome = state.OutcomeSucceeded
 	if sec.Failed {
-		rec.LastOutcome = OutcomeFailed
+		rec.LastOutcome = state.OutcomeFailed
 	}
 	if w.failure != "" && w.fields.Session == "" {
 		rec.Session = w.rec.Session // no session was written: keep what we had
+	}
+	// The marker records what the section answers: the strand's session
+	// and the hash of the version the run saw (of the last processed one
+	// for a deletion), unless its content could not be read.
+	sec.Session = rec.Session
+	switch {
+	case w.event == strand.Deleted && w.previous != nil:
+		sec.Hash = markerHash(w.previous)
+	case w.event != strand.Deleted && w.content != nil:
+		sec.Hash = markerHash(w.content)
 	}
 	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
 	if err := v.commit(w, rec, j, tl); err != nil {
@@ -128,9 +143,31 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 			req.Previous = prev
 		}
 	}
-	t, err := v.tieOffAbs(w.rel)
+	win := w.tail
+	if !w.tailRead {
+		var err error
+		if win, err = v.readTail(w.rel); err != nil {
+			v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", err)
+		}
+	}
+	if win != nil {
+		req.TieOff = sectionTexts(*win)
+		if win.Start > 0 {
+			// Turns counts the sections knotd appended; the exact count
+			// of older sections would cost a read of the whole history.
+			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
+		}
+	}
+	return req, nil
+}
+
+// readTail reads the newest sections of the strand's tie-off, as many as
+// a prompt shows and a little more (agentrun bounds them again and marks
+// what it leaves out); nil when there is no tie-off.
+func (v *Vault) readTail(rel string) (*tieoff.Window, error) {
+	t, err := strand.TieOffPath(rel)
 	if err != nil {
-		return req, err
+		return nil, err
 	}
 	lim := v.cfg.Limits
 	def := agentrun.DefaultLimits()
@@ -140,22 +177,42 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	if lim.TieOffBytes <= 0 {
 		lim.TieOffBytes = def.TieOffBytes
 	}
-	// Read a little more than the prompt shows: agentrun bounds it again
-	// and marks what it leaves out.
-	win, err := tieoff.Tail(t, lim.TieOffSections, 2*lim.TieOffBytes)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", err)
-	default:
-		req.TieOff = sectionTexts(win)
-		if win.Start > 0 {
-			// Turns counts the sections knotd appended; the exact count
-			// of older sections would cost a read of the whole history.
-			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
-		}
+	win, err := tieoff.Tail(v.fs, t, lim.TieOffSections, 2*lim.TieOffBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
 	}
-	return req, nil
+	if err != nil {
+		return nil, err
+	}
+	return &win, nil
+}
+
+// newestAnswerBytes bounds how far back from the end of a tie-off knotd
+// reads to find its newest section's headers.
+const newestAnswerBytes = 16 << 20
+
+// newestAnswer returns the newest section of the strand's tie-off, from
+// win when it holds one (a window Tail read for the prompt) or else from
+// the file; ok is false when the tie-off has no section.
+func (v *Vault) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+	if win != nil && len(win.Sections) > 0 {
+		return win.Sections[len(win.Sections)-1], true, nil
+	}
+	if win != nil && win.Size == 0 {
+		return sec, false, nil
+	}
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return sec, false, err
+	}
+	w, err := tieoff.Tail(v.fs, t, 1, newestAnswerBytes)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(w.Sections) == 0 {
+		return sec, false, nil
+	}
+	if err != nil {
+		return sec, false, err
+	}
+	return w.Sections[len(w.Sections)-1], true, nil
 }
 
 // sectionTexts splits a tie-off window into the raw text of each section,
@@ -224,7 +281,7 @@ type journal struct {
 // commit makes a finished run durable in the order that survives a crash at
 // any point: journal the section, append it, then commit the record and
 // drop the journal entry in one transaction.
-func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
+func (v *Vault) commit(w *work, rec state.Record, j journal, tl *runLog) error {
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -232,7 +289,7 @@ func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 	if w.unsyncedDir != "" {
 		// The record below says the strand is knotd's version: make
 		// the rename that put it there as durable first.
-		sync := durable.SyncDir
+		sync := func(dir string) error { return vaultfs.SyncDir(v.fs, dir) }
 		if v.hooks.syncDir != nil {
 			sync = v.hooks.syncDir
 		}
@@ -243,9 +300,12 @@ func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 			v.log.Warn("cannot sync the strand's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
-	p := Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
+	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
 	if err := v.store.PutPending(p); err != nil {
 		return err
+	}
+	if v.hooks.journaled != nil {
+		v.hooks.journaled(p.RunID)
 	}
 	return v.completeRun(p, j, false, tl)
 }
@@ -254,7 +314,7 @@ func (v *Vault) commit(w *work, rec Record, j journal, tl *runLog) error {
 // in the tie-off) and commits its record. When recovering (check), a
 // record that a later run of the strand committed meanwhile is kept: the
 // section is appended, the journal entry dropped.
-func (v *Vault) complete(p Pending, j journal, check bool) error {
+func (v *Vault) complete(p state.Pending, j journal, check bool) error {
 	var tl *runLog
 	if check {
 		tl = v.reopenRunLog(p.RunID, p.Record.Path)
@@ -265,14 +325,14 @@ func (v *Vault) complete(p Pending, j journal, check bool) error {
 
 // completeRun is complete, recording the section's place in the run's
 // transcript tl (which may be nil).
-func (v *Vault) completeRun(p Pending, j journal, check bool, tl *runLog) error {
-	t, err := v.tieOffAbs(p.Record.Path)
+func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
+	t, err := strand.TieOffPath(p.Record.Path)
 	if err != nil {
 		return err
 	}
 	done, stale := false, false
 	if check {
-		done, err = tieoff.HasRun(t, p.RunID, 0)
+		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
 		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
@@ -285,24 +345,33 @@ func (v *Vault) completeRun(p Pending, j journal, check bool, tl *runLog) error 
 	}
 	var offset int64
 	if done {
-		offset = sectionOffset(t, p.RunID)
+		offset = v.sectionOffset(t, p.RunID)
 	} else {
 		if j.Replace {
-			err = tieoff.Replace(t, j.Section)
+			err = tieoff.Replace(v.fs, t, j.Section)
 		} else {
-			offset, err = tieoff.Append(t, j.Section)
+			offset, err = tieoff.Append(v.fs, t, j.Section)
 		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
 	}
-	if rel, err := strand.TieOffPath(p.Record.Path); err == nil {
-		tl.tieOff(rel, offset, j.Replace)
-	}
+	tl.tieOff(t, offset, j.Replace)
 	if stale {
-		return v.store.Update(func(tx *Tx) error { return tx.DeletePending(p.RunID) })
+		return v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) })
 	}
-	return v.store.Complete(p.RunID)
+	if v.hooks.completing != nil {
+		if err := v.hooks.completing(p.RunID); err != nil {
+			return err
+		}
+	}
+	if err := v.store.Complete(p.RunID); err != nil {
+		return err
+	}
+	if v.hooks.completed != nil {
+		v.hooks.completed(p.RunID)
+	}
+	return nil
 }
 
 // writeResume writes the agent's new resume handle into the strand's
@@ -310,9 +379,9 @@ func (v *Vault) completeRun(p Pending, j journal, check bool, tl *runLog) error 
 // knotd's own write triggers nothing. If the user saved the strand during
 // the run, the handle goes on top of their version, which stays
 // unprocessed for the follow-up run.
-func (v *Vault) writeResume(w *work, rec Record, handle string) error {
+func (v *Vault) writeResume(w *work, rec state.Record, handle string) error {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		cur, hash, _, tooBig, err := readStrand(w.abs, v.cfg.MaxStrandSize)
+		cur, hash, _, tooBig, err := v.readStrand(w.rel, v.cfg.MaxStrandSize)
 		if err != nil || tooBig {
 			return err
 		}
@@ -320,7 +389,7 @@ func (v *Vault) writeResume(w *work, rec Record, handle string) error {
 		if err != nil {
 			return err
 		}
-		if err := frontmatter.WriteFile(w.abs, cur, updated); errors.Is(err, frontmatter.ErrChanged) {
+		if err := frontmatter.WriteFile(v.fs, w.rel, cur, updated); errors.Is(err, frontmatter.ErrChanged) {
 			continue
 		} else if err != nil {
 			return err
@@ -331,11 +400,11 @@ func (v *Vault) writeResume(w *work, rec Record, handle string) error {
 		} else if p, err := frontmatter.SetResume(w.content, handle); err == nil {
 			processed = p
 		}
-		rec.Hash = HashOf(processed)
-		if hash == HashOf(w.content) {
+		rec.Hash = state.HashOf(processed)
+		if hash == state.HashOf(w.content) {
 			// The disk holds the processed version plus the handle:
 			// record its stamp, unless the user saved right after knotd.
-			info, ok, err := v.statWritten(w.abs, updated)
+			info, ok, err := v.statWritten(w.rel, updated)
 			if err != nil {
 				return err
 			}

@@ -51,6 +51,14 @@ type Settings struct {
 	// Agents defines agents by name (DESIGN §7); the value is
 	// agentrun.Agent, whose fields are the keys of an agent definition.
 	Agents map[string]agentrun.Agent `yaml:"agents"`
+	// Runner names the answering device of a vault synced to several
+	// devices: a device's name (its host name when knotd first ran there)
+	// or its id. Unset, the first device to answer keeps answering.
+	Runner *string `yaml:"runner"`
+	// TakeoverAfter lets another device take over answering once the
+	// answering device has been silent this long (0: only when the user
+	// says so).
+	TakeoverAfter *time.Duration `yaml:"takeover_after"`
 }
 
 // LimitSettings is the limits section of a Settings layer.

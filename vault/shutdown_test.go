@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/state"
 )
 
 // TestWatch_StopLetsRunningAgentFinish: knotd is told to stop while an
@@ -28,7 +30,7 @@ func TestWatch_StopLetsRunningAgentFinish(t *testing.T) {
 		t.Errorf("tie-off events = %v; want the run that finished during the grace period", got)
 	}
 	rec, _ := record(t, v, "note.md")
-	if rec.Hash != HashOf([]byte(e.read("note.md"))) {
+	if rec.Hash != state.HashOf([]byte(e.read("note.md"))) {
 		t.Error("the finished run was not committed")
 	}
 }

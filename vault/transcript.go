@@ -5,18 +5,29 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/transcript"
 )
 
-// RunsDir returns the directory of a vault's run transcripts,
-// <root>/.knot/runs: one <run-id>.jsonl per run (see package transcript).
-func RunsDir(root string) string {
-	return filepath.Join(root, strand.StateDir, "runs")
+// RunsDir returns the directory of the run transcripts of the vault at
+// root (absolute, symbolic links resolved): one <run-id>.jsonl per run
+// (see package transcript), in the vault's folder of the state directory
+// home ("" for statedir.Home()). ok is false when knotd never ran on the
+// vault on this machine.
+func RunsDir(home, root string) (dir string, ok bool, err error) {
+	if home == "" {
+		if home, err = statedir.Home(); err != nil {
+			return "", false, err
+		}
+	}
+	f, ok, err := statedir.Find(home, root)
+	if err != nil || !ok {
+		return "", ok, err
+	}
+	return f.Runs(), true, nil
 }
 
 // runLog writes one run's transcript. It is the vault's side of package
@@ -60,7 +71,7 @@ func masker(a agentrun.Agent) *transcript.Masker {
 
 // createRunLog creates the transcript of a new run.
 func (v *Vault) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
-	tr, err := transcript.Create(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: m})
+	tr, err := transcript.Create(v.folder.Runs(), runID, &transcript.Options{Now: v.now, Masker: m})
 	if err != nil {
 		v.log.Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
 		return nil
@@ -72,7 +83,7 @@ func (v *Vault) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
 // finishes. It returns nil when the run has no transcript, or when it
 // already records its tie-off section.
 func (v *Vault) reopenRunLog(runID, rel string) *runLog {
-	events, _, err := transcript.ReadRun(RunsDir(v.root), runID)
+	events, _, err := transcript.ReadRun(v.folder.Runs(), runID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -85,7 +96,7 @@ func (v *Vault) reopenRunLog(runID, rel string) *runLog {
 			return nil
 		}
 	}
-	tr, err := transcript.Reopen(RunsDir(v.root), runID, &transcript.Options{Now: v.now, Masker: masker(agentrun.Agent{})})
+	tr, err := transcript.Reopen(v.folder.Runs(), runID, &transcript.Options{Now: v.now, Masker: masker(agentrun.Agent{})})
 	if err != nil {
 		v.log.Warn("cannot reopen the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
 		return nil
@@ -223,11 +234,11 @@ func (l *runLog) tieOff(tieOff string, offset int64, replaced bool) {
 	l.record(transcript.TieOff{Path: tieOff, Offset: offset, Replaced: replaced})
 }
 
-// sectionOffset finds the offset of run runID's section in the tie-off at
-// path, for a run that crash recovery found already written; -1 when it
-// cannot be found.
-func sectionOffset(path, runID string) int64 {
-	secs, _, err := tieoff.Read(path)
+// sectionOffset finds the offset of run runID's section in the tie-off t
+// (vault-relative), for a run that crash recovery found already written;
+// -1 when it cannot be found.
+func (v *Vault) sectionOffset(t, runID string) int64 {
+	secs, _, err := tieoff.Read(v.fs, t)
 	if err != nil {
 		return -1
 	}

@@ -20,7 +20,7 @@ import (
 // and checks the file's and the directory's modes and the seq numbers.
 func runTranscript(t *testing.T, e *env, runID string) []transcript.Event {
 	t.Helper()
-	dir := RunsDir(e.root)
+	dir := e.runsDir()
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("runs directory %s: %v, %v; want mode 0700", dir, fi, err)
 	}
@@ -232,7 +232,7 @@ func TestOnce_SecretsStayOutOfTranscriptsAndTieOffs(t *testing.T) {
 		t.Fatalf("summary = %+v; want one failed run", sum)
 	}
 	events := runTranscript(t, e, sum.Runs[0].RunID)
-	raw, err := os.ReadFile(filepath.Join(RunsDir(e.root), sum.Runs[0].RunID+transcript.Ext))
+	raw, err := os.ReadFile(filepath.Join(e.runsDir(), sum.Runs[0].RunID+transcript.Ext))
 	mustDo(t, err)
 	tie := e.read("note.tieoff.md")
 	for name, text := range map[string]string{"transcript": string(raw), "tie-off": tie} {
@@ -260,11 +260,11 @@ func BenchmarkRunLog(b *testing.B) {
 	w := &work{rel: "note.md", event: strand.Created, agentName: "digest", session: "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"}
 	body := strings.Repeat("a line of the reply, as an agent writes it\n", 100)
 	b.Run("tieoff-append", func(b *testing.B) {
-		path := e.abs("bench.tieoff.md")
+		vr := e.vaultRoot()
 		for b.Loop() {
 			id, err := uuid.NewV7()
 			mustDo(b, err)
-			_, err = tieoff.Append(path, tieoff.Section{Event: strand.Created, Strand: "bench.md", Time: time.Now(), RunID: id.String(), Body: body})
+			_, err = tieoff.Append(vr, "bench.tieoff.md", tieoff.Section{Event: strand.Created, Strand: "bench.md", Time: time.Now(), RunID: id.String(), Body: body})
 			mustDo(b, err)
 		}
 	})
@@ -296,12 +296,12 @@ func TestWatch_TranscriptOfRunningAndStoppedRun(t *testing.T) {
 	e.write("note.md", "# Note\n\nchanged\n")
 	e.waitCalls(1)
 
-	runs, err := transcript.List(RunsDir(e.root))
+	runs, err := transcript.List(e.runsDir())
 	mustDo(t, err)
 	if len(runs) != 1 || runs[0].Finished || runs[0].Strand != "note.md" {
 		t.Fatalf("runs while the agent runs = %+v; want one unfinished run of note.md", runs)
 	}
-	running, _, err := transcript.ReadRun(RunsDir(e.root), runs[0].RunID)
+	running, _, err := transcript.ReadRun(e.runsDir(), runs[0].RunID)
 	mustDo(t, err)
 	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser}
 	if got := eventTypes(running); !slices.Equal(got, want) {

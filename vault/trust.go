@@ -10,6 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/state"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -38,9 +41,9 @@ type trustDoc struct {
 
 // Trusted describes a vault config file that Trust recorded.
 type Trusted struct {
-	File   string   // the vault config file
-	Hash   Hash     // the hash of its content
-	Agents []string // the agents it defines, sorted
+	File   string     // the vault config file
+	Hash   state.Hash // the hash of its content
+	Agents []string   // the agents it defines, sorted
 }
 
 // Trust records that the user trusts the current content of the vault
@@ -54,13 +57,15 @@ func Trust(dir, root string) (Trusted, error) {
 		return Trusted{}, err
 	}
 	file := VaultConfigPath(root)
-	data, err := os.ReadFile(file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Trusted{}, fmt.Errorf("vault: trust %s: there is no vault config file %s to trust", root, file)
-	}
+	var c Config
+	l, err := c.readVaultLayer(root)
 	if err != nil {
 		return Trusted{}, fmt.Errorf("vault: trust %s: %w", root, err)
 	}
+	if l.data == nil {
+		return Trusted{}, fmt.Errorf("vault: trust %s: there is no vault config file %s to trust", root, file)
+	}
+	data := l.data
 	s, err := ParseSettings(file, data)
 	if err != nil {
 		return Trusted{}, fmt.Errorf("vault: trust %s: fix the file first: %w", root, err)
@@ -69,7 +74,7 @@ func Trust(dir, root string) (Trusted, error) {
 	if err != nil {
 		return Trusted{}, err
 	}
-	h := HashOf(data)
+	h := state.HashOf(data)
 	doc.Vaults[key] = trustEntry{SHA256: h.String(), Trusted: time.Now().UTC().Truncate(time.Second)}
 	if err := writeTrust(dir, doc); err != nil {
 		return Trusted{}, err
@@ -98,7 +103,7 @@ func Untrust(dir, root string) error {
 // the user trusted for the vault at root.
 func IsTrusted(dir, root string, content []byte) (bool, error) {
 	e, ok, err := trustRecord(dir, root)
-	return ok && e.SHA256 == HashOf(content).String(), err
+	return ok && e.SHA256 == state.HashOf(content).String(), err
 }
 
 // trustRecord returns the trust record of the vault at root.
@@ -131,7 +136,7 @@ func vaultKey(root string) (string, error) {
 func readTrust(dir string) (trustDoc, error) {
 	path := filepath.Join(dir, TrustFile)
 	doc := trustDoc{Vaults: map[string]trustEntry{}}
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return doc, nil
 	}
@@ -153,39 +158,16 @@ func writeTrust(dir string, doc trustDoc) error {
 		return fmt.Errorf("vault: write trust records: %w", err)
 	}
 	header := []byte("# Vault config files you trusted with `knotd trust`, by content hash.\n")
-	if err := writeFileAtomic(filepath.Join(dir, TrustFile), append(header, data...)); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("vault: write trust records: %w", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("vault: write trust records: %w", err)
+	}
+	defer r.Close()
+	if err := vaultfs.Replace(r, TrustFile, append(header, data...), vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
 		return fmt.Errorf("vault: write trust records: %w", err)
 	}
 	return nil
-}
-
-// writeFileAtomic replaces path with data, mode 0600 (os.CreateTemp's): a
-// temporary file in the same directory (created 0700 if missing), synced,
-// then renamed over
-// path, so a reader sees the old file or the new one, never a mix.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()           // already failed; the first error matters
-			_ = os.Remove(f.Name()) // best effort: a stray temp file is harmless
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/state"
 )
 
 const vaultAgents = `default_agent: shared
@@ -37,7 +39,7 @@ func TestLoad_TrustedVaultLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Trust = %v", err)
 	}
-	if tr.File != VaultConfigPath(e.vault) || tr.Hash != HashOf([]byte(vaultAgents)) || len(tr.Agents) != 1 || tr.Agents[0] != "shared" {
+	if tr.File != VaultConfigPath(e.vault) || tr.Hash != state.HashOf([]byte(vaultAgents)) || len(tr.Agents) != 1 || tr.Agents[0] != "shared" {
 		t.Errorf("Trust = %+v; want the file, its hash and [shared]", tr)
 	}
 	c := e.mustLoad(t, Settings{})

@@ -7,9 +7,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/tieoff"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
@@ -42,15 +48,27 @@ type Options struct {
 	// Grace is how long running agents may finish after knotd is told to
 	// stop before they are killed (default 10s).
 	Grace time.Duration
+	// StateHome is knotd's state directory, where each vault has a folder
+	// for the machine's own files ("" means statedir.Home()).
+	StateHome string
+	// Heartbeat is how often this device writes its heartbeat into the
+	// vault and decides again whether it answers (0: device.Interval).
+	Heartbeat time.Duration
 }
 
 // Vault is one open vault: its lock, state, configuration and agent. Open
 // it, call Once or Watch, then Close it.
 type Vault struct {
-	root   string
+	root string
+	// fs is the vault directory, opened: every file knotd reads or writes
+	// in the vault is opened through it (package vaultfs), so that no
+	// symbolic link or ".." leads out of the vault.
+	fs     *os.Root
 	cfg    *Config
-	store  *Store
-	lock   *Lock
+	store  *state.Store
+	lock   *statedir.Lock
+	folder statedir.Folder // the vault's folder in the state directory
+	device statedir.Device // this device
 	rules  *watcher.Rules
 	agent  Agent
 	runner *agentrun.Runner // for prompts (--dry-run); nil when Agent was given
@@ -62,6 +80,11 @@ type Vault struct {
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
 
 	claims claims // strand paths being worked on
+	copies copies // conflict copies of tie-offs waiting to be merged
+
+	beat   time.Duration     // heartbeat interval (0: device.Interval)
+	beatMu sync.Mutex        // guards mine
+	mine   *device.Heartbeat // this device's heartbeat as last written
 
 	// hooks lets tests observe the daemon (see hooks).
 	hooks hooks
@@ -78,21 +101,49 @@ func Open(root string, opts Options) (*Vault, error) {
 // open is Open; with dry (--dry-run) the vault changes nothing: a crash's
 // journaled runs are left for the next real start, and the processor
 // writes no file and no state.
-func open(root string, opts Options, dry bool) (v *Vault, err error) {
-	v, err = newVault(root, opts)
+func open(root string, opts Options, dry bool) (_ *Vault, err error) {
+	v, err := newVault(root, opts)
 	if err != nil {
 		return nil, err
 	}
 	v.dry = dry
-	if v.lock, err = AcquireLock(root); err != nil {
-		return nil, err
-	}
 	defer func() {
 		if err != nil {
 			_ = v.Close() // the open error is the one to report
 		}
 	}()
-	if v.store, err = OpenStore(filepath.Join(root, strand.StateDir, StateFile)); err != nil {
+	home := opts.StateHome
+	if home == "" {
+		if home, err = statedir.Home(); err != nil {
+			return nil, err
+		}
+	}
+	if v.device, err = statedir.LoadDevice(home); err != nil {
+		return nil, err
+	}
+	if v.lock, err = statedir.Acquire(home, root); err != nil {
+		return nil, err
+	}
+	v.folder = v.lock.Folder
+	if v.folder.MovedFrom != "" {
+		v.log.Info("the vault was moved; its state moved with it", "from", v.folder.MovedFrom, "to", root)
+	}
+	if !dry {
+		// .knot marks the vault for a knotd started in one of its folders
+		// (see FindRoot): it answers this vault, never a second one.
+		if err := v.fs.Mkdir(strand.StateDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("vault: mark the vault with %s: %w", strand.StateDir, err)
+		}
+		m, err := v.lock.Migrate(v.fs)
+		if err != nil {
+			return nil, err
+		}
+		if m.Moved() {
+			v.log.Info("moved knotd's own files out of the vault into the state directory, once: the vault keeps only notes, tie-offs and .knot/config.yaml",
+				"to", v.folder.Dir, "state", m.State, "transcripts", m.Transcripts, "llm_logs", m.LLMLogs, "kept_aside", m.OldState)
+		}
+	}
+	if v.store, err = v.openStore(); err != nil {
 		return nil, err
 	}
 	if !dry {
@@ -103,9 +154,38 @@ func open(root string, opts Options, dry bool) (v *Vault, err error) {
 	return v, nil
 }
 
+// openStore opens the vault's state store. A damaged store is moved aside
+// (said in the log, with where it went) and a new one takes its place,
+// which the first pass rebuilds from the vault's tie-offs; a store from a
+// newer knotd is an error. With --dry-run the damage is only said.
+func (v *Vault) openStore() (*state.Store, error) {
+	path := v.folder.StateFile()
+	s, err := state.Open(path)
+	if err == nil {
+		if err = s.Check(false); err != nil {
+			if cerr := s.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
+	}
+	if err == nil || !errors.Is(err, state.ErrCorrupt) {
+		return s, err
+	}
+	if v.dry {
+		return nil, fmt.Errorf("%w (a real start moves it aside and rebuilds the state from the vault's tie-offs)", err)
+	}
+	aside := path + ".damaged-" + v.now().UTC().Format("20060102T150405Z")
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
+	}
+	v.log.Error("the state store is damaged: moved it aside and starting a new one, rebuilt from the vault's tie-offs (notes answered there are not run again; notes changed since their last answer run once)",
+		"damaged", aside, "err", err)
+	return state.Open(path)
+}
+
 // newVault loads the configuration and builds a Vault without touching the
 // state directory.
-func newVault(root string, opts Options) (*Vault, error) {
+func newVault(root string, opts Options) (v *Vault, err error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("vault: %s is not an absolute path", root)
 	}
@@ -123,17 +203,27 @@ func newVault(root string, opts Options) (*Vault, error) {
 	if _, err := cfg.Agent(""); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	v := &Vault{
+	vfs, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("vault: %w", err)
+	}
+	v = &Vault{
 		root:  root,
+		fs:    vfs,
 		cfg:   cfg,
 		rules: &watcher.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore},
 		agent: opts.Agent,
 		log:   opts.Logger,
 		now:   opts.Now,
 		grace: opts.Grace,
+		beat:  opts.Heartbeat,
 	}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
+	}
+	for _, c := range cfg.Clamped {
+		v.log.Warn("the vault config asks for more than your own configuration allows, and yours applies: a vault config may tighten limits, never raise them (knotd trust lets it)",
+			"file", VaultConfigPath(root), "value", c)
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -148,10 +238,17 @@ func newVault(root string, opts Options) (*Vault, error) {
 	return v, nil
 }
 
-// Root returns the vault's root directory.
-func (v *Vault) Root() string { return v.root }
+// Version is this knotd's version, as its build recorded it.
+var Version = func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "(devel)"
+	}
+	return bi.Main.Version
+}()
 
-// Close closes the state store and releases the lock.
+// Close closes the state store, releases the lock and closes the vault
+// directory.
 func (v *Vault) Close() error {
 	var errs []error
 	if v.store != nil {
@@ -161,6 +258,10 @@ func (v *Vault) Close() error {
 	if v.lock != nil {
 		errs = append(errs, v.lock.Release())
 		v.lock = nil
+	}
+	if v.fs != nil {
+		errs = append(errs, v.fs.Close())
+		v.fs = nil
 	}
 	return errors.Join(errs...)
 }
@@ -211,51 +312,213 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 	v.log.Warn(msg, append([]any{"path", path}, args...)...)
 }
 
-// adopt records every strand on disk as processed without running it: what
-// knotd does on first contact with a vault. It returns how many strands it
-// adopted.
-func (v *Vault) adopt() (int, error) {
-	var paths []string
-	if err := v.walk("", false, func(rel string, _ fs.FileInfo) { paths = append(paths, rel) }); err != nil {
-		return 0, err
-	}
-	slices.Sort(paths) // in key order: bbolt fills its pages best that way
-	const batch = 1000
-	n := 0
+// Adoption is what first contact with a vault found (see adopt).
+type Adoption struct {
+	// Adopted counts strands recorded as processed without a run: their
+	// tie-off holds no answer knotd can read.
+	Adopted int `json:"adopted"`
+	// Answered counts strands whose tie-off already answers them.
+	Answered int `json:"answered"`
+	// Changed counts strands changed since their tie-off's last answer,
+	// and Gone the strands gone since their last answer: each gets one
+	// run in the pass that follows.
+	Changed int `json:"changed"`
+	Gone    int `json:"gone"`
+}
+
+// adopt records what knotd knows of a vault it has no state for: first
+// contact, or a state store that was lost, damaged or moved aside. The
+// vault is the truth (see answered.go), so it reads each strand and the
+// newest section of its tie-off:
+//
+//   - a strand whose tie-off's newest section answers its content is
+//     recorded as answered by that run (its session, turn and outcome);
+//   - a strand whose tie-off's newest section answered another version of
+//     it is recorded with its session but without a content knotd knows,
+//     so the next pass runs it once (Modified);
+//   - a strand whose tie-off holds no answer knotd can read (none, or
+//     sections written before markers recorded hashes) is adopted: recorded
+//     as processed, no agent runs, as on first contact with any vault;
+//   - a tie-off whose strand is gone, and whose newest section answered
+//     that strand (not its deletion), gives the strand a record without
+//     content, so the next pass answers the deletion once.
+func (v *Vault) adopt() (Adoption, error) {
+	var a Adoption
 	now := v.now().UTC()
-	for start := 0; start < len(paths); start += batch {
-		end := min(start+batch, len(paths))
-		err := v.store.Update(func(tx *Tx) error {
-			for _, rel := range paths[start:end] {
-				abs, err := strand.Abs(v.root, rel)
+	const batch = 1000
+	pending := make([]adoptee, 0, batch)
+	flush := func() error {
+		err := v.store.Update(func(tx *state.Tx) error {
+			for _, p := range pending {
+				p.rec.Processed = now
+				var err error
+				if p.kind == adoptedKind {
+					err = adoptSession(tx, &p.rec, p.content)
+					if err == nil {
+						err = tx.Put(p.rec, p.content)
+					}
+				} else {
+					err = putWithSession(tx, p.rec, p.content, p.session)
+				}
 				if err != nil {
 					return err
 				}
-				content, hash, info, tooBig, err := readStrand(abs, v.cfg.MaxStrandSize)
-				if err != nil {
-					v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)
-					continue
-				}
-				if tooBig {
-					content = nil
-				}
-				rec := Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: OutcomeAdopted, Processed: now}
-				if err := adoptSession(tx, &rec, content); err != nil {
-					return err
-				}
-				if err := tx.Put(rec, content); err != nil {
-					return err
-				}
-				n++
 			}
 			return nil
 		})
+		pending = pending[:0]
 		if err != nil {
-			return n, fmt.Errorf("vault: adopt: %w", err)
+			return fmt.Errorf("vault: adopt: %w", err)
+		}
+		return nil
+	}
+	err := v.survey(func(p adoptee) error {
+		a.count(p.kind)
+		pending = append(pending, p)
+		if len(pending) == batch {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = v.store.Update(func(tx *state.Tx) error { return tx.SetAdopted(now) })
+	}
+	return a, err
+}
+
+// adoptKind is what first contact found of one strand (see adopt).
+type adoptKind uint8
+
+const (
+	adoptedKind  adoptKind = iota // no answer in its tie-off: processed as it is
+	answeredKind                  // its tie-off answers it
+	changedKind                   // changed since its tie-off's last answer
+	goneKind                      // gone since its tie-off's last answer
+)
+
+func (a *Adoption) count(k adoptKind) {
+	switch k {
+	case adoptedKind:
+		a.Adopted++
+	case answeredKind:
+		a.Answered++
+	case changedKind:
+		a.Changed++
+	case goneKind:
+		a.Gone++
+	}
+}
+
+// adoptee is one strand as first contact records it.
+type adoptee struct {
+	kind    adoptKind
+	rec     state.Record
+	content []byte // nil: not kept (changed, gone, or too big)
+	session string // from the tie-off's marker
+}
+
+// survey looks at every strand and every tie-off of the vault as adopt
+// does, and calls fn with each strand's adoptee, in path order for the
+// strands on disk, then for the strands gone; it writes nothing.
+func (v *Vault) survey(fn func(adoptee) error) error {
+	var paths, tieOffs []string
+	isStrandOrTieOff := func(rel string) bool {
+		_, ok := strand.StrandPath(rel)
+		return ok || strand.IsStrandPath(rel)
+	}
+	err := v.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
+		if _, ok := strand.StrandPath(rel); ok {
+			tieOffs = append(tieOffs, rel)
+		} else {
+			paths = append(paths, rel)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(paths) // in key order: bbolt fills its pages best that way
+	for _, rel := range paths {
+		p, ok := v.surveyStrand(rel)
+		if !ok {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return err
 		}
 	}
-	err := v.store.Update(func(tx *Tx) error { return tx.SetAdopted(now) })
-	return n, err
+	slices.Sort(tieOffs)
+	for _, t := range tieOffs {
+		rel, _ := strand.StrandPath(t)
+		if _, found := slices.BinarySearch(paths, rel); found {
+			continue
+		}
+		sec, ok, err := v.newestAnswer(rel, nil)
+		if err != nil || !ok || sec.Hash == "" || sec.Event == strand.Deleted {
+			continue // no answer of this strand's to follow up
+		}
+		rec := state.Record{Path: rel, LastRunID: sec.RunID, Turns: 1, LastOutcome: outcomeOf(sec)}
+		if err := fn(adoptee{kind: goneKind, rec: rec, session: sec.Session}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// surveyStrand is survey's look at the strand rel on disk; ok is false
+// when it cannot be read (it is said, and processed when it can be).
+func (v *Vault) surveyStrand(rel string) (adoptee, bool) {
+	content, hash, info, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
+	if err != nil {
+		v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)
+		return adoptee{}, false
+	}
+	if tooBig {
+		content = nil
+	}
+	p := adoptee{rec: state.Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
+	sec, ok, err := v.newestAnswer(rel, nil)
+	if err != nil {
+		v.log.Warn("cannot read the strand's tie-off; adopting the strand as it is", "strand", rel, "err", err)
+	}
+	if !ok || sec.Hash == "" || sec.Event == strand.Deleted {
+		return p, true
+	}
+	p.rec.LastRunID, p.rec.Turns, p.rec.LastOutcome = sec.RunID, 1, outcomeOf(sec)
+	p.session = sec.Session
+	if content != nil && sec.Hash == markerHash(content) {
+		p.kind = answeredKind
+		return p, true
+	}
+	// Changed since its last answer: no content knotd knows, so the next
+	// pass runs it once.
+	p.kind = changedKind
+	p.rec.Stamp, p.rec.Hash, p.content = state.Stamp{}, state.Hash{}, nil
+	return p, true
+}
+
+// outcomeOf is the record outcome of the run whose section sec is.
+func outcomeOf(sec tieoff.Section) state.Outcome {
+	if sec.Failed {
+		return state.OutcomeFailed
+	}
+	return state.OutcomeSucceeded
+}
+
+// putWithSession puts rec with session, unless another strand holds that
+// session (the strand is a copy): then without, and its first run gives
+// it one of its own.
+func putWithSession(tx *state.Tx, rec state.Record, content []byte, session string) error {
+	if session != "" {
+		if _, taken, err := tx.BySession(session); err != nil {
+			return err
+		} else if !taken {
+			rec.Session = session
+		}
+	}
+	return tx.Put(rec, content)
 }
 
 // adoptSession records the session and resume handle an adopted strand
@@ -263,7 +526,7 @@ func (v *Vault) adopt() (int, error) {
 // lost, or on another machine), so that a move keeps its history and the
 // next run continues its conversation. A session another adopted strand
 // took first (a copy) is left out: the copy gets its own on its first run.
-func adoptSession(tx *Tx, rec *Record, content []byte) error {
+func adoptSession(tx *state.Tx, rec *state.Record, content []byte) error {
 	if content == nil {
 		return nil
 	}

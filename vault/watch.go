@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -21,19 +20,23 @@ import (
 type WatchOptions struct {
 	// All runs every strand once at startup (--all).
 	All bool
+	// TakeOver makes this device the vault's answering device, whichever
+	// device answered it before (--take-over).
+	TakeOver bool
 }
 
-// Watch watches the vault until ctx ends: the startup catch-up, then every
-// settled change, overflow rescans and, when configured, polling. When ctx
-// ends it stops taking events, lets running agents finish within the grace
-// period, kills what remains and returns nil. It returns an error if the
-// vault directory disappears or watching cannot start.
+// answerWatch is Watch while this device answers the vault, until ctx
+// ends: the startup catch-up, then every settled change, overflow rescans
+// and, when configured, polling. When ctx ends it stops taking events,
+// lets running agents finish within the grace period, kills what remains
+// and returns nil. It returns an error if the vault directory disappears
+// or watching cannot start.
 //
 // A strand that is gone is processed as Deleted one quiet period after
 // its hint: a move reaches the watcher as two paths that may settle in
 // separate hints, and the new path's hint, reconciled meanwhile, moves the
 // history instead (see reconcile).
-func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
+func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	// On first contact adopt; with --all run everything. The catch-up on
 	// changes made while knotd was stopped is the watcher's first full
 	// rescan, sent once its watches are in place, so nothing falls between
@@ -43,8 +46,16 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 		return err
 	}
 	var all []string
-	if !seen || opts.All {
-		if all, _, err = v.catchUp(opts.All); err != nil {
+	switch {
+	case opts.All:
+		if all, _, err = v.catchUp(true); err != nil {
+			return err
+		}
+	case !seen:
+		// The strands changed or gone since their last answer are found
+		// by the startup rescan, like any change made while knotd was
+		// stopped.
+		if _, err := v.firstContact(); err != nil {
 			return err
 		}
 	}
@@ -73,7 +84,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	} else {
 		w := &watcher.Watcher{
 			Root: v.root, Quiet: v.cfg.Debounce, MaxWait: v.cfg.MaxWait,
-			Filter: strand.IsStrandPath, Rules: v.rules, Logger: v.log,
+			Filter: isWatched, Rules: v.rules, Logger: v.log,
 		}
 		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
 		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
@@ -326,7 +337,7 @@ func (l *watchLoop) next() (time.Time, bool) {
 // daemon keeps the high-water mark of its last full pass for as long as it
 // runs (the Go runtime returns freed heap only gradually).
 func (v *Vault) releaseMemory() {
-	if err := v.store.dropMapped(); err != nil {
+	if err := v.store.DropMapped(); err != nil {
 		v.log.Warn("cannot release the state file's mapped pages; they stay resident", "err", err)
 	}
 	debug.FreeOSMemory()

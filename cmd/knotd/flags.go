@@ -22,7 +22,7 @@ Usage:
   knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
   knotd runs [--strand PATH] [--json] [VAULT]
                                  list the runs, newest first, from their
-                                 transcripts in VAULT/.knot/runs
+                                 transcripts in knotd's state directory
   knotd runs show RUN_ID [--json] [VAULT]
                                  print one run: command line, prompt, output,
                                  outcome; RUN_ID is in the tie-off's
@@ -34,9 +34,17 @@ Usage:
                                  say whether knotd ignores PATH, and why
 
 On first contact with a vault knotd adopts the notes already there: it
-records them as processed and runs nothing. From then on every created,
-modified or deleted note gets exactly one run, including changes made while
-knotd was not running. --all runs every note instead.
+records them as processed and runs nothing, except notes whose tie-off shows
+they changed (or were deleted) since their last answer, which run once. From
+then on every created, modified or deleted note gets exactly one run,
+including changes made while knotd was not running. --all runs every note
+instead. VAULT may be any folder of a vault (one with .knot above it).
+
+One device answers a vault synced to several: the first to run knotd on it,
+the one its .knot/config.yaml names (runner: NAME), or the one you tell to
+(--take-over). On the others knotd stands by and says which device answers.
+knotd keeps its own files (state, lock, transcripts) in your state directory
+($XDG_STATE_HOME/knotd, ~/.local/state/knotd), never in the vault.
 
 Examples:
   knotd ~/notes                          watch with the built-in digest agent
@@ -78,6 +86,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before")
 	// The flag package calls Usage itself on every parse error; knotd
 	// prints the usage once, for -h and --help only, and a one-line error
 	// otherwise.

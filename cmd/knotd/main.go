@@ -10,7 +10,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
+
+// stopDeadline bounds how long knotd takes to stop after a signal: running
+// agents get their grace period (10s) and the rest a few seconds more.
+// Should anything still hold knotd up then, it exits anyway, saying so;
+// what was not committed is caught up on at the next start.
+const stopDeadline = 30 * time.Second
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -19,6 +26,12 @@ func main() {
 	// knotd catching signals. What was not committed is caught up on at
 	// the next start.
 	context.AfterFunc(ctx, stop)
+	context.AfterFunc(ctx, func() {
+		time.AfterFunc(stopDeadline, func() {
+			fmt.Fprintf(os.Stderr, "knotd: still not stopped %v after the signal; exiting now (what was not committed is processed at the next start)\n", stopDeadline)
+			os.Exit(exitFailed)
+		})
+	})
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	code := exitCode(err)

@@ -43,12 +43,14 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// setup isolates knotd's user configuration in a temporary
-// XDG_CONFIG_HOME and returns a new vault directory.
+// setup isolates knotd's user configuration and state directory in a
+// temporary XDG_CONFIG_HOME and XDG_STATE_HOME and returns a new vault
+// directory.
 func setup(t *testing.T) (vault, configDir string) {
 	t.Helper()
 	xdg := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", xdg)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	vault, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

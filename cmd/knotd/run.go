@@ -56,6 +56,7 @@ func exitCode(err error) int {
 // options are knotd's parsed command line.
 type options struct {
 	once, jsonOut, dryRun, all, version bool
+	takeOver                            bool
 	agent, config, logLevel, logFormat  string
 	explain                             string
 	debounce, maxWait, timeout, poll    time.Duration
@@ -88,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	root, err := vaultRoot(o.vault)
+	root, err := vaultRoot(o.vault, log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Flags:      overrides(o),
 	}
 	if o.dryRun {
-		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all}, stdout)
+		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all, TakeOver: o.takeOver}, stdout)
 	}
 	v, err := vault.Open(root, vopts)
 	if err != nil {
@@ -115,12 +116,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.once {
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
-	return v.Watch(ctx, vault.WatchOptions{All: o.all})
+	return v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
 }
 
 // runOnce does one pass and prints the summary.
 func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.Writer) error {
-	opts := vault.OnceOptions{All: o.all}
+	opts := vault.OnceOptions{All: o.all, TakeOver: o.takeOver}
 	if !o.jsonOut && isTerminal(stderr) {
 		opts.Progress = progressPrinter(stderr)
 	}
@@ -130,6 +131,10 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 	}
 	if err != nil {
 		return err
+	}
+	if sum.Standby != "" && !o.jsonOut {
+		fmt.Fprintf(stdout, "knotd --once: %s; this device stands by and ran nothing (knotd --take-over answers from here)\n", sum.Standby)
+		return nil
 	}
 	if o.jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -201,8 +206,11 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 }
 
 // vaultRoot resolves the VAULT argument (default: the current directory)
-// to an absolute directory path.
-func vaultRoot(arg string) (string, error) {
+// to the vault it belongs to: an absolute directory path, symbolic links
+// resolved, and the vault above it when it is a folder of a vault (one
+// with .knot above it, found as git finds .git). log, if not nil, is told
+// when the vault was found above.
+func vaultRoot(arg string, log *slog.Logger) (string, error) {
 	if arg == "" {
 		arg = "."
 	}
@@ -217,7 +225,14 @@ func vaultRoot(arg string) (string, error) {
 	if !fi.IsDir() {
 		return "", usageError{fmt.Sprintf("vault %s: not a directory", arg)}
 	}
-	return abs, nil
+	root, above, err := vault.FindRoot(abs)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("vault %s: %v", arg, unwrapPath(err))}
+	}
+	if above && log != nil {
+		log.Info("this folder is inside a vault (a folder with .knot above it): knotd answers that whole vault", "folder", abs, "vault", root)
+	}
+	return root, nil
 }
 
 func unwrapPath(err error) error {
@@ -283,7 +298,7 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 1 {
 		return usageError{"knotd trust takes at most one VAULT"}
 	}
-	root, err := vaultRoot(fs.Arg(0))
+	root, err := vaultRoot(fs.Arg(0), nil)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -120,7 +121,7 @@ func TestRun_OnceExitStatus(t *testing.T) {
 			return []string{"--once", v}
 		}, exitUsage, "knotd trust $VAULT"},
 		{"locked", func(t *testing.T, v, _ string) []string {
-			l, err := vault.AcquireLock(v)
+			l, err := statedir.Acquire(filepath.Join(os.Getenv("XDG_STATE_HOME"), "knotd"), v)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestRun_OnceExitStatus(t *testing.T) {
 		}, exitLocked, fmt.Sprintf("pid %d", os.Getpid())},
 		{"locked dry run", func(t *testing.T, v, _ string) []string {
 			knotd(t, "--once", v)
-			l, err := vault.AcquireLock(v)
+			l, err := statedir.Acquire(filepath.Join(os.Getenv("XDG_STATE_HOME"), "knotd"), v)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,9 +20,11 @@ const runsUsage = `usage: knotd runs [--strand PATH] [--json] [VAULT]
        knotd runs show RUN_ID [--json] [VAULT]
        knotd runs --keep DAYS [--keep-count N] [VAULT]
 
-Every agent run leaves a transcript in VAULT/.knot/runs/RUN_ID.jsonl: the
-command line (secrets masked), the prompt as sent, the agent's output as
-content blocks, how the run ended, and where its section went in the tie-off.
+Every agent run leaves a transcript, RUN_ID.jsonl, in the vault's folder of
+knotd's state directory on the machine that ran it (not in the vault: see
+'Where knotd keeps its files' in the README): the command line (secrets
+masked), the prompt as sent, the agent's output as content blocks, how the
+run ended, and where its section went in the tie-off.
 
 'knotd runs' lists the runs, newest first: time, run id, outcome, duration,
 event, agent and strand. 'knotd runs show RUN_ID' prints one run; RUN_ID is
@@ -45,7 +47,8 @@ type runsOptions struct {
 }
 
 // runRuns is knotd runs: list, show or prune run transcripts. It reads the
-// vault's .knot/runs directory only, so it works while knotd is running.
+// transcripts in the vault's folder of the state directory only, so it
+// works while knotd is running.
 func runRuns(args []string, stdout, stderr io.Writer) error {
 	var o runsOptions
 	fs := flag.NewFlagSet("knotd runs", flag.ContinueOnError)
@@ -89,11 +92,31 @@ func runRuns(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	root, err := vaultRoot(arg)
+	root, err := vaultRoot(arg, nil)
 	if err != nil {
 		return err
 	}
-	dir := vault.RunsDir(root)
+	dir, found, err := vault.RunsDir("", root)
+	if err != nil {
+		return err
+	}
+	if !found {
+		// knotd never ran on this vault on this machine: there is no
+		// transcript to list, show or prune.
+		switch {
+		case show && transcript.CheckRunID(o.args[1]) != nil:
+			return badRunID(o.args[1])
+		case show:
+			return fmt.Errorf("no run %s: knotd has not run on the vault %s on this machine (transcripts stay on the machine that ran them)", o.args[1], root)
+		case prune:
+			fmt.Fprintln(stdout, "deleted 0 run transcripts: knotd has not run on this vault on this machine")
+		case o.jsonOut:
+			fmt.Fprintln(stdout, "[]")
+		default:
+			fmt.Fprintln(stdout, "no runs")
+		}
+		return nil
+	}
 	switch {
 	case show:
 		return showRun(dir, o.args[1], o.jsonOut, stdout, stderr)
@@ -211,7 +234,7 @@ func showRun(dir, runID string, jsonOut bool, stdout, stderr io.Writer) error {
 	events, warns, err := transcript.ReadRun(dir, runID)
 	switch {
 	case errors.Is(err, transcript.ErrBadRunID):
-		return usageError{fmt.Sprintf("knotd runs show: %q is not a run id (a UUID such as the one in a tie-off's <!-- knot:run ... --> marker)", runID)}
+		return badRunID(runID)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no run %s in %s (it may have been pruned)", runID, dir)
 	case err != nil:
@@ -261,4 +284,9 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// badRunID is the usage error for a RUN_ID that is not a run id.
+func badRunID(id string) error {
+	return usageError{fmt.Sprintf("knotd runs show: %q is not a run id (a UUID such as the one in a tie-off's <!-- knot:run ... --> marker)", id)}
 }

@@ -94,7 +94,11 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 
 	// --json prints the transcript's lines as they are in the file,
 	// whether it comes before or after RUN_ID.
-	file, err := os.ReadFile(filepath.Join(vault.RunsDir(v), runA+transcript.Ext))
+	dir, ok, err := vault.RunsDir("", v)
+	if err != nil || !ok {
+		t.Fatalf("RunsDir = %v, %v", ok, err)
+	}
+	file, err := os.ReadFile(filepath.Join(dir, runA+transcript.Ext))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,10 @@ func TestRuns_Errors(t *testing.T) {
 // nothing else.
 func TestRuns_Keep(t *testing.T) {
 	v, runA, runB := runsVault(t)
-	dir := vault.RunsDir(v)
+	dir, ok, err := vault.RunsDir("", v)
+	if err != nil || !ok {
+		t.Fatalf("RunsDir = %v, %v", ok, err)
+	}
 	age := func(run string, d time.Duration) {
 		t.Helper()
 		old := time.Now().Add(-d)

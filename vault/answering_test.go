@@ -1,0 +1,217 @@
+package vault
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/statedir"
+)
+
+// Two devices share a vault (DESIGN §2, invariant 7). These tests run both
+// on one machine, each with its own state directory (its own identity),
+// on one directory: a sync tool that never lags.
+
+// clock is a settable clock for both devices.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// otherDevice returns an env on the same vault with a state directory of
+// its own: another device.
+func (e *env) otherDevice() *env {
+	o := *e
+	o.home = e.t.TempDir()
+	return &o
+}
+
+// deviceID returns the device identity of e's state directory.
+func (e *env) deviceID() statedir.Device {
+	e.t.Helper()
+	d, err := statedir.LoadDevice(e.home)
+	mustDo(e.t, err)
+	return d
+}
+
+// at returns e's options with a clock.
+func (e *env) at(c *clock) Options {
+	o := e.options()
+	o.Now = c.now
+	return o
+}
+
+// TestOnce_OneDeviceAnswers: the first device to answer keeps answering;
+// a second device stands by, runs nothing, and says who answers, until
+// the user makes it take over; then the first stands by. Each change is
+// answered once in all.
+func TestOnce_OneDeviceAnswers(t *testing.T) {
+	a := newEnv(t)
+	b := a.otherDevice()
+	a.onceFresh()
+	b.onceFresh() // first contact: adopts, stands by
+	a.write("n.md", "# One\n")
+
+	sum := b.onceWith(b.options(), OnceOptions{})
+	if sum.Ran != 0 || !strings.Contains(sum.Standby, a.deviceID().ID[:8]) {
+		t.Fatalf("device B's pass = %+v; want it to stand by for device A", sum)
+	}
+	if got := ran(a.onceFresh()); !slices.Equal(got, []string{"Created n.md"}) {
+		t.Fatalf("device A ran %v", got)
+	}
+
+	a.write("n.md", "# Two\n")
+	if got := ran(b.onceWith(b.options(), OnceOptions{TakeOver: true})); !slices.Equal(got, []string{"Modified n.md"}) {
+		t.Fatalf("device B taking over ran %v", got)
+	}
+	a.write("n.md", "# Three\n")
+	if sum := a.onceFresh(); sum.Ran != 0 || sum.Standby == "" {
+		t.Errorf("device A after the takeover = %+v; want it to stand by", sum)
+	}
+	if got := ran(b.onceFresh()); !slices.Equal(got, []string{"Modified n.md"}) {
+		t.Errorf("device B ran %v", got)
+	}
+	if evs := a.events("n.md"); !slices.Equal(evs, []string{"Created", "Modified", "Modified"}) {
+		t.Errorf("tie-off = %v; want each change answered once", evs)
+	}
+}
+
+// TestOnce_TakeoverAfterSilence: with takeover_after, a standby device
+// takes over once the answering device has been silent that long, and
+// answers what was left unanswered; the old device then stands by.
+func TestOnce_TakeoverAfterSilence(t *testing.T) {
+	a := newEnv(t)
+	a.write(".knot/config.yaml", "takeover_after: 10m\n")
+	b := a.otherDevice()
+	c := newClock(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	a.onceWith(a.at(c), OnceOptions{})
+	b.onceWith(b.at(c), OnceOptions{})
+	a.write("n.md", "# One\n")
+	c.advance(5 * time.Minute)
+	if sum := b.onceWith(b.at(c), OnceOptions{}); sum.Ran != 0 || sum.Standby == "" {
+		t.Fatalf("device B after 5 minutes of silence = %+v; want it to stand by", sum)
+	}
+	c.advance(6 * time.Minute)
+	if got := ran(b.onceWith(b.at(c), OnceOptions{})); !slices.Equal(got, []string{"Created n.md"}) {
+		t.Fatalf("device B after 11 minutes of silence ran %v; want the unanswered note", got)
+	}
+	c.advance(time.Minute)
+	a.write("n.md", "# Two\n")
+	if sum := a.onceWith(a.at(c), OnceOptions{}); sum.Ran != 0 || sum.Standby == "" {
+		t.Errorf("device A after the takeover = %+v; want it to stand by", sum)
+	}
+}
+
+// TestOnce_RunnerNamesTheDevice: runner: in the vault config chooses the
+// answering device, whoever claimed the vault before.
+func TestOnce_RunnerNamesTheDevice(t *testing.T) {
+	a := newEnv(t)
+	b := a.otherDevice()
+	a.onceFresh()
+	b.onceFresh()
+	a.write(".knot/config.yaml", "runner: "+b.deviceID().ID+"\n")
+	a.write("n.md", "# One\n")
+	if sum := a.onceFresh(); sum.Ran != 0 || !strings.Contains(sum.Standby, b.deviceID().ID[:8]) {
+		t.Errorf("device A = %+v; want it to stand by for B, which the config names", sum)
+	}
+	if got := ran(b.onceFresh()); !slices.Equal(got, []string{"Created n.md"}) {
+		t.Errorf("device B ran %v", got)
+	}
+	if sum := a.onceWith(a.options(), OnceOptions{TakeOver: true}); sum.Ran != 0 {
+		t.Errorf("--take-over on a device the config does not name ran %v", ran(sum))
+	}
+}
+
+// TestWatch_HandOver runs both devices' daemons: A answers, B stands by;
+// A stops; after takeover_after (a fake clock) B takes over and answers
+// what A left unanswered; A starts again and stands by. Every change is
+// answered exactly once in all.
+func TestWatch_HandOver(t *testing.T) {
+	a := newEnv(t)
+	a.write(".knot/config.yaml", "takeover_after: 5m\n")
+	b := a.otherDevice()
+	c := newClock(time.Now())
+	beat := 20 * time.Millisecond
+	start := func(e *env) *watching {
+		o := e.at(c)
+		o.Heartbeat = beat
+		v, err := Open(e.root, o)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = v.Close() })
+		return e.watch(v, WatchOptions{})
+	}
+	wa := start(a)
+	waitFor(t, waitTimeout, "device A's claim", func() bool { return claimOf(t, a, a) })
+	sb := startStandby(t, b, c, beat)
+	a.write("one.md", "# One\n")
+	wa.settle()
+	mustDo(t, wa.stop())
+	a.write("two.md", "# Two, written while A is stopped\n")
+	c.advance(6 * time.Minute)
+	waitFor(t, waitTimeout, "device B to take over", func() bool { return claimOf(t, b, b) })
+	waitFor(t, waitTimeout, "device B to answer two.md", func() bool { return len(a.sections("two.md")) == 1 })
+	mustDo(t, sb.stop())
+	if evs := a.events("one.md"); !slices.Equal(evs, []string{"Created"}) {
+		t.Errorf("one.md's tie-off = %v", evs)
+	}
+	if evs := a.events("two.md"); !slices.Equal(evs, []string{"Created"}) {
+		t.Errorf("two.md's tie-off = %v", evs)
+	}
+}
+
+// claimOf reports whether the heartbeat of who's device in e's vault
+// claims the vault.
+func claimOf(t *testing.T, e, who *env) bool {
+	hs, err := device.Read(e.vaultRoot())
+	mustDo(t, err)
+	id := who.deviceID().ID
+	for _, h := range hs {
+		if h.Device == id {
+			return !h.Claim.IsZero()
+		}
+	}
+	return false
+}
+
+// startStandby starts device e's daemon, which stands by: no watcher
+// runs, so the harness's watch (which waits for the watcher's first
+// rescan) cannot be used until it answers.
+func startStandby(t *testing.T, e *env, c *clock, beat time.Duration) *standby {
+	o := e.at(c)
+	o.Heartbeat = beat
+	v, err := Open(e.root, o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &standby{cancel: cancel, v: v}
+	s.wg.Go(func() { s.err = v.Watch(ctx, WatchOptions{}) })
+	t.Cleanup(func() { _ = s.stop(); _ = v.Close() })
+	return s
+}
+
+type standby struct {
+	cancel context.CancelFunc
+	v      *Vault
+	wg     sync.WaitGroup
+	err    error
+	once   sync.Once
+}
+
+func (s *standby) stop() error {
+	s.once.Do(func() { s.cancel(); s.wg.Wait() })
+	return s.err
+}
