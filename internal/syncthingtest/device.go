@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -185,6 +184,7 @@ func (d *Device) start() error {
 	cmd.Env = childEnv(d.Home)
 	cmd.Dir = d.Home
 	cmd.Stdout, cmd.Stderr = log, log
+	setProcAttr(cmd)
 	_, werr := fmt.Fprintf(log, "=== syncthingtest: starting %s at %s\n", d.Name, time.Now().Format(time.RFC3339Nano))
 	if werr == nil {
 		werr = cmd.Start()
@@ -195,7 +195,7 @@ func (d *Device) start() error {
 	}
 	if werr != nil {
 		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
+			_ = kill(cmd.Process)
 			_ = cmd.Wait()
 		}
 		return fmt.Errorf("syncthing %s: start: %w", d.Name, werr)
@@ -225,9 +225,8 @@ func (d *Device) stop() error {
 		return fmt.Errorf("syncthing %s had already exited: %v", d.Name, p.err)
 	default:
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		// Windows has no SIGTERM.
-		_ = p.cmd.Process.Kill()
+	if err := terminate(p.cmd.Process); err != nil {
+		_ = kill(p.cmd.Process)
 	}
 	timer := time.NewTimer(stopTimeout)
 	defer timer.Stop()
@@ -236,7 +235,7 @@ func (d *Device) stop() error {
 		return nil
 	case <-timer.C:
 	}
-	_ = p.cmd.Process.Kill()
+	_ = kill(p.cmd.Process)
 	<-p.done
 	return fmt.Errorf("syncthing %s did not exit within %v of SIGTERM; killed", d.Name, stopTimeout)
 }
