@@ -73,21 +73,29 @@ func StartPair(t testing.TB, dirA, dirB string) (a, b *Device) {
 		}
 	})
 
-	// B first, so that A's first dial, right at its start, finds B
-	// listening: otherwise A only tries again 5s later.
+	// Both at once; A dials B as soon as it starts, and if B was not
+	// listening yet it is made to dial again once B is up, rather than
+	// 5s later.
+	lap := time.Now()
 	for _, d := range []*Device{b, a} {
 		if err := d.start(); err != nil {
 			t.Fatalf("StartPair: %v", err)
 		}
+	}
+	for _, d := range []*Device{b, a} {
 		if err := poll(Timeout, d.ready); err != nil {
 			t.Fatalf("StartPair: syncthing %s did not come up: %v", d.Name, err)
 		}
 	}
+	up := time.Since(lap)
+	if err := b.nudgeDialer(); err != nil {
+		t.Fatalf("StartPair: %v", err)
+	}
 	if err := waitConnected(a, b); err != nil {
 		t.Fatalf("StartPair: %v\n%s", err, report(a, b))
 	}
-	t.Logf("syncthingtest: A (%s, GUI %s) and B (%s, GUI %s) up and connected in %v",
-		a.ID[:7], a.GUIURL, b.ID[:7], b.GUIURL, time.Since(began).Round(time.Millisecond))
+	t.Logf("syncthingtest: A (%s, GUI %s) and B (%s, GUI %s) ready in %v (both up in %v)",
+		a.ID[:7], a.GUIURL, b.ID[:7], b.GUIURL, time.Since(began).Round(time.Millisecond), up.Round(time.Millisecond))
 	return a, b
 }
 
