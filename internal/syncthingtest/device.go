@@ -93,15 +93,17 @@ func (d *Device) guiHostPort() string {
 	return strings.TrimPrefix(d.GUIURL, "http://")
 }
 
-// newDevice makes the home of a device called name with shared folder dir:
-// Syncthing generates its keys and configuration there.
-func newDevice(t testing.TB, bin, name, dir string) (*Device, error) {
+// newDevice makes the home of a device called name with shared folder dir,
+// its GUI and REST API to listen on guiPort and its sync protocol on
+// syncPort: Syncthing generates its keys and configuration there.
+func newDevice(t testing.TB, bin, name, dir string, guiPort, syncPort int) (*Device, error) {
 	home := t.TempDir()
 	key, err := randomString(24)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	// Nobody logs in to the GUI, but no other local user should either.
+	password, err := randomString(24)
 	if err != nil {
 		return nil, err
 	}
@@ -114,16 +116,18 @@ func newDevice(t testing.TB, bin, name, dir string) (*Device, error) {
 		Name:      name,
 		Dir:       abs,
 		Home:      home,
-		GUIURL:    "http://127.0.0.1:" + strconv.Itoa(ports[0]),
+		GUIURL:    "http://127.0.0.1:" + strconv.Itoa(guiPort),
 		APIKey:    key,
-		SyncAddr:  "tcp://127.0.0.1:" + strconv.Itoa(ports[1]),
+		SyncAddr:  "tcp://127.0.0.1:" + strconv.Itoa(syncPort),
 		bin:       bin,
 		transport: tr,
 		client:    &http.Client{Transport: tr, Timeout: requestTimeout},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "generate", "--home", home, "--no-default-folder", "--skip-port-probing")
+	cmd := exec.CommandContext(ctx, bin, "generate", "--home", home, "--no-default-folder", "--skip-port-probing",
+		"--gui-user=syncthingtest", "--gui-password=-")
+	cmd.Stdin = strings.NewReader(password + "\n")
 	cmd.Env = childEnv(home)
 	cmd.WaitDelay = stopTimeout
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -42,12 +42,22 @@ func StartPair(t testing.TB, dirA, dirB string) (a, b *Device) {
 			t.Fatalf("StartPair: %s is not a directory", dir)
 		}
 	}
-	a, err := newDevice(t, bin, "A", dirA)
+	// All four at once, so that they differ.
+	ports, err := freePorts(4)
 	if err != nil {
 		t.Fatalf("StartPair: %v", err)
 	}
-	b, err = newDevice(t, bin, "B", dirB)
-	if err != nil {
+	// Both at once: generating a device's keys and GUI password hash
+	// takes a while.
+	var errB error
+	generated := make(chan struct{})
+	go func() {
+		defer close(generated)
+		b, errB = newDevice(t, bin, "B", dirB, ports[2], ports[3])
+	}()
+	a, err = newDevice(t, bin, "A", dirA, ports[0], ports[1])
+	<-generated
+	if err := errors.Join(err, errB); err != nil {
 		t.Fatalf("StartPair: %v", err)
 	}
 	a.dialer = true
