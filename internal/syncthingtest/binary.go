@@ -4,10 +4,12 @@
 // (files that appear in bursts, conflict copies, a device that goes away).
 //
 // Everything stays on loopback. Each device has its own temporary home,
-// its GUI and REST API on 127.0.0.1 with a random API key, and its sync
-// protocol listening on 127.0.0.1 only; the devices know each other by
-// explicit 127.0.0.1 addresses, and global and local discovery, relays,
-// NAT traversal, usage and crash reporting and upgrades are off.
+// its GUI and REST API on 127.0.0.1 with a random API key (and a random
+// GUI password), and its sync protocol listening on 127.0.0.1 only. A
+// dials B at B's explicit 127.0.0.1 address; B knows A by device ID and
+// never dials (see Device). Global and local discovery, relays, NAT
+// traversal, usage and crash reporting and upgrades are off: strace shows
+// no socket call to any address but 127.0.0.1.
 //
 // The tests need the Syncthing that scripts/install-syncthing installs
 // (Debian's 1.19.2 package), named by $KNOT_SYNCTHING_BIN; scripts/test
