@@ -188,6 +188,9 @@ func IsArtefact(name string) bool {
 // "note (Ada's conflicted copy 2026-01-01).md". Such a copy is never a
 // strand: the user decides what to keep.
 func IsConflictCopy(name string) bool {
+	if strings.HasPrefix(name, ".syncthing.") || strings.HasPrefix(name, "~syncthing~") || strings.HasSuffix(name, ".tmp") {
+		return false // a sync tool's file being downloaded, not yet a copy
+	}
 	if strings.Contains(name, ".sync-conflict-") {
 		return true
 	}

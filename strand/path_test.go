@@ -203,6 +203,8 @@ func TestIsConflictCopy(t *testing.T) {
 		{"note (copy).md", false},
 		{"note (conflicted copy) draft.md", false},
 		{"notes about a sync-conflict.md", false},
+		{".syncthing.plan.tieoff.sync-conflict-20261123-120000-ABCDEFG.md.tmp", false},
+		{"~syncthing~note.sync-conflict-20261123-120000-ABCDEFG.md.tmp", false},
 	}
 	for _, tt := range tests {
 		if got := IsConflictCopy(tt.name); got != tt.want {

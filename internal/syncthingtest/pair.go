@@ -371,7 +371,11 @@ func Await(t testing.TB, what string, cond func() error) {
 // ConflictCopies returns the paths, relative to dir and slash-separated,
 // of every Syncthing conflict copy under dir ("note.sync-conflict-
 // 20260101-120000-ABCDEFG.md"), in lexical order. It skips .stversions,
-// where Syncthing's file versioning keeps old copies.
+// where Syncthing's file versioning keeps old copies, and Syncthing's own
+// temporary files (".syncthing.<name>.tmp"): a copy still being
+// downloaded, or one whose download failed because the copy was removed
+// on the other device meanwhile (Syncthing keeps those for a day, to
+// reuse their blocks).
 func ConflictCopies(dir string) ([]string, error) {
 	var found []string
 	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
@@ -381,7 +385,9 @@ func ConflictCopies(dir string) ([]string, error) {
 		if e.IsDir() && e.Name() == ".stversions" {
 			return filepath.SkipDir
 		}
-		if !e.IsDir() && strings.Contains(e.Name(), ".sync-conflict-") {
+		name := e.Name()
+		temp := strings.HasSuffix(name, ".tmp") && (strings.HasPrefix(name, ".syncthing.") || strings.HasPrefix(name, "~syncthing~"))
+		if !e.IsDir() && !temp && strings.Contains(name, ".sync-conflict-") {
 			rel, err := filepath.Rel(dir, path)
 			if err != nil {
 				return err

@@ -1,0 +1,352 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/syncthingtest"
+	"github.com/knotd/knotd/tieoff"
+)
+
+// Two devices share a vault through real Syncthing (Debian's, on
+// loopback), each with its own knotd process, configuration and state
+// directory, as on two machines.
+
+// knotdDevice is one device's knotd: its vault folder (synced by its
+// Syncthing), its XDG homes, the fake agent's record of calls, and the
+// running process.
+type knotdDevice struct {
+	name                       string
+	vault, xdgConfig, xdgState string
+	agent                      string // the fake agent's state: its calls
+	cmd                        *exec.Cmd
+	log                        *syncBuffer
+	done                       chan error
+}
+
+func newKnotdDevice(t *testing.T, name, vault string) *knotdDevice {
+	t.Helper()
+	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir()}
+	writeFile(t, filepath.Join(d.xdgConfig, "knotd", "config.yaml"), fmt.Sprintf(
+		"default_agent: echo\nagents:\n  echo:\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, d.agent))
+	return d
+}
+
+// start starts the device's knotd watching its vault.
+func (d *knotdDevice) start(t *testing.T, args ...string) {
+	t.Helper()
+	d.cmd = knotdProcess(t, append(append([]string{"--debounce", "200ms", "--log-level", "debug"}, args...), d.vault)...)
+	d.cmd.Env = append(d.cmd.Env, "XDG_CONFIG_HOME="+d.xdgConfig, "XDG_STATE_HOME="+d.xdgState)
+	d.log = &syncBuffer{}
+	d.cmd.Stderr = d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.done = make(chan error, 1)
+	cmd, done := d.cmd, d.done
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+}
+
+// stop stops the device's knotd with SIGTERM and checks it ended cleanly.
+func (d *knotdDevice) stop(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		d.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("knotd on %s after SIGTERM: %v\n%s", d.name, err, d.log)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("knotd on %s did not stop within a minute of SIGTERM\n%s", d.name, d.log)
+	}
+}
+
+// id returns the device's knotd identity.
+func (d *knotdDevice) id(t *testing.T) string {
+	t.Helper()
+	id, err := d.deviceID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// deviceID returns the device's knotd identity, once knotd made it.
+func (d *knotdDevice) deviceID() (string, error) {
+	b, err := os.ReadFile(filepath.Join(d.xdgState, "knotd", "device.json"))
+	if err != nil {
+		return "", err
+	}
+	var dev struct{ ID string }
+	if err := json.Unmarshal(b, &dev); err != nil {
+		return "", err
+	}
+	return dev.ID, nil
+}
+
+// claimsIn waits until d's heartbeat in the vault folder dir claims the
+// vault.
+func (d *knotdDevice) claimsIn(t *testing.T, dir string) {
+	t.Helper()
+	syncthingtest.Await(t, d.name+"'s claim in "+dir, func() error {
+		id, err := d.deviceID()
+		if err != nil {
+			return err
+		}
+		return claims(dir, id)
+	})
+}
+
+// calls returns how many runs the device's agent made.
+func (d *knotdDevice) calls(t *testing.T) int {
+	t.Helper()
+	calls, err := fakeagent.Calls(d.agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(calls)
+}
+
+// claims reports whether, in the vault folder dir, the heartbeat of the
+// device id claims the vault.
+func claims(dir, id string) error {
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(device.Name(id))))
+	if err != nil {
+		return err
+	}
+	var h device.Heartbeat
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	if h.Claim.IsZero() {
+		return errors.New("no claim")
+	}
+	return nil
+}
+
+// sectionsIn returns the run ids of the tie-off of the note rel in the
+// vault folder dir.
+func sectionsIn(dir, rel string) ([]string, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	secs, probs, err := tieoff.Read(r, strings.TrimSuffix(rel, ".md")+".tieoff.md")
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		return nil, fmt.Errorf("%s's tie-off does not parse: %v", rel, probs)
+	}
+	ids := make([]string, len(secs))
+	for i, s := range secs {
+		ids[i] = s.RunID
+	}
+	return ids, nil
+}
+
+// answered waits until the tie-off of rel has n sections on both devices,
+// the same ones.
+func answered(t *testing.T, a, b *knotdDevice, rel string, n int) {
+	t.Helper()
+	syncthingtest.Await(t, fmt.Sprintf("%s answered %d times on both devices", rel, n), func() error {
+		sa, err := sectionsIn(a.vault, rel)
+		if err != nil {
+			return err
+		}
+		sb, err := sectionsIn(b.vault, rel)
+		if err != nil {
+			return err
+		}
+		if len(sa) != n || !slices.Equal(sa, sb) {
+			return fmt.Errorf("%s has %d sections there, %d here", a.name, len(sa), len(sb))
+		}
+		return nil
+	})
+}
+
+// noConflictCopies checks that no sync-conflict copy is in either vault.
+func noConflictCopies(t *testing.T, ds ...*knotdDevice) {
+	t.Helper()
+	for _, d := range ds {
+		cs, err := syncthingtest.ConflictCopies(d.vault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) > 0 {
+			t.Errorf("conflict copies on %s: %v", d.name, cs)
+		}
+	}
+}
+
+// TestSyncthing_OneDeviceAnswers: knotd runs on both devices; every edit,
+// made on either, is answered exactly once in all, by the device that
+// answers; the other says who answers; no conflict copy of any tie-off or
+// knotd file appears. Then the answering device stops, the user makes the
+// other take over, and it answers what was left unanswered, nothing
+// twice; the first device, back, stands by.
+func TestSyncthing_OneDeviceAnswers(t *testing.T) {
+	syncthingtest.Binary(t) // or skip loudly
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // nothing of the user's, whatever the test binary inherits
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
+	a, b := newKnotdDevice(t, "A", dirA), newKnotdDevice(t, "B", dirB)
+
+	a.start(t)
+	a.claimsIn(t, dirB)
+	b.start(t)
+	syncthingtest.Await(t, "B to say it stands by and who answers", func() error {
+		if log := b.log.String(); !strings.Contains(log, "stands by") || !strings.Contains(log, a.id(t)[:8]) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+
+	writeFile(t, filepath.Join(dirA, "one.md"), "# One, written on A\n")
+	answered(t, a, b, "one.md", 1)
+	syncthingtest.Synced(t, sa, sb)
+	writeFile(t, filepath.Join(dirB, "two.md"), "# Two, written on B\n")
+	answered(t, a, b, "two.md", 1)
+	syncthingtest.Synced(t, sa, sb)
+	editFile(t, filepath.Join(dirB, "one.md"), "\nEdited on B.\n")
+	answered(t, a, b, "one.md", 2)
+	syncthingtest.Synced(t, sa, sb)
+	editFile(t, filepath.Join(dirA, "two.md"), "\nEdited on A.\n")
+	answered(t, a, b, "two.md", 2)
+	syncthingtest.Synced(t, sa, sb)
+	if ca, cb := a.calls(t), b.calls(t); ca != 4 || cb != 0 {
+		t.Errorf("agent runs: %d on A, %d on B; want the 4 edits answered once, by A", ca, cb)
+	}
+	noConflictCopies(t, a, b)
+
+	// A stops; a note is written on B meanwhile; the user makes B answer.
+	a.stop(t)
+	b.stop(t)
+	writeFile(t, filepath.Join(dirB, "three.md"), "# Three, written on B while A is stopped\n")
+	b.start(t, "--take-over")
+	answered(t, a, b, "three.md", 1)
+	b.claimsIn(t, dirA)
+	a.start(t)
+	syncthingtest.Await(t, "A, back, to stand by for B", func() error {
+		if log := a.log.String(); !strings.Contains(log, "stands by") || !strings.Contains(log, b.id(t)[:8]) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	writeFile(t, filepath.Join(dirA, "four.md"), "# Four, written on A\n")
+	answered(t, a, b, "four.md", 1)
+	syncthingtest.Synced(t, sa, sb)
+	if ca, cb := a.calls(t), b.calls(t); ca != 4 || cb != 2 {
+		t.Errorf("agent runs: %d on A, %d on B; want 4 and 2", ca, cb)
+	}
+	for rel, n := range map[string]int{"one.md": 2, "two.md": 2, "three.md": 1, "four.md": 1} {
+		answered(t, a, b, rel, n)
+	}
+	noConflictCopies(t, a, b)
+	a.stop(t)
+	b.stop(t)
+}
+
+// editFile appends text to the file at path.
+func editFile(t *testing.T, path, text string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b)+text)
+}
+
+// TestSyncthing_TieOffConflictCopiesAreMerged: while the devices cannot
+// reach each other, both answer (the user made the second take over,
+// which the first cannot see): the same new note, written on both, is
+// answered on each, and when they meet again Syncthing makes a conflict
+// copy of its tie-off. The answering device merges the copy into the
+// tie-off, each section once, in order, and removes it; the first device
+// sees the newer claim and stands by. Nothing is lost and no copy stays.
+func TestSyncthing_TieOffConflictCopiesAreMerged(t *testing.T) {
+	syncthingtest.Binary(t) // or skip loudly
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
+	a, b := newKnotdDevice(t, "A", dirA), newKnotdDevice(t, "B", dirB)
+	a.start(t)
+	a.claimsIn(t, dirB)
+	syncthingtest.Synced(t, sa, sb)
+
+	syncthingtest.Disconnect(t, sa, sb)
+	b.start(t, "--take-over")
+	b.claimsIn(t, dirB)
+	// The same note on both devices, byte for byte (its session already
+	// set, so neither knotd writes into it): no conflict of the note.
+	note := "---\nknot_session: 5f0c7e0a-1b2c-4d3e-8f4a-5b6c7d8e9f00\n---\n# Same, written on both\n"
+	writeFile(t, filepath.Join(dirA, "same.md"), note)
+	writeFile(t, filepath.Join(dirB, "same.md"), note)
+	for _, d := range []*knotdDevice{a, b} {
+		syncthingtest.Await(t, d.name+" to answer same.md", func() error {
+			ids, err := sectionsIn(d.vault, "same.md")
+			if err != nil || len(ids) != 1 {
+				return fmt.Errorf("%d sections, %v", len(ids), err)
+			}
+			return nil
+		})
+	}
+	ra, _ := sectionsIn(dirA, "same.md")
+	rb, _ := sectionsIn(dirB, "same.md")
+
+	syncthingtest.Reconnect(t, sa, sb)
+	want := []string{ra[0], rb[0]}
+	slices.Sort(want) // run ids are UUID v7: in time order
+	syncthingtest.Await(t, "the tie-off's conflict copy to be merged and removed on both devices", func() error {
+		for _, d := range []*knotdDevice{a, b} {
+			cs, err := syncthingtest.ConflictCopies(d.vault)
+			if err != nil {
+				return err
+			}
+			if len(cs) > 0 {
+				return fmt.Errorf("conflict copies on %s: %v", d.name, cs)
+			}
+			ids, err := sectionsIn(d.vault, "same.md")
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(ids, want) {
+				return fmt.Errorf("%s's tie-off holds runs %v; want %v", d.name, ids, want)
+			}
+		}
+		return nil
+	})
+	syncthingtest.Await(t, "A to stand by for B", func() error {
+		if !strings.Contains(a.log.String(), "another device answers the vault now") {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if !strings.Contains(a.log.String()+b.log.String(), "merged a sync tool's conflict copy of a tie-off") {
+		t.Errorf("no knotd said it merged the copy:\nA:\n%s\nB:\n%s", a.log, b.log)
+	}
+	a.stop(t)
+	b.stop(t)
+}
