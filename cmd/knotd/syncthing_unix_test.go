@@ -208,7 +208,7 @@ func noConflictCopies(t *testing.T, ds ...*knotdDevice) {
 // other take over, and it answers what was left unanswered, nothing
 // twice; the first device, back, stands by.
 func TestSyncthing_OneDeviceAnswers(t *testing.T) {
-	syncthingtest.Binary(t) // or skip loudly
+	syncthingtest.Binary(t)                  // or skip loudly
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // nothing of the user's, whatever the test binary inherits
 	dirA, dirB := t.TempDir(), t.TempDir()
 	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
