@@ -65,11 +65,11 @@ func TestCheck_FindsInconsistencies(t *testing.T) {
 		{"session index points elsewhere", false, func(btx *bolt.Tx) error {
 			r := rec("d00/n0000.md", "")
 			return btx.Bucket(bucketSessions).Put([]byte(r.Session), []byte("d01/n0001.md"))
-		}, "which the index gives to"},
+		}, "the index gives session"},
 		{"index entry without its record", false, func(btx *bolt.Tx) error {
 			return btx.Bucket(bucketSessions).Put([]byte("stray-session"), []byte("gone.md"))
 		}, "whose record does not hold it"},
-		{"content without its record", false, func(btx *bolt.Tx) error {
+		{"content without its record", true, func(btx *bolt.Tx) error {
 			return btx.Bucket(bucketContent).Put([]byte("orphan.md"), []byte("x"))
 		}, "kept without its record"},
 		{"journal entry does not decode", false, func(btx *bolt.Tx) error {
@@ -229,5 +229,37 @@ func TestStore_Notice(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStore_DamageFoundInUseIsSignalled: damage a read meets while the
+// store is in use closes Damaged, once, and Damage says what it was.
+func TestStore_DamageFoundInUseIsSignalled(t *testing.T) {
+	path := filled(t, 40)
+	mustBolt(t, path, func(btx *bolt.Tx) error {
+		return btx.Bucket(bucketStrands).Put([]byte("d00/n0000.md"), []byte{recordVersion, 1})
+	})
+	s := mustOpenStore(t, path)
+	if s.Damage() != nil {
+		t.Fatalf("Damage before any use = %v", s.Damage())
+	}
+	if _, _, err := s.Get("d01/n0001.md"); err != nil {
+		t.Fatalf("Get of a sound record = %v", err)
+	}
+	select {
+	case <-s.Damaged():
+		t.Fatal("Damaged closed before any damage was met")
+	default:
+	}
+	if _, _, err := s.Get("d00/n0000.md"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Get of the damaged record = %v; want ErrCorrupt", err)
+	}
+	select {
+	case <-s.Damaged():
+	default:
+		t.Fatal("Damaged did not close")
+	}
+	if err := s.Damage(); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "d00/n0000.md") {
+		t.Errorf("Damage = %v; want the first damage met", err)
 	}
 }

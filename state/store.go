@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,10 @@ type Store struct {
 	// wrote is set once a write transaction has committed: Close then
 	// saves the free-page list.
 	wrote atomic.Bool
+
+	damageOnce sync.Once
+	damage     error         // the first damage found; set before damaged closes
+	damaged    chan struct{} // closed when damage is first found
 }
 
 type storeOptions struct {
@@ -139,7 +144,7 @@ func openStore(path string, o storeOptions) (s *Store, err error) {
 		}
 		return nil, fmt.Errorf("state: open state store %s: %w", path, err)
 	}
-	s = &Store{db: db, path: path}
+	s = &Store{db: db, path: path, damaged: make(chan struct{})}
 	s.wrote.Store(need != schemaReady)
 	return s, nil
 }
@@ -300,7 +305,7 @@ func (s *Store) Update(fn func(*Tx) error) (err error) {
 		s.wrote.Store(true)
 	}
 	if err != nil && fnErr == nil {
-		return fmt.Errorf("state: commit state %s: %w", s.path, err)
+		err = fmt.Errorf("state: commit state %s: %w", s.path, err)
 	}
 	return err
 }
@@ -316,9 +321,37 @@ func (s *Store) View(fn func(*Tx) error) (err error) {
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
-		return fmt.Errorf("state: read state %s: %w", s.path, err)
+		err = fmt.Errorf("state: read state %s: %w", s.path, err)
 	}
 	return err
+}
+
+// noteDamage records err if it is the first damage the store reports.
+func (s *Store) noteDamage(err error) {
+	if err == nil || !errors.Is(err, ErrCorrupt) {
+		return
+	}
+	s.damageOnce.Do(func() {
+		s.damage = err
+		close(s.damaged)
+	})
+}
+
+// Damaged returns a channel that is closed when the store first finds
+// itself damaged while it is used (any error wrapping ErrCorrupt from a
+// transaction): the store can no longer be trusted, and its owner should
+// stop using it, move it aside and rebuild.
+func (s *Store) Damaged() <-chan struct{} { return s.damaged }
+
+// Damage returns the first damage the store found while it was used, or
+// nil.
+func (s *Store) Damage() error {
+	select {
+	case <-s.damaged:
+		return s.damage
+	default:
+		return nil
+	}
 }
 
 // recoverDamage turns a panic of bbolt's, which is how it meets a damaged
@@ -334,6 +367,7 @@ func (s *Store) recoverDamage(op string, err *error, was bool) {
 	if v := recover(); v != nil {
 		*err = fmt.Errorf("%w: %s %s: %v", ErrCorrupt, op, s.path, v)
 	}
+	s.noteDamage(*err)
 }
 
 // Get returns the record of the strand at rel; ok is false if there is

@@ -95,3 +95,28 @@ func BenchmarkOpenStore(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStore_Check measures the consistency check knotd runs when it
+// opens a store (records, index and content keys; content: also every
+// content's hash) at 100,000 strands, against ForEach, a pass over the
+// records alone.
+func BenchmarkStore_Check(b *testing.B) {
+	s := mustOpenStore(b, statePath(b))
+	fillStore(b, s, 100_000)
+	b.Run("ForEach", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.ForEach(func(Record) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, content := range []bool{false, true} {
+		b.Run(fmt.Sprintf("content=%v", content), func(b *testing.B) {
+			for b.Loop() {
+				if err := s.Check(content); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -176,6 +176,8 @@ func (v *Vault) standBy(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	case <-v.store.Damaged():
+		return v.stateDamaged()
 	}
 	return nil
 }

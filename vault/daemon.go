@@ -79,10 +79,15 @@ func (t *tally) add(rep RunReport) {
 // with All, runs them all); otherwise it reconciles the whole vault and
 // runs every strand that changed since the last pass, then waits for the
 // runs to finish. Canceling ctx stops it early; runs cut short stay pending.
-func (v *Vault) Once(ctx context.Context, opts OnceOptions) (Summary, error) {
+func (v *Vault) Once(ctx context.Context, opts OnceOptions) (_ Summary, err error) {
 	start := time.Now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
 	defer v.stopBeat()
+	defer func() {
+		if derr := v.stateDamaged(); derr != nil {
+			err = derr // whatever the pass met first, the damage is what to say
+		}
+	}()
 	if d := v.decide(opts.TakeOver); !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
 		t.sum.Standby = standbyReason(d)

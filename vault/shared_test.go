@@ -3,12 +3,15 @@ package vault
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/internal/statedir"
 )
@@ -199,40 +202,66 @@ func TestOnce_RebuildsFromTieOffs(t *testing.T) {
 // TestOpen_DamagedStateIsMovedAsideAndRebuilt: a damaged state store is
 // never a panic and never a silent re-adoption: knotd says so, moves it
 // aside, and rebuilds from the tie-offs, running the changes it can see.
+// Damage bbolt sees when it opens the file is found at the start; damage
+// to the pages is found at the start after an unclean stop (the store is
+// checked then), and otherwise when a pass meets it: that pass stops with
+// an error and the next start rebuilds.
 func TestOpen_DamagedStateIsMovedAsideAndRebuilt(t *testing.T) {
+	overwrite := func(t *testing.T, path string) {
+		b, err := os.ReadFile(path)
+		mustDo(t, err)
+		for i := 2 * 4096; i < len(b); i += 97 {
+			b[i] ^= 0xa5
+		}
+		mustDo(t, os.WriteFile(path, b, 0o600))
+	}
 	for _, damage := range []struct {
 		name string
-		do   func(t *testing.T, path string)
+		do   func(t *testing.T, e *env, path string)
 	}{
-		{"garbage", func(t *testing.T, path string) {
+		{"garbage", func(t *testing.T, _ *env, path string) {
 			mustDo(t, os.WriteFile(path, bytes.Repeat([]byte("not a database "), 4096), 0o600))
 		}},
-		{"truncated", func(t *testing.T, path string) {
+		{"truncated", func(t *testing.T, _ *env, path string) {
 			mustDo(t, os.Truncate(path, 4096))
 		}},
-		{"pages overwritten", func(t *testing.T, path string) {
-			b, err := os.ReadFile(path)
-			mustDo(t, err)
-			for i := 2 * 4096; i < len(b); i += 97 {
-				b[i] ^= 0xa5
-			}
-			mustDo(t, os.WriteFile(path, b, 0o600))
+		{"pages overwritten", func(t *testing.T, _ *env, path string) { overwrite(t, path) }},
+		{"pages overwritten, then a crash", func(t *testing.T, e *env, path string) {
+			overwrite(t, path)
+			mustDo(t, os.WriteFile(e.folder().Running(), nil, 0o600)) // what a crash leaves
 		}},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.onceFresh()
-			e.write("a.md", "# A\n")
+			for i := range 40 {
+				e.write(fmt.Sprintf("n%02d.md", i), fmt.Sprintf("# Note %d\n", i))
+			}
 			e.write("b.md", "# B\n")
 			e.onceFresh()
 			path := e.statePath()
-			damage.do(t, path)
+			damage.do(t, e, path)
 			e.write("b.md", "# B, edited while the state was being damaged\n")
 
 			opts, log := e.logged()
-			sum := e.onceWith(opts, OnceOptions{})
-			if got := ran(sum); !slices.Equal(got, []string{"Modified b.md"}) {
-				t.Errorf("runs = %v; want the edit only", got)
+			var runs []string
+			for pass := range 2 {
+				v, err := Open(e.root, opts)
+				if err != nil {
+					t.Fatalf("Open after the damage: %v", err)
+				}
+				sum, err := v.Once(context.Background(), OnceOptions{})
+				mustDo(t, v.Close())
+				runs = append(runs, ran(sum)...)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, ErrStateDamaged) || pass > 0 {
+					t.Fatalf("pass %d: %v", pass, err)
+				}
+			}
+			if !slices.Equal(runs, []string{"Modified b.md"}) {
+				t.Errorf("runs = %v; want the edit only, once", runs)
 			}
 			if !strings.Contains(log.String(), "the state store is damaged") {
 				t.Errorf("the damage was not said:\n%s", log)
@@ -240,6 +269,9 @@ func TestOpen_DamagedStateIsMovedAsideAndRebuilt(t *testing.T) {
 			aside, _ := filepath.Glob(path + ".damaged-*")
 			if len(aside) != 1 {
 				t.Errorf("the damaged store was not moved aside: %v", aside)
+			}
+			if sum := e.onceFresh(); sum.Ran != 0 {
+				t.Errorf("a further pass ran %v", ran(sum))
 			}
 		})
 	}
@@ -331,5 +363,54 @@ func TestOnce_NewDeviceRebuildsFromTieOffs(t *testing.T) {
 	fresh := e.otherDevice()
 	if got := ran(fresh.onceFresh()); !slices.Equal(got, []string{"Deleted sub/c.md", "Modified b.md"}) {
 		t.Errorf("the new device ran %v", got)
+	}
+}
+
+// TestWatch_StopsOnStateDamage: damage the daemon meets while it runs
+// stops it with ErrStateDamaged (a service manager restarts it), the store
+// is moved aside as it stops, and the next start rebuilds from the vault.
+func TestWatch_StopsOnStateDamage(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh()
+	for i := range 40 {
+		e.write(fmt.Sprintf("n%02d.md", i), fmt.Sprintf("# Note %d\n", i))
+	}
+	e.onceFresh()
+	opts, log := e.logged()
+	v, err := Open(e.root, opts)
+	mustDo(t, err)
+	w := e.watch(v, WatchOptions{})
+	// Damage the pages in place, as a failing disk would.
+	f, err := os.OpenFile(e.statePath(), os.O_RDWR, 0)
+	mustDo(t, err)
+	fi, err := f.Stat()
+	mustDo(t, err)
+	junk := bytes.Repeat([]byte{0xa5}, 97)
+	for off := int64(2 * 4096); off+int64(len(junk)) < fi.Size(); off += 4096 {
+		_, err := f.WriteAt(junk, off+64)
+		mustDo(t, err)
+	}
+	mustDo(t, f.Close())
+	for i := range 40 {
+		e.write(fmt.Sprintf("n%02d.md", i), fmt.Sprintf("# Note %d, edited\n", i))
+	}
+	var werr error
+	select {
+	case werr = <-w.done:
+		w.mu.Lock()
+		w.stopped = true // Watch returned: the harness's stop has nothing to wait for
+		w.mu.Unlock()
+	case <-time.After(waitTimeout):
+		t.Fatal("the daemon did not stop on a damaged state store")
+	}
+	if !errors.Is(werr, ErrStateDamaged) {
+		t.Fatalf("Watch = %v; want ErrStateDamaged", werr)
+	}
+	mustDo(t, v.Close())
+	if aside, _ := filepath.Glob(e.statePath() + ".damaged-*"); len(aside) != 1 || !strings.Contains(log.String(), "the state store is damaged") {
+		t.Errorf("moved aside: %v; log:\n%s", aside, log)
+	}
+	if sum := e.onceFresh(); sum.Ran != 40 {
+		t.Errorf("the restart ran %d; want every edit once (changed since its last answer)", sum.Ran)
 	}
 }

@@ -154,14 +154,28 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 	return v, nil
 }
 
-// openStore opens the vault's state store. A damaged store is moved aside
+// openStore opens the vault's state store. If the last knotd to use it
+// did not stop cleanly (a crash, a kill, a power loss), its invariants
+// are checked first (state.Store.Check; a clean stop leaves nothing to
+// check, and the check reads every record). A damaged store is moved aside
 // (said in the log, with where it went) and a new one takes its place,
 // which the first pass rebuilds from the vault's tie-offs; a store from a
 // newer knotd is an error. With --dry-run the damage is only said.
 func (v *Vault) openStore() (*state.Store, error) {
 	path := v.folder.StateFile()
+	_, err := os.Lstat(v.folder.Running())
+	unclean := err == nil
+	if !v.dry {
+		f, err := os.OpenFile(v.folder.Running(), os.O_WRONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("vault: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return nil, fmt.Errorf("vault: %w", err)
+		}
+	}
 	s, err := state.Open(path)
-	if err == nil {
+	if err == nil && unclean {
 		if err = s.Check(false); err != nil {
 			if cerr := s.Close(); cerr != nil {
 				err = errors.Join(err, cerr)
@@ -174,13 +188,22 @@ func (v *Vault) openStore() (*state.Store, error) {
 	if v.dry {
 		return nil, fmt.Errorf("%w (a real start moves it aside and rebuilds the state from the vault's tie-offs)", err)
 	}
-	aside := path + ".damaged-" + v.now().UTC().Format("20060102T150405Z")
-	if rerr := os.Rename(path, aside); rerr != nil {
-		return nil, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
+	if err := v.moveStoreAside(err); err != nil {
+		return nil, err
 	}
-	v.log.Error("the state store is damaged: moved it aside and starting a new one, rebuilt from the vault's tie-offs (notes answered there are not run again; notes changed since their last answer run once)",
-		"damaged", aside, "err", err)
 	return state.Open(path)
+}
+
+// moveStoreAside moves the damaged state store (closed) aside, saying so.
+func (v *Vault) moveStoreAside(damage error) error {
+	path := v.folder.StateFile()
+	aside := path + ".damaged-" + v.now().UTC().Format("20060102T150405Z")
+	if err := os.Rename(path, aside); err != nil {
+		return fmt.Errorf("%w; moving it aside failed: %w", damage, err)
+	}
+	v.log.Error("the state store is damaged: moved it aside; a new one is rebuilt from the vault's tie-offs (notes answered there are not run again; notes changed since their last answer run once)",
+		"damaged", aside, "err", damage)
+	return nil
 }
 
 // newVault loads the configuration and builds a Vault without touching the
@@ -196,16 +219,21 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("vault: %s is not a directory", root)
 	}
-	cfg, err := Load(LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	if _, err := cfg.Agent(""); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
 	vfs, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("vault: %w", err)
+	}
+	if err := checkKnotDir(vfs, root); err != nil {
+		_ = vfs.Close() // read only
+		return nil, err
+	}
+	cfg, err := Load(LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
+	if err == nil {
+		_, err = cfg.Agent("")
+	}
+	if err != nil {
+		_ = vfs.Close() // read only
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	v = &Vault{
 		root:  root,
@@ -238,6 +266,26 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	return v, nil
 }
 
+// checkKnotDir refuses a vault whose .knot is not a real folder: a
+// symbolic link (which may lead out of the vault, and would take knotd's
+// writes with it) or a file.
+func checkKnotDir(vfs *os.Root, root string) error {
+	fi, err := vfs.Lstat(strand.StateDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("vault: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symbolic link: knotd's folder in a vault must be a real folder, since what knotd writes there (its heartbeat) would go wherever the link leads; replace it with a folder (keep its config.yaml)",
+			ErrConfig, filepath.Join(root, strand.StateDir))
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a folder: knotd keeps the vault's config.yaml and the devices' heartbeats there; move the file away",
+			ErrConfig, filepath.Join(root, strand.StateDir))
+	}
+	return nil
+}
+
 // Version is this knotd's version, as its build recorded it.
 var Version = func() string {
 	bi, ok := debug.ReadBuildInfo()
@@ -247,13 +295,37 @@ var Version = func() string {
 	return bi.Main.Version
 }()
 
-// Close closes the state store, releases the lock and closes the vault
-// directory.
+// ErrStateDamaged is wrapped by the error of a pass or daemon that found
+// the state store damaged while it ran: it stops, the store is moved aside
+// when the vault is closed, and the next start rebuilds it from the
+// vault's tie-offs.
+var ErrStateDamaged = errors.New("vault: the state store is damaged")
+
+// stateDamaged returns an error wrapping ErrStateDamaged if the store was
+// found damaged while it was used.
+func (v *Vault) stateDamaged() error {
+	if err := v.store.Damage(); err != nil {
+		return fmt.Errorf("%w (it is moved aside as knotd stops; start knotd again and it rebuilds the state from the vault's tie-offs): %w", ErrStateDamaged, err)
+	}
+	return nil
+}
+
+// Close closes the state store (moving it aside if it was found damaged
+// meanwhile), releases the lock and closes the vault directory.
 func (v *Vault) Close() error {
 	var errs []error
 	if v.store != nil {
+		damage := v.store.Damage()
 		errs = append(errs, v.store.Close())
+		if damage != nil && !v.dry {
+			errs = append(errs, v.moveStoreAside(damage))
+		}
 		v.store = nil
+		if !v.dry {
+			if err := os.Remove(v.folder.Running()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("vault: %w", err))
+			}
+		}
 	}
 	if v.lock != nil {
 		errs = append(errs, v.lock.Release())

@@ -105,6 +105,10 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	stopWatch()
 	stopSched()
 	wg.Wait()
+	if errors.Is(loopErr, ErrStateDamaged) {
+		v.log.Error("stopped: the state store is damaged", "vault", v.root, "err", loopErr)
+		return loopErr
+	}
 	if loopErr != nil {
 		v.log.Error("stopped: the vault directory is gone", "vault", v.root, "err", loopErr)
 		return fmt.Errorf("vault: watch %s: %w", v.root, loopErr)
@@ -223,6 +227,8 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-check.C:
 			l.retryJournaled()
 			l.releaseAfterWork()
+		case <-l.v.store.Damaged():
+			return l.v.stateDamaged()
 		}
 		// Take whatever else is ready: hints that settled together are
 		// reconciled together, and before any gone strand that is due.

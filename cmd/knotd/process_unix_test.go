@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
@@ -134,5 +135,97 @@ func TestKnotd_SecondSignalStopsAtOnce(t *testing.T) {
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGINT {
 		t.Errorf("knotd ended with %v; want it killed by the second SIGINT, before the agent's grace period", err)
+	}
+}
+
+// TestKnotd_StartedInAFolderOfAVault: knotd started in a folder of a vault
+// (one with .knot above it) is that vault's knotd: while another answers
+// the vault it exits 3, naming it; two knotd never answer one note.
+func TestKnotd_StartedInAFolderOfAVault(t *testing.T) {
+	v, _ := setup(t)
+	writeFile(t, filepath.Join(v, "projects", "deep", "a.md"), "# A\n")
+	first, _ := startWatching(t, "--debounce", "50ms", v)
+	for _, dir := range []string{filepath.Join(v, "projects"), filepath.Join(v, "projects", "deep")} {
+		out, err := knotdProcess(t, "--once", dir).CombinedOutput()
+		if code := exitStatus(t, err); code != exitLocked {
+			t.Errorf("knotd --once %s: exit %d; want %d\n%s", dir, code, exitLocked, out)
+		}
+		if want := fmt.Sprintf("pid %d", first.Process.Pid); !strings.Contains(string(out), want) || !strings.Contains(string(out), "inside a vault") {
+			t.Errorf("knotd in a folder of the vault does not say which vault and who holds it:\n%s", out)
+		}
+	}
+}
+
+// TestKnotd_HostileVaultFilesNeverBlock: a vault config that is a FIFO or
+// a link to /dev/zero is refused at once (exit 2); ignore files that are
+// FIFOs or links do not hold up a watching knotd, and SIGTERM stops it
+// promptly.
+func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
+	for _, cfg := range []string{"fifo", "zero"} {
+		v, _ := setup(t)
+		p := filepath.Join(v, ".knot", "config.yaml")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if cfg == "fifo" {
+			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Symlink("/dev/zero", p); err != nil {
+			t.Fatal(err)
+		}
+		cmd := knotdProcess(t, "--once", v)
+		out, err := runWithin(t, cmd, waitTimeout)
+		if code := exitStatus(t, err); code != exitUsage || !strings.Contains(string(out), "config.yaml") {
+			t.Errorf("knotd with a vault config that is a %s: exit %d; want %d naming the file\n%s", cfg, code, exitUsage, out)
+		}
+	}
+
+	v, _ := setup(t)
+	if err := syscall.Mkfifo(filepath.Join(v, ".gitignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(v, ".knotignore")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(v, "sub", "a.md"), "# A\n")
+	if err := syscall.Mkfifo(filepath.Join(v, "sub", ".ignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, rest := startWatching(t, "--debounce", "50ms", v)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if code := exitStatus(t, err); code != exitOK {
+			t.Errorf("knotd after SIGTERM: exit %d; want 0\n%s", code, <-rest)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("knotd did not stop after SIGTERM")
+	}
+}
+
+// runWithin runs cmd and returns its combined output, failing the test if
+// it runs longer than d.
+func runWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) ([]byte, error) {
+	t.Helper()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return []byte(out.String()), err
+	case <-time.After(d):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("knotd %q ran longer than %v:\n%s", cmd.Args, d, out.String())
+		return nil, nil
 	}
 }

@@ -32,6 +32,11 @@ type Folder struct {
 // StateFile returns the path of the vault's state store.
 func (f Folder) StateFile() string { return filepath.Join(f.Dir, StateFile) }
 
+// Running returns the path of the file that is there while a knotd uses
+// the folder: one found when knotd starts means the last one did not stop
+// cleanly.
+func (f Folder) Running() string { return filepath.Join(f.Dir, runningFile) }
+
 // Runs returns the directory of the vault's run transcripts.
 func (f Folder) Runs() string { return filepath.Join(f.Dir, RunsDir) }
 

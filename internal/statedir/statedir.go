@@ -13,6 +13,7 @@
 //	vaults/<name>-<8 hex>/        one folder per vault (see Folder):
 //	    vault.json                which vault the folder belongs to
 //	    lock                      held by the knotd answering the vault
+//	    running                   there while a knotd uses the folder
 //	    state.db                  the state store (package state)
 //	    runs/<run-id>.jsonl       run transcripts (package transcript)
 //	    llm/<session>.db          the llm preset's private logs
@@ -43,6 +44,8 @@ const (
 	RunsDir   = "runs"
 	LLMDir    = "llm"
 	infoFile  = "vault.json"
+	// runningFile is there while a knotd uses the folder.
+	runningFile = "running"
 )
 
 // ErrNoHome is wrapped when no state directory can be found for the user.
