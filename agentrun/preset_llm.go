@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/knotd/knotd/strand"
 )
 
 // llmDriver runs Simon Willison's llm CLI:
@@ -16,8 +14,9 @@ import (
 //
 // with the prompt on standard input and the reply as plain text on standard
 // output. llm keeps conversations in a SQLite logs database; knotd gives
-// every strand session its own private one,
-// <vault>/.knot/llm/<session>.db, so the user's own llm history is left
+// every strand session its own private one, <state>/llm/<session>.db in
+// the vault's folder of knotd's state directory (Request.StateDir: it is
+// the machine's, never the vault's), so the user's own llm history is left
 // alone and the newest entry of that database is always this run's (runs of
 // one strand never overlap). --log keeps logging on even if the user turned
 // it off. After a successful run knotd asks
@@ -36,14 +35,17 @@ func (llmDriver) limits() Limits           { return Limits{} }
 func (llmDriver) parser() outputParser     { return textParser{} }
 
 // llmDir is where the llm preset keeps its logs databases, inside the
-// vault's state directory.
+// vault's folder of the state directory.
 const llmDir = "llm"
 
 func llmDatabase(a *attempt) string {
-	return filepath.Join(a.req.Vault, strand.StateDir, llmDir, a.req.Session+".db")
+	return filepath.Join(a.req.StateDir, llmDir, a.req.Session+".db")
 }
 
 func (llmDriver) prepare(a *attempt) error {
+	if !filepath.IsAbs(a.req.StateDir) {
+		return fmt.Errorf("agentrun: the llm preset needs the vault's folder in the state directory (Request.StateDir) for its logs database")
+	}
 	dir := filepath.Dir(llmDatabase(a))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("agentrun: llm database directory: %w", err)

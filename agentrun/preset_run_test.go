@@ -227,7 +227,10 @@ func TestLLM_UsesPrivateDatabase(t *testing.T) {
 	if res.Outcome != OutcomeOK {
 		t.Fatalf("Run = %+v", res)
 	}
-	db := filepath.Join(req.Vault, ".knot", "llm", testSession+".db")
+	db := filepath.Join(req.StateDir, "llm", testSession+".db")
+	if entries, _ := os.ReadDir(req.Vault); len(entries) != 0 {
+		t.Errorf("the llm preset wrote into the vault: %v", entries)
+	}
 	if _, err := os.Stat(db); err != nil {
 		t.Errorf("private database: %v", err)
 	}

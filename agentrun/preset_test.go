@@ -140,7 +140,7 @@ func TestClaudeDriver_SessionLost(t *testing.T) {
 
 func TestDrivers_Argv(t *testing.T) {
 	req := promptRequest(1, "x")
-	req.Vault = "/v"
+	req.Vault, req.StateDir = "/v", "/state"
 	sess := testSession
 	tests := []struct {
 		name string
@@ -163,9 +163,9 @@ func TestDrivers_Argv(t *testing.T) {
 		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
 			[]string{"gemini", "--output-format", "json", "--model", "gemini-2.5-pro", "--resume", "g-1"}},
 		{"llm new", llmDriver{}, attempt{program: []string{"llm"}},
-			[]string{"llm", "prompt", "-d", filepath.Join("/v", ".knot", "llm", sess+".db"), "--log"}},
+			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log"}},
 		{"llm resume", llmDriver{}, attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
-			[]string{"llm", "prompt", "-d", filepath.Join("/v", ".knot", "llm", sess+".db"), "--log", "-m", "gpt-4o", "--system=-x", "--cid", "c-1"}},
+			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log", "-m", "gpt-4o", "--system=-x", "--cid", "c-1"}},
 		{"ollama", ollamaDriver{}, attempt{program: []string{"ollama"}, model: "llama3.2"},
 			[]string{"ollama", "run", "--hidethinking", "llama3.2"}},
 	}
@@ -259,7 +259,7 @@ func TestGeminiParser_Fixtures(t *testing.T) {
 
 func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	req := promptRequest(1, "x")
-	req.Vault = "/v"
+	req.Vault, req.StateDir = "/v", "/state"
 	a := &attempt{req: req, program: []string{"llm"}}
 	var gotArgv []string
 	p := parsed{reply: "Hello!"}
@@ -267,7 +267,7 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 		gotArgv = argv
 		return procResult{stdout: readTestdata(t, "llm/logs-list.json")}
 	})
-	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/v", ".knot", "llm", testSession+".db")}
+	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/state", "llm", testSession+".db")}
 	if !slices.Equal(gotArgv, wantArgv) {
 		t.Errorf("logs argv = %q; want %q", gotArgv, wantArgv)
 	}

@@ -40,6 +40,10 @@ type Request struct {
 	// Vault is the absolute path of the vault root, the agent's working
 	// directory.
 	Vault string
+	// StateDir is the vault's folder in knotd's state directory, where a
+	// preset keeps files of its own that are the machine's, never the
+	// vault's (the llm preset's logs databases). The llm preset needs it.
+	StateDir string
 	// Event is the settled event. Event.Strand.Content is the strand's
 	// current content (unused for Deleted).
 	Event strand.Event

@@ -43,6 +43,7 @@ func runRequest(t *testing.T, agent Agent, content string) Request {
 	t.Helper()
 	r := promptRequest(strand.Created, content)
 	r.Vault = t.TempDir()
+	r.StateDir = t.TempDir()
 	r.Event.Strand.Abs = filepath.Join(r.Vault, "ideas", "plan.md")
 	r.Agent = agent
 	r.Now = testNow

@@ -122,6 +122,7 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	req := agentrun.Request{
 		RunID:    runID,
 		Vault:    v.root,
+		StateDir: v.folder.Dir,
 		Event:    strand.Event{Type: w.event, Strand: strand.Strand{Path: w.rel, Abs: w.abs, Content: w.content}, Time: now},
 		Previous: w.previous,
 		Session:  w.session,
