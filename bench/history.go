@@ -73,7 +73,7 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 			return f, berr
 		}
 		var out bytes.Buffer
-		opts := vault.Options{ConfigDir: e.xdg, ConfigFile: e.configFile}
+		opts := vault.Options{ConfigDir: e.xdg, ConfigFile: e.configFile, StateHome: e.stateHome()}
 		if err := vault.DryRun(ctx, root, opts, vault.OnceOptions{}, &out); err != nil {
 			return f, err
 		}

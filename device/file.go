@@ -99,7 +99,9 @@ func Write(vault *os.Root, h Heartbeat, inGit bool) error {
 	if err != nil {
 		return fmt.Errorf("device: write heartbeat: %w", err)
 	}
-	if err := vaultfs.Replace(vault, Name(h.Device), append(b, '\n'), vaultfs.ReplaceOptions{Perm: 0o644}); err != nil {
+	// Not synced: a heartbeat a crash loses is written again at the next
+	// beat, and a claim it loses is made again when knotd starts.
+	if err := vaultfs.Replace(vault, Name(h.Device), append(b, '\n'), vaultfs.ReplaceOptions{Perm: 0o644, NoSync: true}); err != nil {
 		return fmt.Errorf("device: write heartbeat: %w", err)
 	}
 	return nil

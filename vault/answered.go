@@ -40,9 +40,9 @@ func markerHash(content []byte) string {
 // the prompt. A tie-off that cannot be read answers nothing (and the run
 // goes on; request says why the prompt lacks it).
 func (v *Vault) answered(w *work) (tieoff.Section, bool) {
-	if !w.tailRead {
-		w.tail, _ = v.readTail(w.rel) // an error is said when the prompt is built
-		w.tailRead = w.tail != nil
+	v.loadTail(w)
+	if w.tail == nil {
+		return tieoff.Section{}, false // no tie-off, or it cannot be read
 	}
 	sec, ok, err := v.newestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
@@ -51,7 +51,16 @@ func (v *Vault) answered(w *work) (tieoff.Section, bool) {
 	if w.event == strand.Deleted {
 		return sec, sec.Event == strand.Deleted && sec.RunID != w.rec.LastRunID
 	}
-	return sec, sec.Event != strand.Deleted && sec.Hash != "" && sec.Hash == markerHash(w.content)
+	return sec, sec.Event != strand.Deleted && sec.Hash != "" && sec.Hash == w.markerHash()
+}
+
+// markerHash is markerHash of w's content, computed once: knotd's own
+// writes into the strand (its knot_session) do not change it.
+func (w *work) markerHash() string {
+	if w.marker == "" {
+		w.marker = markerHash(w.content)
+	}
+	return w.marker
 }
 
 // commitAnswered records w's version as processed by the run whose
@@ -92,10 +101,18 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 // section is a run's answer to a version of the strand (not its deletion)
 // that the marker records.
 func (v *Vault) answeredBefore(w *work) bool {
-	if !w.tailRead {
-		w.tail, _ = v.readTail(w.rel)
-		w.tailRead = w.tail != nil
+	v.loadTail(w)
+	if w.tail == nil {
+		return false
 	}
 	sec, ok, err := v.newestAnswer(w.rel, w.tail)
 	return err == nil && ok && sec.Hash != "" && sec.Event != strand.Deleted
+}
+
+// loadTail reads the newest sections of w's tie-off into w.tail, once.
+func (v *Vault) loadTail(w *work) {
+	if !w.tailRead {
+		w.tail, w.tailErr = v.readTail(w.rel)
+		w.tailRead = true
+	}
 }

@@ -185,10 +185,13 @@ type work struct {
 	// tail is the newest part of the strand's tie-off (nil when it has
 	// none, or it could not be read), once tailRead.
 	tail     *tieoff.Window
+	tailErr  error
 	tailRead bool
 	// answer, when set, is the tie-off section that already answers this
 	// version: it is recorded without a run (see answered).
 	answer *tieoff.Section
+	// marker is the hash a run marker records for content, once computed.
+	marker string
 }
 
 func (v *Vault) processOnce(ctx context.Context, rel string, job Job) (RunReport, error) {

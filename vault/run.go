@@ -103,7 +103,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	case w.event == strand.Deleted && w.previous != nil:
 		sec.Hash = markerHash(w.previous)
 	case w.event != strand.Deleted && w.content != nil:
-		sec.Hash = markerHash(w.content)
+		sec.Hash = w.markerHash()
 	}
 	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
 	if err := v.commit(w, rec, j, tl); err != nil {
@@ -144,12 +144,10 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 			req.Previous = prev
 		}
 	}
+	v.loadTail(w)
 	win := w.tail
-	if !w.tailRead {
-		var err error
-		if win, err = v.readTail(w.rel); err != nil {
-			v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", err)
-		}
+	if w.tailErr != nil {
+		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
 	}
 	if win != nil {
 		req.TieOff = sectionTexts(*win)

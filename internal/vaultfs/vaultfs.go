@@ -190,6 +190,11 @@ type ReplaceOptions struct {
 	// replaces nothing and is returned (for example: the file changed
 	// since the caller read it).
 	Check func() error
+	// NoSync skips both syncs, the file's and the directory's: the replace
+	// is still atomic (a reader sees the old file or the new one), but a
+	// crash may undo it or leave the old file. For files whose loss costs
+	// nothing but rewriting them (a heartbeat written every minute).
+	NoSync bool
 	// DeferDirSync leaves the directory sync to the caller (SyncDir):
 	// the new content is complete on disk when it is renamed, so a crash
 	// leaves the old file or the new one, but the rename itself may be
@@ -248,8 +253,10 @@ func Replace(root *os.Root, name string, data []byte, opts ReplaceOptions) (err 
 			return fail(err)
 		}
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(fmt.Errorf("sync: %w", err))
+	if !opts.NoSync {
+		if err := tmp.Sync(); err != nil {
+			return fail(fmt.Errorf("sync: %w", err))
+		}
 	}
 	closed = true
 	if err := tmp.Close(); err != nil {
@@ -263,7 +270,7 @@ func Replace(root *os.Root, name string, data []byte, opts ReplaceOptions) (err 
 	if err := root.Rename(tmpName, osName); err != nil {
 		return fail(err)
 	}
-	if opts.DeferDirSync {
+	if opts.DeferDirSync || opts.NoSync {
 		return nil
 	}
 	if err := SyncDir(root, dir); err != nil {
