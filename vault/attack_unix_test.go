@@ -1,0 +1,198 @@
+//go:build unix
+
+package vault
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// .knot/ and every folder travel with the vault, so they are someone
+// else's input (the shared-ground issue's attacks, each of which hurt an
+// earlier knotd). knotd never reads or writes through a symbolic link out
+// of the vault, never blocks on a FIFO, and bounds what it writes.
+
+// outsideFile makes a file outside the vault and returns its path.
+func outsideFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "victim")
+	mustDo(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func skipOnWindows(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links and FIFOs")
+	}
+}
+
+// TestAttack_KnotLockLinkedOut: an earlier knotd truncated and overwrote
+// the file a .knot/lock symbolic link pointed to. The link is removed,
+// never followed.
+func TestAttack_KnotLockLinkedOut(t *testing.T) {
+	skipOnWindows(t)
+	e := newEnv(t)
+	victim := outsideFile(t, "precious")
+	mustDo(t, os.MkdirAll(e.abs(".knot"), 0o755))
+	mustDo(t, os.Symlink(victim, e.abs(".knot/lock")))
+	e.write("a.md", "# A\n")
+	e.onceFresh()
+	e.write("a.md", "# A, edited\n")
+	e.onceFresh()
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("the file .knot/lock pointed to holds %q", b)
+	}
+}
+
+// TestAttack_KnotRunsLinkedOut: an earlier knotd wrote transcripts (the
+// notes' text) through a .knot/runs link out of the vault. Transcripts
+// live in the state directory; the link leads nowhere knotd writes.
+func TestAttack_KnotRunsLinkedOut(t *testing.T) {
+	skipOnWindows(t)
+	e := newEnv(t)
+	outside := t.TempDir()
+	mustDo(t, os.MkdirAll(e.abs(".knot"), 0o755))
+	mustDo(t, os.Symlink(outside, e.abs(".knot/runs")))
+	e.onceFresh()
+	e.write("a.md", "# A, the note's private text\n")
+	if sum := e.onceFresh(); sum.Ran != 1 {
+		t.Fatalf("runs = %v", ran(sum))
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("knotd wrote %d files through .knot/runs out of the vault", len(entries))
+	}
+}
+
+// TestAttack_KnotLinkedOut: with .knot itself a link out of the vault,
+// knotd writes nothing there (no heartbeat, no state) and reads no config
+// from there.
+func TestAttack_KnotLinkedOut(t *testing.T) {
+	skipOnWindows(t)
+	e := newEnv(t)
+	outside := t.TempDir()
+	mustDo(t, os.WriteFile(filepath.Join(outside, "config.yaml"), []byte("limits: {content: 1KiB}\n"), 0o600))
+	mustDo(t, os.Symlink(outside, e.abs(".knot")))
+	v, err := Open(e.root, e.options())
+	if err == nil {
+		_, err = v.Once(context.Background(), OnceOptions{})
+		mustDo(t, v.Close())
+	}
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Fatalf("knotd with .knot a link out of the vault = %v; want a clear refusal", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("knotd wrote into the folder .knot points to: %d entries", len(entries))
+	}
+}
+
+// TestAttack_ConfigIsNotAFile: a .knot/config.yaml that is a link to
+// /dev/zero grew an earlier knotd to 24 GB; a FIFO blocked it forever.
+// Both are refused at once, with a message that says what to do.
+func TestAttack_ConfigIsNotAFile(t *testing.T) {
+	skipOnWindows(t)
+	tests := []struct {
+		name string
+		make func(t *testing.T, path string)
+		say  string
+	}{
+		{"link to /dev/zero", func(t *testing.T, p string) { mustDo(t, os.Symlink("/dev/zero", p)) }, "not a regular file"},
+		{"link to a file outside", func(t *testing.T, p string) { mustDo(t, os.Symlink(outsideFile(t, "debounce: 1s\n"), p)) }, "not a regular file"},
+		{"FIFO", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o644)) }, "FIFO"},
+		{"too large", func(t *testing.T, p string) {
+			mustDo(t, os.WriteFile(p, nil, 0o644))
+			mustDo(t, os.Truncate(p, MaxConfigSize+1))
+		}, "larger than"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			mustDo(t, os.MkdirAll(e.abs(".knot"), 0o755))
+			tt.make(t, e.abs(".knot/config.yaml"))
+			done := make(chan error, 1)
+			go func() {
+				v, err := Open(e.root, e.options())
+				if err == nil {
+					err = v.Close()
+					if err == nil {
+						err = errors.New("opened")
+					}
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.say) || !strings.Contains(err.Error(), "config.yaml") {
+					t.Errorf("Open = %v; want a configuration error saying %q", err, tt.say)
+				}
+			case <-time.After(waitTimeout):
+				t.Fatal("Open did not return: it blocked on the vault config")
+			}
+		})
+	}
+}
+
+// TestAttack_FolderSwappedForALinkDuringARun: an earlier knotd, whose
+// note's folder was swapped for a link out of the vault while the agent
+// ran, appended the section and wrote knot_resume outside the vault.
+// Nothing is written outside; the reply stays journaled (said in the log)
+// for when the folder is back.
+func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
+	skipOnWindows(t)
+	e := newEnv(t)
+	e.useAgent("claude", claudeGateBehaviour)
+	e.onceFresh()
+	e.write("notes/n.md", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# N\n")
+	outside := t.TempDir()
+	decoy := "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# N\n"
+	mustDo(t, os.WriteFile(filepath.Join(outside, "n.md"), []byte(decoy), 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(outside, "n.tieoff.md"), []byte("outside\n"), 0o644))
+
+	v := e.open()
+	done := make(chan Summary, 1)
+	go func() {
+		sum, _ := v.Once(context.Background(), OnceOptions{})
+		done <- sum
+	}()
+	waitFor(t, waitTimeout, "the agent to start", func() bool { return fileExists(gateStarted(e.state, 1)) })
+	mustDo(t, os.Rename(e.abs("notes"), e.abs("notes.moved")))
+	mustDo(t, os.Symlink(outside, e.abs("notes")))
+	e.release(1)
+	<-done
+	e.close(v)
+	for name, want := range map[string]string{"n.md": decoy, "n.tieoff.md": "outside\n"} {
+		if b, _ := os.ReadFile(filepath.Join(outside, name)); string(b) != want {
+			t.Errorf("%s outside the vault was written: %q", name, b)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 2 {
+		t.Errorf("knotd created files outside the vault: %d entries", len(entries))
+	}
+}
+
+// TestAttack_HardLinkedTieOff: a tie-off with another hard link (to a file
+// anywhere on the same disk) is not appended to: the other file is
+// unchanged, and the failure is said.
+func TestAttack_HardLinkedTieOff(t *testing.T) {
+	skipOnWindows(t)
+	e := newEnv(t)
+	e.onceFresh()
+	victim := filepath.Join(e.root, ".hidden-victim")
+	mustDo(t, os.WriteFile(victim, []byte("precious\n"), 0o600))
+	mustDo(t, os.Link(victim, e.abs("a.tieoff.md")))
+	e.write("a.md", "# A\n")
+	sum, log := e.onceLogged()
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the hard-linked file was appended to: %q", b)
+	}
+	if sum.Failed != 1 || !strings.Contains(log, "hard links") {
+		t.Errorf("summary %+v; log does not say why:\n%s", sum, log)
+	}
+}
