@@ -37,6 +37,9 @@ func ExplainPath(root string, opts Options, rel string) (string, error) {
 	}
 	ignored, reason := rules.Explain(query)
 	msg := rel + ": " + reason
+	if inner := nestedVaultOf(root, rel); inner != "" && inner != rel && !ignored {
+		return rel + ": inside " + inner + ", a folder with a .knot of its own: a vault of its own, which its own knotd answers; this vault's knotd leaves it alone", nil
+	}
 	switch {
 	case ignored || isDir:
 	case strand.IsTieOff(rel):
@@ -49,4 +52,20 @@ func ExplainPath(root string, opts Options, rel string) (string, error) {
 		msg += "; it is a strand"
 	}
 	return msg, nil
+}
+
+// nestedVaultOf returns the first folder on the way from the vault root to
+// rel (rel itself included when it is a folder) that has a .knot of its
+// own, or "".
+func nestedVaultOf(root, rel string) string {
+	for i := 1; i <= len(rel); i++ {
+		if i < len(rel) && rel[i] != '/' {
+			continue
+		}
+		dir := rel[:i]
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), watcher.VaultMarker)); err == nil && fi.IsDir() {
+			return dir
+		}
+	}
+	return ""
 }

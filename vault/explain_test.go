@@ -15,6 +15,8 @@ func TestExplainPath(t *testing.T) {
 	e.write(".knotignore", "drafts/\n*.secret.md\n")
 	e.write("notes/a.md", "# A\n")
 	e.write("drafts/x.md", "# X\n")
+	e.write(".knot/config.yaml", "")
+	e.write("inner/.knot/config.yaml", "")
 	symlink := os.Symlink("a.md", e.abs("notes/link.md")) == nil
 	tests := []struct {
 		rel, want string
@@ -31,6 +33,7 @@ func TestExplainPath(t *testing.T) {
 		{"notes/a.txt", "notes/a.txt: not ignored; but it is not a strand"},
 		{"notes/.#a.md", "notes/.#a.md: not ignored; but it is not a strand"},
 		{"notes/", "notes: not ignored"},
+		{"inner/n.md", "inner/n.md: inside inner, a folder with a .knot of its own: a vault of its own"},
 		{"", "the vault root is never ignored"},
 	}
 	if symlink {
