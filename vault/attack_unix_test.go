@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,18 +26,10 @@ func outsideFile(t *testing.T, content string) string {
 	return p
 }
 
-func skipOnWindows(t *testing.T) {
-	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links and FIFOs")
-	}
-}
-
 // TestAttack_KnotLockLinkedOut: an earlier knotd truncated and overwrote
 // the file a .knot/lock symbolic link pointed to. The link is removed,
 // never followed.
 func TestAttack_KnotLockLinkedOut(t *testing.T) {
-	skipOnWindows(t)
 	e := newEnv(t)
 	victim := outsideFile(t, "precious")
 	mustDo(t, os.MkdirAll(e.abs(".knot"), 0o755))
@@ -56,7 +47,6 @@ func TestAttack_KnotLockLinkedOut(t *testing.T) {
 // notes' text) through a .knot/runs link out of the vault. Transcripts
 // live in the state directory; the link leads nowhere knotd writes.
 func TestAttack_KnotRunsLinkedOut(t *testing.T) {
-	skipOnWindows(t)
 	e := newEnv(t)
 	outside := t.TempDir()
 	mustDo(t, os.MkdirAll(e.abs(".knot"), 0o755))
@@ -75,7 +65,6 @@ func TestAttack_KnotRunsLinkedOut(t *testing.T) {
 // knotd writes nothing there (no heartbeat, no state) and reads no config
 // from there.
 func TestAttack_KnotLinkedOut(t *testing.T) {
-	skipOnWindows(t)
 	e := newEnv(t)
 	outside := t.TempDir()
 	mustDo(t, os.WriteFile(filepath.Join(outside, "config.yaml"), []byte("limits: {content: 1KiB}\n"), 0o600))
@@ -97,7 +86,6 @@ func TestAttack_KnotLinkedOut(t *testing.T) {
 // /dev/zero grew an earlier knotd to 24 GB; a FIFO blocked it forever.
 // Both are refused at once, with a message that says what to do.
 func TestAttack_ConfigIsNotAFile(t *testing.T) {
-	skipOnWindows(t)
 	tests := []struct {
 		name string
 		make func(t *testing.T, path string)
@@ -145,7 +133,6 @@ func TestAttack_ConfigIsNotAFile(t *testing.T) {
 // Nothing is written outside; the reply stays journaled (said in the log)
 // for when the folder is back.
 func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
-	skipOnWindows(t)
 	e := newEnv(t)
 	e.useAgent("claude", claudeGateBehaviour)
 	e.onceFresh()
@@ -181,7 +168,6 @@ func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
 // anywhere on the same disk) is not appended to: the other file is
 // unchanged, and the failure is said.
 func TestAttack_HardLinkedTieOff(t *testing.T) {
-	skipOnWindows(t)
 	e := newEnv(t)
 	e.onceFresh()
 	victim := filepath.Join(e.root, ".hidden-victim")
