@@ -48,9 +48,12 @@ type info struct {
 	// Root is the vault's path when the folder last served it.
 	Root string `json:"root"`
 	// Device and Inode identify the vault directory on its file system
-	// (zero on Windows).
+	// (zero on Windows), and Birth (its creation time in nanoseconds,
+	// where the file system records one) tells it from a new directory
+	// that got a deleted one's inode number.
 	Device uint64 `json:"device,omitempty"`
 	Inode  uint64 `json:"inode,omitempty"`
+	Birth  int64  `json:"birth,omitempty"`
 	// Created is when the folder was made.
 	Created time.Time `json:"created"`
 }
@@ -58,10 +61,33 @@ type info struct {
 // maxInfo bounds what is read of a vault.json.
 const maxInfo = 64 << 10
 
-// identity is the vault directory's identity on its file system.
-type identity struct{ device, inode uint64 }
+// identity is the vault directory's identity on its file system: its
+// device and inode numbers, and its birth time where the file system
+// records one (0 otherwise).
+type identity struct {
+	device, inode uint64
+	birth         int64
+}
 
 func (id identity) known() bool { return id.inode != 0 }
+
+// same reports whether a folder that recorded in, for a vault then at
+// in.Root, belongs to the vault now at root with identity id. Inode
+// numbers are reused (a directory deleted and another made is often given
+// the same one), so the inode alone is not enough: the birth time must
+// match too, or, where either is unknown, the path.
+func (id identity) same(in info, root string) bool {
+	if !id.known() || in.Inode == 0 {
+		return in.Root == root
+	}
+	if in.Inode != id.inode || in.Device != id.device {
+		return false
+	}
+	if id.birth != 0 && in.Birth != 0 {
+		return in.Birth == id.birth
+	}
+	return in.Root == root
+}
 
 // rootIdentity returns the identity of the vault directory root.
 func rootIdentity(root string) (identity, error) {
@@ -72,7 +98,9 @@ func rootIdentity(root string) (identity, error) {
 	if !fi.IsDir() {
 		return identity{}, fmt.Errorf("statedir: %s is not a directory", root)
 	}
-	return dirIdentity(fi), nil
+	id := dirIdentity(fi)
+	id.birth = birthTime(root, fi)
+	return id, nil
 }
 
 // Find returns the folder of the vault at root (an absolute path) in the
@@ -103,8 +131,6 @@ func find(home, root string, id identity) (dir string, rec info, ok bool, err er
 	if err != nil {
 		return "", info{}, false, fmt.Errorf("statedir: %w", err)
 	}
-	var byPath string
-	var byPathInfo info
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -114,15 +140,9 @@ func find(home, root string, id identity) (dir string, rec info, ok bool, err er
 		if err != nil {
 			continue // not a folder of ours, or damaged: it serves no vault
 		}
-		switch {
-		case id.known() && in.Inode == id.inode && in.Device == id.device:
+		if id.same(in, root) {
 			return d, in, true, nil
-		case !id.known() && in.Root == root && byPath == "":
-			byPath, byPathInfo = d, in
 		}
-	}
-	if byPath != "" {
-		return byPath, byPathInfo, true, nil
 	}
 	return "", info{}, false, nil
 }
@@ -233,9 +253,11 @@ func locate(home, root string, now time.Time) (Folder, error) {
 	}
 	f := Folder{Dir: dir, Root: root}
 	if ok {
-		if in.Root != root {
-			f.MovedFrom = in.Root
-			in.Root = root
+		if in.Root != root || in.Birth == 0 && id.birth != 0 || in.Inode != id.inode {
+			if in.Root != root {
+				f.MovedFrom = in.Root
+			}
+			in.Root, in.Device, in.Inode, in.Birth = root, id.device, id.inode, id.birth
 			if err := writeInfo(dir, in); err != nil {
 				return Folder{}, err
 			}
@@ -252,7 +274,7 @@ func locate(home, root string, now time.Time) (Folder, error) {
 	if err != nil {
 		return Folder{}, fmt.Errorf("statedir: %w", err)
 	}
-	in = info{Root: root, Device: id.device, Inode: id.inode, Created: now.UTC().Truncate(time.Second)}
+	in = info{Root: root, Device: id.device, Inode: id.inode, Birth: id.birth, Created: now.UTC().Truncate(time.Second)}
 	if err := writeInfo(f.Dir, in); err != nil {
 		return Folder{}, err
 	}

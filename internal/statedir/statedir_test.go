@@ -2,6 +2,7 @@ package statedir
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -374,5 +375,79 @@ func TestMigrate_LinksAreNotFollowed(t *testing.T) {
 	}
 	if _, err := os.Stat(l.Folder.StateFile()); err == nil {
 		t.Error("a store was made from the file a link pointed to")
+	}
+}
+
+func TestIdentity_Same(t *testing.T) {
+	rec := info{Root: "/v/notes", Device: 7, Inode: 42, Birth: 1000}
+	tests := []struct {
+		name string
+		id   identity
+		root string
+		want bool
+	}{
+		{"the same directory", identity{7, 42, 1000}, "/v/notes", true},
+		{"moved", identity{7, 42, 1000}, "/v/renamed", true},
+		{"another directory with the inode reused", identity{7, 42, 2000}, "/v/other", false},
+		{"another directory with the inode reused, at the same path", identity{7, 42, 2000}, "/v/notes", false},
+		{"another inode at the path", identity{7, 43, 1000}, "/v/notes", false},
+		{"another device", identity{8, 42, 1000}, "/v/notes", false},
+		{"no birth time here: the path decides", identity{7, 42, 0}, "/v/notes", true},
+		{"no birth time here, moved: a new folder", identity{7, 42, 0}, "/v/renamed", false},
+		{"no inode (Windows): the path decides", identity{}, "/v/notes", true},
+		{"no inode (Windows), another path", identity{}, "/v/other", false},
+	}
+	for _, tt := range tests {
+		if got := tt.id.same(rec, tt.root); got != tt.want {
+			t.Errorf("%s: same = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestAcquire_DeletedVaultsInodeIsAnotherVault: a directory made after a
+// vault was deleted often gets its inode number; it is another vault, and
+// never takes the deleted one's folder (its state would run the old
+// vault's notes in the new one).
+func TestAcquire_DeletedVaultsInodeIsAnotherVault(t *testing.T) {
+	home, parent := t.TempDir(), newVault(t)
+	root := filepath.Join(parent, "notes")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := mustAcquire(t, home, root)
+	dir := l.Folder.Dir
+	old, err := rootIdentity(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	reused := false
+	for i := range 50 {
+		other := filepath.Join(parent, fmt.Sprintf("other-%d", i))
+		if err := os.Mkdir(other, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		id, err := rootIdentity(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused = reused || id.inode == old.inode && id.device == old.device
+		if f, ok, err := Find(home, other); err != nil || ok {
+			t.Fatalf("Find(%s) = %+v, %v, %v; want no folder (inode reused: %v)", other, f, ok, err, reused)
+		}
+	}
+	if !reused {
+		t.Logf("no new directory got the deleted vault's inode %d here: the check above held vacuously", old.inode)
+	}
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if f := mustAcquire(t, home, root); f.Folder.Dir == dir {
+		t.Errorf("a new directory at the deleted vault's path took its folder %s", dir)
 	}
 }
