@@ -14,13 +14,17 @@
 // (runner:), or the first device to claim the vault answers until another
 // takes over: when the user says so (knotd --take-over), or, if the config
 // allows it (takeover_after:), when the answering device has been silent
-// that long. Every device reads the same heartbeats and applies the same
-// rule (the newest claim wins), so once the files have synced they agree;
-// a device that sees a newer claim than its own steps down. Two devices
-// that claim a vault at the same moment, before either sees the other's
-// heartbeat, both answer until their heartbeats sync: the tie-off markers
-// then tell each what the other answered, and the sync tool's conflict
-// copies of a tie-off are merged by run id.
+// that long. A claim has a generation: the first claim of a vault is
+// generation 1, and a takeover claims the generation after the one it
+// takes over. Every device reads the same heartbeats and applies the same
+// rule: the highest generation wins, and of equal ones the oldest claim
+// (first come, first served), then the lowest id. So once the files have
+// synced the devices agree, a device that did not yet see the answering
+// device's heartbeat (a new device, a sync delay) never takes the vault
+// from it by claiming it too, and only a takeover does. Two devices that
+// claim a vault at the same moment both answer until their heartbeats
+// sync: the tie-off markers then tell each what the other answered, and
+// the sync tool's conflict copies of a tie-off are merged by run id.
 package device
 
 import (
@@ -39,6 +43,9 @@ type Heartbeat struct {
 	// stands by. A device keeps its claim while it is stopped: it answers
 	// again when it starts, unless another device took over meanwhile.
 	Claim time.Time `json:"claim,omitzero"`
+	// Gen is the claim's generation: 1 for a first claim, one more than
+	// the claim it took over from for a takeover.
+	Gen int `json:"gen,omitempty"`
 	// Beat is when the device last wrote the file.
 	Beat time.Time `json:"beat"`
 	// Running says knotd runs on the device (false after a clean stop).
@@ -73,10 +80,16 @@ type Policy struct {
 
 // Decision is what a device should do.
 type Decision struct {
-	// Answer says the device answers the vault; Claim is then the claim
-	// its heartbeat must carry (kept, or new).
+	// Answer says the device answers the vault; Claim and Gen are then
+	// the claim its heartbeat must carry (kept, or new).
 	Answer bool
 	Claim  time.Time
+	Gen    int
+	// From, when set, is the device this one takes over from, which was
+	// still running at its last heartbeat: before it answers, this device
+	// should wait until that device's heartbeat shows it stood by (see
+	// Stepped), so that a change is not answered by both.
+	From *Heartbeat
 	// By is the heartbeat of the device that answers when it is another
 	// device (nil when this one answers, or when none is known).
 	By *Heartbeat
@@ -98,24 +111,63 @@ func Decide(me Heartbeat, others []Heartbeat, p Policy, now time.Time, takeOver 
 	if p.Runner != "" {
 		return byRunner(me, others, p.Runner, now)
 	}
-	cur, isMe := newestClaim(me, others)
+	cur, isMe := bestClaim(me, others)
 	switch {
 	case takeOver:
 		why := "you asked this device to take over"
 		if cur != nil && !isMe {
 			why += " from " + cur.Label()
 		}
-		return Decision{Answer: true, Claim: after(cur, now), Why: why}
+		return takeFrom(cur, isMe, now, p, why)
 	case cur == nil:
-		return Decision{Answer: true, Claim: now, Why: "no other device answers this vault"}
+		return Decision{Answer: true, Claim: now, Gen: 1, Why: "no other device answers this vault"}
 	case isMe:
-		return Decision{Answer: true, Claim: cur.Claim, Why: "this device answers this vault since " + stamp(cur.Claim)}
+		return Decision{Answer: true, Claim: cur.Claim, Gen: max(cur.Gen, 1), Why: "this device answers this vault since " + stamp(cur.Claim)}
 	case p.TakeoverAfter > 0 && now.Sub(cur.Beat) >= p.TakeoverAfter:
-		return Decision{Answer: true, Claim: after(cur, now),
-			Why: fmt.Sprintf("%s has been silent since %s, longer than takeover_after (%v)", cur.Label(), stamp(cur.Beat), p.TakeoverAfter)}
+		return takeFrom(cur, false, now, p,
+			fmt.Sprintf("%s has been silent since %s, longer than takeover_after (%v)", cur.Label(), stamp(cur.Beat), p.TakeoverAfter))
 	}
 	c := *cur
 	return Decision{By: &c, Why: standbyWhy(c, p, now)}
+}
+
+// takeFrom is the decision to take the vault over from cur (nil: no
+// device claims it; isMe: this device already does).
+func takeFrom(cur *Heartbeat, isMe bool, now time.Time, p Policy, why string) Decision {
+	d := Decision{Answer: true, Claim: now, Gen: 1, Why: why}
+	if cur == nil {
+		return d
+	}
+	if isMe {
+		d.Claim, d.Gen = cur.Claim, max(cur.Gen, 1)
+		return d
+	}
+	d.Gen = max(cur.Gen, 1) + 1
+	if !live(*cur, now, p) {
+		return d
+	}
+	c := *cur
+	d.From = &c
+	return d
+}
+
+// live reports whether the device of h was running when it last wrote its
+// heartbeat, and has not been silent since (a stopped or silent device has
+// no runs in progress to wait for).
+func live(h Heartbeat, now time.Time, p Policy) bool {
+	silent := 3 * Interval
+	if p.TakeoverAfter > 0 {
+		silent = min(silent, p.TakeoverAfter)
+	}
+	return h.Running && now.Sub(h.Beat) < silent
+}
+
+// Stepped reports whether the device whose heartbeat is h (the device a
+// takeover waits for, see Decision.From) no longer answers the vault: it
+// dropped its claim (it saw the takeover and stood by) or it stopped. The
+// caller bounds how long it waits, for a device it cannot hear from.
+func Stepped(h Heartbeat) bool {
+	return h.Claim.IsZero() || !h.Running
 }
 
 // byRunner decides when the configuration names the answering device.
@@ -138,9 +190,16 @@ func byRunner(me Heartbeat, others []Heartbeat, runner string, now time.Time) De
 			runner, len(matches), strings.Join(labels, ", "), matches[0].Label())
 	}
 	if len(matches) > 0 && matches[0].Device == me.Device {
-		d.Answer, d.Claim = true, me.Claim
+		d.Answer, d.Claim, d.Gen = true, me.Claim, max(me.Gen, 1)
 		if d.Claim.IsZero() {
-			d.Claim = now
+			d.Claim, d.Gen = now, 1
+			if cur, _ := bestClaim(Heartbeat{}, others); cur != nil {
+				d.Gen = max(cur.Gen, 1) + 1
+				if live(*cur, now, Policy{}) {
+					c := *cur
+					d.From = &c
+				}
+			}
 		}
 		d.Why = fmt.Sprintf("the vault config names this device as the answering device (runner: %s)", runner)
 		return d
@@ -149,7 +208,7 @@ func byRunner(me Heartbeat, others []Heartbeat, runner string, now time.Time) De
 		by := matches[0]
 		d.By = &by
 	}
-	d.Why = fmt.Sprintf("the vault config names %q as the answering device (runner: %s), and this device is %s; to answer from here, set runner: %s in .knot/config.yaml",
+	d.Why = fmt.Sprintf("the vault config names %q as the answering device (runner: %s), and this device is %s; to answer from here, set runner: %s in .knot/config.yaml and restart knotd on each device",
 		runner, runner, me.Label(), me.Name)
 	return d
 }
@@ -160,16 +219,16 @@ func names(h Heartbeat, runner string) bool {
 		len(runner) >= 8 && strings.HasPrefix(h.Device, runner)
 }
 
-// newestClaim returns the heartbeat with the newest claim among me and
-// others (ties: the lowest id), and whether it is me; nil when none
-// claims the vault.
-func newestClaim(me Heartbeat, others []Heartbeat) (*Heartbeat, bool) {
+// bestClaim returns the heartbeat whose claim wins among me and others:
+// the highest generation, then the oldest claim, then the lowest id; and
+// whether it is me. It is nil when none claims the vault.
+func bestClaim(me Heartbeat, others []Heartbeat) (*Heartbeat, bool) {
 	var best *Heartbeat
 	for _, h := range append([]Heartbeat{me}, others...) {
 		if h.Claim.IsZero() {
 			continue
 		}
-		if best == nil || h.Claim.After(best.Claim) || h.Claim.Equal(best.Claim) && h.Device < best.Device {
+		if best == nil || beats(h, *best) {
 			c := h
 			best = &c
 		}
@@ -177,13 +236,16 @@ func newestClaim(me Heartbeat, others []Heartbeat) (*Heartbeat, bool) {
 	return best, best != nil && best.Device == me.Device
 }
 
-// after returns a claim newer than cur's, now when the clocks allow: a
-// device whose clock runs behind still takes over.
-func after(cur *Heartbeat, now time.Time) time.Time {
-	if cur != nil && !now.After(cur.Claim) {
-		return cur.Claim.Add(time.Second)
+// beats reports whether the claim of a wins over that of b.
+func beats(a, b Heartbeat) bool {
+	ga, gb := max(a.Gen, 1), max(b.Gen, 1)
+	switch {
+	case ga != gb:
+		return ga > gb
+	case !a.Claim.Equal(b.Claim):
+		return a.Claim.Before(b.Claim)
 	}
-	return now
+	return a.Device < b.Device
 }
 
 // standbyWhy says why a device stands by for cur, and how to change that.

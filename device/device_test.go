@@ -15,9 +15,16 @@ var (
 	b  = Heartbeat{Device: "bbbbbbbb-0000-4000-8000-000000000002", Name: "desktop", Running: true, Beat: t0}
 )
 
-// claim returns h claiming the vault since at, last heard at beat.
+// claim returns h claiming the vault since at (generation 1), last heard
+// at beat.
 func claim(h Heartbeat, at, beat time.Time) Heartbeat {
 	h.Claim, h.Beat = at, beat
+	return h
+}
+
+// gen returns h with its claim's generation set to g.
+func gen(h Heartbeat, g int) Heartbeat {
+	h.Gen = g
 	return h
 }
 
@@ -31,6 +38,8 @@ func TestDecide(t *testing.T) {
 		takeOver  bool
 		answer    bool
 		claim     time.Time // when answering
+		gen       int       // when answering (0: 1)
+		from      string    // when answering: the device to wait for
 		by        string    // device answering when not this one
 		why, warn string    // substrings
 	}{
@@ -38,18 +47,28 @@ func TestDecide(t *testing.T) {
 		{name: "others stand by", me: a, others: []Heartbeat{b}, answer: true, claim: now},
 		{name: "my claim stands", me: claim(a, t0, now), others: []Heartbeat{b}, answer: true, claim: t0},
 		{name: "another claims", me: a, others: []Heartbeat{claim(b, t0, now)}, by: b.Device, why: "desktop (bbbbbbbb) answers this vault since 2026-11-23T12:00:00Z"},
-		{name: "a newer claim wins", me: claim(a, t0, now), others: []Heartbeat{claim(b, t0.Add(time.Minute), now)}, by: b.Device},
-		{name: "an older claim loses", me: claim(a, t0.Add(time.Minute), now), others: []Heartbeat{claim(b, t0, now)}, answer: true, claim: t0.Add(time.Minute)},
+		// Of two first claims the older wins: a device that did not yet see
+		// the answering device's heartbeat (a new device, a sync delay)
+		// does not take the vault by claiming it too.
+		{name: "an older claim wins", me: claim(a, t0, now), others: []Heartbeat{claim(b, t0.Add(time.Minute), now)}, answer: true, claim: t0},
+		{name: "a newer claim loses", me: claim(a, t0.Add(time.Minute), now), others: []Heartbeat{claim(b, t0, now)}, by: b.Device},
+		{name: "a newcomer's claim loses", me: claim(a, now, now), others: []Heartbeat{claim(b, t0, now.Add(-time.Minute))}, by: b.Device},
+		// A takeover's claim is of a later generation, and wins.
+		{name: "a takeover wins", me: claim(a, t0, now), others: []Heartbeat{gen(claim(b, t0.Add(time.Minute), now), 2)}, by: b.Device},
+		{name: "the latest takeover wins", me: gen(claim(a, t0.Add(time.Hour), now), 2), others: []Heartbeat{gen(claim(b, t0, now), 3)}, by: b.Device},
 		{name: "equal claims: the lowest id", me: claim(b, t0, now), others: []Heartbeat{claim(a, t0, now)}, by: a.Device},
 		{name: "equal claims: the lowest id answers", me: claim(a, t0, now), others: []Heartbeat{claim(b, t0, now)}, answer: true, claim: t0},
 		{name: "a stopped device keeps its claim", me: a, others: []Heartbeat{func() Heartbeat { h := claim(b, t0, t0); h.Running = false; return h }()}, by: b.Device, why: "stopped since"},
 		{name: "silence without takeover_after", me: a, others: []Heartbeat{claim(b, t0, t0)}, by: b.Device, why: "silent since"},
 		{name: "silence under takeover_after", me: a, others: []Heartbeat{claim(b, t0, now.Add(-time.Minute))}, policy: Policy{TakeoverAfter: 10 * time.Minute}, by: b.Device, why: "takes over on its own"},
-		{name: "silence over takeover_after", me: a, others: []Heartbeat{claim(b, t0, now.Add(-10*time.Minute))}, policy: Policy{TakeoverAfter: 10 * time.Minute}, answer: true, claim: now, why: "longer than takeover_after"},
-		{name: "take over", me: a, others: []Heartbeat{claim(b, t0, now)}, takeOver: true, answer: true, claim: now, why: "you asked"},
-		{name: "take over with a clock behind", me: a, others: []Heartbeat{claim(b, now.Add(time.Hour), now)}, takeOver: true, answer: true, claim: now.Add(time.Hour + time.Second)},
-		{name: "runner names me", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "LAPTOP"}, answer: true, claim: now, why: "runner: LAPTOP"},
-		{name: "runner names me by id prefix", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "aaaaaaaa"}, answer: true, claim: now},
+		{name: "silence over takeover_after", me: a, others: []Heartbeat{claim(b, t0, now.Add(-10*time.Minute))}, policy: Policy{TakeoverAfter: 10 * time.Minute}, answer: true, claim: now, gen: 2, why: "longer than takeover_after"},
+		{name: "take over", me: a, others: []Heartbeat{claim(b, t0, now)}, takeOver: true, answer: true, claim: now, gen: 2, from: b.Device, why: "you asked"},
+		{name: "take over a later generation", me: a, others: []Heartbeat{gen(claim(b, now.Add(time.Hour), now), 4)}, takeOver: true, answer: true, claim: now, gen: 5, from: b.Device},
+		{name: "take over from a stopped device: nothing to wait for", me: a, others: []Heartbeat{func() Heartbeat { h := claim(b, t0, now); h.Running = false; return h }()}, takeOver: true, answer: true, claim: now, gen: 2},
+		{name: "take over from a silent device: nothing to wait for", me: a, others: []Heartbeat{claim(b, t0, t0)}, takeOver: true, answer: true, claim: now, gen: 2},
+		{name: "take over what this device answers", me: claim(a, t0, now), others: []Heartbeat{b}, takeOver: true, answer: true, claim: t0},
+		{name: "runner names me", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "LAPTOP"}, answer: true, claim: now, gen: 2, from: b.Device, why: "runner: LAPTOP"},
+		{name: "runner names me by id prefix", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "aaaaaaaa"}, answer: true, claim: now, gen: 2, from: b.Device},
 		{name: "runner keeps my claim", me: claim(a, t0, now), policy: Policy{Runner: "laptop"}, answer: true, claim: t0},
 		{name: "runner names another", me: claim(a, t0, now), others: []Heartbeat{b}, policy: Policy{Runner: "desktop"}, by: b.Device, why: "set runner: laptop"},
 		{name: "runner names nobody known", me: claim(a, t0, now), policy: Policy{Runner: "phone"}, why: `names "phone"`},
@@ -60,6 +79,7 @@ func TestDecide(t *testing.T) {
 		// The caller's own heartbeat is what counts for it, not the copy
 		// of its file among the others (it reads its file at start).
 		{name: "my own file among the others is ignored", me: a, others: []Heartbeat{claim(a, t0, t0), claim(b, t0.Add(-time.Hour), now)}, by: b.Device},
+		{name: "equal claims: the lowest id answers, whoever asks", me: claim(b, t0, now), others: []Heartbeat{claim(a, t0, now)}, by: a.Device},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +89,12 @@ func TestDecide(t *testing.T) {
 			}
 			if tt.answer && !d.Claim.Equal(tt.claim) {
 				t.Errorf("Claim = %v; want %v", d.Claim, tt.claim)
+			}
+			if want := max(tt.gen, 1); tt.answer && d.Gen != want {
+				t.Errorf("Gen = %d; want %d", d.Gen, want)
+			}
+			if tt.answer && (d.From == nil) != (tt.from == "") || d.From != nil && d.From.Device != tt.from {
+				t.Errorf("From = %+v; want %q", d.From, tt.from)
 			}
 			if !tt.answer && tt.by != "" && (d.By == nil || d.By.Device != tt.by) {
 				t.Errorf("By = %+v; want %s", d.By, tt.by)
@@ -95,15 +121,17 @@ func TestDecide_DevicesAgree(t *testing.T) {
 			for _, ba := range beats {
 				for _, bb := range beats {
 					for _, r := range runners {
-						ha, hb := claim(a, ca, ba), claim(b, cb, bb)
-						p := Policy{Runner: r}
-						da := Decide(ha, []Heartbeat{hb}, p, now, false)
-						db := Decide(hb, []Heartbeat{ha}, p, now, false)
-						if da.Answer && db.Answer && (r != "" || !ca.IsZero() || !cb.IsZero()) {
-							t.Errorf("claims %v/%v, runner %q: both devices answer", ca, cb, r)
-						}
-						if r == "" && (!ca.IsZero() || !cb.IsZero()) && !da.Answer && !db.Answer {
-							t.Errorf("claims %v/%v: neither device answers", ca, cb)
+						for _, g := range [][2]int{{1, 1}, {1, 2}, {3, 2}} {
+							ha, hb := gen(claim(a, ca, ba), g[0]), gen(claim(b, cb, bb), g[1])
+							p := Policy{Runner: r}
+							da := Decide(ha, []Heartbeat{hb}, p, now, false)
+							db := Decide(hb, []Heartbeat{ha}, p, now, false)
+							if da.Answer && db.Answer && (r != "" || !ca.IsZero() || !cb.IsZero()) {
+								t.Errorf("claims %v/%v, runner %q: both devices answer", ca, cb, r)
+							}
+							if r == "" && (!ca.IsZero() || !cb.IsZero()) && !da.Answer && !db.Answer {
+								t.Errorf("claims %v/%v: neither device answers", ca, cb)
+							}
 						}
 					}
 				}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -19,10 +18,10 @@ import (
 const Dir = ".knot/devices"
 
 // maxHeartbeat bounds what is read of one heartbeat file, and maxDevices
-// how many are read: the files are someone else's input.
+// how many heartbeats are read: the files are someone else's input.
 const (
 	maxHeartbeat = 16 << 10
-	maxDevices   = 256
+	maxDevices   = 1024
 )
 
 // gitignore keeps the heartbeats out of git: they change at every beat and
@@ -45,8 +44,8 @@ func Read(vault *os.Root) ([]Heartbeat, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: read heartbeats: %w", err)
 	}
-	entries, err := d.ReadDir(maxDevices)
-	if cerr := d.Close(); err == nil || errors.Is(err, io.EOF) {
+	entries, err := d.ReadDir(-1)
+	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -57,6 +56,9 @@ func Read(vault *os.Root) ([]Heartbeat, error) {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || uuid.Validate(id) != nil || !e.Type().IsRegular() {
 			continue
+		}
+		if len(hs) == maxDevices {
+			return hs, fmt.Errorf("device: read heartbeats: more than %d devices in %s; read the first %d", maxDevices, Dir, maxDevices)
 		}
 		b, _, err := vaultfs.ReadFile(vault, path.Join(Dir, e.Name()), maxHeartbeat)
 		if err != nil {

@@ -12,11 +12,15 @@ import (
 // knotd's frontmatter keys. Writes always use these canonical names.
 const (
 	KeySession = "knot_session"
-	KeyResume  = "knot_resume"
-	KeyMode    = "knot_mode"
-	KeyAgent   = "knot_agent"
-	KeyModel   = "knot_model"
-	KeyEvents  = "knot_events"
+	// NewSessionValue, as the value of knot_session, asks knotd for a new
+	// conversation: it replaces it with a new session UUID at the strand's
+	// next run.
+	NewSessionValue = "new"
+	KeyResume       = "knot_resume"
+	KeyMode         = "knot_mode"
+	KeyAgent        = "knot_agent"
+	KeyModel        = "knot_model"
+	KeyEvents       = "knot_events"
 )
 
 // Mode says what knotd does with a strand's tie-off.
@@ -36,6 +40,9 @@ type Fields struct {
 	// Session is the strand's session UUID (knot_session, or the read-only
 	// aliases agent_doc_session and session), exactly as written.
 	Session string
+	// NewSession is set when knot_session is "new" (NewSessionValue): the
+	// user asks for a new conversation; Session is then "".
+	NewSession bool
 	// Resume is the agent's resume handle (knot_resume, or resume).
 	Resume string
 	// Mode is the knot_mode value as written (or agent_doc_mode, mode),
@@ -215,6 +222,10 @@ func (p *parsed) readFields() error {
 			continue
 		}
 		s, present, msg := stringValue(e.v)
+		if f == fieldSession && msg == "" && present && s == NewSessionValue && e.key == KeySession {
+			fs.NewSession = true
+			continue
+		}
 		if msg == "" && present {
 			msg = checkField(f, s)
 		}

@@ -400,3 +400,28 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+func TestParse_NewSession(t *testing.T) {
+	tests := []struct {
+		src        string
+		newSession bool
+		session    string
+		problems   int
+	}{
+		{"---\nknot_session: new\n---\n", true, "", 0},
+		{"---\nknot_session: \"new\"\n---\n", true, "", 0},
+		{"---\nknot_session: NEW\n---\n", false, "", 1},
+		{"---\nsession: new\n---\n", false, "", 1}, // the read-only alias asks for nothing
+		{"---\nknot_session: 0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21\n---\n", false, "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21", 0},
+	}
+	for _, tt := range tests {
+		doc, err := Parse([]byte(tt.src))
+		if err != nil {
+			t.Fatalf("Parse(%q) = %v", tt.src, err)
+		}
+		f := doc.Fields
+		if f.NewSession != tt.newSession || f.Session != tt.session || len(f.Problems) != tt.problems {
+			t.Errorf("Parse(%q) = NewSession %v, Session %q, %d problems; want %v, %q, %d", tt.src, f.NewSession, f.Session, len(f.Problems), tt.newSession, tt.session, tt.problems)
+		}
+	}
+}

@@ -263,3 +263,19 @@ func TestStore_DamageFoundInUseIsSignalled(t *testing.T) {
 		t.Errorf("Damage = %v; want the first damage met", err)
 	}
 }
+
+func TestStdlibFrame(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"runtime.gopanic":                         true,
+		"internal/bytealg.Compare":                true,
+		"bytes.Compare":                           true,
+		"sort.Search":                             true,
+		"go.etcd.io/bbolt.(*Cursor).search":       false,
+		"github.com/knotd/knotd/state.(*Tx).Get":  false,
+		"github.com/knotd/knotd/vault.(*Vault).x": false,
+	} {
+		if got := stdlibFrame(fn); got != want {
+			t.Errorf("stdlibFrame(%q) = %v; want %v", fn, got, want)
+		}
+	}
+}

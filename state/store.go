@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -298,7 +300,11 @@ func (s *Store) Update(fn func(*Tx) error) (err error) {
 	var fnErr error
 	defer s.recoverDamage("commit", &err, debug.SetPanicOnFault(true))
 	err = s.db.Update(func(btx *bolt.Tx) error {
-		fnErr = fn(newTx(btx))
+		tx, err := newTx(btx)
+		if err != nil {
+			return err
+		}
+		fnErr = fn(tx)
 		return fnErr
 	})
 	if err == nil {
@@ -317,7 +323,11 @@ func (s *Store) View(fn func(*Tx) error) (err error) {
 	var fnErr error
 	defer s.recoverDamage("read", &err, debug.SetPanicOnFault(true))
 	err = s.db.View(func(btx *bolt.Tx) error {
-		fnErr = fn(newTx(btx))
+		tx, err := newTx(btx)
+		if err != nil {
+			return err
+		}
+		fnErr = fn(tx)
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
@@ -362,12 +372,55 @@ func (s *Store) Damage() error {
 // memory-mapped files, that fault is a panic instead of a crash. bbolt
 // rolls the transaction back and releases its locks before the panic
 // leaves Update or View.
+//
+// A panic that started in knotd's own code called in the transaction (a
+// bug, not a damaged file) is not damage: it goes on as the panic it is.
 func (s *Store) recoverDamage(op string, err *error, was bool) {
 	debug.SetPanicOnFault(was)
 	if v := recover(); v != nil {
+		if !panickedInStore() {
+			panic(v)
+		}
 		*err = fmt.Errorf("%w: %s %s: %v", ErrCorrupt, op, s.path, v)
 	}
 	s.noteDamage(*err)
+}
+
+// panickedInStore reports whether the panic being recovered started in
+// bbolt or in this package, which reads bbolt's values straight from its
+// memory mapping (a damaged page, or a fault on the mapping), rather than
+// in a caller's code run in the transaction:
+// the first frame after runtime.gopanic that is not the runtime's or the
+// standard library's says where.
+func panickedInStore() bool {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !stdlibFrame(f.Function):
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") || strings.HasPrefix(f.Function, "github.com/knotd/knotd/state.")
+		}
+		if !more {
+			return panicking // nothing but the runtime: a fault in it
+		}
+	}
+}
+
+// stdlibFrame reports whether the function is the runtime's or the
+// standard library's (bytes.Compare reading a damaged page, say).
+func stdlibFrame(fn string) bool {
+	pkg := fn
+	if i := strings.LastIndexByte(pkg, '/'); i >= 0 {
+		pkg = pkg[i:]
+	}
+	if i := strings.IndexByte(pkg, '.'); i >= 0 {
+		pkg = fn[:len(fn)-len(pkg)+i]
+	}
+	return !strings.Contains(pkg, ".") // module paths have a dot; the standard library's do not
 }
 
 // Get returns the record of the strand at rel; ok is false if there is

@@ -18,9 +18,8 @@ type Tx struct {
 	meta, strands, content, sessions, pending, notices *bolt.Bucket
 }
 
-func newTx(btx *bolt.Tx) *Tx {
-	// checkSchema and createSchema guarantee that every bucket exists.
-	return &Tx{
+func newTx(btx *bolt.Tx) (*Tx, error) {
+	tx := &Tx{
 		tx:       btx,
 		meta:     btx.Bucket(bucketMeta),
 		strands:  btx.Bucket(bucketStrands),
@@ -29,6 +28,14 @@ func newTx(btx *bolt.Tx) *Tx {
 		pending:  btx.Bucket(bucketPending),
 		notices:  btx.Bucket(bucketNotices),
 	}
+	// checkSchema and prepareSchema made every bucket when the store was
+	// opened: one missing now is a damaged page of the root bucket.
+	for i, b := range []*bolt.Bucket{tx.meta, tx.strands, tx.content, tx.sessions, tx.pending, tx.notices} {
+		if b == nil {
+			return nil, fmt.Errorf("%w: bucket %s missing", ErrCorrupt, allBuckets[i])
+		}
+	}
+	return tx, nil
 }
 
 // Get returns the record of the strand at rel; ok is false if there is

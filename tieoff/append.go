@@ -2,6 +2,7 @@ package tieoff
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,10 +23,11 @@ const repairWindow = 64 << 10
 // directory is an error, never created. Append refuses (and writes
 // nothing to) a name that is a symbolic link, even a dangling one or one
 // to a file inside the vault, or that is not a regular file (ErrNotRegular;
-// a FIFO is refused without blocking), and a file that has other hard
-// links (ErrHardLinked): the write would reach the other names too. The
-// name is resolved inside root, so no symbolic link on the way leads out
-// of the vault.
+// a FIFO is refused without blocking). A file that has other hard links is
+// never written through, since the write would reach the other names too:
+// it is replaced by a copy with the new section (see appendByCopy), and
+// the other names keep their content. The name is resolved inside root,
+// so no symbolic link on the way leads out of the vault.
 //
 // The separator, and the section, go to the file in one write(2) on a file
 // opened with O_APPEND, followed by fsync. To choose the separator Append
@@ -57,6 +59,9 @@ func Append(root *os.Root, name string, s Section) (offset int64, err error) {
 		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
 	f, fi, err := vaultfs.OpenWrite(root, name, os.O_RDWR|os.O_APPEND|os.O_CREATE, NotePerm)
+	if errors.Is(err, vaultfs.ErrHardLinked) {
+		return appendByCopy(root, name, sec)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
@@ -81,6 +86,33 @@ func Append(root *os.Root, name string, s Section) (offset int64, err error) {
 		return 0, fmt.Errorf("tieoff: append %s: sync (the section may be in the file): %w", name, err)
 	}
 	return size + int64(len(joint)), nil
+}
+
+// appendByCopy adds the formatted section sec to the tie-off name, which
+// has other hard links (a snapshot made with cp -al or rsnapshot, or a
+// link someone planted): it is not written through the link, which would
+// change the other names too; it is replaced by a copy holding its content
+// and the new section (vaultfs.Replace: atomic, durable, the same
+// permissions), and the other names keep the old content. This one append
+// reads and writes the whole file (at most MaxReadSize); the copy has one
+// link, so the next append is an append again.
+func appendByCopy(root *os.Root, name string, sec []byte) (int64, error) {
+	old, _, err := vaultfs.ReadFile(root, name, MaxReadSize)
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s (it has other hard links, so it is copied): %w", name, err)
+	}
+	j, err := joint(bytes.NewReader(old), int64(len(old)))
+	if err != nil {
+		return 0, fmt.Errorf("tieoff: append %s: read end: %w", name, err)
+	}
+	data := append(append(old, j...), sec...)
+	if len(data) > MaxReadSize {
+		return 0, fmt.Errorf("tieoff: append %s (it has other hard links, so it is copied): %w", name, ErrTooLarge)
+	}
+	if err := vaultfs.Replace(root, name, data, vaultfs.ReplaceOptions{}); err != nil {
+		return 0, fmt.Errorf("tieoff: append %s (it has other hard links, so it is copied): %w", name, err)
+	}
+	return int64(len(old) + len(j)), nil
 }
 
 // undo truncates a partial write of n bytes at the end of a file that had

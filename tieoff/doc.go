@@ -136,9 +136,9 @@
 // vault; a symbolic link at the tie-off's own name is never followed, not
 // even to a note inside the vault; a FIFO, a directory or anything else
 // that is not a regular file is refused (ErrNotRegular) without blocking;
-// a tie-off with other hard links is never appended to (ErrHardLinked),
-// and Replace, which renames a new file over it, leaves the other names
-// their old content. Every read is bounded: Read and MergeFile refuse a
+// a tie-off with other hard links is never appended to: Append and
+// Replace put a new file at its name (a copy with the new section, or the
+// new section alone), and the other names keep their old content. Every read is bounded: Read and MergeFile refuse a
 // file larger than MaxReadSize (ErrTooLarge), Tail reads at most its byte
 // budget (at most MaxReadSize), Append reads at most the last 64 KiB, and
 // HasRun reads in chunks of at most 64 KiB.

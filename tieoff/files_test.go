@@ -171,9 +171,11 @@ func TestFiles_LinkOutOfVault(t *testing.T) {
 	}
 }
 
-// TestFiles_HardLinked: Append never writes to a tie-off with other hard
-// links; Replace replaces it by a rename, so the other name keeps the old
-// content; reading is allowed.
+// TestFiles_HardLinked: Append never writes through a tie-off with other
+// hard links (a cp -al snapshot, a planted link): it replaces the tie-off
+// by a copy with the new section, and the other name keeps the old
+// content; the next append is a plain append again. Replace replaces it by
+// a rename likewise; reading is allowed.
 func TestFiles_HardLinked(t *testing.T) {
 	root, dir := testVault(t)
 	const name = "n.tieoff.md"
@@ -187,15 +189,6 @@ func TestFiles_HardLinked(t *testing.T) {
 				t.Skipf("hard link: %v", err)
 			}
 			defer os.Remove(other)
-			s := mkSection(1, strand.Modified, "n.md", "Second reply.")
-			if _, err := Append(root, name, s); !errors.Is(err, ErrHardLinked) || !errors.Is(err, vaultfs.ErrHardLinked) {
-				t.Errorf("Append(hard-linked) = %v; want ErrHardLinked", err)
-			}
-			for _, p := range []string{path, other} {
-				if b := mustReadFile(t, p); !bytes.Equal(b, old) {
-					t.Errorf("%s changed: %q", p, b)
-				}
-			}
 			if secs := mustRead(t, root, name); len(secs) != 1 {
 				t.Errorf("Read(hard-linked) = %d sections; want 1", len(secs))
 			}
@@ -204,6 +197,30 @@ func TestFiles_HardLinked(t *testing.T) {
 			}
 			if w, err := Tail(root, name, 1, 0); err != nil || len(w.Sections) != 1 {
 				t.Errorf("Tail(hard-linked) = %d sections, %v", len(w.Sections), err)
+			}
+			s := mkSection(1, strand.Modified, "n.md", "Second reply.")
+			off, err := Append(root, name, s)
+			if err != nil {
+				t.Fatalf("Append(hard-linked) = %v", err)
+			}
+			if b := mustReadFile(t, other); !bytes.Equal(b, old) {
+				t.Errorf("the other link changed: %q", b)
+			}
+			secs := mustRead(t, root, name)
+			if len(secs) != 2 || secs[1].RunID != s.RunID || secs[1].Offset != off {
+				t.Errorf("after the append the tie-off holds %d sections (offset %d, want %d)", len(secs), secs[len(secs)-1].Offset, off)
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := links(fi); n != 1 {
+				t.Errorf("the tie-off has %d links after the append; want its own copy", n)
+			}
+			mustAppend(t, root, name, mkSection(2, strand.Modified, "n.md", "Third reply."))
+			// Back to the first section alone, for the next case.
+			if err := os.WriteFile(path, old, 0o644); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

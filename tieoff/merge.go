@@ -37,7 +37,7 @@ type MergeReport struct {
 	LeftOut []ParseError
 	// Removed reports that MergeFile removed the copy: the merge was
 	// complete and durable. (When the tie-off did not exist, the copy was
-	// renamed to it.)
+	// linked to its name, then removed under its own.)
 	Removed bool
 }
 
@@ -337,8 +337,11 @@ var ErrChanged = errors.New("tieoff: the file changed while it was being merged"
 // is not written (ErrTooLarge). If either file changed since it was read,
 // MergeFile stops with an error wrapping ErrChanged.
 //
-// If the tie-off does not exist, the copy simply becomes it: it is renamed
-// to name, and the directory synced.
+// If the tie-off does not exist, the copy simply becomes it: it is linked
+// to name (which fails, and the merge is done instead, if a tie-off
+// appeared meanwhile: a rename would replace that one), its own name is
+// removed, and the directory synced. On a file system without hard links
+// it is renamed to name instead.
 //
 // The caller must make sure that nobody appends to the tie-off while
 // MergeFile runs (knotd merges from the same place where it appends).
@@ -355,13 +358,28 @@ func MergeFile(root *os.Root, name, copyName string) (report MergeReport, err er
 	}
 	odata, ofi, err := vaultfs.ReadFile(root, name, MaxReadSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := root.Rename(filepath.FromSlash(copyName), filepath.FromSlash(name)); err != nil {
-			return fail(err)
+		// The copy becomes the tie-off: linked to its name, which fails if
+		// a tie-off appeared meanwhile (a rename would replace it), then
+		// removed under its own name.
+		switch err := root.Link(filepath.FromSlash(copyName), filepath.FromSlash(name)); {
+		case errors.Is(err, fs.ErrExist):
+			return MergeFile(root, name, copyName)
+		case err != nil:
+			// No hard links here (FAT, some network and FUSE file
+			// systems): a rename, which the appearing tie-off's race
+			// remains open for.
+			if err := root.Rename(filepath.FromSlash(copyName), filepath.FromSlash(name)); err != nil {
+				return fail(err)
+			}
+		default:
+			if err := root.Remove(filepath.FromSlash(copyName)); err != nil {
+				return fail(fmt.Errorf("the copy is the tie-off now, but removing its old name: %w", err))
+			}
 		}
 		secs, _ := Parse(cdata)
 		report.Added, report.Removed = len(secs), true
 		if err := syncDirs(root, name, copyName); err != nil {
-			return fail(fmt.Errorf("the copy is renamed, but: %w", err))
+			return fail(fmt.Errorf("the copy is the tie-off now, but: %w", err))
 		}
 		return report, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
@@ -80,15 +81,15 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 	if sec.Failed {
 		rec.LastOutcome = state.OutcomeFailed
 	}
-	if sec.Session != "" {
-		rec.Session = sec.Session
+	if s := markerSession(sec); s != "" {
+		rec.Session = s
 	}
 	err := v.store.Put(rec, w.content)
 	if errors.Is(err, state.ErrSessionTaken) {
 		// The session belongs to another strand here (this one is a copy
 		// of it): the first run gives this strand one of its own.
 		rec.Session, rec.Resume = w.rec.Session, w.rec.Resume
-		if rec.Session == sec.Session {
+		if rec.Session == markerSession(sec) {
 			rec.Session, rec.Resume = "", ""
 		}
 		err = v.store.Put(rec, w.content)
@@ -115,4 +116,15 @@ func (v *Vault) loadTail(w *work) {
 		w.tail, w.tailErr = v.readTail(w.rel)
 		w.tailRead = true
 	}
+}
+
+// markerSession returns the session a section's marker records, if it is
+// a session knotd can use (a UUID, as knot_session must be); "" otherwise.
+// The marker is someone else's input: a bad one must never become a
+// note's session.
+func markerSession(sec tieoff.Section) string {
+	if _, err := uuid.Parse(sec.Session); err != nil || len(sec.Session) != 36 {
+		return ""
+	}
+	return sec.Session
 }

@@ -32,13 +32,21 @@ func (v *Vault) heartbeat() time.Duration {
 // decide reads the devices' heartbeats, decides whether this device
 // answers the vault, and writes this device's heartbeat when its claim
 // changes (kept, made, or dropped) or its last one is device.Interval old.
-// takeOver says the user asked this device to answer. A heartbeat that
-// cannot be read or written is said once and does not stop the pass:
-// alone with a vault, a device still answers it.
+// takeOver says the user asked this device to answer.
+//
+// A device answers only on a claim it wrote: if its heartbeat cannot be
+// written, other devices cannot see that it answers, and it stands by,
+// saying why. If the others' heartbeats cannot be read, the device keeps
+// its last decision (at first it decides on what it could read: a claim
+// it makes then never takes the vault from a device that claimed it
+// before, see package device).
 func (v *Vault) decide(takeOver bool) device.Decision {
-	others, err := device.Read(v.fs)
-	if err != nil {
-		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats; this device decides as if it were alone", "err", err)
+	others, rerr := device.Read(v.fs)
+	if rerr != nil {
+		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
+		if last := v.lastDecision(); last != nil && !takeOver {
+			return *last
+		}
 	}
 	me := v.me()
 	now := v.now().UTC()
@@ -46,15 +54,27 @@ func (v *Vault) decide(takeOver bool) device.Decision {
 	if d.Warning != "" {
 		v.warnOnce(device.Dir, d.Warning)
 	}
-	claim := time.Time{}
+	claim, gen := time.Time{}, 0
 	if d.Answer {
-		claim = d.Claim
+		claim, gen = d.Claim, d.Gen
 	}
-	if !claim.Equal(me.Claim) || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
-		me.Claim, me.Beat, me.Running = claim, now, true
-		v.writeBeat(me)
+	if !claim.Equal(me.Claim) || gen != me.Gen || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
+		me.Claim, me.Gen, me.Beat, me.Running = claim, gen, now, true
+		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry {
+			d = device.Decision{Why: fmt.Sprintf("this device cannot write its heartbeat into the vault (%v), so no other device could see that it answers; it stands by until it can", err)}
+		}
 	}
+	v.beatMu.Lock()
+	v.decided = &d
+	v.beatMu.Unlock()
 	return d
+}
+
+// lastDecision returns the last decision decide made, or nil.
+func (v *Vault) lastDecision() *device.Decision {
+	v.beatMu.Lock()
+	defer v.beatMu.Unlock()
+	return v.decided
 }
 
 // me returns this device's heartbeat as it last wrote it (read from the
@@ -67,7 +87,7 @@ func (v *Vault) me() device.Heartbeat {
 		if hs, err := device.Read(v.fs); err == nil {
 			for _, o := range hs {
 				if o.Device == v.device.ID {
-					h.Claim = o.Claim
+					h.Claim, h.Gen = o.Claim, o.Gen
 				}
 			}
 		}
@@ -78,16 +98,59 @@ func (v *Vault) me() device.Heartbeat {
 	return h
 }
 
-// writeBeat writes this device's heartbeat h into the vault.
-func (v *Vault) writeBeat(h device.Heartbeat) {
+// writeBeat writes this device's heartbeat h into the vault; an error is
+// said once, and returned.
+func (v *Vault) writeBeat(h device.Heartbeat) error {
 	v.beatMu.Lock()
 	v.mine = &h
 	v.beatMu.Unlock()
 	if v.dry {
+		return nil
+	}
+	err := device.Write(v.fs, h, v.inGit())
+	if err != nil {
+		v.warnOnce(device.Dir, "cannot write this device's heartbeat into the vault; other devices cannot see whether it answers", "err", err)
+	}
+	return err
+}
+
+// handoverWait bounds how long a device that takes a vault over waits for
+// the device it takes over from to stand by (its heartbeat shows it): two
+// checks of that device and a sync tool's delay.
+const handoverWait = 2*device.Check + 10*time.Second
+
+// waitHandover waits, before this device answers, until the device it
+// took the vault over from, which was still running, stood by (it then
+// stopped its runs in progress without appending them, so that a change
+// is not answered by both), at most handoverWait (a device it cannot hear
+// from is not waited for longer). It returns early when ctx ends.
+func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
+	if from == nil || v.dry {
 		return
 	}
-	if err := device.Write(v.fs, h, v.inGit()); err != nil {
-		v.warnOnce(device.Dir, "cannot write this device's heartbeat into the vault; other devices cannot see that it answers", "err", err)
+	v.log.Info("waiting for the device this one takes over from to stand by", "from", from.Label(), "at_most", handoverWait)
+	deadline := time.NewTimer(handoverWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(min(v.heartbeat(), time.Second))
+	defer tick.Stop()
+	for {
+		hs, err := device.Read(v.fs)
+		if err == nil {
+			for _, h := range hs {
+				if h.Device == from.Device && device.Stepped(h) {
+					v.log.Info("the device this one takes over from stands by", "from", from.Label())
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			v.log.Warn("the device this one takes over from did not say it stands by in time; answering all the same (a change it was answering meanwhile may get an answer from each)", "from", from.Label())
+			return
+		case <-tick.C:
+		}
 	}
 }
 
@@ -97,7 +160,7 @@ func (v *Vault) writeBeat(h device.Heartbeat) {
 func (v *Vault) stopBeat() {
 	h := v.me()
 	h.Beat, h.Running = v.now().UTC(), false
-	v.writeBeat(h)
+	_ = v.writeBeat(h) // said once by writeBeat; knotd is stopping all the same
 }
 
 // inGit reports whether the vault is inside a git work tree (a .git at
@@ -147,12 +210,17 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 			}
 			continue
 		}
+		v.waitHandover(ctx, d.From)
+		if ctx.Err() != nil {
+			return nil
+		}
 		answerCtx, stepDown := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Go(func() { v.keepAnswering(answerCtx, stepDown, &said) })
 		err := v.answerWatch(answerCtx, opts)
 		stepDown()
 		wg.Wait()
+		v.steppingDown.Store(false)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
@@ -195,8 +263,9 @@ func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, 
 		}
 		d := v.decide(false)
 		if !d.Answer {
-			v.log.Warn("another device answers the vault now: this device stops answering and stands by; "+d.Why, "device", v.device.Name)
+			v.log.Warn("another device answers the vault now: this device stops answering (its runs in progress are stopped, their changes left to that device) and stands by; "+d.Why, "device", v.device.Name)
 			*said = d.Why
+			v.steppingDown.Store(true) // no grace period: the other device answers what these runs were answering
 			stepDown()
 			return
 		}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/tieoff"
 )
 
 // .knot/ and every folder travel with the vault, so they are someone
@@ -165,8 +167,9 @@ func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
 }
 
 // TestAttack_HardLinkedTieOff: a tie-off with another hard link (to a file
-// anywhere on the same disk) is not appended to: the other file is
-// unchanged, and the failure is said.
+// anywhere on the same disk, or a cp -al snapshot) is never written
+// through: the other file is unchanged, and the tie-off gets a copy of its
+// own with the section; the note is not held up.
 func TestAttack_HardLinkedTieOff(t *testing.T) {
 	e := newEnv(t)
 	e.onceFresh()
@@ -174,11 +177,18 @@ func TestAttack_HardLinkedTieOff(t *testing.T) {
 	mustDo(t, os.WriteFile(victim, []byte("precious\n"), 0o600))
 	mustDo(t, os.Link(victim, e.abs("a.tieoff.md")))
 	e.write("a.md", "# A\n")
-	sum, log := e.onceLogged()
-	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
-		t.Errorf("the hard-linked file was appended to: %q", b)
+	if sum := e.onceFresh(); sum.Ran != 1 || sum.Failed != 0 {
+		t.Errorf("summary %+v; want the run answered", sum)
 	}
-	if sum.Failed != 1 || !strings.Contains(log, "hard links") {
-		t.Errorf("summary %+v; log does not say why:\n%s", sum, log)
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the hard-linked file was written through: %q", b)
+	}
+	e.write("a.md", "# A, edited\n")
+	if sum := e.onceFresh(); sum.Ran != 1 || sum.Failed != 0 {
+		t.Errorf("the next run: %+v", sum)
+	}
+	secs, _, err := tieoff.Read(e.vaultRoot(), "a.tieoff.md")
+	if err != nil || !strings.HasPrefix(e.read("a.tieoff.md"), "precious\n") || len(secs) != 2 {
+		t.Errorf("the tie-off = %q, %v; want its old content and both sections", e.read("a.tieoff.md"), err)
 	}
 }

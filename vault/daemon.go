@@ -34,7 +34,7 @@ type Summary struct {
 	// Adopted counts the strands recorded without a run on first contact
 	// because their tie-off holds no answer of theirs; Answered those
 	// recorded as answered by the newest section of their tie-off. The
-	// strands changed or gone since their last answer are among Runs.
+	// strands changed since their last answer are among Runs.
 	Adopted  int `json:"adopted"`
 	Answered int `json:"answered"`
 	// Ran counts runs; OK and Failed split them. Skipped counts changes
@@ -79,7 +79,7 @@ func (t *tally) add(rep RunReport) {
 // with All, runs them all); otherwise it reconciles the whole vault and
 // runs every strand that changed since the last pass, then waits for the
 // runs to finish. Canceling ctx stops it early; runs cut short stay pending.
-func (v *Vault) Once(ctx context.Context, opts OnceOptions) (_ Summary, err error) {
+func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
 	start := time.Now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
 	defer v.stopBeat()
@@ -88,7 +88,8 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (_ Summary, err erro
 			err = derr // whatever the pass met first, the damage is what to say
 		}
 	}()
-	if d := v.decide(opts.TakeOver); !d.Answer {
+	d := v.decide(opts.TakeOver)
+	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
 		t.sum.Standby = standbyReason(d)
 		if _, seen, err := v.store.Adopted(); err != nil {
@@ -99,6 +100,27 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (_ Summary, err erro
 		}
 		return t.sum, nil
 	}
+	v.waitHandover(ctx, d.From)
+	// The pass goes on deciding at every heartbeat, like the daemon: a
+	// pass longer than takeover_after stays heard, and a takeover during
+	// the pass stops it (its runs in progress without appending them).
+	passCtx, stepDown := context.WithCancel(ctx)
+	said := d.Why
+	var kw sync.WaitGroup
+	kw.Go(func() { v.keepAnswering(passCtx, stepDown, &said) })
+	defer func() {
+		stepDown()
+		kw.Wait()
+		if v.steppingDown.Swap(false) && ctx.Err() == nil {
+			if last := v.lastDecision(); last != nil {
+				res.Standby = standbyReason(*last)
+			}
+			if errors.Is(err, context.Canceled) {
+				err = nil // the pass stopped because another device took over
+			}
+		}
+	}()
+	ctx = passCtx
 	pending, adoption, err := v.catchUp(opts.All)
 	if err != nil {
 		return t.sum, err
@@ -142,7 +164,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (_ Summary, err erro
 
 // catchUp is the start of every pass: on first contact (unless all) it
 // adopts the vault (see adopt), then reconciles the whole vault, which
-// finds the strands changed or gone since their last answer; with all
+// finds the strands changed since their last answer; with all
 // every strand on disk and every recorded one is pending.
 func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
 	_, seen, err := v.store.Adopted()
@@ -153,7 +175,7 @@ func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
 		if a, err = v.firstContact(); err != nil {
 			return nil, a, err
 		}
-		if a.Changed+a.Gone == 0 {
+		if a.Changed == 0 {
 			return nil, a, nil
 		}
 	}
@@ -180,8 +202,8 @@ func (v *Vault) firstContact() (Adoption, error) {
 	if err != nil {
 		return a, err
 	}
-	v.log.Info("first contact with this vault on this device: strands whose tie-off answers them are recorded as answered, those changed or gone since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
-		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed, "gone", a.Gone)
+	v.log.Info("first contact with this vault on this device: strands whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
+		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed)
 	return a, nil
 }
 
@@ -227,7 +249,11 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		timer = time.AfterFunc(v.grace, cancelRuns)
+		grace := v.grace
+		if v.steppingDown.Load() {
+			grace = 0 // another device answers what these runs were answering
+		}
+		timer = time.AfterFunc(grace, cancelRuns)
 	})
 	release = func() {
 		stop()

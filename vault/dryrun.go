@@ -110,16 +110,14 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 		switch p.kind {
 		case changedKind:
 			runs = append(runs, fmt.Sprintf("==> Modified %s: changed since its tie-off's last answer (run %s); the prompt shows no Changes, since knotd keeps no earlier version of it here", p.rec.Path, p.rec.LastRunID))
-		case goneKind:
-			runs = append(runs, fmt.Sprintf("==> Deleted %s: gone since its tie-off's last answer (run %s)", p.rec.Path, p.rec.LastRunID))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed and %d gone since their last answer (use --all to run them all)\n",
-		a.Adopted, a.Answered, a.Changed, a.Gone)
+	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed since their last answer (use --all to run them all)\n",
+		a.Adopted, a.Answered, a.Changed)
 	for _, r := range runs {
 		fmt.Fprintln(w, r)
 	}

@@ -343,7 +343,27 @@ func (v *Vault) prepare(rel string, job Job) (*work, string, error) {
 	if doc.Fields.Resume != "" {
 		w.resume = doc.Fields.Resume
 	}
+	if doc.Fields.NewSession {
+		return w, "", v.newConversation(w)
+	}
 	return w, "", v.ensureSession(w, doc.Fields.Session)
+}
+
+// newConversation gives the strand, whose knot_session is "new", a new
+// session: the conversation starts afresh, its resume handle dropped.
+func (v *Vault) newConversation(w *work) error {
+	id := uuid.NewString()
+	updated, err := frontmatter.MergeFields(w.content, map[string]any{frontmatter.KeySession: id, frontmatter.KeyResume: nil})
+	if err != nil {
+		return err
+	}
+	v.log.Info("strand asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
+	if err := v.writeStrand(w, updated); err != nil {
+		return err
+	}
+	w.session, w.newSession, w.resume = id, true, ""
+	w.fields.Session, w.fields.Resume = id, ""
+	return nil
 }
 
 // prepareDeleted sets up the Deleted run of a recorded strand that is gone.
@@ -441,7 +461,7 @@ func (v *Vault) ensureSession(w *work, have string) error {
 		// strand gets its session back.
 		updated, err := frontmatter.SetSession(w.content, id)
 		if err != nil {
-			return err
+			return err // the frontmatter cannot be edited: said as the run's failure
 		}
 		w.session, w.newSession = id, false
 		w.fields.Session = id

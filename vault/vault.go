@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/device"
@@ -82,9 +83,13 @@ type Vault struct {
 	claims claims // strand paths being worked on
 	copies copies // conflict copies of tie-offs waiting to be merged
 
-	beat   time.Duration     // heartbeat interval (0: device.Interval)
-	beatMu sync.Mutex        // guards mine
-	mine   *device.Heartbeat // this device's heartbeat as last written
+	beat    time.Duration     // heartbeat interval (0: device.Check)
+	beatMu  sync.Mutex        // guards mine and decided
+	mine    *device.Heartbeat // this device's heartbeat as last written
+	decided *device.Decision  // the last decision about answering
+	// steppingDown is set while a device that another took over from
+	// stops: its runs get no grace period.
+	steppingDown atomic.Bool
 
 	// hooks lets tests observe the daemon (see hooks).
 	hooks hooks
@@ -391,11 +396,9 @@ type Adoption struct {
 	Adopted int `json:"adopted"`
 	// Answered counts strands whose tie-off already answers them.
 	Answered int `json:"answered"`
-	// Changed counts strands changed since their tie-off's last answer,
-	// and Gone the strands gone since their last answer: each gets one
-	// run in the pass that follows.
+	// Changed counts strands changed since their tie-off's last answer:
+	// each gets one run in the pass that follows.
 	Changed int `json:"changed"`
-	Gone    int `json:"gone"`
 }
 
 // adopt records what knotd knows of a vault it has no state for: first
@@ -410,10 +413,12 @@ type Adoption struct {
 //     so the next pass runs it once (Modified);
 //   - a strand whose tie-off holds no answer knotd can read (none, or
 //     sections written before markers recorded hashes) is adopted: recorded
-//     as processed, no agent runs, as on first contact with any vault;
-//   - a tie-off whose strand is gone, and whose newest section answered
-//     that strand (not its deletion), gives the strand a record without
-//     content, so the next pass answers the deletion once.
+//     as processed, no agent runs, as on first contact with any vault.
+//
+// A strand that is gone leaves nothing to record: a tie-off whose strand
+// was deleted since its last answer gets no Deleted run on a device that
+// has no state of it, since knotd knows neither the strand's last content
+// nor its settings (knot_events may leave deletions out).
 func (v *Vault) adopt() (Adoption, error) {
 	var a Adoption
 	now := v.now().UTC()
@@ -468,7 +473,6 @@ const (
 	adoptedKind  adoptKind = iota // no answer in its tie-off: processed as it is
 	answeredKind                  // its tie-off answers it
 	changedKind                   // changed since its tie-off's last answer
-	goneKind                      // gone since its tie-off's last answer
 )
 
 func (a *Adoption) count(k adoptKind) {
@@ -479,8 +483,6 @@ func (a *Adoption) count(k adoptKind) {
 		a.Answered++
 	case changedKind:
 		a.Changed++
-	case goneKind:
-		a.Gone++
 	}
 }
 
@@ -488,22 +490,23 @@ func (a *Adoption) count(k adoptKind) {
 type adoptee struct {
 	kind    adoptKind
 	rec     state.Record
-	content []byte // nil: not kept (changed, gone, or too big)
+	content []byte // nil: not kept (changed, or too big)
 	session string // from the tie-off's marker
 }
 
-// survey looks at every strand and every tie-off of the vault as adopt
-// does, and calls fn with each strand's adoptee, in path order for the
-// strands on disk, then for the strands gone; it writes nothing.
+// survey looks at every strand of the vault and its tie-off as adopt
+// does, and calls fn with each strand's adoptee, in path order; it writes
+// nothing.
 func (v *Vault) survey(fn func(adoptee) error) error {
-	var paths, tieOffs []string
+	var paths []string
+	tieOffs := map[string]bool{} // the strands whose tie-off is there
 	isStrandOrTieOff := func(rel string) bool {
 		_, ok := strand.StrandPath(rel)
 		return ok || strand.IsStrandPath(rel)
 	}
 	err := v.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
-		if _, ok := strand.StrandPath(rel); ok {
-			tieOffs = append(tieOffs, rel)
+		if s, ok := strand.StrandPath(rel); ok {
+			tieOffs[s] = true
 		} else {
 			paths = append(paths, rel)
 		}
@@ -513,26 +516,11 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 	}
 	slices.Sort(paths) // in key order: bbolt fills its pages best that way
 	for _, rel := range paths {
-		p, ok := v.surveyStrand(rel)
+		p, ok := v.surveyStrand(rel, tieOffs[rel])
 		if !ok {
 			continue
 		}
 		if err := fn(p); err != nil {
-			return err
-		}
-	}
-	slices.Sort(tieOffs)
-	for _, t := range tieOffs {
-		rel, _ := strand.StrandPath(t)
-		if _, found := slices.BinarySearch(paths, rel); found {
-			continue
-		}
-		sec, ok, err := v.newestAnswer(rel, nil)
-		if err != nil || !ok || sec.Hash == "" || sec.Event == strand.Deleted {
-			continue // no answer of this strand's to follow up
-		}
-		rec := state.Record{Path: rel, LastRunID: sec.RunID, Turns: 1, LastOutcome: outcomeOf(sec)}
-		if err := fn(adoptee{kind: goneKind, rec: rec, session: sec.Session}); err != nil {
 			return err
 		}
 	}
@@ -541,7 +529,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 
 // surveyStrand is survey's look at the strand rel on disk; ok is false
 // when it cannot be read (it is said, and processed when it can be).
-func (v *Vault) surveyStrand(rel string) (adoptee, bool) {
+func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	content, hash, info, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
 	if err != nil {
 		v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)
@@ -551,6 +539,9 @@ func (v *Vault) surveyStrand(rel string) (adoptee, bool) {
 		content = nil
 	}
 	p := adoptee{rec: state.Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
+	if !hasTieOff {
+		return p, true
+	}
 	sec, ok, err := v.newestAnswer(rel, nil)
 	if err != nil {
 		v.log.Warn("cannot read the strand's tie-off; adopting the strand as it is", "strand", rel, "err", err)
@@ -559,7 +550,7 @@ func (v *Vault) surveyStrand(rel string) (adoptee, bool) {
 		return p, true
 	}
 	p.rec.LastRunID, p.rec.Turns, p.rec.LastOutcome = sec.RunID, 1, outcomeOf(sec)
-	p.session = sec.Session
+	p.session = markerSession(sec)
 	if content != nil && sec.Hash == markerHash(content) {
 		p.kind = answeredKind
 		return p, true

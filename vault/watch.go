@@ -52,7 +52,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 			return err
 		}
 	case !seen:
-		// The strands changed or gone since their last answer are found
+		// The strands changed since their last answer are found
 		// by the startup rescan, like any change made while knotd was
 		// stopped.
 		if _, err := v.firstContact(); err != nil {

@@ -35,7 +35,7 @@ Usage:
 
 On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows
-they changed (or were deleted) since their last answer, which run once. From
+they changed since their last answer, which run once. From
 then on every created, modified or deleted note gets exactly one run,
 including changes made while knotd was not running. --all runs every note
 instead. VAULT may be any folder of a vault (one with .knot above it).
