@@ -34,18 +34,22 @@ func (v *Vault) heartbeat() time.Duration {
 // changes (kept, made, or dropped) or its last one is device.Interval old.
 // takeOver says the user asked this device to answer.
 //
-// A device answers only on a claim it wrote: if its heartbeat cannot be
-// written, other devices cannot see that it answers, and it stands by,
-// saying why. If the others' heartbeats cannot be read, the device keeps
+// A device that shares the vault with others answers only on a claim it
+// wrote: if its heartbeat cannot be written, the others cannot see that it
+// answers, and it stands by, saying why (alone with the vault, it answers
+// all the same, and says that the heartbeat could not be written). If the others' heartbeats cannot be read, the device keeps
 // its last decision (at first it decides on what it could read: a claim
 // it makes then never takes the vault from a device that claimed it
 // before, see package device).
-func (v *Vault) decide(takeOver bool) device.Decision {
+//
+// The error is set when the device stands by because its heartbeat could
+// not be written (a pass reports it as a failure).
+func (v *Vault) decide(takeOver bool) (device.Decision, error) {
 	others, rerr := device.Read(v.fs)
 	if rerr != nil {
 		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
 		if last := v.lastDecision(); last != nil && !takeOver {
-			return *last
+			return *last, nil
 		}
 	}
 	me := v.me()
@@ -54,20 +58,24 @@ func (v *Vault) decide(takeOver bool) device.Decision {
 	if d.Warning != "" {
 		v.warnOnce(device.Dir, d.Warning)
 	}
+	var standErr error
 	claim, gen := time.Time{}, 0
 	if d.Answer {
 		claim, gen = d.Claim, d.Gen
 	}
 	if !claim.Equal(me.Claim) || gen != me.Gen || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
 		me.Claim, me.Gen, me.Beat, me.Running = claim, gen, now, true
-		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry {
-			d = device.Decision{Why: fmt.Sprintf("this device cannot write its heartbeat into the vault (%v), so no other device could see that it answers; it stands by until it can", err)}
+		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry && (len(others) > 0 || d.From != nil) {
+			// Other devices share the vault and could not see this one's
+			// claim: answering would make two answering devices.
+			d = device.Decision{Why: fmt.Sprintf("this device cannot write its heartbeat into the vault (%v), so the other devices could not see that it answers; it stands by until it can", err)}
+			standErr = fmt.Errorf("vault: %s", d.Why)
 		}
 	}
 	v.beatMu.Lock()
 	v.decided = &d
 	v.beatMu.Unlock()
-	return d
+	return d, standErr
 }
 
 // lastDecision returns the last decision decide made, or nil.
@@ -191,10 +199,18 @@ var ErrStandby = errors.New("another device answers this vault")
 // answerWatch for the rest. It returns nil when ctx ends.
 func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	defer v.stopBeat()
+	// First contact comes first, answering or not (see Once).
+	if _, seen, err := v.store.Adopted(); err != nil {
+		return err
+	} else if !seen && !opts.All {
+		if _, err := v.firstContact(); err != nil {
+			return err
+		}
+	}
 	takeOver := opts.TakeOver
 	var said string
 	for {
-		d := v.decide(takeOver)
+		d, _ := v.decide(takeOver) // a heartbeat that cannot be written is said, and tried again
 		takeOver = false
 		if d.Why != said {
 			if d.Answer {
@@ -228,17 +244,8 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	}
 }
 
-// standBy waits one heartbeat, keeping this device's state current on
-// first contact (so that a takeover knows which notes changed since), or
-// returns when ctx ends.
+// standBy waits one heartbeat, or returns when ctx ends.
 func (v *Vault) standBy(ctx context.Context) error {
-	if _, seen, err := v.store.Adopted(); err != nil {
-		return err
-	} else if !seen {
-		if _, err := v.firstContact(); err != nil {
-			return err
-		}
-	}
 	t := time.NewTimer(v.heartbeat())
 	defer t.Stop()
 	select {
@@ -261,7 +268,7 @@ func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, 
 			return
 		case <-t.C:
 		}
-		d := v.decide(false)
+		d, _ := v.decide(false)
 		if !d.Answer {
 			v.log.Warn("another device answers the vault now: this device stops answering (its runs in progress are stopped, their changes left to that device) and stands by; "+d.Why, "device", v.device.Name)
 			*said = d.Why

@@ -88,17 +88,23 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 			err = derr // whatever the pass met first, the damage is what to say
 		}
 	}()
-	d := v.decide(opts.TakeOver)
+	// First contact comes first, answering or not: what is in the vault
+	// when knotd first sees it is adopted (or rebuilt from its tie-offs),
+	// and what changes from then on is a change.
+	var adoption Adoption
+	if _, seen, err := v.store.Adopted(); err != nil {
+		return t.sum, err
+	} else if !seen && !opts.All {
+		if adoption, err = v.firstContact(); err != nil {
+			return t.sum, err
+		}
+		t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
+	}
+	d, derr := v.decide(opts.TakeOver)
 	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
 		t.sum.Standby = standbyReason(d)
-		if _, seen, err := v.store.Adopted(); err != nil {
-			return t.sum, err
-		} else if !seen {
-			_, err = v.firstContact()
-			return t.sum, err
-		}
-		return t.sum, nil
+		return t.sum, derr
 	}
 	v.waitHandover(ctx, d.From)
 	// The pass goes on deciding at every heartbeat, like the daemon: a
@@ -121,11 +127,10 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		}
 	}()
 	ctx = passCtx
-	pending, adoption, err := v.catchUp(opts.All)
+	pending, _, err := v.catchUp(opts.All)
 	if err != nil {
 		return t.sum, err
 	}
-	t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
 	job := Job{FiredBy: agentrun.FiredByOnce, Force: opts.All}
 	total := len(pending)
 	s, release := v.scheduler(ctx, func(rep RunReport) {

@@ -39,7 +39,12 @@ type knotdDevice struct {
 
 func newKnotdDevice(t *testing.T, name, vault string) *knotdDevice {
 	t.Helper()
-	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir()}
+	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir(), log: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("knotd on %s logged:\n%s", name, d.log)
+		}
+	})
 	writeFile(t, filepath.Join(d.xdgConfig, "knotd", "config.yaml"), fmt.Sprintf(
 		"default_agent: echo\nagents:\n  echo:\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
 		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, d.agent))
@@ -51,7 +56,6 @@ func (d *knotdDevice) start(t *testing.T, args ...string) {
 	t.Helper()
 	d.cmd = knotdProcess(t, append(append([]string{"--debounce", "200ms", "--log-level", "debug"}, args...), d.vault)...)
 	d.cmd.Env = append(d.cmd.Env, "XDG_CONFIG_HOME="+d.xdgConfig, "XDG_STATE_HOME="+d.xdgState)
-	d.log = &syncBuffer{}
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
