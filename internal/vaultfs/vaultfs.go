@@ -287,13 +287,20 @@ const (
 )
 
 // createTemp creates a new temporary file for Replace in the directory
-// dir (slash-separated, "" or ending in "/"), beside base.
+// dir (slash-separated, "" or ending in "/"), beside base. Its name is
+// ".<base>.knot-<random>.tmp", or ".knot-<random>.tmp" when that would be
+// longer than a file name may be (a note named with the file system's
+// longest name still gets written).
 func createTemp(root *os.Root, dir, base string, perm fs.FileMode) (*os.File, string, error) {
 	var err error
 	for range 10 {
 		var r [8]byte
 		_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24+)
-		name := filepath.FromSlash(dir + "." + base + TempInfix + hex.EncodeToString(r[:]) + TempSuffix)
+		file := "." + base + TempInfix + hex.EncodeToString(r[:]) + TempSuffix
+		if len(file) > maxNameLen {
+			file = TempInfix + hex.EncodeToString(r[:]) + TempSuffix
+		}
+		name := filepath.FromSlash(dir + file)
 		var f *os.File
 		f, err = root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openFlags, perm)
 		if err == nil {
@@ -305,6 +312,10 @@ func createTemp(root *os.Root, dir, base string, perm fs.FileMode) (*os.File, st
 	}
 	return nil, "", err
 }
+
+// maxNameLen is the longest file name (one path element) the common file
+// systems take, in bytes.
+const maxNameLen = 255
 
 // SyncDir syncs the directory dir (slash-separated, "" for the root), so
 // that a create, rename or remove in it is durable. File systems that
