@@ -129,6 +129,30 @@ func (a *Agent) kind() string {
 	return ""
 }
 
+// KeepsConversation reports whether the agent keeps a conversation that a
+// strand's session names: a preset that continues one (claude, codex,
+// gemini, llm), or a command with a resume_command or one that is handed
+// the session ({session}). The built-in digest, ollama and other commands
+// keep none, and knotd writes no knot_session into a strand for them.
+func (a *Agent) KeepsConversation() bool {
+	switch k := a.kind(); k {
+	case PresetDigest:
+		return false
+	case "":
+		if len(a.ResumeCommand) > 0 {
+			return true
+		}
+		for _, el := range a.Command {
+			if strings.Contains(el, "{session}") {
+				return true
+			}
+		}
+		return false
+	default:
+		return newDriver(a, k).resumes()
+	}
+}
+
 // label names the agent in messages.
 func (a *Agent) label() string {
 	switch {

@@ -144,3 +144,27 @@ mytool:
 		}
 	}
 }
+
+func TestAgent_KeepsConversation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		agent Agent
+		want  bool
+	}{
+		{"digest", Agent{}, false},
+		{"claude", Agent{Preset: PresetClaude}, true},
+		{"codex", Agent{Preset: PresetCodex}, true},
+		{"gemini", Agent{Preset: PresetGemini}, true},
+		{"llm", Agent{Preset: PresetLLM}, true},
+		{"ollama", Agent{Preset: PresetOllama}, false},
+		{"a command", Agent{Command: []string{"my-agent", "--json"}}, false},
+		{"a command handed the session", Agent{Command: []string{"my-agent", "--conversation={session}"}}, true},
+		{"a command that resumes", Agent{Command: []string{"my-agent"}, Output: "json", Session: "/id", ResumeCommand: []string{"my-agent", "--resume", "{resume}"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.agent.KeepsConversation(); got != tc.want {
+				t.Errorf("KeepsConversation() = %v; want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 func writeTestFile(t *testing.T, path string, data []byte, perm fs.FileMode) {
@@ -36,14 +38,19 @@ func dirNames(t *testing.T, dir string) []string {
 
 // inRoot calls a writer on the file at path with a root opened on its
 // directory, as the vault calls it with the vault's root.
-func inRoot(write func(root *os.Root, name string, original, updated []byte) error) func(path string, original, updated []byte) error {
+// The guard is settled at once: nobody writes into these files.
+func inRoot(write func(root *os.Root, name string, original, updated []byte) (*vaultfs.Guard, error)) func(path string, original, updated []byte) error {
 	return func(path string, original, updated []byte) error {
 		root, err := os.OpenRoot(filepath.Dir(path))
 		if err != nil {
 			return err
 		}
 		defer root.Close()
-		return write(root, filepath.Base(path), original, updated)
+		g, err := write(root, filepath.Base(path), original, updated)
+		if _, serr := g.Settle(); err == nil {
+			err = serr
+		}
+		return err
 	}
 }
 
@@ -221,7 +228,7 @@ func TestWriteFile_StaysInTheVault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := WriteFile(root, "folder/note.md", []byte("a"), []byte("b")); err == nil {
+	if _, err := WriteFile(root, "folder/note.md", []byte("a"), []byte("b")); err == nil {
 		t.Error("WriteFile through a folder linked out of the vault succeeded")
 	}
 	if got, _ := os.ReadFile(target); string(got) != "a" {

@@ -97,6 +97,10 @@ type Config struct {
 	// over (0: never on its own).
 	Runner        string
 	TakeoverAfter time.Duration
+	// NoSessionWrites keeps knotd out of notes (write_session: false, see
+	// Settings.WriteSession); RunEmpty runs empty strands.
+	NoSessionWrites bool
+	RunEmpty        bool
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config were above
@@ -320,6 +324,10 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.ObsidianDir, s.ObsidianDir)
 		setIf(&c.Runner, s.Runner)
 		setIf(&c.TakeoverAfter, s.TakeoverAfter)
+		if s.WriteSession != nil {
+			c.NoSessionWrites = !*s.WriteSession
+		}
+		setIf(&c.RunEmpty, s.RunEmpty)
 		if l.name != flags.name {
 			setIf(&timeout, s.Timeout)
 		}

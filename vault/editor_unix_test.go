@@ -99,6 +99,7 @@ func TestWatch_EditorSaveStrategies(t *testing.T) {
 	for _, st := range saveStrategies {
 		t.Run(st.name, func(t *testing.T) {
 			e := newEnv(t)
+			e.useConversing()
 			e.write("notes/note.md", "# Note\n\nhello\n")
 			v := e.open()
 			w := e.watch(v, WatchOptions{}) // first contact: adopted, no run

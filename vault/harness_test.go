@@ -126,6 +126,14 @@ func (e *env) fakeAgentYAML(name, preset, behaviour string, args ...string) stri
 	return s
 }
 
+// useConversing makes the default agent a fake one that keeps a
+// conversation (it is handed the strand's session), so that knotd writes
+// knot_session into strands for it.
+func (e *env) useConversing() {
+	e.t.Helper()
+	e.useAgent("", fakeagent.Echo, "--session={session}")
+}
+
 // useAgent makes a fake agent the default agent.
 func (e *env) useAgent(preset, behaviour string, args ...string) {
 	e.t.Helper()

@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
 // TestOnce_BadInputGetsFailureSection: a strand knotd cannot run gets a
@@ -194,6 +192,7 @@ func TestOnce_ReplaceModeKeepsOnlyNewestSection(t *testing.T) {
 // entry behind that no later start can finish.
 func TestProcess_SessionOfGoneStrand(t *testing.T) {
 	e := newEnv(t)
+	e.useConversing()
 	e.onceFresh()
 	e.write("a.md", "# A\n")
 	e.onceFresh()
@@ -228,7 +227,7 @@ func TestProcess_SessionOfGoneStrand(t *testing.T) {
 // user changed, not knotd's key.
 func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
 	e := newEnv(t)
-	e.useAgent("", fakeagent.Echo)
+	e.useConversing()
 	e.write("a.md", "# A\n\nhello\n")
 	e.write("b.md", "---\ntitle: B\n---\nhello\n")
 	e.onceFresh()
@@ -271,6 +270,7 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
+			e.useConversing()
 			e.onceFresh()
 			e.write("notes/a.md", tt.content)
 			v := e.open()

@@ -476,19 +476,53 @@ func (v *Vault) sameContent(rel string, h state.Hash) (bool, error) {
 }
 
 // detectRename checks whether the new strand rel is a recorded strand that
-// moved: its knot_session belongs to a record whose path is gone. If so it
-// moves the record (and the tie-off, when the new path has none yet),
-// removes the old path from gone and returns the record as it was (with
-// --dry-run it only says so). A strand being processed is not moved (see
-// claims); the processor pairs the two paths later.
+// moved, whether or not it ever ran, and by whatever way it moved:
+//
+//   - its knot_session belongs to a record whose path is gone;
+//   - it is the very file a gone record describes (same device and inode)
+//     and either untouched since (same size and modification time) or
+//     born before that record was last committed (an inode a deleted file
+//     left and a new file took is born after): a rename, with or without
+//     an edit;
+//   - its content is exactly that of one gone record, and of no other: a
+//     move by copy and delete (a sync tool, git).
+//
+// If so it moves the record (and the tie-off, when the new path has none
+// yet), removes the old path from gone and returns the record as it was
+// (with --dry-run it only says so). A strand being processed is not moved
+// (see claims); the processor pairs the two paths later.
 func (v *Vault) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+	if len(gone) == 0 {
+		return v.renamedBySession(rel, gone)
+	}
+	owner, moved, err = v.renamedBySession(rel, gone)
+	if moved || err != nil {
+		return owner, moved, err
+	}
+	from, ok, err := v.renamedFrom(rel, gone)
+	if err != nil || !ok {
+		return owner, false, err
+	}
+	owner = gone[from]
+	if !v.dry {
+		if moved, err := v.move(from, rel, false); err != nil || !moved {
+			return owner, false, err
+		}
+	}
+	delete(gone, from)
+	return owner, true, nil
+}
+
+// renamedBySession is detectRename by knot_session: gone need not hold
+// the record, whose path is looked at on disk.
+func (v *Vault) renamedBySession(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
 	head, err := v.readHead(rel, frontmatterScanLimit)
 	if err != nil {
 		return owner, false, err
 	}
 	doc, err := frontmatter.Parse(head)
 	if err != nil || doc.Fields.Session == "" {
-		return owner, false, nil // no usable session: a new strand
+		return owner, false, nil // no usable session
 	}
 	owner, ok, err := v.store.BySession(doc.Fields.Session)
 	if err != nil || !ok || owner.Path == rel {
@@ -509,6 +543,44 @@ func (v *Vault) detectRename(rel string, gone map[string]state.Record) (owner st
 	}
 	delete(gone, owner.Path)
 	return owner, true, nil
+}
+
+// renamedFrom returns the gone record's path that the new strand rel is,
+// by file identity or by content (see detectRename).
+func (v *Vault) renamedFrom(rel string, gone map[string]state.Record) (string, bool, error) {
+	f, info, err := v.openStrand(rel)
+	if err != nil {
+		return "", false, err
+	}
+	st := state.StampOf(info)
+	born := birthTime(f, info)
+	_ = f.Close() // read only
+	if st.Inode != 0 {
+		for _, from := range sortedKeys(gone) {
+			rec := gone[from]
+			if rec.Stamp.Inode != st.Inode || rec.Stamp.Device != st.Device {
+				continue
+			}
+			untouched := rec.Stamp.Size == st.Size && rec.Stamp.ModTime == st.ModTime && st.ModTime != 0
+			if untouched || (born != 0 && !rec.Processed.IsZero() && born < rec.Processed.UnixNano()) {
+				return from, true, nil
+			}
+		}
+	}
+	h, _, err := v.hashFile(rel)
+	if err != nil {
+		return "", false, err
+	}
+	match := ""
+	for _, from := range sortedKeys(gone) {
+		if gone[from].Hash == h {
+			if match != "" {
+				return "", false, nil // two gone strands held this content: which one moved is not known
+			}
+			match = from
+		}
+	}
+	return match, match != "", nil
 }
 
 // move moves the record of the strand at from, and its tie-off, to the
@@ -562,7 +634,7 @@ func (v *Vault) moveTieOff(from, to string) error {
 	return nil
 }
 
-func sortedKeys(m map[string]struct{}) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

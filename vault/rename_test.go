@@ -18,10 +18,22 @@ func (e *env) sessionOf(rel string) string {
 	return doc.Fields.Session
 }
 
+// sessionRecorded returns the session knotd recorded for the strand rel.
+func (e *env) sessionRecorded(rel string) string {
+	e.t.Helper()
+	v := e.open()
+	defer e.close(v)
+	rec, ok := record(e.t, v, rel)
+	if !ok {
+		e.t.Fatalf("%s has no record", rel)
+	}
+	return rec.Session
+}
+
 // checkMoved checks that the strand's history moved from from to to: the
-// tie-off, the record (same session, turns kept) and no record left at
-// from.
-func checkMoved(t *testing.T, e *env, v *Vault, from, to string, wantEvents []string, turns int) {
+// tie-off, the record (the session it had, turns kept) and no record left
+// at from.
+func checkMoved(t *testing.T, e *env, v *Vault, from, to string, wantEvents []string, turns int, session string) {
 	t.Helper()
 	if e.exists(strings.TrimSuffix(from, ".md") + ".tieoff.md") {
 		t.Errorf("the old tie-off of %s is still there", from)
@@ -33,8 +45,11 @@ func checkMoved(t *testing.T, e *env, v *Vault, from, to string, wantEvents []st
 		t.Errorf("%s still has a record", from)
 	}
 	rec, ok := record(t, v, to)
-	if !ok || rec.Session != e.sessionOf(to) || rec.Turns != turns {
-		t.Errorf("record of %s = %+v, %v; want session %s and %d turns", to, rec, ok, e.sessionOf(to), turns)
+	if !ok || rec.Session != session || session == "" || rec.Turns != turns {
+		t.Errorf("record of %s = %+v, %v; want session %s and %d turns", to, rec, ok, session, turns)
+	}
+	if own := e.sessionOf(to); own != "" && own != session {
+		t.Errorf("%s's knot_session is %s; want %s", to, own, session)
 	}
 }
 
@@ -48,13 +63,14 @@ func TestOnce_RenameKeepsHistory(t *testing.T) {
 	e.onceFresh()
 	e.write("notes/plan.md", e.read("notes/plan.md")+"more\n")
 	e.onceFresh()
+	session := e.sessionRecorded("notes/plan.md")
 
 	e.rename("notes/plan.md", "archive/2026/plan.md")
 	if sum := e.onceFresh(); sum.Ran != 0 {
 		t.Fatalf("a pure move ran: %+v", sum.Runs)
 	}
 	v := e.open()
-	checkMoved(t, e, v, "notes/plan.md", "archive/2026/plan.md", []string{"Created", "Modified"}, 2)
+	checkMoved(t, e, v, "notes/plan.md", "archive/2026/plan.md", []string{"Created", "Modified"}, 2, session)
 	e.close(v)
 
 	e.write("archive/2026/plan.md", e.read("archive/2026/plan.md")+"after the move\n")
@@ -74,14 +90,15 @@ func TestOnce_RenameWithEditIsModified(t *testing.T) {
 	e.onceFresh()
 	e.write("a.md", "# A\n")
 	e.onceFresh()
+	session := e.sessionRecorded("a.md")
 	e.rename("a.md", "b.md")
-	e.write("b.md", e.read("b.md")+"edited\n")
+	e.write("b.md", e.read("b.md")+"edited\n") // in place: the same file, edited
 	sum := e.onceFresh()
 	if sum.Ran != 1 || sum.Runs[0].Strand != "b.md" || sum.Runs[0].Event.String() != "Modified" {
 		t.Fatalf("summary runs = %+v; want one Modified run of b.md", sum.Runs)
 	}
 	v := e.open()
-	checkMoved(t, e, v, "a.md", "b.md", []string{"Created", "Modified"}, 2)
+	checkMoved(t, e, v, "a.md", "b.md", []string{"Created", "Modified"}, 2, session)
 }
 
 // TestWatch_RenameKeepsHistory: the same in watch mode, where the old and
@@ -92,6 +109,7 @@ func TestWatch_RenameKeepsHistory(t *testing.T) {
 	w := e.watch(v, WatchOptions{})
 	e.write("notes/plan.md", "# Plan\n")
 	w.settle()
+	rec, _ := record(t, v, "notes/plan.md")
 	e.rename("notes/plan.md", "archive/plan.md")
 	w.settle()
 	e.rename("archive/plan.md", "archive/renamed.md")
@@ -99,7 +117,7 @@ func TestWatch_RenameKeepsHistory(t *testing.T) {
 	if got := len(w.runs()); got != 1 {
 		t.Errorf("%d runs; want 1 (the Created), moves run nothing: %+v", got, w.runs())
 	}
-	checkMoved(t, e, v, "notes/plan.md", "archive/renamed.md", []string{"Created"}, 1)
+	checkMoved(t, e, v, "notes/plan.md", "archive/renamed.md", []string{"Created"}, 1, rec.Session)
 }
 
 // TestOnce_RenameOfAdoptedStrand: a strand that already had a
@@ -126,9 +144,12 @@ func TestOnce_RenameOfAdoptedStrand(t *testing.T) {
 
 // TestOnce_CopiedNoteGetsItsOwnSession: a note copied with its
 // knot_session is a new strand: it gets a session of its own, written
-// into its frontmatter, and a Created run; the original is untouched.
+// into its frontmatter, and a Created run that does not continue the
+// original's conversation; the original is untouched. knot_resume is the
+// user's: knotd leaves it in the copy.
 func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	e := newEnv(t)
+	e.useConversing()
 	e.onceFresh()
 	e.write("a.md", "---\nknot_resume: conversation-of-a\n---\n# A\n")
 	e.onceFresh()
@@ -146,8 +167,8 @@ func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	if e.read("a.md") != orig {
 		t.Error("the original was changed")
 	}
-	if strings.Contains(e.read("copy.md"), "conversation-of-a") {
-		t.Errorf("the copy kept the original's knot_resume:\n%s", e.read("copy.md"))
+	if !strings.Contains(e.read("copy.md"), "knot_resume: conversation-of-a") {
+		t.Errorf("knotd took the user's knot_resume out of the copy:\n%s", e.read("copy.md"))
 	}
 	if got := e.events("a.md"); len(got) != 1 {
 		t.Errorf("the original's tie-off = %v; want its one section", got)
@@ -157,6 +178,9 @@ func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	rc, _ := record(t, v, "copy.md")
 	if ra.Session != idA || rc.Session != idCopy {
 		t.Errorf("records: a.md %s, copy.md %s; want %s and %s", ra.Session, rc.Session, idA, idCopy)
+	}
+	if ra.Resume != "conversation-of-a" || rc.Resume != "" {
+		t.Errorf("resume handles: a.md %q, copy.md %q; want the one a.md names, and none for the copy", ra.Resume, rc.Resume)
 	}
 	e.close(v)
 	if sum := e.onceFresh(); sum.Ran != 0 {

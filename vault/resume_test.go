@@ -22,8 +22,9 @@ func (e *env) fields(rel string) frontmatter.Fields {
 
 // TestWatch_OwnFrontmatterWritesTriggerNothing: with the claude preset
 // (the fake Claude Code CLI reports a session id), the first run writes
-// knot_session before the agent runs and knot_resume after it; neither
-// write is a change to run on. The next edit resumes the conversation.
+// knot_session before the agent runs, and nothing after it: the resume
+// handle is machine state, kept in knotd's state. The write is no change
+// to run on; the next edit resumes the conversation.
 func TestWatch_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", fakeagent.Claude)
@@ -34,15 +35,15 @@ func TestWatch_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	e.write("note.md", "# Note\n\nhello\nfirst question\n")
 	w.settle()
 	f := e.fields("note.md")
-	if f.Session == "" || f.Resume != f.Session {
-		t.Fatalf("frontmatter after the first run: session %q resume %q; want both, equal (Claude reports the session it was given)", f.Session, f.Resume)
+	if f.Session == "" || f.Resume != "" {
+		t.Fatalf("frontmatter after the first run: session %q resume %q; want the session only", f.Session, f.Resume)
 	}
 	if n := len(w.runs()); n != 1 {
 		t.Fatalf("%d runs after one edit; knotd's own writes must trigger nothing: %+v", n, w.runs())
 	}
 	rec, _ := record(t, v, "note.md")
-	if rec.Session != f.Session || rec.Resume != f.Resume || rec.Hash != state.HashOf([]byte(e.read("note.md"))) {
-		t.Errorf("record = %+v; want the session, the resume handle and the file as it is now", rec)
+	if rec.Session != f.Session || rec.Resume != f.Session || rec.Hash != state.HashOf([]byte(e.read("note.md"))) {
+		t.Errorf("record = %+v; want the session, the resume handle Claude reported (its session) and the file as it is now", rec)
 	}
 
 	e.write("note.md", e.read("note.md")+"second question\n")
@@ -58,16 +59,19 @@ func TestWatch_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	if len(secs) != 2 || !strings.Contains(secs[1].Body, "user messages seen: 2") {
 		t.Errorf("sections = %+v; want the second reply to continue the conversation", secs)
 	}
-	if prompt := calls[1].Stdin; strings.Contains(prompt, "+knot_resume") || !strings.Contains(prompt, "+second question") {
+	if prompt := calls[1].Stdin; strings.Contains(prompt, "+knot_") || !strings.Contains(prompt, "+second question") {
 		t.Errorf("the second prompt's diff must show the user's edit only:\n%s", prompt)
+	}
+	if e.fields("note.md").Resume != "" {
+		t.Error("knotd wrote a resume handle into the note")
 	}
 }
 
-// TestWatch_ResumeWrittenOverUserEdit: the user saves while the agent
-// runs; knotd's knot_resume goes on top of the user's version, which is
-// not taken as processed: one follow-up run, whose diff shows the user's
-// edit and not knotd's key.
-func TestWatch_ResumeWrittenOverUserEdit(t *testing.T) {
+// TestWatch_EditDuringARunIsFollowedUp: the user saves while the agent
+// runs; knotd writes nothing into the note after the run, and the user's
+// version is not taken as processed: one follow-up run, whose diff shows
+// the user's edit.
+func TestWatch_EditDuringARunIsFollowedUp(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", claudeGateBehaviour)
 	e.write("note.md", "# Note\n")
@@ -78,6 +82,7 @@ func TestWatch_ResumeWrittenOverUserEdit(t *testing.T) {
 	from := w.batchCount()
 	e.write("note.md", e.read("note.md")+"edit during the run\n")
 	w.waitHint(from, "note.md")
+	after := e.read("note.md")
 	e.release(1)
 	waitFor(t, waitTimeout, "the follow-up to start", func() bool { return fileExists(gateStarted(e.state, 2)) })
 	e.release(2)
@@ -88,15 +93,15 @@ func TestWatch_ResumeWrittenOverUserEdit(t *testing.T) {
 		t.Fatalf("%d calls, %d runs; want 2 (the run and one follow-up)", len(calls), len(w.runs()))
 	}
 	diff := calls[1].Stdin
-	if !strings.Contains(diff, "+edit during the run") || strings.Contains(diff, "+knot_resume") || strings.Contains(diff, "-knot_resume") {
+	if !strings.Contains(diff, "+edit during the run") || strings.Contains(diff, "knot_resume") {
 		t.Errorf("the follow-up's diff must show the user's edit only:\n%s", diff)
 	}
 	content := e.read("note.md")
-	if !strings.Contains(content, "edit during the run") || e.fields("note.md").Resume == "" {
-		t.Errorf("the note lost the user's edit or the resume handle:\n%s", content)
+	if content != after {
+		t.Errorf("knotd wrote into the note after its run:\n%s\nwant the user's version:\n%s", content, after)
 	}
-	if rec, _ := record(t, v, "note.md"); rec.Hash != state.HashOf([]byte(content)) {
-		t.Error("the note as it is now is not recorded as processed")
+	if rec, _ := record(t, v, "note.md"); rec.Hash != state.HashOf([]byte(content)) || rec.Resume == "" {
+		t.Error("the note as it is now is not recorded as processed, with the resume handle in the state")
 	}
 }
 
@@ -106,8 +111,8 @@ func fileExists(path string) bool {
 }
 
 // TestOnce_OwnFrontmatterWritesTriggerNothing: the same with --once: the
-// pass after a run that wrote knot_session and knot_resume has nothing to
-// do.
+// pass after a run that wrote knot_session has nothing to do, and the
+// resume handle is in the state only.
 func TestOnce_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", fakeagent.Claude)
@@ -116,8 +121,8 @@ func TestOnce_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	if sum := e.onceFresh(); sum.Ran != 1 || sum.OK != 1 {
 		t.Fatalf("summary = %+v; want one ok run", sum)
 	}
-	if f := e.fields("note.md"); f.Session == "" || f.Resume == "" {
-		t.Fatalf("frontmatter = %+v; want knot_session and knot_resume", f)
+	if f := e.fields("note.md"); f.Session == "" || f.Resume != "" {
+		t.Fatalf("frontmatter = %+v; want knot_session only", f)
 	}
 	if !strings.HasSuffix(e.read("note.md"), "---\nno frontmatter yet\n") {
 		t.Errorf("the body changed:\n%s", e.read("note.md"))

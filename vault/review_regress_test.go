@@ -105,6 +105,7 @@ func TestRebuild_GoneNoteIsNotRun(t *testing.T) {
 // knot_session: new starts a new conversation on purpose.
 func TestOnce_SessionSurvivesASaveThatDropsIt(t *testing.T) {
 	e := newEnv(t)
+	e.useConversing()
 	e.onceFresh()
 	e.write("n.md", "# One\n")
 	e.onceFresh()

@@ -109,11 +109,6 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	if err := v.commit(w, rec, j, tl); err != nil {
 		return rep, err
 	}
-	if w.event != strand.Deleted && resume != "" && resume != w.fields.Resume {
-		if err := v.writeResume(w, rec, resume); err != nil {
-			v.log.Warn("cannot write knot_resume into the strand; knotd keeps it in its state", "strand", w.rel, "err", err)
-		}
-	}
 	return rep, nil
 }
 
@@ -285,6 +280,12 @@ func (v *Vault) commit(w *work, rec state.Record, j journal, tl *runLog) error {
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
 	}
+	if v.settle(w) {
+		// A save that was under way when knotd wrote the strand went
+		// into the file knotd replaced and is back: the strand is not
+		// the version the run saw, and its stamp must not say it is.
+		rec.Stamp = state.Stamp{}
+	}
 	if w.unsyncedDir != "" {
 		// The record below says the strand is knotd's version: make
 		// the rename that put it there as durable first.
@@ -371,47 +372,4 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		v.hooks.completed(p.RunID)
 	}
 	return nil
-}
-
-// writeResume writes the agent's new resume handle into the strand's
-// frontmatter (knot_resume) and records the result as processed, so that
-// knotd's own write triggers nothing. If the user saved the strand during
-// the run, the handle goes on top of their version, which stays
-// unprocessed for the follow-up run.
-func (v *Vault) writeResume(w *work, rec state.Record, handle string) error {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		cur, hash, _, tooBig, err := v.readStrand(w.rel, v.cfg.MaxStrandSize)
-		if err != nil || tooBig {
-			return err
-		}
-		updated, err := frontmatter.SetResume(cur, handle)
-		if err != nil {
-			return err
-		}
-		if err := frontmatter.WriteFile(v.fs, w.rel, cur, updated); errors.Is(err, frontmatter.ErrChanged) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		processed := w.content
-		if hash == rec.Hash {
-			processed = updated
-		} else if p, err := frontmatter.SetResume(w.content, handle); err == nil {
-			processed = p
-		}
-		rec.Hash = state.HashOf(processed)
-		if hash == state.HashOf(w.content) {
-			// The disk holds the processed version plus the handle:
-			// record its stamp, unless the user saved right after knotd.
-			info, ok, err := v.statWritten(w.rel, updated)
-			if err != nil {
-				return err
-			}
-			if ok {
-				rec.Stamp = v.stamp(info)
-			}
-		}
-		return v.store.Put(rec, processed)
-	}
-	return fmt.Errorf("the strand kept changing")
 }

@@ -59,6 +59,16 @@ type Settings struct {
 	// answering device has been silent this long (0: only when the user
 	// says so).
 	TakeoverAfter *time.Duration `yaml:"takeover_after"`
+	// WriteSession false keeps knotd out of notes entirely, for vaults in
+	// git: knotd then never writes knot_session, and a strand's session
+	// lives in its tie-off's markers and knotd's state. True (the
+	// default), knotd writes knot_session once, before a strand's first
+	// run with an agent that keeps a conversation.
+	WriteSession *bool `yaml:"write_session"`
+	// RunEmpty true runs a strand that is empty or holds only white space
+	// (and knotd's own keys); by default such a strand waits for content,
+	// and knotd writes nothing into it.
+	RunEmpty *bool `yaml:"run_empty"`
 }
 
 // LimitSettings is the limits section of a Settings layer.

@@ -80,8 +80,9 @@ type Vault struct {
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
 
-	claims claims // strand paths being worked on
-	copies copies // conflict copies of tie-offs waiting to be merged
+	claims   claims        // strand paths being worked on
+	sessions sessionClaims // sessions of the runs being prepared or under way
+	copies   copies        // conflict copies of tie-offs waiting to be merged
 
 	beat    time.Duration     // heartbeat interval (0: device.Check)
 	beatMu  sync.Mutex        // guards mine and decided
