@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
 // A vault in git, driven with the real git: branch switches, pulls,
@@ -188,5 +190,55 @@ func TestGit_VaultAnswersExactlyWhatChanged(t *testing.T) {
 	}
 	if st := gitStatus(t, fresh.root); !slices.Equal(st, []string{" M c.tieoff.md"}) && !slices.Equal(st, []string{" M c.md", " M c.tieoff.md"}) {
 		t.Errorf("git status of the fresh clone = %v; want only c.md's answer", st)
+	}
+}
+
+// TestGit_CheckoutOfKnotdsKeysRunsNothing: git checkout -- . discards the
+// knot_session knotd wrote before a run: nothing runs, nothing is written
+// back, and the tracked tree stays clean. With write_session: false, knotd
+// never dirties a tracked note at all.
+func TestGit_CheckoutOfKnotdsKeysRunsNothing(t *testing.T) {
+	for _, writes := range []bool{true, false} {
+		t.Run(map[bool]string{true: "knot_session written", false: "write_session false"}[writes], func(t *testing.T) {
+			gitBin(t)
+			e := newEnv(t)
+			cfg := "default_agent: fake\nagents:\n" + e.fakeAgentYAML("fake", "", fakeagent.Echo, "--session={session}")
+			if !writes {
+				cfg = "write_session: false\n" + cfg
+			}
+			e.userConfig(cfg)
+			git(t, e.root, "init", "-q")
+			e.write(".gitignore", "*.tieoff.md\n")
+			for _, n := range []string{"a.md", "b.md", "c.md"} {
+				e.write(n, "# "+n+"\n")
+			}
+			commitAll(t, e.root, "notes")
+			e.onceFresh() // first contact: adopts
+			for _, n := range []string{"a.md", "b.md", "c.md"} {
+				e.write(n, e.read(n)+"A question.\n")
+			}
+			commitAll(t, e.root, "questions")
+			if got := ran(e.onceFresh()); len(got) != 3 {
+				t.Fatalf("runs = %v; want the three notes", got)
+			}
+			want := []string{" M a.md", " M b.md", " M c.md"}
+			if !writes {
+				want = nil
+			}
+			if st := gitStatus(t, e.root); !slices.Equal(st, want) {
+				t.Fatalf("git status after the runs = %q; want %q", st, want)
+			}
+			git(t, e.root, "checkout", "--", ".")
+			if got := ran(e.onceFresh()); len(got) != 0 {
+				t.Errorf("runs after git checkout -- . = %v; want none", got)
+			}
+			if st := gitStatus(t, e.root); len(st) != 0 {
+				t.Errorf("git status after knotd's pass = %q; want clean", st)
+			}
+			e.write("a.md", e.read("a.md")+"A real edit.\n")
+			if got := ran(e.onceFresh()); !slices.Equal(got, []string{"Modified a.md"}) {
+				t.Errorf("runs after a real edit = %v; want a.md once", got)
+			}
+		})
 	}
 }

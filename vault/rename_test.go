@@ -187,3 +187,56 @@ func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 		t.Errorf("knotd's write of the copy's session ran again: %+v", sum.Runs)
 	}
 }
+
+// TestOnce_RenameOfANoteThatNeverRan: a note adopted on first contact and
+// never run has no knot_session; moved, it is still the same strand: no
+// Deleted and no Created run, its tie-off and record follow it. So does a
+// note moved by copy and delete (a sync tool, git), matched by content.
+func TestOnce_RenameOfANoteThatNeverRan(t *testing.T) {
+	for _, how := range []string{"rename", "copy and delete"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			e.write("inbox/idea.md", "# Idea\n\nsome words\n")
+			e.write("inbox/idea.tieoff.md", "## Event: Created\n## Strand: inbox/idea.md\n## Timestamp: 2026-01-01T00:00:00Z\n---\n\nolder history\n")
+			e.onceFresh() // adopts
+			session := e.sessionRecorded("inbox/idea.md")
+			if how == "rename" {
+				e.rename("inbox/idea.md", "projects/idea.md")
+			} else {
+				e.write("projects/idea.md", e.read("inbox/idea.md"))
+				e.remove("inbox/idea.md")
+			}
+			if sum := e.onceFresh(); sum.Ran != 0 {
+				t.Fatalf("moving a note that never ran: %+v; want no run", sum.Runs)
+			}
+			if !e.exists("projects/idea.tieoff.md") || e.exists("inbox/idea.tieoff.md") {
+				t.Error("the tie-off did not move with the note")
+			}
+			v := e.open()
+			defer e.close(v)
+			if _, ok := record(t, v, "inbox/idea.md"); ok {
+				t.Error("the old path kept a record")
+			}
+			if rec, ok := record(t, v, "projects/idea.md"); !ok || (session != "" && rec.Session != session) {
+				t.Errorf("record of the new path = %+v, %v", rec, ok)
+			}
+		})
+	}
+}
+
+// TestOnce_NewNoteInADeletedOnesPlace: a note deleted and another,
+// different one created is a Deleted and a Created run, whatever inode
+// the new one got.
+func TestOnce_NewNoteInADeletedOnesPlace(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh()
+	e.write("old.md", "# Old\n")
+	e.onceFresh()
+	e.remove("old.md")
+	e.write("new.md", "# New, other words\n")
+	got := ran(e.onceFresh())
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"Created new.md", "Deleted old.md"}) {
+		t.Errorf("runs = %v; want a Deleted and a Created run", got)
+	}
+}

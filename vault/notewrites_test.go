@@ -1,0 +1,258 @@
+package vault
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+)
+
+// What knotd writes into notes, and when (issue: never lose a word, never
+// lose a conversation).
+
+// TestOnce_NoWritesForAgentsWithoutAConversation: the digest, ollama and a
+// plain command keep no conversation: knotd writes nothing into the note,
+// before or after the run, and the next pass has nothing to do.
+func TestOnce_NoWritesForAgentsWithoutAConversation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(e *env)
+	}{
+		{"digest", func(*env) {}},
+		{"a command", func(e *env) { e.useAgent("", fakeagent.Echo) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			tc.setup(e)
+			e.onceFresh()
+			e.write("n.md", "# Note\n\nA question.\n")
+			if sum := e.onceFresh(); sum.Ran != 1 || sum.OK != 1 {
+				t.Fatalf("summary %+v; want one ok run", sum)
+			}
+			if got := e.read("n.md"); got != "# Note\n\nA question.\n" {
+				t.Errorf("knotd wrote into the note:\n%s", got)
+			}
+			if rec := e.sessionRecorded("n.md"); rec == "" {
+				t.Error("no session recorded: the state keeps it whatever the agent")
+			}
+			if sum := e.onceFresh(); sum.Ran != 0 {
+				t.Errorf("the next pass ran %+v", sum.Runs)
+			}
+		})
+	}
+}
+
+// TestOnce_WriteSessionOff: write_session: false keeps knotd out of notes
+// even for an agent that keeps a conversation: the session lives in the
+// state and the tie-off's markers, survives across runs, and a device
+// that lost its state takes it back from the markers.
+func TestOnce_WriteSessionOff(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig("write_session: false\ndefault_agent: fake\nagents:\n" + e.fakeAgentYAML("fake", "", fakeagent.Echo, "--session={session}"))
+	e.onceFresh()
+	e.write("n.md", "# Note\n\nA question.\n")
+	e.onceFresh()
+	if got := e.read("n.md"); got != "# Note\n\nA question.\n" {
+		t.Fatalf("knotd wrote into the note:\n%s", got)
+	}
+	s1 := e.sessionRecorded("n.md")
+	e.write("n.md", "# Note\n\nA question.\nAnother.\n")
+	e.onceFresh()
+	if s := e.sessionRecorded("n.md"); s != s1 {
+		t.Errorf("the second run's session %s; want the first's %s", s, s1)
+	}
+	mustDo(t, os.RemoveAll(e.folder().Dir)) // a device without records
+	e.write("n.md", "# Note\n\nA question.\nAnother.\nA third.\n")
+	e.onceFresh()
+	secs := e.sections("n.md")
+	if len(secs) != 3 || secs[2].Session != s1 {
+		t.Errorf("after the state was lost the run answered in %q; want the markers' session %s", secs[len(secs)-1].Session, s1)
+	}
+	calls := e.calls()
+	if last := calls[len(calls)-1]; !slices.Contains(last.Args, "--session="+s1) {
+		t.Errorf("the agent was handed %q; want the session %s", last.Args, s1)
+	}
+	if strings.Contains(e.read("n.md"), "knot_") {
+		t.Errorf("knotd wrote into the note:\n%s", e.read("n.md"))
+	}
+}
+
+// TestOnce_OwnKeysAreNeverContent: a save whose only difference is
+// knotd's keys (the session dropped, with the empty block knotd had made;
+// moved; an old knot_resume dropped) runs nothing and writes nothing
+// back; the next real edit runs in the same session and gets it back.
+func TestOnce_OwnKeysAreNeverContent(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	e.write("plain.md", "# Plain\n")
+	e.write("keys.md", "---\ntitle: T\ntags: [a]\n---\n# Keys\n")
+	e.onceFresh()
+	for _, rel := range []string{"plain.md", "keys.md"} {
+		if e.sessionOf(rel) == "" {
+			t.Fatalf("%s got no session", rel)
+		}
+	}
+	sPlain, sKeys := e.sessionOf("plain.md"), e.sessionOf("keys.md")
+
+	e.write("plain.md", "# Plain\n") // git checkout: no frontmatter at all
+	moved := "---\nknot_session: " + sKeys + "\ntitle: T\ntags: [a]\n---\n# Keys\n"
+	if strings.HasPrefix(e.read("keys.md"), moved[:20]) {
+		moved = "---\ntitle: T\ntags: [a]\nknot_session: " + sKeys + "\n---\n# Keys\n"
+	}
+	e.write("keys.md", moved) // knotd's key moved
+	if sum := e.onceFresh(); sum.Ran != 0 {
+		t.Fatalf("a save of knotd's keys only ran %+v", sum.Runs)
+	}
+	if e.read("plain.md") != "# Plain\n" {
+		t.Errorf("knotd wrote its key back without a run:\n%s", e.read("plain.md"))
+	}
+	e.write("keys.md", "---\ntitle: T\ntags: [a]\nknot_resume: old-handle\n---\n# Keys\n")
+	e.onceFresh()
+	e.write("keys.md", "---\ntitle: T\ntags: [a]\n---\n# Keys\n") // the old handle dropped: nothing
+	if sum := e.onceFresh(); sum.Ran != 0 {
+		t.Fatalf("dropping knot_resume ran %+v", sum.Runs)
+	}
+
+	e.write("plain.md", "# Plain\n\nA real edit.\n")
+	e.onceFresh()
+	if got := e.sessionOf("plain.md"); got != sPlain {
+		t.Errorf("after a real edit the note's session is %q; want its own %s back", got, sPlain)
+	}
+	if secs := e.sections("plain.md"); len(secs) != 2 || secs[1].Session != sPlain {
+		t.Errorf("the run answered in another session: %+v", secs)
+	}
+}
+
+// TestOnce_EmptyNotesWaitForContent: an empty (or white-space) note is not
+// run and nothing is written into it; once it has content it runs as
+// Created. run_empty: true runs it at once.
+func TestOnce_EmptyNotesWaitForContent(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	e.write("Untitled.md", "")
+	e.write("blank.md", " \n\t\n")
+	if sum := e.onceFresh(); sum.Ran != 0 || sum.Failed != 0 {
+		t.Fatalf("empty notes ran: %+v", sum)
+	}
+	if e.read("Untitled.md") != "" || e.read("blank.md") != " \n\t\n" || e.exists("Untitled.tieoff.md") {
+		t.Fatal("knotd wrote into an empty note or its tie-off")
+	}
+	e.rename("Untitled.md", "My idea.md")
+	e.write("My idea.md", "# My idea\n")
+	sum := e.onceFresh()
+	if sum.Ran != 1 || sum.Runs[0].Strand != "My idea.md" || sum.Runs[0].Event.String() != "Created" {
+		t.Fatalf("runs %+v; want one Created run of the named note", sum.Runs)
+	}
+
+	e2 := newEnv(t)
+	e2.userConfig("run_empty: true\n")
+	e2.onceFresh()
+	e2.write("empty.md", "")
+	if sum := e2.onceFresh(); sum.Ran != 1 {
+		t.Errorf("run_empty: true: %+v; want the empty note run", sum)
+	}
+}
+
+// TestOnce_TemplateCopiesRunAtOnce: notes copied from a template that
+// carries a knot_session, run concurrently, each get a session of their
+// own; no run fails, no note is stuck, and their later edits run.
+func TestOnce_TemplateCopiesRunAtOnce(t *testing.T) {
+	e := newEnv(t)
+	conc := 4
+	e.flags.Concurrency = &conc
+	e.useConversing()
+	e.onceFresh()
+	const tmpl = "---\nknot_session: 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b\n---\n# Daily\n"
+	var names []string
+	for i := range 12 {
+		n := fmt.Sprintf("daily/%02d.md", i)
+		names = append(names, n)
+		e.write(n, tmpl+fmt.Sprintf("Day %d.\n", i))
+	}
+	sum := e.onceFresh()
+	if sum.Ran != 12 || sum.Failed != 0 {
+		t.Fatalf("summary %+v; want 12 ok runs", sum)
+	}
+	seen := map[string]string{}
+	for _, n := range names {
+		s := e.sessionOf(n)
+		if other, dup := seen[s]; dup {
+			t.Errorf("%s and %s share the session %s", n, other, s)
+		}
+		seen[s] = n
+	}
+	for _, n := range names {
+		e.write(n, e.read(n)+"Later.\n")
+	}
+	if sum := e.onceFresh(); sum.Ran != 12 || sum.Failed != 0 {
+		t.Errorf("later edits: %+v; want 12 ok runs", sum)
+	}
+	if sum := e.onceFresh(); sum.Ran != 0 || sum.Failed != 0 {
+		t.Errorf("a further pass: %+v; want nothing", sum)
+	}
+}
+
+// TestProcess_ConcurrentCopiesAreNeverWedged: two copies of one template
+// processed at the very same time by two goroutines.
+func TestProcess_ConcurrentCopiesAreNeverWedged(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	const tmpl = "---\nknot_session: 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b\n---\n# Daily\n"
+	e.write("a.md", tmpl+"A\n")
+	e.write("b.md", tmpl+"B\n")
+	v := e.open()
+	defer e.close(v)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, rel := range []string{"a.md", "b.md"} {
+		wg.Go(func() { _, _, errs[i] = v.process(context.Background(), rel, Job{FiredBy: "watch"}) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("process: %v", err)
+		}
+	}
+	ra, _ := record(t, v, "a.md")
+	rb, _ := record(t, v, "b.md")
+	if ra.Session == "" || ra.Session == rb.Session {
+		t.Errorf("sessions %q and %q; want two", ra.Session, rb.Session)
+	}
+	if ps, _ := v.store.Pendings(); len(ps) != 0 {
+		t.Errorf("journal left with %d entries", len(ps))
+	}
+}
+
+// TestOnce_NoteOpenForWriting: an editor holds the note open for writing
+// (a save under way) through knotd's whole pass: knotd never replaces the
+// note under it; the run goes on with the session in the state, and the
+// editor's save, when it comes, is whole.
+func TestOnce_NoteOpenForWriting(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	e.write("n.md", "# Note\n")
+	editor, err := os.OpenFile(e.abs("n.md"), os.O_WRONLY, 0)
+	mustDo(t, err)
+	sum := e.onceFresh()
+	_, werr := editor.WriteAt([]byte("# NOTE, saved late\n"), 0)
+	mustDo(t, werr)
+	mustDo(t, editor.Close())
+	if sum.Ran != 1 || sum.Failed != 0 {
+		t.Fatalf("summary %+v; want one ok run", sum)
+	}
+	if got := e.read("n.md"); got != "# NOTE, saved late\n" && !strings.HasSuffix(got, "---\n# NOTE, saved late\n") {
+		t.Errorf("the editor's save is not whole in the note:\n%s", got)
+	}
+	if sum := e.onceFresh(); sum.Ran != 1 {
+		t.Errorf("the late save: %+v; want one run", sum.Runs)
+	}
+}
