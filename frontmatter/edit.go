@@ -27,6 +27,16 @@ func SetSession(src []byte, id string) ([]byte, error) {
 	return edit(src, c)
 }
 
+// AskNewSession sets knot_session to "new" (NewSessionValue): the strand
+// asks knotd for a new conversation at its next run (knotd reset).
+func AskNewSession(src []byte) ([]byte, error) {
+	c, err := setTo(KeySession, NewSessionValue)
+	if err != nil {
+		return nil, err
+	}
+	return edit(src, c)
+}
+
 // SetResume sets knot_resume to handle, the agent's resume handle, which
 // must not be empty. Any string is written so that it reads back exactly.
 func SetResume(src []byte, handle string) ([]byte, error) {

@@ -312,3 +312,20 @@ func TestWithoutOwnKeys(t *testing.T) {
 		})
 	}
 }
+
+func TestAskNewSession(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"# body\n", "---\nknot_session: new\n---\n# body\n"},
+		{"---\ntitle: T\nknot_session: " + testID + "\n---\nbody\n", "---\ntitle: T\nknot_session: new\n---\nbody\n"},
+		{"---\nknot_session: new\n---\nbody\n", "---\nknot_session: new\n---\nbody\n"},
+	} {
+		got, err := AskNewSession([]byte(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("AskNewSession(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+		doc, err := Parse(got)
+		if err != nil || !doc.Fields.NewSession {
+			t.Errorf("AskNewSession(%q) does not parse as a new session: %+v, %v", tc.in, doc.Fields, err)
+		}
+	}
+}

@@ -84,6 +84,7 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 	if s := markerSession(sec); s != "" {
 		rec.Session = s
 	}
+	v.newConversationAsked(w, &rec)
 	err := v.store.Put(rec, w.content)
 	if errors.Is(err, state.ErrSessionTaken) {
 		// The session belongs to another strand here (this one is a copy

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/tieoff"
@@ -653,7 +654,15 @@ func (v *Vault) settle(w *work) bool {
 // into the vault, in the state directory's rescued folder (0600), and
 // returns its path.
 func (v *Vault) rescue(rel string, content []byte) (string, error) {
-	dir := filepath.Join(v.folder.Dir, "rescued")
+	base := v.folder.Dir
+	if base == "" {
+		home, err := statedir.Home()
+		if err != nil {
+			return "", err
+		}
+		base = home
+	}
+	dir := filepath.Join(base, "rescued")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
@@ -720,12 +729,29 @@ func (v *Vault) commitSkip(w *work, why string) error {
 	rec := w.rec
 	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
+	v.newConversationAsked(w, &rec)
 	if rec.Session != "" {
 		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
 			rec.Session = ""
 		}
 	}
 	return v.store.Put(rec, w.content)
+}
+
+// newConversationAsked starts a new conversation in rec when the strand's
+// version recorded without a run newly asks for one (knot_session: new,
+// set by the user or by knotd reset, with no other change): the request
+// is kept in the state, and the next run starts afresh.
+func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
+	if w.content == nil {
+		return
+	}
+	doc, err := frontmatter.Parse(w.content)
+	if err != nil || !doc.Fields.NewSession || w.previousFields().NewSession {
+		return
+	}
+	rec.Session, rec.Resume = uuid.NewString(), ""
+	v.log.Info("strand asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
 }
 
 // maxProblemsShown bounds how many of a strand's settings problems its

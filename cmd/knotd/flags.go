@@ -30,6 +30,8 @@ Usage:
   knotd runs --keep DAYS [--keep-count N] [VAULT]
                                  delete older run transcripts ('knotd runs
                                  --help' says more)
+  knotd reset NOTE...            start a new conversation for each NOTE at
+                                 its next run (or set knot_session: new in it)
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 

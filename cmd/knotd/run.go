@@ -74,6 +74,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "runs" {
 		return runRuns(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "reset" {
+		return runReset(args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
 		return nil
@@ -316,4 +319,105 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
 	return nil
+}
+
+// runReset is knotd reset: a new conversation for each note named.
+func runReset(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("knotd reset", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "user config file (default: knotd's file in your config directory)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: knotd reset [--config FILE] NOTE...
+
+Start a new conversation for each NOTE (a path to a note in a vault): its next
+run starts afresh, in a new session, without the agent's memory of the old one.
+Nothing runs now. knotd gives the note a new session in its state and, where the
+note holds a knot_session, writes the new one there (so that it travels with
+the note). While another knotd holds the vault, the note gets knot_session: new,
+which that knotd turns into a new session. Setting knot_session: new in a note's
+frontmatter yourself does the same.
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() == 0 {
+		return usageError{"knotd reset needs at least one NOTE"}
+	}
+	type target struct{ root, rel, arg string }
+	var targets []target
+	for _, arg := range fs.Args() {
+		abs, err := filepath.Abs(arg)
+		if err == nil {
+			abs, err = filepath.EvalSymlinks(abs)
+		}
+		if err != nil {
+			return usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		root, _, err := vault.FindRoot(filepath.Dir(abs))
+		if err != nil {
+			return usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || !filepath.IsLocal(rel) {
+			return usageError{fmt.Sprintf("%s is not inside the vault %s", arg, root)}
+		}
+		targets = append(targets, target{root, filepath.ToSlash(rel), arg})
+	}
+	failed := false
+	say := func(r vault.Reset, err error, arg string) {
+		switch {
+		case err != nil:
+			failed = true
+			fmt.Fprintf(stderr, "knotd reset: %s: %v\n", arg, err)
+		case r.Session == "" && !r.Wrote:
+			fmt.Fprintf(stdout, "%s: no conversation yet; its first run starts one\n", arg)
+		case r.Session == "":
+			fmt.Fprintf(stdout, "%s: wrote knot_session: new; its next run starts a new conversation\n", arg)
+		default:
+			fmt.Fprintf(stdout, "%s: new session %s (was %s); its next run starts a new conversation\n", arg, r.Session, orNone(r.Was))
+		}
+	}
+	for i := 0; i < len(targets); {
+		root := targets[i].root
+		j := i
+		for j < len(targets) && targets[j].root == root {
+			j++
+		}
+		v, err := vault.Open(root, vault.Options{Logger: slog.New(slog.DiscardHandler), ConfigFile: *config})
+		var locked *vault.LockedError
+		switch {
+		case errors.As(err, &locked):
+			// Another knotd answers this vault: ask it through the note.
+			for _, t := range targets[i:j] {
+				r, err := vault.ResetNote(root, t.rel)
+				say(r, err, t.arg)
+			}
+		case err != nil:
+			return err
+		default:
+			for _, t := range targets[i:j] {
+				r, err := v.ResetStrand(t.rel)
+				say(r, err, t.arg)
+			}
+			if err := v.Close(); err != nil {
+				return err
+			}
+		}
+		i = j
+	}
+	if failed {
+		return errSilent
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

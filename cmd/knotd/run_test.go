@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -314,4 +317,93 @@ func TestRun_Version(t *testing.T) {
 	if code, out, _ := knotd(t, "--version"); code != exitOK || !strings.HasPrefix(out, "knotd ") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
+}
+
+// TestRun_Reset: knotd reset NOTE gives the note a new conversation: a new
+// session in the state and in the note's knot_session, and its next run
+// starts afresh in it. While another knotd holds the vault, the note gets
+// knot_session: new, which that knotd turns into a new session.
+func TestRun_Reset(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
+		"default_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo))
+	note := filepath.Join(v, "a.md")
+	knotd(t, "--once", v)
+	writeFile(t, note, "# A\n")
+	knotd(t, "--once", v)
+	sessionOf := func() string {
+		b, err := os.ReadFile(note)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := frontmatter.Parse(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Fields.NewSession {
+			return "new"
+		}
+		return doc.Fields.Session
+	}
+	s1 := sessionOf()
+	if s1 == "" {
+		t.Fatal("the first run wrote no knot_session")
+	}
+	code, out, errOut := knotd(t, "reset", note)
+	s2 := sessionOf()
+	if code != exitOK || s2 == s1 || s2 == "" || !strings.Contains(out, "new session "+s2+" (was "+s1+")") {
+		t.Fatalf("knotd reset: exit %d, %q %q; the note's session %s (was %s)", code, out, errOut, s2, s1)
+	}
+	if code, out, _ := knotd(t, "--once", v); code != exitOK || strings.Contains(out, "Modified") {
+		t.Errorf("the pass after reset ran: %s", out)
+	}
+	b, _ := os.ReadFile(note)
+	writeFile(t, note, string(b)+"A new question.\n")
+	knotd(t, "--once", v)
+	secs := tieoffSections(t, filepath.Join(v, "a.tieoff.md"))
+	if len(secs) != 2 || secs[1].Session != s2 {
+		t.Errorf("the run after reset answered in %+v; want the new session %s", secs, s2)
+	}
+
+	// Another knotd holds the vault.
+	held, err := vault.Open(v, vault.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = knotd(t, "reset", note)
+	if cerr := held.Close(); cerr != nil {
+		t.Fatal(cerr)
+	}
+	if code != exitOK || sessionOf() != "new" || !strings.Contains(out, "knot_session: new") {
+		t.Fatalf("knotd reset while the vault is held: exit %d, %q %q; the note's session %s", code, out, errOut, sessionOf())
+	}
+	b, _ = os.ReadFile(note)
+	writeFile(t, note, string(b)+"Another question.\n")
+	knotd(t, "--once", v)
+	s3 := sessionOf()
+	if secs := tieoffSections(t, filepath.Join(v, "a.tieoff.md")); len(secs) != 3 || s3 == s2 || s3 == "new" || secs[2].Session != s3 {
+		t.Errorf("after knot_session: new the run answered in %q, the note holds %q; want a new session", secs[len(secs)-1].Session, s3)
+	}
+
+	if code, _, errOut := knotd(t, "reset", filepath.Join(v, "a.tieoff.md")); code == exitOK || !strings.Contains(errOut, "not a strand") {
+		t.Errorf("knotd reset of a tie-off: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := knotd(t, "reset"); code != exitUsage {
+		t.Errorf("knotd reset without a note: exit %d; want %d", code, exitUsage)
+	}
+}
+
+// tieoffSections parses the tie-off at path.
+func tieoffSections(t *testing.T, path string) []tieoff.Section {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs, errs := tieoff.Parse(b)
+	if len(errs) > 0 {
+		t.Fatalf("tie-off %s: %v", path, errs)
+	}
+	return secs
 }
