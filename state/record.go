@@ -31,12 +31,18 @@ type Stamp struct {
 	// platforms where FileInfo does not carry them (Windows).
 	Inode  uint64
 	Device uint64
+	// Ctime is the status change time in nanoseconds (zero where the
+	// platform has none, Windows). An edit whose writer put the
+	// modification time back (touch -r, rsync -t) keeps the size and the
+	// time but not this.
+	Ctime int64
 }
 
 // StampOf returns the stamp of the file described by info.
 func StampOf(info fs.FileInfo) Stamp {
 	st := Stamp{Size: info.Size(), ModTime: info.ModTime().UnixNano()}
 	st.Inode, st.Device = fileID(info)
+	st.Ctime = changeTime(info)
 	return st
 }
 
@@ -94,9 +100,15 @@ type Record struct {
 	Processed time.Time
 }
 
-// recordVersion is the first byte of every encoded record. Decoders refuse
-// any other version, so a newer knotd's records are never misread.
-const recordVersion = 1
+// recordVersion is the first byte of every encoded record. Decoders read
+// this version and the ones before it, and refuse newer ones, so a newer
+// knotd's records are never misread. Version 1 had no Ctime (read as
+// zero, which no file's stamp has: the first look hashes the file and
+// restamps it).
+const (
+	recordVersion   = 2
+	recordVersionV1 = 1
+)
 
 // errCorruptValue is wrapped by every decoding error.
 var errCorruptValue = errors.New("malformed value")
@@ -110,6 +122,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	b = binary.AppendVarint(b, r.Stamp.ModTime)
 	b = binary.AppendUvarint(b, r.Stamp.Inode)
 	b = binary.AppendUvarint(b, r.Stamp.Device)
+	b = binary.AppendVarint(b, r.Stamp.Ctime)
 	b = append(b, r.Hash[:]...)
 	b = appendString(b, r.Session)
 	b = appendString(b, r.Resume)
@@ -127,14 +140,18 @@ func appendRecord(b []byte, r *Record) []byte {
 // r.Path.
 func decodeRecord(path string, b []byte) (Record, error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != recordVersion {
-		return Record{}, fmt.Errorf("%w: record version %d (this knotd reads %d)", errCorruptValue, v, recordVersion)
+	v := d.byte()
+	if d.err == nil && v != recordVersion && v != recordVersionV1 {
+		return Record{}, fmt.Errorf("%w: record version %d (this knotd reads %d at most)", errCorruptValue, v, recordVersion)
 	}
 	r := Record{Path: path}
 	r.Stamp.Size = d.varint()
 	r.Stamp.ModTime = d.varint()
 	r.Stamp.Inode = d.uvarint()
 	r.Stamp.Device = d.uvarint()
+	if v == recordVersion {
+		r.Stamp.Ctime = d.varint()
+	}
 	copy(r.Hash[:], d.fixed(len(r.Hash)))
 	r.Session = d.string()
 	r.Resume = d.string()

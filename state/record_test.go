@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"os"
@@ -43,6 +44,26 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 	}
 }
 
+// TestDecodeRecord_Version1: records written before stamps had a change
+// time read with a zero one.
+func TestDecodeRecord_Version1(t *testing.T) {
+	r := rec("a.md", "x")
+	r.Stamp = Stamp{Size: 3, ModTime: 42, Inode: 7, Device: 9}
+	v2 := appendRecord(nil, &r)
+	// Version 1 is version 2 without the change time (one varint, 0).
+	v1 := append([]byte{recordVersionV1}, v2[1:]...)
+	i := 1
+	for range 4 { // size, mtime, inode, device
+		_, n := binary.Uvarint(v1[i:])
+		i += n
+	}
+	v1 = append(v1[:i:i], v1[i+1:]...)
+	got, err := decodeRecord("a.md", v1)
+	if err != nil || got.Stamp != r.Stamp || got.Hash != r.Hash || got.Session != r.Session {
+		t.Errorf("decodeRecord(version 1) = %+v, %v; want %+v", got, err, r)
+	}
+}
+
 func TestStampOf(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.md")
@@ -67,8 +88,26 @@ func TestStampOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := StampOf(fi2); got != st {
-		t.Errorf("StampOf after rename = %+v; want %+v", got, st)
+	if got := StampOf(fi2); got.Size != st.Size || got.ModTime != st.ModTime || got.Inode != st.Inode || got.Device != st.Device {
+		t.Errorf("StampOf after rename = %+v; want %+v (the change time aside)", got, st)
+	}
+	// An in-place edit of the same size whose writer puts the
+	// modification time back (touch -r, rsync -t) changes the stamp: its
+	// change time moved.
+	if st.Ctime != 0 {
+		if err := os.WriteFile(q, []byte("HELLO"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(q, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		fi4, err := os.Lstat(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := StampOf(fi4); got == StampOf(fi2) || got.ModTime != st.ModTime {
+			t.Errorf("StampOf after a same-size edit with the time put back = %+v; want it to differ from %+v", got, StampOf(fi2))
+		}
 	}
 	if st.Inode == 0 {
 		return // no inodes on this platform

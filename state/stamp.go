@@ -12,3 +12,13 @@ func fileID(info fs.FileInfo) (inode, device uint64) {
 	}
 	return sysFileID(info)
 }
+
+// changeTime returns the status change time of the file described by
+// info, in nanoseconds, or zero where the platform has none; a FileInfo
+// whose Sys has a ChangeTime method answers itself.
+func changeTime(info fs.FileInfo) int64 {
+	if ct, ok := info.Sys().(interface{ ChangeTime() int64 }); ok {
+		return ct.ChangeTime()
+	}
+	return sysChangeTime(info)
+}

@@ -8,3 +8,7 @@ import "io/fs"
 // index, and opening every file to ask for one would defeat the purpose of
 // a cheap check. Reconcile then relies on size and modification time.
 func sysFileID(fs.FileInfo) (inode, device uint64) { return 0, 0 }
+
+// sysChangeTime returns zero on Windows: its FileInfo has no status change
+// time.
+func sysChangeTime(fs.FileInfo) int64 { return 0 }

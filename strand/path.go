@@ -1,12 +1,15 @@
 package strand
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 const (
@@ -91,13 +94,38 @@ func TieOffPath(rel string) (string, error) {
 	if !IsStrandName(path.Base(rel)) {
 		return "", fmt.Errorf("%w %q: not a strand", ErrBadPath, rel)
 	}
-	return strings.TrimSuffix(rel, Ext) + TieOffExt, nil
+	dir, base := path.Split(rel)
+	stem := strings.TrimSuffix(base, Ext)
+	if len(stem)+len(TieOffExt) <= MaxNameLen {
+		return dir + stem + TieOffExt, nil
+	}
+	// The strand's name is within a few bytes of the longest a file
+	// system takes: its tie-off's name would be longer. The stem is cut
+	// (at a character boundary) and marked with a hash of the whole
+	// name, so that two long names that share their start keep apart.
+	sum := sha256.Sum256([]byte(base))
+	mark := "~" + hex.EncodeToString(sum[:4])
+	cut := MaxNameLen - len(TieOffExt) - len(mark)
+	for cut > 0 && !utf8.RuneStart(stem[cut]) {
+		cut--
+	}
+	return dir + stem[:cut] + mark + TieOffExt, nil
 }
 
+// MaxNameLen is the longest file name (one path element, in bytes) the
+// common file systems take: a strand's name may be that long; its
+// tie-off's name is then shortened (see TieOffPath).
+const MaxNameLen = 255
+
 // StrandPath is the inverse of TieOffPath: "a/b.tieoff.md" becomes
-// "a/b.md". It reports false when rel is not a valid tie-off path.
+// "a/b.md". It reports false when rel is not a valid tie-off path. The
+// shortened tie-off name of a strand whose name is near the longest a
+// file system takes has no inverse: its strand is named in its sections.
 func StrandPath(rel string) (string, bool) {
 	if ValidateRel(rel) != nil || !IsTieOff(rel) {
+		return "", false
+	}
+	if shortened(path.Base(rel)) {
 		return "", false
 	}
 	s := strings.TrimSuffix(rel, TieOffExt) + Ext
@@ -105,6 +133,18 @@ func StrandPath(rel string) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// shortened reports whether the tie-off name base is one TieOffPath
+// shortened: as long as a name may be, give or take a cut character,
+// and ending in ~ and eight hex digits before the extension.
+func shortened(base string) bool {
+	stem := strings.TrimSuffix(base, TieOffExt)
+	if len(base) < MaxNameLen-utf8.UTFMax+1 || len(stem) < 9 || stem[len(stem)-9] != '~' {
+		return false
+	}
+	_, err := hex.DecodeString(stem[len(stem)-8:])
+	return err == nil
 }
 
 // IsStrandName reports whether a base name is one knotd treats as a strand:

@@ -3,9 +3,12 @@ package strand
 import (
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestIsStrandName(t *testing.T) {
@@ -101,6 +104,36 @@ func TestTieOffPath(t *testing.T) {
 			back, ok := StrandPath(got)
 			if !ok || back != tt.rel {
 				t.Errorf("StrandPath(%q) = %q, %v; want %q", got, back, ok, tt.rel)
+			}
+		}
+	}
+	// Names near the file system's limit: the tie-off's name is cut, at a
+	// character boundary, and marked with a hash of the whole name.
+	for _, stem := range []string{
+		strings.Repeat("a", 245),           // a 248-byte name: its tie-off would be 255 bytes
+		strings.Repeat("a", 246),           // one more
+		strings.Repeat("a", 252),           // a 255-byte name
+		strings.Repeat("東", 84),            // 252 bytes of three-byte characters
+		strings.Repeat("a", 200) + "äöü東京", // mixed widths at the cut
+	} {
+		rel := "notes/" + stem + ".md"
+		got, err := TieOffPath(rel)
+		base := path.Base(got)
+		switch {
+		case err != nil:
+			t.Errorf("TieOffPath(%d-byte name) = %v", len(stem)+3, err)
+		case len(base) > MaxNameLen || !utf8.ValidString(base) || !IsTieOff(got) || !strings.HasPrefix(got, "notes/"):
+			t.Errorf("TieOffPath(%d-byte name) = %q (%d bytes)", len(stem)+3, got, len(base))
+		case len(stem)+len(TieOffExt) <= MaxNameLen && base != stem+TieOffExt:
+			t.Errorf("TieOffPath(%d-byte name) = %q; want the plain name, it fits", len(stem)+3, got)
+		}
+		if len(stem)+len(TieOffExt) > MaxNameLen {
+			if s, ok := StrandPath(got); ok {
+				t.Errorf("StrandPath(%q) = %q, true; a shortened name has no inverse", got, s)
+			}
+			other, _ := TieOffPath("notes/" + stem[:len(stem)-1] + "b.md")
+			if other == got {
+				t.Errorf("two long names that share their start share the tie-off %q", got)
 			}
 		}
 	}

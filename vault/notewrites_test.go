@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
@@ -254,5 +255,60 @@ func TestOnce_NoteOpenForWriting(t *testing.T) {
 	}
 	if sum := e.onceFresh(); sum.Ran != 1 {
 		t.Errorf("the late save: %+v; want one run", sum.Runs)
+	}
+}
+
+// TestOnce_LongNames: notes named with up to the file system's longest
+// name run, get their session written and their replies in a tie-off (its
+// name shortened where it would be too long), and a later pass has
+// nothing to do.
+func TestOnce_LongNames(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	names := []string{
+		strings.Repeat("長", 78) + ".md",  // 237 bytes
+		strings.Repeat("長", 84) + ".md",  // 255 bytes
+		strings.Repeat("n", 252) + ".md", // 255 bytes
+	}
+	for _, n := range names {
+		e.write(n, "# A note with a long name\n")
+	}
+	sum := e.onceFresh()
+	if sum.Ran != len(names) || sum.Failed != 0 {
+		t.Fatalf("summary %+v; want %d ok runs", sum, len(names))
+	}
+	for _, n := range names {
+		if e.sessionOf(n) == "" {
+			t.Errorf("%d-byte name: no knot_session written", len(n))
+		}
+		if evs := e.events(n); len(evs) != 1 {
+			t.Errorf("%d-byte name: tie-off events %v; want one", len(n), evs)
+		}
+	}
+	if sum := e.onceFresh(); sum.Ran != 0 || sum.Failed != 0 {
+		t.Errorf("a further pass: %+v; want nothing", sum)
+	}
+}
+
+// TestOnce_RestoredModTimeIsSeen: a same-size edit in place whose writer
+// put the modification time back (touch -r, rsync -t) is a change: the
+// stamp's change time tells.
+func TestOnce_RestoredModTimeIsSeen(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh()
+	e.write("n.md", "# Note: one\n")
+	e.onceFresh()
+	// An hour old: a time knotd trusts (a recent one it does not).
+	old := time.Now().Add(-time.Hour)
+	mustDo(t, os.Chtimes(e.abs("n.md"), old, old))
+	if sum := e.onceFresh(); sum.Ran != 0 {
+		t.Fatalf("a touch ran: %+v", sum.Runs)
+	}
+	content := e.read("n.md")
+	e.write("n.md", strings.Replace(content, "one", "two", 1)) // the same size, in place
+	mustDo(t, os.Chtimes(e.abs("n.md"), old, old))
+	if got := ran(e.onceFresh()); !slices.Equal(got, []string{"Modified n.md"}) {
+		t.Errorf("runs = %v; want the edit run", got)
 	}
 }

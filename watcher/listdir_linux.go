@@ -60,7 +60,7 @@ type statInfo struct {
 func newStatInfo(name string, st *unix.Stat_t) *statInfo {
 	return &statInfo{
 		name: name, size: st.Size, modTime: st.Mtim.Nano(), mode: fileMode(st.Mode),
-		id: FileID{Inode: uint64(st.Ino), Device: uint64(st.Dev)}, // their types differ between architectures
+		id: FileID{Inode: uint64(st.Ino), Device: uint64(st.Dev), Ctime: st.Ctim.Nano()}, // their types differ between architectures
 	}
 }
 
