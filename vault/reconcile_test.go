@@ -95,7 +95,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	go func() { runDone <- s.Run(ctx) }()
 
 	hints := make(chan watcher.Hint, 4)
-	l := &watchLoop{v: v, s: s, delay: time.Millisecond, gone: map[string]goneStrand{}}
+	l := newWatchLoop(v, s, time.Millisecond)
 	loopDone := make(chan struct{})
 	go func() { l.run(hints); close(loopDone) }()
 	hints <- watcher.Hint{Path: "new.md"}
@@ -230,10 +230,11 @@ func TestVault_StampTrustsOnlySettledTimes(t *testing.T) {
 // catch-up, later ones are rescans, file hints are watch.
 func TestWatchLoop_FiredBy(t *testing.T) {
 	e := newEnv(t)
+	e.write("a.md", "recorded")
 	e.onceFresh()
 	v := e.open()
 	s := &Scheduler[Job]{}
-	l := &watchLoop{v: v, s: s, delay: time.Hour, gone: map[string]goneStrand{}, firstFull: true}
+	l := newWatchLoop(v, s, time.Hour)
 	var got []agentrun.FiredBy
 	for i, h := range []watcher.Hint{{Dir: true}, {Path: "a.md"}, {Dir: true}} {
 		e.write("a.md", string(rune('a'+i)))

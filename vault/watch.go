@@ -33,9 +33,11 @@ type WatchOptions struct {
 // or watching cannot start.
 //
 // A strand that is gone is processed as Deleted one quiet period after
-// its hint: a move reaches the watcher as two paths that may settle in
-// separate hints, and the new path's hint, reconciled meanwhile, moves the
-// history instead (see reconcile).
+// its hint, and a new strand (one knotd has no record of) as Created one
+// quiet period after its hint: a move reaches the watcher as two paths
+// that may settle in separate hints, a quiet period apart at most, and
+// the two are paired before either runs (see watchLoop.due): the history
+// moves, and nothing runs.
 func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	// On first contact adopt; with --all run everything. The catch-up on
 	// changes made while knotd was stopped is the watcher's first full
@@ -97,10 +99,12 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 		wg.Wait()
 		return fmt.Errorf("vault: watch %s: %w", v.root, err)
 	}
-	l := &watchLoop{v: v, s: s, delay: v.cfg.Debounce, gone: map[string]goneStrand{}, firstFull: true, root: rootInfo, processed: &processed}
-	if l.delay <= 0 {
-		l.delay = watcher.DefaultQuiet
+	delay := v.cfg.Debounce
+	if delay <= 0 {
+		delay = watcher.DefaultQuiet
 	}
+	l := newWatchLoop(v, s, delay)
+	l.root, l.processed = rootInfo, &processed
 	loopErr := l.run(hints)
 	stopWatch()
 	stopSched()
@@ -128,14 +132,21 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 type watchLoop struct {
 	v         *Vault
 	s         *Scheduler[Job]
-	delay     time.Duration         // how long a gone strand waits
+	delay     time.Duration         // how long a gone or new strand waits
 	gone      map[string]goneStrand // gone strands waiting for their delay
+	fresh     map[string]goneStrand // new strands waiting for their delay
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
 	// value when memory was last given back.
 	processed *atomic.Int64
 	released  int64
+}
+
+// newWatchLoop returns the loop that feeds s, where gone and new strands
+// wait for delay.
+func newWatchLoop(v *Vault, s *Scheduler[Job], delay time.Duration) *watchLoop {
+	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -194,8 +205,8 @@ func (l *watchLoop) rootGone() error {
 	return nil
 }
 
-// goneStrand is a strand that reconcile found gone, waiting to be looked
-// at again.
+// goneStrand is a strand that reconcile found gone, or new, waiting to be
+// looked at again.
 type goneStrand struct {
 	due   time.Time
 	fired agentrun.FiredBy
@@ -255,13 +266,14 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 			timer.Reset(time.Until(next))
 		}
 		if l.v.hooks.looped != nil {
-			l.v.hooks.looped(len(l.gone))
+			l.v.hooks.looped(len(l.gone) + len(l.fresh))
 		}
 	}
 }
 
 // reconcile reconciles a batch of hints and schedules what changed; a
-// strand found gone waits for the delay first.
+// strand found gone, and a new strand the watcher reported, wait for the
+// delay first.
 func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	fired := agentrun.FiredByWatch
 	if slices.ContainsFunc(batch, watcher.Hint.Full) {
@@ -285,12 +297,21 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	now := time.Now()
 	for _, rel := range paths {
 		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
+			delete(l.fresh, rel)
 			if _, waiting := l.gone[rel]; !waiting {
 				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
 			}
 			continue
 		}
 		delete(l.gone, rel)
+		if fired == agentrun.FiredByWatch && l.isNew(rel) {
+			// Half of a move, maybe, whose other half settles later.
+			if _, waiting := l.fresh[rel]; !waiting {
+				l.fresh[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
+			}
+			continue
+		}
+		delete(l.fresh, rel)
 		l.s.Submit(rel, Job{FiredBy: fired})
 	}
 	if l.v.hooks.batch != nil {
@@ -298,28 +319,66 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 }
 
-// due reconciles the gone strands whose delay is over and schedules the
-// ones still gone (or changed otherwise).
+// isNew reports whether knotd has no record of the strand at rel.
+func (l *watchLoop) isNew(rel string) bool {
+	_, has, err := l.v.store.Get(rel)
+	return err == nil && !has
+}
+
+// due reconciles the waiting strands whose delay is over and schedules
+// the ones still gone, or new (or changed otherwise). While both gone and
+// new strands wait, they are all reconciled together, due or not: a new
+// strand that is a gone one moved takes its record and tie-off, and
+// neither runs (see detectRename); the others go on waiting.
 func (l *watchLoop) due(now time.Time) {
 	var hints []watcher.Hint
-	fired := map[string]agentrun.FiredBy{}
-	for rel, g := range l.gone {
-		if !g.due.After(now) {
-			hints = append(hints, watcher.Hint{Path: rel})
-			fired[rel] = g.fired
-			delete(l.gone, rel)
+	anyDue, pairing := false, len(l.gone) > 0 && len(l.fresh) > 0
+	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
+		for rel, g := range waiting {
+			isDue := !g.due.After(now)
+			anyDue = anyDue || isDue
+			if isDue || pairing {
+				hints = append(hints, watcher.Hint{Path: rel})
+			}
 		}
 	}
-	if len(hints) == 0 {
+	if !anyDue {
 		return
 	}
 	paths, err := l.v.reconcile(hints)
 	if err != nil {
 		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
+		for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
+			for rel, g := range waiting {
+				if !g.due.After(now) {
+					delete(waiting, rel)
+				}
+			}
+		}
 		return
 	}
+	changed := make(map[string]bool, len(paths))
 	for _, rel := range paths {
-		f := fired[rel]
+		changed[rel] = true
+	}
+	for _, h := range hints {
+		// Moved, back in place, or gone again: nothing to do.
+		if !changed[h.Path] {
+			delete(l.gone, h.Path)
+			delete(l.fresh, h.Path)
+		}
+	}
+	for _, rel := range paths {
+		g, waiting := l.gone[rel]
+		if !waiting {
+			g, waiting = l.fresh[rel]
+		}
+		if waiting && g.due.After(now) {
+			continue // reconciled only to pair it; its delay is not over
+		}
+		delete(l.gone, rel)
+		delete(l.fresh, rel)
+		f := g.fired
 		if f == "" {
 			f = agentrun.FiredByWatch
 		}
@@ -327,12 +386,14 @@ func (l *watchLoop) due(now time.Time) {
 	}
 }
 
-// next returns when the earliest gone strand is due.
+// next returns when the earliest waiting strand is due.
 func (l *watchLoop) next() (time.Time, bool) {
 	var next time.Time
-	for _, g := range l.gone {
-		if next.IsZero() || g.due.Before(next) {
-			next = g.due
+	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
+		for _, g := range waiting {
+			if next.IsZero() || g.due.Before(next) {
+				next = g.due
+			}
 		}
 	}
 	return next, !next.IsZero()
