@@ -199,6 +199,8 @@ var ErrStandby = errors.New("another device answers this vault")
 // answerWatch for the rest. It returns nil when ctx ends.
 func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	defer v.stopBeat()
+	v.watching.Store(true)
+	defer v.watching.Store(false)
 	// First contact comes first, answering or not (see Once).
 	if _, seen, err := v.store.Adopted(); err != nil {
 		return err

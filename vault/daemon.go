@@ -233,6 +233,12 @@ type hooks struct {
 	// syncDir, when set, replaces vaultfs.SyncDir for the directory (vault-
 	// relative) of a strand knotd wrote.
 	syncDir func(dir string) error
+	// opening, when set, is called before a strand is opened to be read;
+	// an error fails the open (too many open files, say).
+	opening func(rel string) error
+	// journaling, when set, is called before a run is journaled; an error
+	// fails the journal write (a full disk, say).
+	journaling func(runID string) error
 	// journaled is called after a run's journal entry is durable.
 	journaled func(runID string)
 	// completing is called before a run's record is committed (its
@@ -249,6 +255,7 @@ type hooks struct {
 // once the scheduler's Run has returned.
 func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Scheduler[Job], release func()) {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	later := &laterTimers{}
 	var mu sync.Mutex
 	var timer *time.Timer
 	stop := context.AfterFunc(ctx, func() {
@@ -261,6 +268,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		timer = time.AfterFunc(grace, cancelRuns)
 	})
 	release = func() {
+		later.stop()
 		stop()
 		mu.Lock()
 		if timer != nil {
@@ -277,15 +285,34 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 	s.Work = func(_ context.Context, rel string, job Job) {
 		rep, again, err := v.process(runCtx, rel, job)
 		if err != nil {
-			v.log.Error("cannot process strand", "strand", rel, "err", err)
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()
+			if v.watching.Load() && ctx.Err() == nil && !errors.Is(err, ErrStateDamaged) && !errors.Is(err, state.ErrCorrupt) {
+				// A full disk, too many open files, a strand that kept
+				// changing: the change is not dropped; it is tried again
+				// after a pause that grows while it keeps failing.
+				pause := later.failed(rel)
+				v.log.Error("cannot process strand; trying again", "strand", rel, "in", pause, "err", err)
+				later.after(ctx, rel, pause, func() { s.Submit(rel, job) })
+			} else {
+				v.log.Error("cannot process strand", "strand", rel, "err", err)
+			}
+		} else {
+			later.succeeded(rel)
 		}
 		if rep.Ran || rep.Skipped != "" {
 			report(rep)
 		}
 		if again && ctx.Err() == nil {
-			s.Submit(rel, Job{FiredBy: job.FiredBy})
+			// The strand moved on during the run: while watching, its
+			// follow-up waits until it has been quiet for the debounce,
+			// like any change, and no longer than max_wait after the run;
+			// a pass (--once) runs it before it ends.
+			if v.watching.Load() {
+				v.followUp(ctx, later, s, rel, Job{FiredBy: job.FiredBy}, v.now().Add(v.cfg.MaxWait))
+			} else {
+				s.Submit(rel, Job{FiredBy: job.FiredBy})
+			}
 		}
 		if v.hooks.worked != nil {
 			v.hooks.worked(rel, rep)
@@ -295,4 +322,90 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		v.hooks.scheduler(s)
 	}
 	return s, release
+}
+
+// followUp submits the follow-up of the strand rel once it has been quiet
+// (not modified) for the debounce, or at the latest at deadline.
+func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *Scheduler[Job], rel string, job Job, deadline time.Time) {
+	quiet := v.cfg.Debounce
+	wait := quiet
+	if info, where, err := v.lstatStrand(rel); err == nil && where == present {
+		wait = time.Until(info.ModTime().Add(quiet))
+	}
+	if wait <= 0 || !v.now().Before(deadline) {
+		s.Submit(rel, job)
+		return
+	}
+	wait = min(wait, time.Until(deadline))
+	later.after(ctx, rel, wait, func() { v.followUp(ctx, later, s, rel, job, deadline) })
+}
+
+// laterTimers are the scheduler's delayed submissions, one per strand (a
+// newer one replaces it), with each strand's run of failures. The
+// scheduler's release stops them all.
+type laterTimers struct {
+	mu       sync.Mutex
+	timers   map[string]*time.Timer
+	failures map[string]int
+	stopped  bool
+}
+
+// after calls submit after d, unless ctx is done by then or the timers
+// are stopped; it replaces the strand's pending call, if any.
+func (l *laterTimers) after(ctx context.Context, rel string, d time.Duration, submit func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || ctx.Err() != nil {
+		return
+	}
+	if l.timers == nil {
+		l.timers = make(map[string]*time.Timer)
+	}
+	if t, ok := l.timers[rel]; ok {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		l.mu.Lock()
+		mine := l.timers[rel] == t && !l.stopped
+		if mine {
+			delete(l.timers, rel)
+		}
+		l.mu.Unlock()
+		if mine && ctx.Err() == nil {
+			submit()
+		}
+	})
+	l.timers[rel] = t
+}
+
+// failed counts a failure of the strand and returns the pause before it
+// is tried again: a second, doubling up to maxRetryPause.
+func (l *laterTimers) failed(rel string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failures == nil {
+		l.failures = make(map[string]int)
+	}
+	n := l.failures[rel]
+	l.failures[rel] = n + 1
+	return min(time.Second<<min(n, 20), maxRetryPause)
+}
+
+// succeeded forgets the strand's failures.
+func (l *laterTimers) succeeded(rel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.failures, rel)
+}
+
+// stop stops every pending call.
+func (l *laterTimers) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	for rel, t := range l.timers {
+		t.Stop()
+		delete(l.timers, rel)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/knotd/knotd/internal/vaultfs"
@@ -22,6 +23,11 @@ const frontmatterScanLimit = 64 << 10
 func (v *Vault) openStrand(rel string) (*os.File, os.FileInfo, error) {
 	if err := strand.ValidateRel(rel); err != nil {
 		return nil, nil, err
+	}
+	if v.hooks.opening != nil {
+		if err := v.hooks.opening(rel); err != nil {
+			return nil, nil, &fs.PathError{Op: "open", Path: rel, Err: err}
+		}
 	}
 	return vaultfs.Open(v.fs, rel)
 }

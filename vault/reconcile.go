@@ -34,7 +34,18 @@ import (
 //
 // reconcile does not decide the event: the processor looks again when the
 // run starts, because the strand may change while it waits.
+//
+// A strand that cannot be looked at (too many open files, an I/O error)
+// is logged and left out; see reconcileAll for a caller that tries it
+// again.
 func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
+	changed, _, err := v.reconcileAll(hints)
+	return changed, err
+}
+
+// reconcileAll is reconcile that also returns, sorted, the strands it
+// could not look at, for the caller to try again.
+func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, err error) {
 	var (
 		cands     []candidate
 		copies    []string // sync tools' conflict copies
@@ -86,12 +97,11 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 			cands = append(cands, candidate{path: rel, info: info, src: fromWalk})
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	cands = sortCandidates(cands)
 	var (
-		changed []string
 		created []string
 		gone    = make(map[string]state.Record)
 		touched = make(map[string]state.Stamp)
@@ -101,7 +111,10 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		rel := c.path
 		st, where, err := v.lookStrand(c, realDirs)
 		if err != nil {
-			v.log.Warn("cannot look at strand; will retry on its next change", "strand", rel, "err", err)
+			v.log.Warn("cannot look at strand", "strand", rel, "err", err)
+			if !errors.Is(err, fs.ErrPermission) { // fixed by the user, who then saves
+				unlooked = append(unlooked, rel)
+			}
 			return
 		}
 		switch {
@@ -115,7 +128,10 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 		default:
 			same, err := v.sameContent(rel, rec.Hash)
 			if err != nil {
-				v.log.Warn("cannot read strand; will retry on its next change", "strand", rel, "err", err)
+				v.log.Warn("cannot read strand", "strand", rel, "err", err)
+				if !errors.Is(err, fs.ErrPermission) {
+					unlooked = append(unlooked, rel)
+				}
 				return
 			}
 			switch t := v.trusted(st); {
@@ -131,14 +147,13 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 			}
 		}
 	}
-	var err error
 	if full {
 		err = v.mergeRecords(cands, classify)
 	} else {
 		err = v.lookupRecords(cands, subtrees, classify)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("vault: reconcile: %w", err)
+		return nil, nil, fmt.Errorf("vault: reconcile: %w", err)
 	}
 
 	for _, rel := range created {
@@ -172,12 +187,13 @@ func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("vault: reconcile: restamp: %w", err)
+			return nil, nil, fmt.Errorf("vault: reconcile: restamp: %w", err)
 		}
 	}
 	changed = append(changed, v.sawCopies(copies)...)
 	slices.Sort(changed)
-	return slices.Compact(changed), nil
+	slices.Sort(unlooked)
+	return slices.Compact(changed), slices.Compact(unlooked), nil
 }
 
 // mergeRecords calls fn, in path order, for every candidate of cands

@@ -106,7 +106,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 		sec.Hash = w.markerHash()
 	}
 	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
-	if err := v.commit(w, rec, j, tl); err != nil {
+	if err := v.commit(ctx, w, rec, j, tl); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -275,7 +275,7 @@ type journal struct {
 // commit makes a finished run durable in the order that survives a crash at
 // any point: journal the section, append it, then commit the record and
 // drop the journal entry in one transaction.
-func (v *Vault) commit(w *work, rec state.Record, j journal, tl *runLog) error {
+func (v *Vault) commit(ctx context.Context, w *work, rec state.Record, j journal, tl *runLog) error {
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -301,7 +301,7 @@ func (v *Vault) commit(w *work, rec state.Record, j journal, tl *runLog) error {
 		}
 	}
 	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
-	if err := v.store.PutPending(p); err != nil {
+	if err := v.putPending(ctx, p); err != nil {
 		return err
 	}
 	if v.hooks.journaled != nil {
@@ -309,6 +309,44 @@ func (v *Vault) commit(w *work, rec state.Record, j journal, tl *runLog) error {
 	}
 	return v.completeRun(p, j, false, tl)
 }
+
+// putPending journals the run p. The agent has replied: a journal that
+// cannot be written (a full disk, too many open files) is tried again,
+// with growing pauses, for as long as knotd watches (until it stops), so
+// that the reply is kept and the agent is not run again for the same
+// change. A pass (--once) tries a few times, then fails the run.
+func (v *Vault) putPending(ctx context.Context, p state.Pending) error {
+	deadline := v.now().Add(commitPatience)
+	for pause := time.Second; ; pause = min(2*pause, maxRetryPause) {
+		var err error
+		if v.hooks.journaling != nil {
+			err = v.hooks.journaling(p.RunID)
+		}
+		if err == nil {
+			err = v.store.PutPending(p)
+		}
+		if err == nil || errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrSessionTaken) {
+			return err
+		}
+		if !v.watching.Load() && v.now().After(deadline) {
+			return err
+		}
+		v.log.Warn("cannot journal a finished run; knotd keeps its reply and tries again", "strand", p.Record.Path, "run", p.RunID, "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (knotd stopped before the run could be journaled)", err)
+		case <-time.After(pause):
+		}
+	}
+}
+
+// commitPatience is how long a pass (--once) keeps trying to journal a
+// finished run; maxRetryPause bounds the pause between two tries, of a
+// journal or of a strand whose processing failed for a passing reason.
+const (
+	commitPatience = 3 * time.Second
+	maxRetryPause  = 5 * time.Minute
+)
 
 // complete appends a journaled run's section (unless check finds it already
 // in the tie-off) and commits its record. When recovering (check), a

@@ -91,6 +91,9 @@ type Vault struct {
 	// steppingDown is set while a device that another took over from
 	// stops: its runs get no grace period.
 	steppingDown atomic.Bool
+	// watching is set while Watch runs: a failure that may pass (a full
+	// disk) is tried again rather than reported and left.
+	watching atomic.Bool
 
 	// hooks lets tests observe the daemon (see hooks).
 	hooks hooks

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,7 @@ type watchLoop struct {
 	delay     time.Duration         // how long a gone or new strand waits
 	gone      map[string]goneStrand // gone strands waiting for their delay
 	fresh     map[string]goneStrand // new strands waiting for their delay
+	retry     map[string]retryHint  // hints whose reconcile failed, tried again after a pause
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
@@ -146,7 +148,7 @@ type watchLoop struct {
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
 func newWatchLoop(v *Vault, s *Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, firstFull: true, processed: new(atomic.Int64)}
+	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -283,10 +285,24 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		}
 		l.firstFull = false
 	}
-	paths, err := l.v.reconcile(batch)
+	paths, unlooked, err := l.v.reconcileAll(batch)
 	if err != nil {
-		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
+		// Too many open files, a full disk, an I/O error: the hints are
+		// kept and tried again.
+		l.retryLater(batch, err)
 		return
+	}
+	for _, h := range batch {
+		if _, failed := slices.BinarySearch(unlooked, h.Path); h.Dir || !failed {
+			delete(l.retry, retryKey(h))
+		}
+	}
+	if len(unlooked) > 0 {
+		hs := make([]watcher.Hint, len(unlooked))
+		for i, rel := range unlooked {
+			hs[i] = watcher.Hint{Path: rel}
+		}
+		l.retryLater(hs, errors.New("a strand could not be looked at (see above)"))
 	}
 	if fired != agentrun.FiredByWatch {
 		for i := range batch {
@@ -319,6 +335,43 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 }
 
+// retryHint is a hint whose reconcile failed, waiting to be tried again.
+type retryHint struct {
+	hint  watcher.Hint
+	due   time.Time
+	tries int
+}
+
+// retryKey identifies a hint among the retries: a file's path, a folder's
+// path with a slash, the whole vault as "/".
+func retryKey(h watcher.Hint) string {
+	if h.Dir || h.Full() {
+		return h.Path + "/"
+	}
+	return h.Path
+}
+
+// retryLater keeps hints whose reconcile failed with err, to try them
+// again after a pause that doubles while they keep failing, from a second
+// up to maxRetryPause. A full rescan is retried as a walk of the vault.
+func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
+	now := time.Now()
+	var soonest time.Duration
+	for _, h := range hints {
+		if h.Full() {
+			h = watcher.Hint{Dir: true}
+		}
+		k := retryKey(h)
+		r := l.retry[k]
+		pause := min(time.Second<<min(r.tries, 20), maxRetryPause)
+		l.retry[k] = retryHint{hint: h, due: now.Add(pause), tries: r.tries + 1}
+		if soonest == 0 || pause < soonest {
+			soonest = pause
+		}
+	}
+	l.v.log.Error("cannot reconcile changes; trying again", "in", soonest, "paths", len(hints), "err", err)
+}
+
 // isNew reports whether knotd has no record of the strand at rel.
 func (l *watchLoop) isNew(rel string) bool {
 	_, has, err := l.v.store.Get(rel)
@@ -331,6 +384,18 @@ func (l *watchLoop) isNew(rel string) bool {
 // strand that is a gone one moved takes its record and tie-off, and
 // neither runs (see detectRename); the others go on waiting.
 func (l *watchLoop) due(now time.Time) {
+	var retries []watcher.Hint
+	for _, r := range l.retry {
+		if !r.due.After(now) {
+			retries = append(retries, r.hint)
+		}
+	}
+	if len(retries) > 0 {
+		// Tried again as a batch of their own (a full rescan among them
+		// is a rescan).
+		slices.SortFunc(retries, func(a, b watcher.Hint) int { return cmp.Compare(retryKey(a), retryKey(b)) })
+		l.reconcile(retries)
+	}
 	var hints []watcher.Hint
 	anyDue, pairing := false, len(l.gone) > 0 && len(l.fresh) > 0
 	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
@@ -386,7 +451,7 @@ func (l *watchLoop) due(now time.Time) {
 	}
 }
 
-// next returns when the earliest waiting strand is due.
+// next returns when the earliest waiting strand or retry is due.
 func (l *watchLoop) next() (time.Time, bool) {
 	var next time.Time
 	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
@@ -394,6 +459,11 @@ func (l *watchLoop) next() (time.Time, bool) {
 			if next.IsZero() || g.due.Before(next) {
 				next = g.due
 			}
+		}
+	}
+	for _, r := range l.retry {
+		if next.IsZero() || r.due.Before(next) {
+			next = r.due
 		}
 	}
 	return next, !next.IsZero()
