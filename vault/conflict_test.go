@@ -86,3 +86,83 @@ func TestOnce_KeepsACopyItCannotPlace(t *testing.T) {
 		t.Errorf("tie-off = %d sections, %v; want its one section, nothing lost", len(secs), err)
 	}
 }
+
+// TestOnce_NoteConflictCopyOfKnotdsWrite: another device's save met
+// knotd's write of a note's knot_session, lost as the older one, and
+// Syncthing kept it in a conflict copy. When the copy holds every line of
+// the note (the other device only added) and the note is as knotd left
+// it, knotd folds the copy back: the note gets the other device's content
+// with its knot_session, the copy goes, and the note runs on it. Any
+// other copy stays, for the user, and the note is left as it is.
+func TestOnce_NoteConflictCopyOfKnotdsWrite(t *testing.T) {
+	const copyName = "a.sync-conflict-20261123-180000-ABCDEFG.md"
+	for _, tc := range []struct {
+		name       string
+		conversing bool
+		copyOf     func(note string) string // the copy, from the note knotd wrote
+		editNote   bool                     // the user edited the note since knotd's run
+		wantFold   bool
+		// wantRemoved: the copy goes, the note stays as it is.
+		wantRemoved bool
+	}{
+		{name: "the other device added a line", conversing: true, wantFold: true,
+			copyOf: func(string) string { return "# A\n\nfirst\n\nadded on the other device\n" }},
+		{name: "the other device added a line, with the same session", conversing: true, wantFold: true,
+			copyOf: func(note string) string { return note + "\nadded on the other device\n" }},
+		{name: "the other device deleted a line", conversing: true,
+			copyOf: func(string) string { return "# A\n\nadded on the other device\n" }},
+		{name: "the note was edited since", conversing: true, editNote: true,
+			copyOf: func(string) string { return "# A\n\nfirst\n\nadded on the other device\n" }},
+		{name: "knotd wrote nothing into the note", conversing: false,
+			copyOf: func(string) string { return "# A\n\nfirst\n\nadded on the other device\n" }},
+		{name: "the copy is the note without knotd's key", conversing: true, wantRemoved: true,
+			copyOf: func(string) string { return "# A\n\nfirst\n" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.conversing {
+				e.useConversing()
+			}
+			e.onceFresh()
+			e.write("a.md", "# A\n\nfirst\n")
+			e.onceFresh() // knotd writes the session (conversing), then runs
+			note := e.read("a.md")
+			cp := tc.copyOf(note)
+			e.write(copyName, cp)
+			if tc.editNote {
+				note += "\nedited here\n"
+				e.write("a.md", note)
+			}
+			sum := e.onceFresh()
+			if tc.wantRemoved {
+				if e.exists(copyName) || e.read("a.md") != note || sum.Ran != 0 {
+					t.Errorf("copy there: %v, note changed: %v, runs: %+v; want the copy removed, nothing else", e.exists(copyName), e.read("a.md") != note, sum.Runs)
+				}
+				return
+			}
+			if !tc.wantFold {
+				if !e.exists(copyName) || e.read(copyName) != cp {
+					t.Error("the copy was changed or removed")
+				}
+				if e.read("a.md") != note {
+					t.Errorf("the note was changed:\n%s", e.read("a.md"))
+				}
+				return
+			}
+			if e.exists(copyName) {
+				t.Error("the copy is still there")
+			}
+			got := e.read("a.md")
+			id := e.sessionOf("a.md")
+			if id == "" || !strings.Contains(got, "added on the other device") || !strings.Contains(got, "first") {
+				t.Errorf("the note after the fold:\n%s", got)
+			}
+			if sum.Ran != 1 || sum.Runs[0].Event.String() != "Modified" {
+				t.Errorf("runs = %+v; want one Modified run on the folded note", sum.Runs)
+			}
+			if evs := e.events("a.md"); len(evs) != 2 {
+				t.Errorf("tie-off events = %v; want the Created and the Modified", evs)
+			}
+		})
+	}
+}

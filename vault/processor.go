@@ -84,6 +84,7 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 	}
 	if !v.dry {
 		v.mergeCopies(rel)
+		v.foldNoteCopies(rel)
 	}
 	for attempt := 1; ; attempt++ {
 		rep, err = v.processOnce(ctx, rel, job, attempt == maxAttempts)
@@ -632,20 +633,29 @@ func (v *Vault) settle(w *work) bool {
 	if w == nil || w.guard == nil {
 		return false
 	}
-	changed, err := w.guard.Settle()
+	g := w.guard
 	w.guard = nil
+	return v.settleGuard(w.rel, g)
+}
+
+// settleGuard settles g, the guard of a write of the strand rel: a save
+// that went into the file the write replaced is put back, or kept in the
+// rescued folder and said. It reports whether the strand holds more than
+// what knotd wrote (or that is not known).
+func (v *Vault) settleGuard(rel string, g *vaultfs.Guard) bool {
+	changed, err := g.Settle()
 	if err == nil {
 		return changed
 	}
 	var late *vaultfs.LateSave
 	if errors.As(err, &late) {
-		if where, rerr := v.rescue(w.rel, late.Content); rerr != nil {
-			v.log.Error("a save of the strand went into the file knotd had just replaced, and knotd cannot keep it", "strand", w.rel, "err", rerr)
+		if where, rerr := v.rescue(rel, late.Content); rerr != nil {
+			v.log.Error("a save of the strand went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
 		} else {
-			v.log.Warn("a save of the strand went into the file knotd had just replaced, and the strand holds a newer save now: the earlier one is kept here", "strand", w.rel, "kept", where)
+			v.log.Warn("a save of the strand went into the file knotd had just replaced, and the strand holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
 		}
 	} else {
-		v.log.Warn("cannot look for a save that went into the file knotd replaced while writing the strand", "strand", w.rel, "err", err)
+		v.log.Warn("cannot look for a save that went into the file knotd replaced while writing the strand", "strand", rel, "err", err)
 	}
 	return true
 }

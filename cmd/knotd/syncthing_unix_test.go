@@ -354,3 +354,66 @@ func TestSyncthing_TieOffConflictCopiesAreMerged(t *testing.T) {
 	a.stop(t)
 	b.stop(t)
 }
+
+// TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept: knotd on A, with
+// an agent that keeps a conversation, writes a note's knot_session before
+// its first run, while a newer save of the note made on B is on its way.
+// Syncthing keeps the newer of the two (knotd's write) and puts B's save
+// in a conflict copy, on both devices. knotd folds the copy back (B only
+// added to what knotd wrote over): the note holds every line typed on
+// either device and its knot_session, the copy is gone on both, and B's
+// save is answered.
+func TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept(t *testing.T) {
+	syncthingtest.Binary(t) // or skip loudly
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
+	a := newKnotdDevice(t, "A", dirA)
+	writeFile(t, filepath.Join(a.xdgConfig, "knotd", "config.yaml"), fmt.Sprintf(
+		"default_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, a.agent))
+	note := filepath.Join(dirB, "note.md")
+	writeFile(t, note, "# Note\n\nfirst, on B\n")
+	syncthingtest.Synced(t, sa, sb)
+	// A long quiet period: B's next save reaches A, and the devices lose
+	// touch, before knotd on A writes the note's session.
+	a.start(t, "--debounce", "8s")
+	a.claimsIn(t, dirB)
+	editFile(t, note, "second, on B\n")
+	syncthingtest.Synced(t, sa, sb)
+	syncthingtest.Disconnect(t, sa, sb)
+	editFile(t, note, "third, on B, while A writes the session\n")
+	syncthingtest.Await(t, "knotd on A to write the session and answer", func() error {
+		b, err := os.ReadFile(filepath.Join(dirA, "note.md"))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), "knot_session:") || a.calls(t) != 1 {
+			return fmt.Errorf("%d runs, note:\n%s", a.calls(t), b)
+		}
+		return nil
+	})
+	syncthingtest.Reconnect(t, sa, sb)
+	onB := &knotdDevice{name: "B", vault: dirB} // no knotd there: only its folder
+	answered(t, a, onB, "note.md", 2)
+	syncthingtest.Synced(t, sa, sb)
+	for _, dir := range []string{dirA, dirB} {
+		got, err := os.ReadFile(filepath.Join(dir, "note.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{"knot_session:", "first, on B", "second, on B", "third, on B"} {
+			if !strings.Contains(string(got), line) {
+				t.Errorf("the note in %s lacks %q:\n%s", dir, line, got)
+			}
+		}
+	}
+	if n := a.calls(t); n != 2 {
+		t.Errorf("%d agent runs on A; want 2 (the first run, and B's save folded back)", n)
+	}
+	noConflictCopies(t, a, onB)
+	if !strings.Contains(a.log.String(), "knotd put it back into the note") {
+		t.Errorf("knotd did not say it folded the copy back:\n%s", a.log)
+	}
+	a.stop(t)
+}
