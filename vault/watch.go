@@ -410,17 +410,26 @@ func (l *watchLoop) due(now time.Time) {
 	if !anyDue {
 		return
 	}
-	paths, err := l.v.reconcile(hints)
+	paths, unlooked, err := l.v.reconcileAll(hints)
 	if err != nil {
-		l.v.log.Error("reconcile failed; will retry on the next change", "err", err)
-		for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
-			for rel, g := range waiting {
-				if !g.due.After(now) {
-					delete(waiting, rel)
-				}
-			}
+		unlooked = make([]string, len(hints))
+		for i, h := range hints {
+			unlooked[i] = h.Path
 		}
-		return
+	}
+	if len(unlooked) > 0 {
+		// Tried again later, as new hints: they wait once more when
+		// they are reconciled.
+		hs := make([]watcher.Hint, len(unlooked))
+		for i, rel := range unlooked {
+			hs[i] = watcher.Hint{Path: rel}
+			delete(l.gone, rel)
+			delete(l.fresh, rel)
+		}
+		if err == nil {
+			err = errors.New("a strand could not be looked at (see above)")
+		}
+		l.retryLater(hs, err)
 	}
 	changed := make(map[string]bool, len(paths))
 	for _, rel := range paths {
