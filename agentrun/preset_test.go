@@ -1,9 +1,10 @@
 package agentrun
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,10 +12,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// sharedClaudeFixtures is the original of testdata/claude, outside the
-// repository.
-const sharedClaudeFixtures = "../../shared/fixtures/claude-code-2.1.330"
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
@@ -36,22 +33,45 @@ func fixtureExit(t *testing.T, name string) int {
 	return n
 }
 
-func TestClaudeFixtures_MatchShared(t *testing.T) {
-	if _, err := os.Stat(sharedClaudeFixtures); err != nil {
-		t.Skipf("SKIPPED: the shared Claude Code fixtures are not at %s (%v); testing the copies in testdata/claude only", sharedClaudeFixtures, err)
-	}
-	copies, err := filepath.Glob("testdata/claude/*")
-	if err != nil || len(copies) == 0 {
-		t.Fatalf("no copies in testdata/claude (%v)", err)
-	}
-	for _, c := range copies {
-		orig, err := os.ReadFile(filepath.Join(sharedClaudeFixtures, filepath.Base(c)))
-		if err != nil {
-			t.Errorf("%s has no original: %v", c, err)
-			continue
+// TestRecordedFixtures_Unchanged: the recorded Claude Code output copied
+// into this repository (here and in transcript/testdata/claude) is byte
+// for byte what was recorded: testdata/claude/SHA256SUMS was made from the
+// originals when they were copied (see testdata/README.md). A fixture
+// edited by hand, or added without its sum, fails here.
+func TestRecordedFixtures_Unchanged(t *testing.T) {
+	sums := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(readTestdata(t, "claude/SHA256SUMS"))), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		if !ok || len(sum) != 64 {
+			t.Fatalf("testdata/claude/SHA256SUMS: a bad line %q", line)
 		}
-		if !bytes.Equal(orig, readTestdata(t, "claude/"+filepath.Base(c))) {
-			t.Errorf("%s differs from its original in %s", c, sharedClaudeFixtures)
+		sums[name] = sum
+	}
+	for _, dir := range []string{filepath.Join("testdata", "claude"), filepath.Join("..", "transcript", "testdata", "claude")} {
+		files, err := filepath.Glob(filepath.Join(dir, "*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no fixtures in %s (%v)", dir, err)
+		}
+		for _, f := range files {
+			name := filepath.Base(f)
+			if name == "SHA256SUMS" || name == "README.md" || name == "RECORDING.md" {
+				continue
+			}
+			want, recorded := sums[name]
+			if !recorded {
+				if dir != filepath.Join("testdata", "claude") {
+					continue // transcript's files written by hand, said so in its README
+				}
+				t.Errorf("%s has no recorded sum", f)
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != want {
+				t.Errorf("%s is not what was recorded (sha256 %s; recorded %s)", f, got, want)
+			}
 		}
 	}
 }
@@ -72,12 +92,8 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	// The copies in testdata/claude, and the originals when they are there.
-	for _, dir := range []string{filepath.Join("testdata", "claude"), sharedClaudeFixtures} {
-		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
-			if _, err := os.Stat(dir); err != nil {
-				t.Skipf("SKIPPED: the shared Claude Code fixtures are not at %s (%v); the copies in testdata/claude were parsed", dir, err)
-			}
+	for _, dir := range []string{filepath.Join("testdata", "claude")} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
 			for _, tt := range tests {
 				out, err := os.ReadFile(filepath.Join(dir, tt.file))
 				if err != nil {

@@ -82,26 +82,6 @@ func TestNormalize_ClaudeRealStreamJSON(t *testing.T) {
 	}
 }
 
-func TestNormalize_SharedFixturesAgree(t *testing.T) {
-	shared := filepath.Join("..", "..", "shared", "fixtures", "claude-code-2.1.330")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("the shared fixtures are not here: %v", err)
-	}
-	for _, name := range []string{"stream-json-new.jsonl", "json-new-session.json", "json-resume.json", "text.out"} {
-		orig, err := os.ReadFile(filepath.Join(shared, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		copied, err := os.ReadFile(filepath.Join("testdata", "claude", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(orig, copied) {
-			t.Errorf("testdata/claude/%s differs from the shared original", name)
-		}
-	}
-}
-
 func TestNormalize_KeepsToolUseWithoutResult(t *testing.T) {
 	for _, tc := range []struct {
 		format Format

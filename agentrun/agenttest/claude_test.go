@@ -55,14 +55,14 @@ func runClaude(t *testing.T, bin, dir string, env []string, stdin string, args .
 }
 
 // fixture returns the content of one file of the recorded Claude Code
-// fixtures in ../shared beside the repository.
+// fixtures copied into agentrun/testdata/claude (see its README).
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "..", "shared", "fixtures", "claude-code-"+ClaudeVersion, name))
+	data, err := os.ReadFile(filepath.Join(root, "agentrun", "testdata", "claude", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}
