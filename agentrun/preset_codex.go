@@ -19,6 +19,13 @@ import (
 // "turn.completed", and "turn.failed" or "error" events report failures.
 // Instructions become codex's developer_instructions setting through -c,
 // written as a TOML string.
+//
+// A thread codex no longer has (its session store was lost or wiped, or
+// the handle is another agent's) is refused with exit 1, nothing on
+// standard output, and "no rollout found for thread id" on standard error
+// (Codex CLI 0.169.0, testdata/codex-0.169.0: exec-resume-unknown,
+// exec-resume-after-sessions-wiped); the run then starts a fresh thread,
+// once (see sessionLost).
 type codexDriver struct{}
 
 func (codexDriver) delivery() PromptMode     { return PromptStdin }
@@ -40,6 +47,20 @@ func (codexDriver) argv(a *attempt) ([]string, error) {
 		argv = append(argv, "resume", a.resume)
 	}
 	return append(argv, "-"), nil
+}
+
+// codexNoThread is what Codex CLI 0.169.0 says, on standard error, when it
+// has no thread for the handle it was asked to resume.
+const codexNoThread = "no rollout found for thread id"
+
+func (codexDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
+	if exitCode == 0 || p.reply != "" {
+		return "", false
+	}
+	if i := strings.Index(stderr, codexNoThread); i >= 0 {
+		return firstLine(stderr[i:], 200), true
+	}
+	return "", false
 }
 
 // tomlString quotes s as a TOML basic string.

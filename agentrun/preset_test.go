@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,47 +34,87 @@ func fixtureExit(t *testing.T, name string) int {
 	return n
 }
 
-// TestRecordedFixtures_Unchanged: the recorded Claude Code output copied
-// into this repository (here and in transcript/testdata/claude) is byte
-// for byte what was recorded: testdata/claude/SHA256SUMS was made from the
-// originals when they were copied (see testdata/README.md). A fixture
-// edited by hand, or added without its sum, fails here.
-func TestRecordedFixtures_Unchanged(t *testing.T) {
+// recordedDirs are the folders of testdata holding real CLI output, each
+// copied unchanged from its recording with a SHA256SUMS made then (see
+// testdata/README.md).
+var recordedDirs = []string{"claude", "codex-0.169.0", "gemini-cli-0.61.0"}
+
+// readSums reads a sha256sum listing: file name -> hex sum.
+func readSums(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sums := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(readTestdata(t, "claude/SHA256SUMS"))), "\n") {
-		sum, name, ok := strings.Cut(line, "  ")
+	for line := range strings.Lines(strings.TrimSpace(string(b))) {
+		sum, name, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "  ")
 		if !ok || len(sum) != 64 {
-			t.Fatalf("testdata/claude/SHA256SUMS: a bad line %q", line)
+			t.Fatalf("%s: a bad line %q", path, line)
 		}
 		sums[name] = sum
 	}
-	for _, dir := range []string{filepath.Join("testdata", "claude"), filepath.Join("..", "transcript", "testdata", "claude")} {
-		files, err := filepath.Glob(filepath.Join(dir, "*"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no fixtures in %s (%v)", dir, err)
+	return sums
+}
+
+// TestRecordedFixtures_Unchanged: the recorded CLI output copied into this
+// repository is byte for byte what was recorded, every file of it has its
+// sum and every sum its file; the Claude Code files copied on into
+// transcript/testdata/claude too. A fixture edited by hand, or added
+// without its sum, fails here.
+func TestRecordedFixtures_Unchanged(t *testing.T) {
+	check := func(t *testing.T, path, want string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Error(err)
+			return
 		}
-		for _, f := range files {
-			name := filepath.Base(f)
-			if name == "SHA256SUMS" || name == "README.md" || name == "RECORDING.md" {
-				continue
-			}
-			want, recorded := sums[name]
-			if !recorded {
-				if dir != filepath.Join("testdata", "claude") {
-					continue // transcript's files written by hand, said so in its README
+		if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != want {
+			t.Errorf("%s is not what was recorded (sha256 %s; recorded %s)", path, got, want)
+		}
+	}
+	for _, dir := range recordedDirs {
+		t.Run(dir, func(t *testing.T) {
+			root := filepath.Join("testdata", dir)
+			sums := readSums(t, filepath.Join(root, "SHA256SUMS"))
+			seen := 0
+			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || d.Name() == "SHA256SUMS" {
+					return err
 				}
-				t.Errorf("%s has no recorded sum", f)
-				continue
-			}
-			b, err := os.ReadFile(f)
+				rel, err := filepath.Rel(root, p)
+				if err != nil {
+					return err
+				}
+				want, ok := sums[filepath.ToSlash(rel)]
+				if !ok {
+					t.Errorf("%s has no recorded sum", p)
+					return nil
+				}
+				seen++
+				check(t, p, want)
+				return nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := fmt.Sprintf("%x", sha256.Sum256(b)); got != want {
-				t.Errorf("%s is not what was recorded (sha256 %s; recorded %s)", f, got, want)
+			if seen != len(sums) {
+				t.Errorf("%s: %d files for %d sums: a recorded file is missing", root, seen, len(sums))
 			}
-		}
+		})
 	}
+	t.Run("transcript", func(t *testing.T) {
+		sums := readSums(t, filepath.Join("testdata", "claude", "SHA256SUMS"))
+		files, err := filepath.Glob(filepath.Join("..", "transcript", "testdata", "claude", "*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no fixtures in transcript/testdata/claude (%v)", err)
+		}
+		for _, f := range files {
+			if want, ok := sums[filepath.Base(f)]; ok {
+				check(t, f, want)
+			} // else written by hand, as its README says
+		}
+	})
 }
 
 func TestClaudeParser_Fixtures(t *testing.T) {

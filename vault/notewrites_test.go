@@ -312,3 +312,35 @@ func TestOnce_RestoredModTimeIsSeen(t *testing.T) {
 		t.Errorf("runs = %v; want the edit run", got)
 	}
 }
+
+// TestOnce_AFailedTurnsHandleIsNotKept: Gemini CLI names a session in its
+// error report when a note's first turn fails (a 401), and that session
+// can never be resumed. knotd does not keep it: the next run starts a new
+// conversation, not one doomed to be refused.
+func TestOnce_AFailedTurnsHandleIsNotKept(t *testing.T) {
+	e := newEnv(t)
+	agent := func(fail string) string {
+		return fmt.Sprintf("default_agent: g\nagents:\n  g:\n    preset: gemini\n    command: [%q]\n    env: {%s: %q, %s: %q, %s: %q}\n",
+			fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Gemini, fakeagent.EnvState, e.state, fakeagent.EnvFail, fail)
+	}
+	e.onceFresh()
+	e.userConfig(agent("error"))
+	e.write("a.md", "# A\n")
+	if sum := e.onceFresh(); sum.Failed != 1 {
+		t.Fatalf("runs = %+v; want the first turn to fail", sum.Runs)
+	}
+	v := e.open()
+	if rec, _ := record(t, v, "a.md"); rec.Resume != "" {
+		t.Errorf("the failed turn's handle %q was kept", rec.Resume)
+	}
+	e.close(v)
+	e.userConfig(agent(""))
+	e.write("a.md", "# A\n\nagain\n")
+	if sum := e.onceFresh(); sum.OK != 1 {
+		t.Fatalf("runs = %+v; want the next turn to go through", sum.Runs)
+	}
+	calls := e.calls()
+	if last := calls[len(calls)-1]; slices.Contains(last.Args, "--resume") {
+		t.Errorf("the next turn resumed the failed one's session: %q", last.Args)
+	}
+}

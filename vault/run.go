@@ -62,7 +62,10 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 			return rep, nil
 		}
 		tl.finish(w, &req, res)
-		if res.Resume != "" {
+		if res.Resume != "" && res.Outcome == agentrun.OutcomeOK {
+			// Only a turn that went through names a conversation to
+			// continue: Gemini CLI prints the session of a turn that
+			// failed, and that session can never be resumed.
 			resume = res.Resume
 		}
 		if res.Outcome == agentrun.OutcomeOK {

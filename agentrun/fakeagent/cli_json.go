@@ -127,15 +127,22 @@ func codex(inv *Invocation) int {
 	return 0
 }
 
-// gemini imitates `gemini --output-format json [--resume ID]`.
+// gemini imitates `gemini --output-format json [--session-id ID | --resume
+// ID]` of Gemini CLI 0.61.0, including its exact refusals (exit 42) and,
+// with KNOTD_FAKEAGENT_FAIL=untrusted, its refusal of an untrusted folder
+// (exit 55).
 func gemini(inv *Invocation) int {
-	f, err := parseFlags(inv.Args, []string{"--output-format", "-o", "--model", "-m", "--resume", "-r"}, nil)
+	f, err := parseFlags(inv.Args, []string{"--output-format", "-o", "--model", "-m", "--resume", "-r", "--session-id"}, nil)
 	if err != nil || len(f.rest) > 0 {
 		fmt.Fprintf(inv.Stderr, "Unknown arguments: %q (%v)\n", inv.Args, err)
 		return 42
 	}
 	if _, err := inv.record(); err != nil {
 		return inv.die(err)
+	}
+	if failMode() == "untrusted" {
+		fmt.Fprint(inv.Stderr, "\x1b[31mGemini CLI is not running in a trusted directory. To proceed, either use `--skip-trust`, set the `GEMINI_CLI_TRUST_WORKSPACE=true` environment variable, or trust this directory in interactive mode. For more details, see https://geminicli.com/docs/cli/trusted-folders/#headless-and-automated-environments\x1b[0m\n")
+		return 55
 	}
 	conv, err := inv.conversations(Gemini, true)
 	if err != nil {
@@ -148,6 +155,12 @@ func gemini(inv *Invocation) int {
 			return 42
 		}
 		id = r
+	} else if s := f.values["--session-id"]; s != "" {
+		if conv.turns(s) > 0 {
+			fmt.Fprintf(inv.Stderr, "Error starting session: Session ID %q already exists. Use --resume to resume it, or provide a different ID.\n", s)
+			return 42
+		}
+		id = s
 	}
 	out := map[string]any{"session_id": id}
 	code := 0

@@ -1,0 +1,154 @@
+package agentrun
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+)
+
+// recorded reads one recorded case of a real CLI: its exit status and
+// what it printed (testdata/<dir>/<name>.exit, .stdout or .jsonl or
+// .json, .stderr; absent files are empty output).
+func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) {
+	t.Helper()
+	read := func(ext string) string {
+		b, err := os.ReadFile(filepath.Join("testdata", dir, name+ext))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	s := strings.TrimSpace(read(".exit"))
+	exit, err := strconv.Atoi(strings.TrimPrefix(s, "exit="))
+	if err != nil {
+		t.Fatalf("%s/%s.exit: %q", dir, name, s)
+	}
+	return exit, read(".stdout") + read(".jsonl") + read(".json"), read(".stderr")
+}
+
+// TestSessionLost_Recorded: each resuming preset tells, from what its real
+// CLI printed, a conversation it cannot continue or create (then the run
+// starts a fresh one) from any other failure (then it does not).
+func TestSessionLost_Recorded(t *testing.T) {
+	for _, tc := range []struct {
+		dir, name string
+		d         driver
+		want      string // the reason's start; "" for not lost
+	}{
+		{"claude", "json-resume-missing", claudeDriver{}, "No conversation found"},
+		{"claude", "json-session-in-use", claudeDriver{}, "Error: Session ID"},
+		{"claude", "json-new-session", claudeDriver{}, ""},
+		{"codex-0.169.0", "exec-resume-unknown", codexDriver{}, "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
+		{"codex-0.169.0", "exec-resume-after-sessions-wiped", codexDriver{}, "no rollout found for thread id"},
+		{"codex-0.169.0", "exec-http-401", codexDriver{}, ""},
+		{"codex-0.169.0", "exec-no-api-key", codexDriver{}, ""},
+		{"codex-0.169.0", "exec-resume", codexDriver{}, ""},
+		{"gemini-cli-0.61.0", "json-resume-unknown", geminiDriver{}, "Error resuming session: Invalid session identifier"},
+		{"gemini-cli-0.61.0", "json-resume-after-chats-wiped", geminiDriver{}, "Error resuming session: No previous sessions found"},
+		{"gemini-cli-0.61.0", "json-resume-other-after-wipe", geminiDriver{}, "Error resuming session: Invalid session identifier"},
+		{"gemini-cli-0.61.0", "json-session-id-exists", geminiDriver{}, "Error starting session: Session ID"},
+		{"gemini-cli-0.61.0", "json-http-401", geminiDriver{}, ""},
+		{"gemini-cli-0.61.0", "json-untrusted-folder", geminiDriver{}, ""},
+		{"gemini-cli-0.61.0", "json-resume", geminiDriver{}, ""},
+	} {
+		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
+			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
+			p := tc.d.parser()
+			if lp, ok := p.(lineParser); ok {
+				for line := range strings.Lines(stdout) {
+					lp.line([]byte(strings.TrimSuffix(line, "\n")))
+				}
+			}
+			parsed, _ := p.finish([]byte(stdout), false, stderr)
+			reason, lost := tc.d.(sessionRecoverer).sessionLost(exit, parsed, stderr)
+			if lost != (tc.want != "") || !strings.HasPrefix(reason, tc.want) {
+				t.Errorf("sessionLost = %q, %v; want %q", reason, lost, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecorded_Replies: the parsers read the real CLIs' recorded replies.
+func TestRecorded_Replies(t *testing.T) {
+	for _, tc := range []struct {
+		dir, name     string
+		d             driver
+		reply, handle string
+	}{
+		{"codex-0.169.0", "exec-new", codexDriver{}, "MOCK REPLY (user messages seen: 1)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{"codex-0.169.0", "exec-resume", codexDriver{}, "MOCK REPLY (user messages seen: 2)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{"gemini-cli-0.61.0", "json-new", geminiDriver{}, "MOCK REPLY (user messages seen: 1)", "9c53d6b1-bdf4-455f-b867-c24f8665ec1c"},
+		{"gemini-cli-0.61.0", "json-session-id-new", geminiDriver{}, "MOCK REPLY (user messages seen: 1)", "2111aaaa-bbbb-4ccc-8ddd-eeeeffff0000"},
+	} {
+		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
+			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
+			p := tc.d.parser()
+			if lp, ok := p.(lineParser); ok {
+				for line := range strings.Lines(stdout) {
+					lp.line([]byte(strings.TrimSuffix(line, "\n")))
+				}
+			}
+			got, err := p.finish([]byte(stdout), false, stderr)
+			if err != nil || exit != 0 || got.reply != tc.reply || got.handle != tc.handle || got.agentErr != "" {
+				t.Errorf("exit %d, parsed %+v, %v; want reply %q, handle %q", exit, got, err, tc.reply, tc.handle)
+			}
+		})
+	}
+}
+
+// TestGemini_UntrustedFolder: Gemini CLI's refusal of a folder the user
+// has not trusted (exit 55) is a failure that says what to do; knotd
+// passes nothing that trusts the folder.
+func TestGemini_UntrustedFolder(t *testing.T) {
+	agent, state := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail] = "untrusted"
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeFailed || !strings.Contains(res.Reason, "exit status 55") || !strings.Contains(res.Reason, "trustedFolders.json") || res.Restarted != nil {
+		t.Errorf("Run = %s %q (restarted %+v); want a failure that says how to trust the folder", res.Outcome, res.Reason, res.Restarted)
+	}
+	for _, c := range mustCalls(t, state) {
+		if strings.Contains(strings.Join(c.Args, " "), "trust") {
+			t.Errorf("knotd asked the CLI to trust the folder: %q", c.Args)
+		}
+	}
+	exit, stdout, stderr := recorded(t, "gemini-cli-0.61.0", "json-untrusted-folder")
+	if p, err := (geminiParser{}).finish([]byte(stdout), false, stderr); exit != 55 || err != nil || p.agentErr != geminiTrust {
+		t.Errorf("the recorded refusal: exit %d, parsed %+v, %v; want knotd's advice", exit, p, err)
+	}
+}
+
+// TestPresets_RecoverALostConversation: a conversation the CLI no longer
+// has (or never had: another agent's handle) is started afresh, once, and
+// the prompt says so; no note is stuck on it.
+func TestPresets_RecoverALostConversation(t *testing.T) {
+	const foreign = "11111111-2222-4333-8444-555555555555" // a handle this CLI never gave
+	for _, preset := range []string{PresetClaude, PresetCodex, PresetGemini} {
+		t.Run(preset, func(t *testing.T) {
+			agent, state := fakePreset(t, preset)
+			r := &Runner{}
+			req := nextTurn(runRequest(t, agent, planV1), foreign, planV2)
+			res := mustRun(t, r, req)
+			if res.Outcome != OutcomeOK || res.Restarted == nil || res.Restarted.Handle != foreign {
+				t.Fatalf("Run = %s %q, restarted %+v; want ok, restarted from %s", res.Outcome, res.Reason, res.Restarted, foreign)
+			}
+			if res.Resume == "" || res.Resume == foreign || res.Reply != "FAKE REPLY (user messages seen: 1)" {
+				t.Errorf("resume %q, reply %q; want a fresh conversation", res.Resume, res.Reply)
+			}
+			if !strings.Contains(res.Prompt, "conversation "+foreign+" could not be continued") {
+				t.Errorf("the prompt does not say the conversation was restarted:\n%s", preview(res.Prompt, 400))
+			}
+			if n := len(mustCalls(t, state)); n != 2 {
+				t.Errorf("%d calls; want 2 (the refusal, and the fresh start)", n)
+			}
+			// The next turn continues the fresh conversation.
+			next := mustRun(t, r, nextTurn(req, res.Resume, planV1))
+			if next.Outcome != OutcomeOK || next.Restarted != nil || next.Reply != "FAKE REPLY (user messages seen: 2)" {
+				t.Errorf("next turn = %s %q, restarted %+v, reply %q", next.Outcome, next.Reason, next.Restarted, next.Reply)
+			}
+		})
+	}
+}
