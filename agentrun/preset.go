@@ -84,6 +84,14 @@ type sessionRecoverer interface {
 	sessionLost(exitCode int, p parsed, stderr string) (reason string, lost bool)
 }
 
+// totaler is a driver whose CLI reports, for a resumed conversation,
+// running totals over the whole conversation rather than the turn's own
+// use, for some fields: turn returns the turn's use from the total
+// reported now and the one reported at the end of the turn before.
+type totaler interface {
+	turn(total, before Usage) Usage
+}
+
 // finisher is a driver with a step after a successful attempt, such as
 // asking the CLI for the conversation id it just used. run starts a helper
 // process with the attempt's environment and working directory.

@@ -53,6 +53,16 @@ func (claudeDriver) argv(a *attempt) ([]string, error) {
 	return argv, nil
 }
 
+// turn: Claude Code 2.1.330's total_cost_usd on a resumed session is the
+// session's running total, while its token counts are the turn's
+// (testdata/claude: json-new-session and json-resume both report 10 input
+// and 8 output tokens, and a cost of 0.0002, then 0.0004).
+func (claudeDriver) turn(total, before Usage) Usage {
+	u := total
+	u.CostUSD = max(total.CostUSD-before.CostUSD, 0)
+	return u
+}
+
 // The stderr texts of Claude Code 2.1.330's two session refusals (see
 // testdata/claude/README.md).
 const (

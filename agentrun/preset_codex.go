@@ -49,6 +49,11 @@ func (codexDriver) argv(a *attempt) ([]string, error) {
 	return append(argv, "-"), nil
 }
 
+// turn: Codex CLI 0.169.0's turn.completed usage on a resumed thread is the
+// thread's running total (testdata/codex-0.169.0: exec-new 100 input
+// tokens, exec-resume 300, exec-resume-2 600), tokens of every kind.
+func (codexDriver) turn(total, before Usage) Usage { return total.minus(before) }
+
 // codexNoThread is what Codex CLI 0.169.0 says, on standard error, when it
 // has no thread for the handle it was asked to resume.
 const codexNoThread = "no rollout found for thread id"
@@ -109,9 +114,10 @@ type codexEvent struct {
 		Text string `json:"text"`
 	} `json:"item"`
 	Usage *struct {
-		InputTokens       int64 `json:"input_tokens"`
-		CachedInputTokens int64 `json:"cached_input_tokens"`
-		OutputTokens      int64 `json:"output_tokens"`
+		InputTokens           int64 `json:"input_tokens"`
+		CachedInputTokens     int64 `json:"cached_input_tokens"`
+		CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+		OutputTokens          int64 `json:"output_tokens"`
 	} `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
@@ -142,7 +148,8 @@ func (p *codexParser) line(b []byte) {
 			if p.usage == nil {
 				p.usage = &Usage{}
 			}
-			p.usage.add(Usage{InputTokens: ev.Usage.InputTokens, CacheReadTokens: ev.Usage.CachedInputTokens, OutputTokens: ev.Usage.OutputTokens})
+			p.usage.add(Usage{InputTokens: ev.Usage.InputTokens, CacheReadTokens: ev.Usage.CachedInputTokens,
+				CacheWriteTokens: ev.Usage.CacheWriteInputTokens, OutputTokens: ev.Usage.OutputTokens})
 		}
 	case "turn.failed":
 		if ev.Error != nil {

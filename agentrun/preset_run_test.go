@@ -191,7 +191,9 @@ func TestPresets_ResumeRoundTrip(t *testing.T) {
 			if first.Outcome != OutcomeOK || first.Reply != "FAKE REPLY (user messages seen: 1)" || first.Resume == "" {
 				t.Fatalf("turn 1 = %s %q reply %q resume %q", first.Outcome, first.Reason, first.Reply, first.Resume)
 			}
-			second := mustRun(t, r, nextTurn(req, first.Resume, planV2))
+			next := nextTurn(req, first.Resume, planV2)
+			next.TotalsBefore = first.Totals
+			second := mustRun(t, r, next)
 			if second.Outcome != OutcomeOK || second.Reply != "FAKE REPLY (user messages seen: 2)" || second.Resume != first.Resume {
 				t.Fatalf("turn 2 = %s %q reply %q resume %q; want the conversation continued", second.Outcome, second.Reason, second.Reply, second.Resume)
 			}

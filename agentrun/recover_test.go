@@ -152,3 +152,54 @@ func TestPresets_RecoverALostConversation(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorded_UsagePerTurn: the real CLIs' usage of a resumed
+// conversation, turned into each turn's own from the totals of the turn
+// before: Codex CLI reports running token totals (100, 300, 600 input
+// tokens over three turns of 100, 200, 300), Claude Code a running cost.
+func TestRecorded_UsagePerTurn(t *testing.T) {
+	usage := func(dir, name string, d driver) Usage {
+		t.Helper()
+		_, stdout, stderr := recorded(t, dir, name)
+		p := d.parser()
+		if lp, ok := p.(lineParser); ok {
+			for line := range strings.Lines(stdout) {
+				lp.line([]byte(strings.TrimSuffix(line, "\n")))
+			}
+		}
+		got, err := p.finish([]byte(stdout), false, stderr)
+		if err != nil || got.usage == nil {
+			t.Fatalf("%s/%s: usage %+v, %v", dir, name, got.usage, err)
+		}
+		return *got.usage
+	}
+	for _, tc := range []struct {
+		dir, before, now string
+		d                driver
+		want             Usage
+	}{
+		{"codex-0.169.0", "exec-new", "exec-resume", codexDriver{}, Usage{InputTokens: 200, OutputTokens: 9}},
+		{"codex-0.169.0", "exec-resume", "exec-resume-2", codexDriver{}, Usage{InputTokens: 300, OutputTokens: 9}},
+		{"claude", "json-new-session", "json-resume", claudeDriver{}, Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
+	} {
+		t.Run(tc.dir+"/"+tc.now, func(t *testing.T) {
+			before, total := usage(tc.dir, tc.before, tc.d), usage(tc.dir, tc.now, tc.d)
+			res := Result{Agent: "a", Usage: &total}
+			perTurn(tc.d, &attempt{resume: "thread"}, &before, &res)
+			got := *res.Usage
+			if got.CostUSD-tc.want.CostUSD > 1e-12 || tc.want.CostUSD-got.CostUSD > 1e-12 {
+				t.Errorf("cost %v; want %v", got.CostUSD, tc.want.CostUSD)
+			}
+			got.CostUSD, tc.want.CostUSD = 0, 0
+			if got != tc.want || res.Totals == nil || *res.Totals != total {
+				t.Errorf("usage %+v, totals %+v; want %+v, and the totals %+v kept", got, res.Totals, tc.want, total)
+			}
+			// Without the totals before, the run says what it recorded.
+			res = Result{Agent: "a", Usage: &total}
+			perTurn(tc.d, &attempt{resume: "thread"}, nil, &res)
+			if *res.Usage != total || len(res.Notes) != 1 {
+				t.Errorf("without totals before: usage %+v, notes %q", res.Usage, res.Notes)
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type Request struct {
 	// Resume is the agent's resume handle from the last run (knot_resume),
 	// empty when there is none: the run then starts a new conversation.
 	Resume string
+	// TotalsBefore is the Result.Totals of the run that last continued the
+	// conversation Resume names, nil when unknown: for an agent that
+	// reports running totals, this run's own use is its total minus these.
+	TotalsBefore *Usage
 	// Turn is 1 for the first run of the strand and counts up from there.
 	Turn int
 	// FiredBy says what triggered the run.

@@ -52,8 +52,16 @@ type Result struct {
 	ExitCode int
 	// Duration is the wall-clock time of the run, all attempts included.
 	Duration time.Duration
-	// Usage holds token counts and cost when the CLI reports them.
+	// Usage holds this run's token counts and cost when the CLI reports
+	// them. Where the CLI reports running totals over a resumed
+	// conversation (Codex CLI's tokens, Claude Code's cost), it is the
+	// difference from Request.TotalsBefore; without those, the total, and
+	// a note says so.
 	Usage *Usage
+	// Totals is the running total the CLI reported, for agents that report
+	// one (nil for the others): keep it for the next run's
+	// Request.TotalsBefore.
+	Totals *Usage
 	// Stdout is the agent's standard output, at most Runner.MaxStdout bytes.
 	Stdout []byte
 	// StdoutBytes counts all bytes the agent wrote to standard output.
@@ -86,6 +94,17 @@ type Usage struct {
 	CacheWriteTokens int64
 	// CostUSD is the cost in US dollars the CLI computed, 0 when unknown.
 	CostUSD float64
+}
+
+// minus returns u less o, field by field, never below zero.
+func (u Usage) minus(o Usage) Usage {
+	return Usage{
+		InputTokens:      max(u.InputTokens-o.InputTokens, 0),
+		OutputTokens:     max(u.OutputTokens-o.OutputTokens, 0),
+		CacheReadTokens:  max(u.CacheReadTokens-o.CacheReadTokens, 0),
+		CacheWriteTokens: max(u.CacheWriteTokens-o.CacheWriteTokens, 0),
+		CostUSD:          max(u.CostUSD-o.CostUSD, 0),
+	}
 }
 
 func (u *Usage) add(o Usage) {

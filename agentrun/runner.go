@@ -110,10 +110,32 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			})
 		}
 		classify(out, &res)
+		perTurn(d, &a, req.TotalsBefore, &res)
 		break
 	}
 	res.Duration = time.Since(started)
 	return res, nil
+}
+
+// perTurn turns the running totals of a totaler's CLI into the run's own
+// use: in a conversation resumed from a turn whose totals are known, the
+// difference; in a new one (or one started afresh), the totals are the
+// turn's. res.Totals keeps the totals for the next turn.
+func perTurn(d driver, a *attempt, before *Usage, res *Result) {
+	t, ok := d.(totaler)
+	if !ok || res.Usage == nil {
+		return
+	}
+	total := *res.Usage
+	res.Totals = &total
+	switch {
+	case a.resume == "":
+	case before != nil:
+		u := t.turn(total, *before)
+		res.Usage = &u
+	default:
+		res.Notes = append(res.Notes, res.Agent+" reported the conversation's running total, and the total before this turn is not known: the usage recorded for this run is the whole conversation's")
+	}
 }
 
 // Prompt returns the prompt Run would give req's agent on its first attempt,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"time"
 )
 
@@ -98,15 +99,28 @@ type Record struct {
 	LastOutcome Outcome
 	// Processed is when the record was last committed.
 	Processed time.Time
+	// Totals is what the agent last reported as the running total of the
+	// conversation Resume names, for agents that report running totals
+	// rather than each turn's use (Codex CLI's tokens, Claude Code's
+	// cost): the next turn's own use is its total minus this. Nil when
+	// unknown.
+	Totals *Usage
+}
+
+// Usage is token use and cost as an agent reported it.
+type Usage struct {
+	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64
+	CostUSD                                                      float64
 }
 
 // recordVersion is the first byte of every encoded record. Decoders read
 // this version and the ones before it, and refuse newer ones, so a newer
 // knotd's records are never misread. Version 1 had no Ctime (read as
 // zero, which no file's stamp has: the first look hashes the file and
-// restamps it).
+// restamps it); versions 1 and 2 had no Totals (read as unknown).
 const (
-	recordVersion   = 2
+	recordVersion   = 3
+	recordVersionV2 = 2
 	recordVersionV1 = 1
 )
 
@@ -133,7 +147,16 @@ func appendRecord(b []byte, r *Record) []byte {
 	if !r.Processed.IsZero() {
 		ns = r.Processed.UnixNano()
 	}
-	return binary.AppendVarint(b, ns)
+	b = binary.AppendVarint(b, ns)
+	if r.Totals == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.AppendVarint(b, r.Totals.InputTokens)
+	b = binary.AppendVarint(b, r.Totals.OutputTokens)
+	b = binary.AppendVarint(b, r.Totals.CacheReadTokens)
+	b = binary.AppendVarint(b, r.Totals.CacheWriteTokens)
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Totals.CostUSD))
 }
 
 // decodeRecord decodes a value written by appendRecord; path becomes
@@ -141,7 +164,7 @@ func appendRecord(b []byte, r *Record) []byte {
 func decodeRecord(path string, b []byte) (Record, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if d.err == nil && v != recordVersion && v != recordVersionV1 {
+	if d.err == nil && v != recordVersion && v != recordVersionV2 && v != recordVersionV1 {
 		return Record{}, fmt.Errorf("%w: record version %d (this knotd reads %d at most)", errCorruptValue, v, recordVersion)
 	}
 	r := Record{Path: path}
@@ -149,7 +172,7 @@ func decodeRecord(path string, b []byte) (Record, error) {
 	r.Stamp.ModTime = d.varint()
 	r.Stamp.Inode = d.uvarint()
 	r.Stamp.Device = d.uvarint()
-	if v == recordVersion {
+	if v >= recordVersionV2 {
 		r.Stamp.Ctime = d.varint()
 	}
 	copy(r.Hash[:], d.fixed(len(r.Hash)))
@@ -160,6 +183,18 @@ func decodeRecord(path string, b []byte) (Record, error) {
 	r.LastOutcome = Outcome(d.byte())
 	if ns := d.varint(); ns != 0 {
 		r.Processed = time.Unix(0, ns).UTC()
+	}
+	if v >= recordVersion {
+		switch d.byte() {
+		case 0:
+		case 1:
+			r.Totals = &Usage{InputTokens: d.varint(), OutputTokens: d.varint(), CacheReadTokens: d.varint(), CacheWriteTokens: d.varint()}
+			if bits := d.fixed(8); bits != nil {
+				r.Totals.CostUSD = math.Float64frombits(binary.LittleEndian.Uint64(bits))
+			}
+		default:
+			d.err = fmt.Errorf("%w: record totals flag out of range", errCorruptValue)
+		}
 	}
 	if err := d.finish(); err != nil {
 		return Record{}, err

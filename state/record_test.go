@@ -16,6 +16,8 @@ func TestDecodeRecord_RoundTrip(t *testing.T) {
 		{Path: "a.md"},
 		rec("ideas/plan.md", "x"),
 		{Path: "b.md", Stamp: Stamp{Size: 1 << 40, ModTime: -1, Inode: ^uint64(0), Device: 1}, Turns: 1 << 30, LastOutcome: OutcomeSkipped},
+		{Path: "c.md", Resume: "thread", Totals: &Usage{InputTokens: 600, OutputTokens: 27, CacheReadTokens: 5, CacheWriteTokens: 1, CostUSD: 0.0004}},
+		{Path: "d.md", Totals: &Usage{}},
 	} {
 		b := appendRecord(nil, &r)
 		got, err := decodeRecord(r.Path, b)
@@ -36,6 +38,13 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 		{"truncated", good[:len(good)-1]},
 		{"trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"bad outcome", func() []byte { r := rec("a.md", "x"); r.LastOutcome = outcomeEnd; return appendRecord(nil, &r) }()},
+		{"bad totals flag", append(append([]byte(nil), good[:len(good)-1]...), 2)},
+		{"truncated totals", func() []byte {
+			r := rec("a.md", "x")
+			r.Totals = &Usage{CostUSD: 1}
+			b := appendRecord(nil, &r)
+			return b[:len(b)-3]
+		}()},
 	}
 	for _, tt := range tests {
 		if _, err := decodeRecord("a.md", tt.b); !errors.Is(err, errCorruptValue) {
@@ -45,11 +54,16 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 }
 
 // TestDecodeRecord_Version1: records written before stamps had a change
-// time read with a zero one.
+// time read with a zero one, and without totals; so do version 2's.
 func TestDecodeRecord_Version1(t *testing.T) {
 	r := rec("a.md", "x")
 	r.Stamp = Stamp{Size: 3, ModTime: 42, Inode: 7, Device: 9}
-	v2 := appendRecord(nil, &r)
+	v3 := appendRecord(nil, &r)
+	// Version 2 is version 3 without the totals (a 0 flag byte, last).
+	v2 := append([]byte{recordVersionV2}, v3[1:len(v3)-1]...)
+	if got, err := decodeRecord("a.md", v2); err != nil || got.Stamp != r.Stamp || got.Totals != nil || got.Processed != r.Processed {
+		t.Errorf("decodeRecord(version 2) = %+v, %v; want %+v", got, err, r)
+	}
 	// Version 1 is version 2 without the change time (one varint, 0).
 	v1 := append([]byte{recordVersionV1}, v2[1:]...)
 	i := 1

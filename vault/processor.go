@@ -760,7 +760,7 @@ func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
 	if err != nil || !doc.Fields.NewSession || w.previousFields().NewSession {
 		return
 	}
-	rec.Session, rec.Resume = uuid.NewString(), ""
+	rec.Session, rec.Resume, rec.Totals = uuid.NewString(), "", nil
 	v.log.Info("strand asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
 }
 

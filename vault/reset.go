@@ -76,7 +76,7 @@ func (v *Vault) ResetStrand(rel string) (Reset, error) {
 	if err != nil {
 		return r, err
 	}
-	rec.Session, rec.Resume = r.Session, ""
+	rec.Session, rec.Resume, rec.Totals = r.Session, "", nil
 	if prev == nil && rec.Hash != (state.Hash{}) {
 		// A version knotd recorded without its content (over the size
 		// limit): its record stays as it is, with the new session.

@@ -31,6 +31,10 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
 	sec := tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}
 	resume := w.resume
+	totals := w.rec.Totals // the running totals of the conversation resume names
+	if resume != w.rec.Resume || w.newSession {
+		totals = nil
+	}
 
 	mask := masker(w.agent)
 	tl := v.createRunLog(rep.RunID, w.rel, mask)
@@ -69,6 +73,9 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 			resume = res.Resume
 		}
 		if res.Outcome == agentrun.OutcomeOK {
+			totals = stateUsage(res.Totals)
+		}
+		if res.Outcome == agentrun.OutcomeOK {
 			sec.Body = res.Reply
 		} else {
 			sec.Failed = true
@@ -88,7 +95,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	if w.event != strand.Deleted {
 		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
 	}
-	rec.Session, rec.Resume = w.session, resume
+	rec.Session, rec.Resume, rec.Totals = w.session, resume, totals
 	rec.Turns++
 	rec.LastRunID, rec.Processed = rep.RunID, now
 	rec.LastOutcome = state.OutcomeSucceeded
@@ -115,6 +122,15 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 	return rep, nil
 }
 
+// stateUsage is u as the state records it.
+func stateUsage(u *agentrun.Usage) *state.Usage {
+	if u == nil {
+		return nil
+	}
+	return &state.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+}
+
 // request builds the agent request for w.
 func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
 	req := agentrun.Request{
@@ -133,6 +149,10 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	}
 	if w.newSession {
 		req.Resume = ""
+	}
+	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
+		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
+			CacheReadTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, CostUSD: t.CostUSD}
 	}
 	if w.event == strand.Modified && w.previous != nil && !bytes.Equal(w.content, w.userContent) {
 		// knotd wrote the session into the strand for this run: diff

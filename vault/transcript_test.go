@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -321,5 +322,34 @@ func TestWatch_TranscriptOfRunningAndStoppedRun(t *testing.T) {
 	fin := payload[transcript.Finished](t, events, transcript.RunFinished)
 	if fin.Outcome != "canceled" || !slices.ContainsFunc(fin.Notes, func(n string) bool { return strings.Contains(n, "knotd stopped") }) {
 		t.Errorf("run.finished = %+v; want canceled, saying knotd stopped", fin)
+	}
+}
+
+// TestOnce_CodexUsageIsPerRun: Codex CLI reports a resumed thread's running
+// totals; each run's transcript records the run's own use (the totals
+// less those the run before reported), so that what `knotd runs` adds up
+// is what was used.
+func TestOnce_CodexUsageIsPerRun(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig("default_agent: c\nagents:\n" + e.fakeAgentYAML("c", "codex", fakeagent.Codex))
+	e.onceFresh()
+	content := "# Note\n"
+	var runs []string
+	for i := range 3 {
+		content += fmt.Sprintf("edit %d\n", i)
+		e.write("a.md", content)
+		sum := e.onceFresh()
+		if sum.OK != 1 {
+			t.Fatalf("run %d: %+v", i+1, sum.Runs)
+		}
+		runs = append(runs, sum.Runs[0].RunID)
+	}
+	for i, id := range runs {
+		fin := payload[transcript.Finished](t, runTranscript(t, e, id), transcript.RunFinished)
+		k := int64(i + 1) // the fake's turn k uses 1200·k input tokens, 200 cached, 34 output
+		want := transcript.Usage{InputTokens: 1200 * k, CacheReadTokens: 200, OutputTokens: 34}
+		if fin.Usage == nil || *fin.Usage != want {
+			t.Errorf("run %d usage = %+v; want %+v", i+1, fin.Usage, want)
+		}
 	}
 }

@@ -123,7 +123,9 @@ func codex(inv *Invocation) int {
 	}
 	emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_1", "type": "reasoning", "text": "**Reading the note**"}})
 	emit(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_2", "type": "agent_message", "text": reply(n)}})
-	emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": 1200 * n, "cached_input_tokens": 200, "output_tokens": 34}})
+	// Running totals over the thread, as Codex CLI 0.169.0 reports them:
+	// turn k uses 1200·k input tokens, 200 cached, 34 output.
+	emit(map[string]any{"type": "turn.completed", "usage": map[string]any{"input_tokens": 1200 * n * (n + 1) / 2, "cached_input_tokens": 200 * n, "output_tokens": 34 * n}})
 	return 0
 }
 
