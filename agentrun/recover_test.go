@@ -30,6 +30,18 @@ func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) 
 	return exit, read(".stdout") + read(".jsonl") + read(".json"), read(".stderr")
 }
 
+// parseOutput parses what an agent printed as the runner does: line by
+// line for a line parser, then whole.
+func parseOutput(d driver, stdout, stderr string) (parsed, error) {
+	p := d.parser()
+	if lp, ok := p.(lineParser); ok {
+		for line := range strings.Lines(stdout) {
+			lp.line([]byte(strings.TrimSuffix(line, "\n")))
+		}
+	}
+	return p.finish([]byte(stdout), false, stderr)
+}
+
 // TestSessionLost_Recorded: each resuming preset tells, from what its real
 // CLI printed, a conversation it cannot continue or create (then the run
 // starts a fresh one) from any other failure (then it does not).
@@ -57,13 +69,7 @@ func TestSessionLost_Recorded(t *testing.T) {
 	} {
 		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
-			p := tc.d.parser()
-			if lp, ok := p.(lineParser); ok {
-				for line := range strings.Lines(stdout) {
-					lp.line([]byte(strings.TrimSuffix(line, "\n")))
-				}
-			}
-			parsed, _ := p.finish([]byte(stdout), false, stderr)
+			parsed, _ := parseOutput(tc.d, stdout, stderr)
 			reason, lost := tc.d.(sessionRecoverer).sessionLost(exit, parsed, stderr)
 			if lost != (tc.want != "") || !strings.HasPrefix(reason, tc.want) {
 				t.Errorf("sessionLost = %q, %v; want %q", reason, lost, tc.want)
@@ -86,13 +92,7 @@ func TestRecorded_Replies(t *testing.T) {
 	} {
 		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
-			p := tc.d.parser()
-			if lp, ok := p.(lineParser); ok {
-				for line := range strings.Lines(stdout) {
-					lp.line([]byte(strings.TrimSuffix(line, "\n")))
-				}
-			}
-			got, err := p.finish([]byte(stdout), false, stderr)
+			got, err := parseOutput(tc.d, stdout, stderr)
 			if err != nil || exit != 0 || got.reply != tc.reply || got.handle != tc.handle || got.agentErr != "" {
 				t.Errorf("exit %d, parsed %+v, %v; want reply %q, handle %q", exit, got, err, tc.reply, tc.handle)
 			}
@@ -161,13 +161,7 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 	usage := func(dir, name string, d driver) Usage {
 		t.Helper()
 		_, stdout, stderr := recorded(t, dir, name)
-		p := d.parser()
-		if lp, ok := p.(lineParser); ok {
-			for line := range strings.Lines(stdout) {
-				lp.line([]byte(strings.TrimSuffix(line, "\n")))
-			}
-		}
-		got, err := p.finish([]byte(stdout), false, stderr)
+		got, err := parseOutput(d, stdout, stderr)
 		if err != nil || got.usage == nil {
 			t.Fatalf("%s/%s: usage %+v, %v", dir, name, got.usage, err)
 		}
