@@ -1,22 +1,29 @@
 package agentrun
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 )
 
 // claudeDriver runs Claude Code headless:
 //
-//	claude -p --output-format json --session-id <session> [--model M] [--append-system-prompt=I]   (new)
-//	claude -p --output-format json --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
+//	claude -p --output-format stream-json --verbose --session-id <session> [--model M] [--append-system-prompt=I]   (new)
+//	claude -p --output-format stream-json --verbose --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
 //
 // with the prompt on standard input and the vault root as working directory
 // (Claude Code keeps sessions per directory). The first turn creates the
 // session with the strand's own UUID; later turns resume the handle Claude
 // reported, never with --continue (which picks whatever session is newest).
-// Claude prints one JSON result object, also when it fails and exits 1:
-// "result" is the reply, "session_id" the handle, "is_error" marks a failed
-// turn, "usage" and "total_cost_usd" the cost.
+// stream-json prints one JSON event per line as the turn goes (the
+// session's init, each assistant and user message with its thinking,
+// tool_use and tool_result blocks), so the run's transcript has all of it;
+// the last event is the result object, also when the turn fails and
+// claude exits 1: "result" is the reply, "session_id" the handle,
+// "is_error" marks a failed turn, "usage" and "total_cost_usd" the cost.
+// The parser takes the result from the lines as they arrive, so a stream
+// longer than the captured output still gives its reply.
 //
 // Two refusals are recovered once per run by starting a fresh session with a
 // new UUID (see sessionLost): "Session ID … is already in use" (the session
@@ -33,10 +40,10 @@ func (claudeDriver) inlineInstructions() bool { return false }
 func (claudeDriver) resumes() bool            { return true }
 func (claudeDriver) defaultProgram() string   { return "claude" }
 func (claudeDriver) limits() Limits           { return Limits{} }
-func (claudeDriver) parser() outputParser     { return claudeParser{} }
+func (claudeDriver) parser() outputParser     { return &claudeParser{} }
 
 func (claudeDriver) argv(a *attempt) ([]string, error) {
-	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "json")
+	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "stream-json", "--verbose")
 	if a.resume != "" {
 		argv = append(argv, "--resume", a.resume)
 	} else {
@@ -80,20 +87,43 @@ func (claudeDriver) sessionLost(exitCode int, p parsed, stderr string) (string, 
 	return "", false
 }
 
-// claudeParser reads the result object of --output-format json. It also
-// accepts stream-json output, whose last "result" line has the same shape.
-type claudeParser struct{}
+// claudeParser reads the result object of --output-format stream-json:
+// the last line whose type is "result", from the lines as they arrive. It
+// also reads --output-format json's single result object from the whole
+// output, when no line was handed to it.
+type claudeParser struct {
+	res   map[string]any // the last result seen on a line
+	lines int
+}
 
-func (claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
-	var res map[string]any
-	jsonValues(stdout, func(v any) {
-		if m, ok := v.(map[string]any); ok && stringField(m, "type") == "result" {
-			res = m
-		}
-	})
+func (p *claudeParser) line(b []byte) {
+	p.lines++
+	if !bytes.Contains(b, []byte(`"result"`)) {
+		return // not a result event: no need to decode it here
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // as jsonValues decodes: the number fields read json.Number
+	if err := d.Decode(&m); err == nil && stringField(m, "type") == "result" {
+		p.res = m
+	}
+}
+
+func (cp *claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
+	res := cp.res
+	if res == nil && cp.lines == 0 {
+		jsonValues(stdout, func(v any) {
+			if m, ok := v.(map[string]any); ok && stringField(m, "type") == "result" {
+				res = m
+			}
+		})
+	}
 	if res == nil {
 		if len(strings.TrimSpace(string(stdout))) == 0 {
 			return parsed{}, errNoOutput
+		}
+		if truncated {
+			return parsed{}, errors.New("no Claude result object in the output (the output was cut at the cap, and no result line came whole)")
 		}
 		return parsed{}, errors.New("no Claude result object in the output")
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,8 @@ func TestClaude_FirstTurnThenResume(t *testing.T) {
 	}
 	calls := mustCalls(t, state)
 	want := [][]string{
-		{"-p", "--output-format", "json", "--session-id", testSession},
-		{"-p", "--output-format", "json", "--resume", testSession},
+		{"-p", "--output-format", "stream-json", "--verbose", "--session-id", testSession},
+		{"-p", "--output-format", "stream-json", "--verbose", "--resume", testSession},
 	}
 	for i, c := range calls {
 		if !slices.Equal(c.Args, want[i]) {
@@ -71,8 +72,8 @@ func TestClaude_RecoversLostSessionOnce(t *testing.T) {
 			handle: "99999999-2222-4333-8444-555555555555",
 			reason: "No conversation found with session ID: 99999999-2222-4333-8444-555555555555",
 			wantArgs: [][]string{
-				{"-p", "--output-format", "json", "--resume", "99999999-2222-4333-8444-555555555555"},
-				{"-p", "--output-format", "json", "--session-id", fresh},
+				{"-p", "--output-format", "stream-json", "--verbose", "--resume", "99999999-2222-4333-8444-555555555555"},
+				{"-p", "--output-format", "stream-json", "--verbose", "--session-id", fresh},
 			},
 		},
 		{
@@ -86,9 +87,9 @@ func TestClaude_RecoversLostSessionOnce(t *testing.T) {
 			handle: testSession,
 			reason: "Error: Session ID " + testSession + " is already in use.",
 			wantArgs: [][]string{
-				{"-p", "--output-format", "json", "--session-id", testSession},
-				{"-p", "--output-format", "json", "--session-id", testSession},
-				{"-p", "--output-format", "json", "--session-id", fresh},
+				{"-p", "--output-format", "stream-json", "--verbose", "--session-id", testSession},
+				{"-p", "--output-format", "stream-json", "--verbose", "--session-id", testSession},
+				{"-p", "--output-format", "stream-json", "--verbose", "--session-id", fresh},
 			},
 		},
 	}
@@ -150,7 +151,7 @@ func TestClaude_ModelAndInstructions(t *testing.T) {
 		t.Fatalf("Run = %+v", res)
 	}
 	c := mustCalls(t, state)[0]
-	want := []string{"-p", "--output-format", "json", "--session-id", testSession, "--model", "opus", "--append-system-prompt=- review my notes\n- be brief"}
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--session-id", testSession, "--model", "opus", "--append-system-prompt=- review my notes\n- be brief"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args = %q; want %q", c.Args, want)
 	}
@@ -301,5 +302,20 @@ func TestRunner_DigestRunsInProcess(t *testing.T) {
 		if res.Outcome != OutcomeOK || res.Reply != want || res.Preset != PresetDigest || res.ExitCode != -1 || res.Argv != nil {
 			t.Errorf("Run(%+v) = %+v; want ok with the digest %q", agent, res, want)
 		}
+	}
+}
+
+// TestClaude_LongStreamKeepsItsReply: a stream longer than the output kept
+// (a tool's long output) still gives its reply, from the result line
+// read as it arrived; the output kept says it was cut.
+func TestClaude_LongStreamKeepsItsReply(t *testing.T) {
+	agent, _ := fakePreset(t, PresetClaude)
+	agent.Env[fakeagent.EnvPad] = strconv.Itoa(256 << 10)
+	res := mustRun(t, &Runner{MaxStdout: 64 << 10}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" || res.Resume != testSession {
+		t.Fatalf("Run = %s %q reply %q resume %q; want the reply of the result line", res.Outcome, res.Reason, res.Reply, res.Resume)
+	}
+	if !res.StdoutTruncated || res.StdoutBytes <= 256<<10 {
+		t.Errorf("stdout truncated %v after %d bytes; want the stream cut at the cap", res.StdoutTruncated, res.StdoutBytes)
 	}
 }

@@ -140,7 +140,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := claudeParser{}.finish(out, false, "")
+				p, err := (&claudeParser{}).finish(out, false, "")
 				if (err != nil) != tt.err {
 					t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
 				}
@@ -153,18 +153,18 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (claudeParser{}).finish(nil, false, ""); !errors.Is(err, errNoOutput) {
+	if _, err := (&claudeParser{}).finish(nil, false, ""); !errors.Is(err, errNoOutput) {
 		t.Errorf("finish(empty) = %v; want errNoOutput", err)
 	}
 }
 
 func TestClaudeParser_ErrorResult(t *testing.T) {
 	out := []byte(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 401 invalid x-api-key","session_id":"x"}` + "\n")
-	p, err := claudeParser{}.finish(out, false, "")
+	p, err := (&claudeParser{}).finish(out, false, "")
 	if err != nil || p.agentErr != "API Error: 401 invalid x-api-key" || p.reply == "" {
 		t.Errorf("finish(is_error) = %+v, %v; want the result as the agent's error", p, err)
 	}
-	p, err = claudeParser{}.finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
+	p, err = (&claudeParser{}).finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
 	if err != nil || p.agentErr != "Claude reported error_max_turns" {
 		t.Errorf("finish(error_max_turns) = %+v, %v", p, err)
 	}
@@ -206,11 +206,11 @@ func TestDrivers_Argv(t *testing.T) {
 		want []string
 	}{
 		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
-			[]string{"claude", "-p", "--output-format", "json", "--session-id", sess}},
+			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--session-id", sess}},
 		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
-			[]string{"claude", "-p", "--output-format", "json", "--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"}},
+			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"}},
 		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
-			[]string{"npx", "@anthropic-ai/claude-code", "-p", "--output-format", "json", "--session-id", sess}},
+			[]string{"npx", "@anthropic-ai/claude-code", "-p", "--output-format", "stream-json", "--verbose", "--session-id", sess}},
 		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
 			[]string{"codex", "exec", "--json", "--skip-git-repo-check", "-"}},
 		{"codex resume", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
@@ -376,7 +376,7 @@ func FuzzParsers(f *testing.F) {
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
 	f.Fuzz(func(t *testing.T, out []byte) {
-		_, _ = claudeParser{}.finish(out, false, string(out))
+		_, _ = (&claudeParser{}).finish(out, false, string(out))
 		_, _ = codexParse(t, out)
 		_, _ = geminiParser{}.finish(out, true, string(out))
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")

@@ -266,7 +266,7 @@ func presetOf(a agentrun.Agent) string {
 func outputFormat(a agentrun.Agent) (format transcript.Format, fromReply bool) {
 	switch presetOf(a) {
 	case agentrun.PresetClaude:
-		return transcript.FormatClaudeJSON, false
+		return transcript.FormatClaudeStreamJSON, false
 	case agentrun.PresetCodex:
 		return transcript.FormatCodexJSON, false
 	case agentrun.PresetGemini:

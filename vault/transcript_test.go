@@ -122,8 +122,17 @@ func TestOnce_WritesRunTranscript(t *testing.T) {
 				}
 			}
 			msg := payload[transcript.AssistantMessage](t, events, transcript.MessageAssistant)
-			if len(msg.Blocks) == 0 || !strings.Contains(msg.Blocks[0].Text, tt.reply) || !strings.Contains(secs[0].Body, strings.TrimSpace(msg.Blocks[0].Text)) {
+			text := ""
+			for _, b := range msg.Blocks {
+				if b.Type == "text" {
+					text = b.Text // the reply is the last text block
+				}
+			}
+			if !strings.Contains(text, tt.reply) || !strings.Contains(secs[0].Body, strings.TrimSpace(text)) {
 				t.Errorf("message.assistant = %+v; want the reply %q of the tie-off %q", msg, tt.reply, secs[0].Body)
+			}
+			if tt.preset == agentrun.PresetClaude && (len(msg.Blocks) < 2 || msg.Blocks[0].Type != "thinking" || msg.Blocks[0].Fidelity != transcript.Native) {
+				t.Errorf("claude's transcript lacks its thinking, natively: %+v", msg.Blocks)
 			}
 			fin := payload[transcript.Finished](t, events, transcript.RunFinished)
 			if fin.Outcome != "ok" || fin.Duration <= 0 {

@@ -8,8 +8,10 @@ import (
 	"strings"
 )
 
-// claude imitates `claude -p --output-format json|text` of Claude Code
-// 2.1.330, including its exact session error messages.
+// claude imitates `claude -p --output-format json|stream-json|text` of
+// Claude Code 2.1.330, including its exact session error messages. Its
+// stream-json has the recorded shape: a system init line, an assistant
+// message with a thinking and a text block, and the result line.
 func claude(inv *Invocation) int {
 	f, err := parseFlags(inv.Args, []string{"--output-format", "--session-id", "--resume", "--model", "--append-system-prompt"},
 		[]string{"-p", "--print", "--verbose"})
@@ -44,34 +46,58 @@ func claude(inv *Invocation) int {
 	default:
 		id = newID()
 	}
+	stream := f.values["--output-format"] == "stream-json"
+	if stream {
+		if !f.bools["--verbose"] {
+			fmt.Fprintln(inv.Stderr, "Error: When using --print, --output-format=stream-json requires --verbose")
+			return 1
+		}
+		emitJSON(inv, map[string]any{"type": "system", "subtype": "init", "cwd": ".", "session_id": id, "tools": []string{"Read", "Edit"}})
+	}
 	if failMode() == "error" {
-		out, err := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": true,
+		emitJSON(inv, map[string]any{"type": "result", "subtype": "success", "is_error": true,
 			"result":     "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
 			"session_id": id, "total_cost_usd": 0, "usage": map[string]any{"input_tokens": 0, "output_tokens": 0}})
-		if err != nil {
-			return inv.die(err)
-		}
-		fmt.Fprintln(inv.Stdout, string(out))
 		return 1
 	}
 	n, err := conv.bump(id)
 	if err != nil {
 		return inv.die(err)
 	}
-	if f.values["--output-format"] != "json" {
+	if format := f.values["--output-format"]; format != "json" && !stream {
 		fmt.Fprintln(inv.Stdout, reply(n))
 		return 0
 	}
-	out, err := json.Marshal(map[string]any{
+	if pad, _ := strconv.Atoi(os.Getenv(EnvPad)); stream && pad > 0 {
+		// A tool's long output, before the reply.
+		emitJSON(inv, map[string]any{"type": "user", "session_id": id, "message": map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": strings.Repeat("x", pad)},
+		}}})
+	}
+	if stream {
+		emitJSON(inv, map[string]any{"type": "assistant", "session_id": id, "message": map[string]any{
+			"id": "msg_1", "type": "message", "role": "assistant", "content": []any{
+				map[string]any{"type": "thinking", "thinking": "Reading the note."},
+				map[string]any{"type": "text", "text": reply(n)},
+			}}})
+	}
+	// total_cost_usd is the session's running total, as Claude Code
+	// reports it on resume.
+	emitJSON(inv, map[string]any{
 		"type": "result", "subtype": "success", "is_error": false, "duration_ms": 256, "num_turns": 1,
 		"result": reply(n), "session_id": id, "total_cost_usd": 0.0002 * float64(n), "stop_reason": "end_turn",
 		"usage": map[string]any{"input_tokens": 10 * n, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
 	})
-	if err != nil {
-		return inv.die(err)
-	}
-	fmt.Fprintln(inv.Stdout, string(out))
 	return 0
+}
+
+// emitJSON prints v as one JSON line.
+func emitJSON(inv *Invocation, v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // maps of strings, numbers and slices of them always marshal
+	}
+	fmt.Fprintln(inv.Stdout, string(b))
 }
 
 // codex imitates `codex exec --json [resume ID] -`.
