@@ -19,13 +19,32 @@ import (
 
 // SetSession sets knot_session to id, a UUID. An alias such as
 // agent_doc_session is left as it is; knot_session takes precedence over it.
+//
+// knotd only writes its key where it can take its keys out again, so that
+// a version with the key and one without read as the same (WithoutOwnKeys):
+// a frontmatter block that cannot be edited that way (a line the YAML
+// reader splits where knotd's line reader does not, such as one with a
+// bare carriage return) is an error, and the strand is left as it is.
 func SetSession(src []byte, id string) ([]byte, error) {
 	c, err := fieldChange(fieldSession, id)
 	if err != nil {
 		return nil, err
 	}
-	return edit(src, c)
+	if _, err := MergeFields(src, ownKeysOut); err != nil {
+		return nil, err
+	}
+	out, err := edit(src, c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := MergeFields(out, ownKeysOut); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
+
+// ownKeysOut is the change that takes knotd's own keys out of a strand.
+var ownKeysOut = map[string]any{KeySession: nil, KeyResume: nil}
 
 // AskNewSession sets knot_session to "new" (NewSessionValue): the strand
 // asks knotd for a new conversation at its next run (knotd reset).
@@ -244,7 +263,7 @@ func Write(f Fields, body []byte) ([]byte, error) {
 // have the same WithoutOwnKeys. A strand whose frontmatter cannot be
 // edited (see MergeFields) is returned as it is.
 func WithoutOwnKeys(src []byte) []byte {
-	out, err := MergeFields(src, map[string]any{KeySession: nil, KeyResume: nil})
+	out, err := MergeFields(src, ownKeysOut)
 	if err != nil {
 		return src
 	}

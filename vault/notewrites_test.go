@@ -344,3 +344,30 @@ func TestOnce_AFailedTurnsHandleIsNotKept(t *testing.T) {
 		t.Errorf("the next turn resumed the failed one's session: %q", last.Args)
 	}
 }
+
+// TestOnce_UneditableFrontmatterRunsWithoutAWrite: a frontmatter block
+// knotd cannot take its keys out of again (a bare carriage return the
+// YAML reader takes for a line break) gets no knot_session: the note is
+// left byte for byte as it is and runs, and its conversation goes on from
+// knotd's state.
+func TestOnce_UneditableFrontmatterRunsWithoutAWrite(t *testing.T) {
+	e := newEnv(t)
+	e.useConversing()
+	e.onceFresh()
+	note := "---\n \rknot_resume: x\n---\nbody\n"
+	e.write("a.md", note)
+	if sum := e.onceFresh(); sum.OK != 1 {
+		t.Fatalf("runs = %+v; want one ok run", sum.Runs)
+	}
+	if got := e.read("a.md"); got != note {
+		t.Errorf("knotd wrote into the note: %q", got)
+	}
+	e.write("a.md", note+"more\n")
+	if sum := e.onceFresh(); sum.OK != 1 || sum.Runs[0].Event.String() != "Modified" {
+		t.Fatalf("runs = %+v; want one ok Modified run", sum.Runs)
+	}
+	calls := e.calls()
+	if len(calls) != 2 || !strings.Contains(calls[1].Stdin, "Turn: 2") {
+		t.Errorf("the second run did not continue the conversation: %d calls", len(calls))
+	}
+}

@@ -567,7 +567,11 @@ func (v *Vault) giveSession(w *work, id, why string) error {
 	}
 	updated, err := frontmatter.SetSession(w.content, id)
 	if err != nil {
-		return err // the frontmatter cannot be edited: said as the run's failure
+		// A frontmatter block knotd cannot edit without risk: the note
+		// is left as it is, and its session lives in the state and the
+		// tie-off's markers, as with write_session: false.
+		v.warnOnce(w.rel, "knotd cannot write knot_session into this note's frontmatter, so it leaves the note as it is; the conversation goes on from knotd's state", "err", err)
+		return nil
 	}
 	if why != "" {
 		v.log.Info(why, "strand", w.rel, "session", id)
