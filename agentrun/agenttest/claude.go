@@ -79,10 +79,17 @@ func ClaudeCLI(tb testing.TB) string {
 // installClaude runs the repository's install script and returns the path
 // it prints.
 func installClaude() (string, error) {
+	return runInstaller(installScript, EnvClaudeBin)
+}
+
+// runInstaller runs the repository's install script (a path relative to
+// its root) and returns the path it prints; binEnv is the variable to set
+// instead where the script cannot run.
+func runInstaller(installScript, binEnv string) (string, error) {
 	if runtime.GOOS == "windows" {
-		return "", fmt.Errorf("%s is a bash script; on Windows set $%s", installScript, EnvClaudeBin)
+		return "", fmt.Errorf("%s is a bash script; on Windows set $%s", installScript, binEnv)
 	}
-	root, err := repoRoot()
+	root, err := findRoot(installScript)
 	if err != nil {
 		return "", err
 	}
@@ -123,6 +130,12 @@ func checkClaude(bin string) error {
 // repoRoot returns the nearest directory at or above the working directory
 // (a test's package directory) that holds the install script.
 func repoRoot() (string, error) {
+	return findRoot(installScript)
+}
+
+// findRoot returns the nearest directory at or above the working directory
+// that holds installScript.
+func findRoot(installScript string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("find %s: %w", installScript, err)

@@ -1,0 +1,422 @@
+package agenttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// OpenAI is a loopback stand-in for the OpenAI Responses API as Codex CLI
+// CodexVersion calls it, started on 127.0.0.1 by NewOpenAI. It records every
+// request and answers the way the stand-in that recorded knotd's Codex
+// fixtures did (agentrun/testdata/codex-0.169.0/README.md):
+//
+//   - POST /v1/responses: a text/event-stream of response.created,
+//     response.in_progress, response.output_item.added,
+//     response.content_part.added, response.output_text.delta,
+//     response.output_text.done, response.content_part.done,
+//     response.output_item.done and response.completed (with usage): one
+//     assistant message, "MOCK REPLY (user messages seen: N)", N counting
+//     the user messages of the request that are not context Codex adds
+//     itself (ResponsesRequest.UserPrompts); usage 100·N input tokens and 9
+//     output tokens;
+//   - anything else: a 404 with an API error object, logged to the test.
+//
+// SetStatus makes it answer with an error status instead. Its methods are
+// safe for concurrent use.
+type OpenAI struct {
+	// URL is the server's base URL, http://127.0.0.1:PORT; the Responses
+	// API is under URL+"/v1".
+	URL string
+
+	tb        testing.TB
+	srv       *httptest.Server
+	closeOnce sync.Once
+
+	mu     sync.Mutex
+	reqs   []ResponsesRequest
+	reply  func(ResponsesRequest) string
+	status int
+	times  int // answers left with status; <0: all of them
+	nextID int
+}
+
+// The usage every reply reports, as the recording's stand-in did.
+const (
+	responsesInputTokensPerUser = 100
+	responsesOutputTokens       = 9
+)
+
+// ResponsesRequest is one HTTP request the OpenAI stand-in received, as
+// recorded before it was answered.
+type ResponsesRequest struct {
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+	// Status is the HTTP status code the stand-in answered with.
+	Status int
+
+	// The fields below are parsed from the JSON body of a POST to
+	// /v1/responses; they are zero for other requests.
+
+	Model        string
+	Stream       bool
+	Instructions string
+	// Input holds the "message" items of the request's input, in order,
+	// with Role "developer", "user" or "assistant". Their input_text and
+	// output_text parts become blocks of Type "text", so that Message.Text
+	// works; other parts keep their type and no text. Items of other types
+	// (additional_tools, function calls…) are left out.
+	Input []Message
+}
+
+// codexContext starts the text of the user messages Codex CLI adds to the
+// conversation itself (the environment, AGENTS.md and skills).
+var codexContext = []string{
+	"<environment_context>",
+	"<user_instructions>",
+	"# AGENTS.md instructions",
+	"<skills_instructions>",
+	"<turn_aborted>",
+}
+
+// isCodexContext reports whether m is a user message Codex CLI added.
+func isCodexContext(m Message) bool {
+	text := strings.TrimSpace(m.Text())
+	for _, p := range codexContext {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// UserPrompts returns the text of each user message of r that Codex did not
+// add itself, in order: the conversation as the user wrote it, turn by turn.
+func (r ResponsesRequest) UserPrompts() []string {
+	var prompts []string
+	for _, m := range r.Input {
+		if m.Role == "user" && !isCodexContext(m) {
+			prompts = append(prompts, m.Text())
+		}
+	}
+	return prompts
+}
+
+// Texts returns the text of each message of r with the given role, in order.
+func (r ResponsesRequest) Texts(role string) []string {
+	var texts []string
+	for _, m := range r.Input {
+		if m.Role == role {
+			texts = append(texts, m.Text())
+		}
+	}
+	return texts
+}
+
+// DefaultResponsesReply is the OpenAI stand-in's default reply:
+// "MOCK REPLY (user messages seen: N)", N counting r.UserPrompts.
+func DefaultResponsesReply(r ResponsesRequest) string {
+	return fmt.Sprintf("MOCK REPLY (user messages seen: %d)", len(r.UserPrompts()))
+}
+
+// NewOpenAI starts an OpenAI stand-in on a loopback port. It is closed when
+// tb's test ends (t.Cleanup); Close may also be called earlier.
+func NewOpenAI(tb testing.TB) *OpenAI {
+	tb.Helper()
+	s := &OpenAI{tb: tb}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server: it closes the listener and idle connections and
+// waits for the requests being answered. It may be called more than once.
+func (s *OpenAI) Close() {
+	s.closeOnce.Do(s.srv.Close)
+}
+
+// SetReply makes the server answer later requests with reply's text; nil
+// restores DefaultResponsesReply. reply is called from the server's handler
+// goroutines.
+func (s *OpenAI) SetReply(reply func(ResponsesRequest) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = reply
+}
+
+// SetStatus makes the server answer every later request with the HTTP
+// status code and an API error object (for a 401, the one the recording's
+// stand-in sent: "Incorrect API key provided: dummy."). 0 restores normal
+// answers.
+func (s *OpenAI) SetStatus(code int) {
+	s.SetStatusTimes(code, -1)
+}
+
+// SetStatusTimes is SetStatus for the next n requests only; after them the
+// server answers normally again. n < 0 means every request.
+func (s *OpenAI) SetStatusTimes(code, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status, s.times = code, n
+	if code == 0 || n == 0 {
+		s.status, s.times = 0, 0
+	}
+}
+
+// Requests returns every request received so far, in arrival order. A
+// request is recorded before its answer is written.
+func (s *OpenAI) Requests() []ResponsesRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reqs)
+}
+
+// ResponseRequests returns the POST /v1/responses requests received so far
+// (the model calls), in arrival order.
+func (s *OpenAI) ResponseRequests() []ResponsesRequest {
+	var calls []ResponsesRequest
+	for _, r := range s.Requests() {
+		if r.Method == http.MethodPost && r.Path == "/v1/responses" {
+			calls = append(calls, r)
+		}
+	}
+	return calls
+}
+
+// serve records r, then answers it.
+func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	req := ResponsesRequest{
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Query:  r.URL.RawQuery,
+		Header: r.Header.Clone(),
+		Body:   body,
+	}
+	responses := r.Method == http.MethodPost && r.URL.Path == "/v1/responses"
+	var parseErr error
+	if responses && readErr == nil {
+		parseErr = req.parseBody(body)
+	}
+
+	s.mu.Lock()
+	forced, reply := s.status, s.reply
+	if s.times > 0 {
+		s.times--
+		if s.times == 0 {
+			s.status = 0
+		}
+	}
+	s.nextID++
+	id := s.nextID
+	s.mu.Unlock()
+	if reply == nil {
+		reply = DefaultResponsesReply
+	}
+
+	var answer func() error
+	var tooLarge *http.MaxBytesError
+	switch {
+	case forced != 0:
+		req.Status = forced
+		msg := fmt.Sprintf("agenttest: status %d set by the test", forced)
+		if forced == http.StatusUnauthorized {
+			msg = "Incorrect API key provided: dummy."
+		}
+		answer = func() error { return writeOpenAIError(w, forced, msg) }
+	case errors.As(readErr, &tooLarge):
+		req.Status = http.StatusRequestEntityTooLarge
+		answer = func() error { return writeOpenAIError(w, req.Status, readErr.Error()) }
+	case readErr != nil:
+		req.Status = http.StatusBadRequest
+		answer = func() error { return writeOpenAIError(w, req.Status, readErr.Error()) }
+	case parseErr != nil:
+		req.Status = http.StatusBadRequest
+		answer = func() error { return writeOpenAIError(w, req.Status, parseErr.Error()) }
+	case responses:
+		req.Status = http.StatusOK
+		text := reply(req)
+		in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
+		answer = func() error { return writeResponsesStream(w, id, req.Model, text, in) }
+	default:
+		req.Status = http.StatusNotFound
+		s.tb.Logf("agenttest: OpenAI stand-in: no route for %s %s: answered 404", r.Method, r.URL)
+		answer = func() error {
+			return writeOpenAIError(w, http.StatusNotFound, fmt.Sprintf("agenttest: no route for %s %s", r.Method, r.URL.Path))
+		}
+	}
+
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+
+	if err := answer(); err != nil {
+		s.tb.Logf("agenttest: OpenAI stand-in: answer %s %s: %v", r.Method, r.URL, err)
+	}
+}
+
+// wireResponsesRequest is the part of a Responses API request body the
+// stand-in reads.
+type wireResponsesRequest struct {
+	Model        string `json:"model"`
+	Stream       bool   `json:"stream"`
+	Instructions string `json:"instructions"`
+	Input        []struct {
+		Type    string          `json:"type"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"input"`
+}
+
+// parseBody fills r's parsed fields from a Responses API request body.
+func (r *ResponsesRequest) parseBody(body []byte) error {
+	var w wireResponsesRequest
+	if err := json.Unmarshal(body, &w); err != nil {
+		return fmt.Errorf("agenttest: parse request body: %w", err)
+	}
+	r.Model, r.Stream, r.Instructions = w.Model, w.Stream, w.Instructions
+	for i, item := range w.Input {
+		if item.Type != "message" && !(item.Type == "" && item.Role != "") {
+			continue
+		}
+		blocks, err := parseResponsesContent(item.Content)
+		if err != nil {
+			return fmt.Errorf("agenttest: parse input[%d]: %w", i, err)
+		}
+		r.Input = append(r.Input, Message{Role: item.Role, Content: blocks})
+	}
+	return nil
+}
+
+// parseResponsesContent reads a message's content: a string (one text
+// block) or an array of parts, whose input_text and output_text parts become
+// text blocks.
+func parseResponsesContent(raw json.RawMessage) ([]Block, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return parseContent(raw)
+	}
+	var parts []wireBlock
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, err
+	}
+	blocks := make([]Block, len(parts))
+	for i, p := range parts {
+		blocks[i] = Block{Type: p.Type}
+		if p.Type == "input_text" || p.Type == "output_text" || p.Type == "text" {
+			blocks[i] = Block{Type: "text", Text: p.Text}
+		}
+	}
+	return blocks, nil
+}
+
+// responsesUsage is the "usage" object of response.completed.
+type responsesUsage struct {
+	InputTokens         int64          `json:"input_tokens"`
+	InputTokensDetails  map[string]int `json:"input_tokens_details"`
+	OutputTokens        int64          `json:"output_tokens"`
+	OutputTokensDetails map[string]int `json:"output_tokens_details"`
+	TotalTokens         int64          `json:"total_tokens"`
+}
+
+// writeResponsesStream answers with text as one streamed assistant message
+// (text/event-stream), flushing after every event.
+func writeResponsesStream(w http.ResponseWriter, n int, model, text string, inputTokens int64) error {
+	respID := fmt.Sprintf("resp_%024x", n)
+	msgID := fmt.Sprintf("msg_%024x", n)
+	created := time.Now().Unix()
+	response := func(status string, output []any, usage *responsesUsage) map[string]any {
+		r := map[string]any{
+			"id": respID, "object": "response", "created_at": created,
+			"status": status, "model": model, "output": output,
+		}
+		if usage != nil {
+			r["usage"] = usage
+		}
+		return r
+	}
+	part := func(t string) map[string]any {
+		return map[string]any{"type": "output_text", "text": t, "annotations": []any{}}
+	}
+	item := func(status string, content []any) map[string]any {
+		return map[string]any{"id": msgID, "type": "message", "status": status, "role": "assistant", "content": content}
+	}
+	done := item("completed", []any{part(text)})
+	usage := &responsesUsage{
+		InputTokens:         inputTokens,
+		InputTokensDetails:  map[string]int{"cached_tokens": 0},
+		OutputTokens:        responsesOutputTokens,
+		OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
+		TotalTokens:         inputTokens + responsesOutputTokens,
+	}
+	events := []map[string]any{
+		{"type": "response.created", "response": response("in_progress", []any{}, nil)},
+		{"type": "response.in_progress", "response": response("in_progress", []any{}, nil)},
+		{"type": "response.output_item.added", "output_index": 0, "item": item("in_progress", []any{})},
+		{"type": "response.content_part.added", "item_id": msgID, "output_index": 0, "content_index": 0, "part": part("")},
+		{"type": "response.output_text.delta", "item_id": msgID, "output_index": 0, "content_index": 0, "delta": text},
+		{"type": "response.output_text.done", "item_id": msgID, "output_index": 0, "content_index": 0, "text": text},
+		{"type": "response.content_part.done", "item_id": msgID, "output_index": 0, "content_index": 0, "part": part(text)},
+		{"type": "response.output_item.done", "output_index": 0, "item": done},
+		{"type": "response.completed", "response": response("completed", []any{done}, usage)},
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	for i, ev := range events {
+		ev["sequence_number"] = i
+		name := ev["type"].(string)
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("agenttest: encode %s: %w", name, err)
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+			return fmt.Errorf("agenttest: write %s: %w", name, err)
+		}
+		if err := rc.Flush(); err != nil {
+			return fmt.Errorf("agenttest: flush %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// openAIErrorTypes maps HTTP statuses to the OpenAI API's error types and codes.
+var openAIErrorTypes = map[int][2]string{
+	http.StatusUnauthorized:        {"invalid_request_error", "invalid_api_key"},
+	http.StatusNotFound:            {"invalid_request_error", "not_found"},
+	http.StatusTooManyRequests:     {"rate_limit_error", "rate_limit_exceeded"},
+	http.StatusInternalServerError: {"server_error", "server_error"},
+}
+
+// writeOpenAIError answers with status and an OpenAI API error object.
+func writeOpenAIError(w http.ResponseWriter, status int, msg string) error {
+	kind, ok := openAIErrorTypes[status]
+	if !ok {
+		kind = [2]string{"invalid_request_error", ""}
+		if status >= 500 {
+			kind = [2]string{"server_error", "server_error"}
+		}
+	}
+	var code any
+	if kind[1] != "" {
+		code = kind[1]
+	}
+	return writeJSON(w, status, map[string]any{"error": map[string]any{
+		"message": msg, "type": kind[0], "param": nil, "code": code,
+	}})
+}
