@@ -13,9 +13,17 @@ import (
 // binary answering --version with the variable's value.
 const fakeVersionEnv = "AGENTTEST_FAKE_CLAUDE_VERSION"
 
+// fakeCodexVersionEnv makes the test binary, re-executed, impersonate a
+// codex binary answering --version with "codex-cli " and the variable's value.
+const fakeCodexVersionEnv = "AGENTTEST_FAKE_CODEX_VERSION"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(fakeVersionEnv); v != "" {
 		fmt.Printf("%s (Claude Code)\n", v)
+		os.Exit(0)
+	}
+	if v := os.Getenv(fakeCodexVersionEnv); v != "" {
+		fmt.Printf("codex-cli %s\n", v)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
