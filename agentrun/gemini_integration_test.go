@@ -308,3 +308,70 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 		t.Errorf("the stand-in answered %v; want a 500 first, then the retries", statuses)
 	}
 }
+
+// TestGemini_RealCLIAtReferences documents what Gemini CLI 0.61.0 does to
+// a prompt that holds "@" references, with no fix in knotd: there is none
+// short of another protocol. Headless, it passes every prompt (standard
+// input or -p alike) through its at-command processor
+// (packages/cli/src/ui/hooks/atCommandProcessor.ts, handleAtCommand, called
+// unconditionally by runNonInteractive), which no flag or setting turns
+// off:
+//
+//   - when no "@word" names a file in the workspace (found directly, or by
+//     the glob search **/*word* unless
+//     context.fileFiltering.enableRecursiveFileSearch is false), nor an MCP
+//     resource or a subagent, the prompt goes to the model as it was, byte
+//     for byte;
+//   - when one does, the prompt is rebuilt (a space before every "@",
+//     trimmed) and the named files' contents are appended after
+//     "--- Content from referenced files ---": a note can make the agent
+//     send any readable file of the vault to the model.
+//
+// "\@" is not matched, but the backslash stays in the text (seen with the
+// real CLI), so escaping would not deliver the prompt verbatim either;
+// @"notes/secret.txt" is not resolved, but that changes the note. Only ACP
+// mode (gemini --acp, JSON-RPC on standard input and output) passes a text
+// prompt through untouched: its session/prompt resolves resource_link
+// blocks, never "@" in text (seen with the real CLI and this stand-in).
+func TestGemini_RealCLIAtReferences(t *testing.T) {
+	t.Parallel()
+	const (
+		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
+		secret = "TOP SECRET CONTENT 7f3a\n"
+	)
+	rg := newRealGemini(t, true)
+	vault := t.TempDir()
+	req := rg.firstTurn(vault)
+	req.Event.Strand.Content = []byte(note)
+
+	t.Run("no such file: verbatim", func(t *testing.T) {
+		res, calls := rg.run(t, req)
+		call := mustOneChat(t, 1, calls)
+		wantOnlyPrompts(t, "no referenced file", call, res.Prompt)
+	})
+
+	t.Run("referenced file exists: rewritten, file sent", func(t *testing.T) {
+		if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		req := req
+		req.Session = "22222222-2222-4333-8444-555555555555"
+		res, calls := rg.run(t, req)
+		call := mustOneChat(t, 1, calls)
+		got := strings.Join(call.UserTexts(), "\n")
+		if strings.Contains(got, note) {
+			t.Errorf("the note reached the model verbatim; Gemini CLI 0.61.0 was seen to rewrite it. Has @ processing changed? Then deliver verbatim and test it.\n%s", got)
+		}
+		for _, want := range []string{"Mail me @example.com, and see @notes/secret.txt", "--- Content from referenced files ---", strings.TrimSpace(secret)} {
+			if !strings.Contains(got, want) {
+				t.Errorf("the model's user turn lacks %q:\n%s", want, got)
+			}
+		}
+		if strings.Contains(got, res.Prompt) {
+			t.Errorf("the prompt reached the model verbatim")
+		}
+	})
+}
