@@ -17,6 +17,10 @@ const fakeVersionEnv = "AGENTTEST_FAKE_CLAUDE_VERSION"
 // codex binary answering --version with "codex-cli " and the variable's value.
 const fakeCodexVersionEnv = "AGENTTEST_FAKE_CODEX_VERSION"
 
+// fakeGeminiVersionEnv does the same for a gemini binary, which prints the
+// bare version.
+const fakeGeminiVersionEnv = "AGENTTEST_FAKE_GEMINI_VERSION"
+
 func TestMain(m *testing.M) {
 	if v := os.Getenv(fakeVersionEnv); v != "" {
 		fmt.Printf("%s (Claude Code)\n", v)
@@ -24,6 +28,10 @@ func TestMain(m *testing.M) {
 	}
 	if v := os.Getenv(fakeCodexVersionEnv); v != "" {
 		fmt.Printf("codex-cli %s\n", v)
+		os.Exit(0)
+	}
+	if v := os.Getenv(fakeGeminiVersionEnv); v != "" {
+		fmt.Printf("%s\n", v)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
