@@ -370,7 +370,8 @@ func TestJSONParser(t *testing.T) {
 // FuzzParsers checks that no parser panics, whatever an agent prints.
 func FuzzParsers(f *testing.F) {
 	for _, name := range []string{"claude/json-new-session.json", "claude/stream-json-new.jsonl", "codex/exec-new.jsonl",
-		"gemini/json-new.json", "gemini/json-error.json", "llm/logs-list.json"} {
+		"gemini/json-new.json", "gemini/json-error.json", "llm/logs-list.json",
+		"codex-0.169.0/exec-resume-unknown.stderr", "gemini-cli-0.61.0/json-resume-unknown.stderr", "gemini-cli-0.61.0/json-new.stdout"} {
 		f.Add(readTestdata(f, name))
 	}
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
@@ -381,7 +382,10 @@ func FuzzParsers(f *testing.F) {
 		_, _ = geminiParser{}.finish(out, true, string(out))
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
 		_, _ = textParser{}.finish(out, true, "")
-		_, _ = claudeDriver{}.sessionLost(1, parsed{}, string(out))
+		_, _ = parseOutput(claudeDriver{}, string(out), string(out)) // line by line, as it streams
+		for _, d := range []sessionRecoverer{claudeDriver{}, codexDriver{}, geminiDriver{}} {
+			_, _ = d.sessionLost(1, parsed{}, string(out))
+		}
 		var entry map[string]any
 		jsonValues(out, func(v any) { entry, _ = v.(map[string]any) })
 		_ = entry
