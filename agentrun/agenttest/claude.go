@@ -29,9 +29,6 @@ const (
 	EnvRequireClaude = "KNOT_REQUIRE_CLAUDE"
 )
 
-// installScript is the repository's installer, relative to its root.
-const installScript = "scripts/install-claude"
-
 // Time limits for the helper's own subprocesses.
 const (
 	installTimeout = 10 * time.Minute
@@ -40,46 +37,19 @@ const (
 )
 
 // ClaudeCLI returns the path of the real Claude Code CLI, version
-// ClaudeVersion, for a test that runs it. It uses $KNOT_CLAUDE_BIN when that
-// is set, and otherwise runs scripts/install-claude, which installs the CLI
-// from the npm registry into the repository's git-ignored .cache/ the first
-// time and just prints its path afterwards.
-//
-// When the CLI cannot be had (no node or npm, no registry, an unsupported
-// platform), ClaudeCLI skips the test with a message saying why and how to
-// install it; with KNOT_REQUIRE_CLAUDE=1 it fails the test instead. A
-// $KNOT_CLAUDE_BIN that does not run as the pinned version always fails.
+// ClaudeVersion, for a test that runs it (see realCLI.find): from
+// $KNOT_CLAUDE_BIN, else scripts/install-claude; it skips, or fails with
+// KNOT_REQUIRE_CLAUDE=1, when the CLI cannot be had.
 //
 // Run the CLI with the environment of Server.ClaudeEnv and a deadline: it
 // retries some API errors forever.
-func ClaudeCLI(tb testing.TB) string {
-	tb.Helper()
-	if bin := os.Getenv(EnvClaudeBin); bin != "" {
-		if err := checkClaude(bin); err != nil {
-			tb.Fatalf("agenttest: $%s: %v", EnvClaudeBin, err)
-		}
-		return bin
-	}
-	bin, err := installClaude()
-	if err == nil {
-		err = checkClaude(bin)
-	}
-	if err != nil {
-		if os.Getenv(EnvRequireClaude) == "1" {
-			tb.Fatalf("agenttest: %s=1 but the real Claude Code CLI is unavailable: %v", EnvRequireClaude, err)
-		}
-		tb.Skipf("\n*** SKIPPING: the real Claude Code CLI %s is unavailable: %v\n"+
-			"*** Install it with %s (needs node >= 18, npm and the npm registry), or set\n"+
-			"*** $%s to a claude %s binary. $%s=1 makes this a failure.",
-			ClaudeVersion, err, installScript, EnvClaudeBin, ClaudeVersion, EnvRequireClaude)
-	}
-	return bin
-}
+func ClaudeCLI(tb testing.TB) string { return claudeCLI.find(tb) }
 
-// installClaude runs the repository's install script and returns the path
-// it prints.
-func installClaude() (string, error) {
-	return runInstaller(installScript, EnvClaudeBin)
+var claudeCLI = realCLI{
+	name: "Claude Code CLI", program: "claude", version: ClaudeVersion,
+	envBin: EnvClaudeBin, envRequire: EnvRequireClaude, script: "scripts/install-claude", needs: "node >= 18",
+	// "2.1.330 (Claude Code)"
+	says: func(out string) bool { return strings.HasPrefix(out, ClaudeVersion+" ") },
 }
 
 // runInstaller runs the repository's install script (a path relative to
@@ -111,26 +81,10 @@ func runInstaller(installScript, binEnv string) (string, error) {
 	return bin, nil
 }
 
-// checkClaude reports whether bin runs and says it is ClaudeVersion.
-func checkClaude(bin string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.WaitDelay = waitDelay
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("run %s --version: %w", bin, err)
-	}
-	if got := strings.TrimSpace(string(out)); !strings.HasPrefix(got, ClaudeVersion+" ") {
-		return fmt.Errorf("%s --version = %q; want %s", bin, got, ClaudeVersion)
-	}
-	return nil
-}
-
 // repoRoot returns the nearest directory at or above the working directory
 // (a test's package directory) that holds the install script.
 func repoRoot() (string, error) {
-	return findRoot(installScript)
+	return findRoot(claudeCLI.script)
 }
 
 // findRoot returns the nearest directory at or above the working directory

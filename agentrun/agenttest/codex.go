@@ -1,12 +1,9 @@
 package agenttest
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -25,60 +22,20 @@ const (
 	EnvRequireCodex = "KNOT_REQUIRE_CODEX"
 )
 
-// codexInstallScript is the repository's Codex installer, relative to its root.
-const codexInstallScript = "scripts/install-codex"
-
-// CodexCLI returns the path of the real OpenAI Codex CLI, version
-// CodexVersion, for a test that runs it. It uses $KNOT_CODEX_BIN when that
-// is set, and otherwise runs scripts/install-codex, which installs the CLI
-// from the npm registry into the repository's git-ignored .cache/ the first
-// time and just prints its path afterwards. The path is the npm package's
-// node wrapper: node must be on the PATH of the environment it runs in.
+// CodexCLI returns the path of the real OpenAI Codex CLI, version CodexVersion, for
+// a test that runs it (see realCLI.find): from $KNOT_CODEX_BIN, else
+// scripts/install-codex; it skips, or fails with KNOT_REQUIRE_CODEX=1, when the CLI cannot
+// be had.
 //
-// When the CLI cannot be had (no node or npm, no registry, an unsupported
-// platform), CodexCLI skips the test with a message saying why and how to
-// install it; with KNOT_REQUIRE_CODEX=1 it fails the test instead. A
-// $KNOT_CODEX_BIN that does not run as the pinned version always fails.
-//
-// Run the CLI with the environment of OpenAI.CodexEnv and a deadline.
-func CodexCLI(tb testing.TB) string {
-	tb.Helper()
-	if bin := os.Getenv(EnvCodexBin); bin != "" {
-		if err := checkCodex(bin); err != nil {
-			tb.Fatalf("agenttest: $%s: %v", EnvCodexBin, err)
-		}
-		return bin
-	}
-	bin, err := runInstaller(codexInstallScript, EnvCodexBin)
-	if err == nil {
-		err = checkCodex(bin)
-	}
-	if err != nil {
-		if os.Getenv(EnvRequireCodex) == "1" {
-			tb.Fatalf("agenttest: %s=1 but the real Codex CLI is unavailable: %v", EnvRequireCodex, err)
-		}
-		tb.Skipf("\n*** SKIPPING: the real Codex CLI %s is unavailable: %v\n"+
-			"*** Install it with %s (needs node >= 18, npm and the npm registry), or set\n"+
-			"*** $%s to a codex %s binary. $%s=1 makes this a failure.",
-			CodexVersion, err, codexInstallScript, EnvCodexBin, CodexVersion, EnvRequireCodex)
-	}
-	return bin
-}
+// The path is the npm package's node wrapper: node must be on the PATH of
+// the environment it runs in. Run the CLI with the environment of
+// CodexEnv and a deadline.
+func CodexCLI(tb testing.TB) string { return codexCLI.find(tb) }
 
-// checkCodex reports whether bin runs and says it is CodexVersion.
-func checkCodex(bin string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.WaitDelay = waitDelay
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("run %s --version: %w", bin, err)
-	}
-	if got, want := strings.TrimSpace(string(out)), "codex-cli "+CodexVersion; got != want {
-		return fmt.Errorf("%s --version = %q; want %q", bin, got, want)
-	}
-	return nil
+var codexCLI = realCLI{
+	name: "OpenAI Codex CLI", program: "codex", version: CodexVersion,
+	envBin: EnvCodexBin, envRequire: EnvRequireCodex, script: "scripts/install-codex", needs: "node >= 18",
+	says: func(out string) bool { return out == "codex-cli "+CodexVersion },
 }
 
 // CodexHome returns the CODEX_HOME of CodexEnv(tb, dir): Codex keeps its
