@@ -65,6 +65,22 @@ const (
 	OutputJSON OutputFormat = "json"
 )
 
+// Permissions says what an agent CLI may do on its own during a run, with
+// nobody there to approve it. Each preset maps it to its CLI's own flags.
+type Permissions string
+
+// The permission levels. The zero value means PermReadOnly.
+const (
+	// PermReadOnly lets the agent read files but not change any or run
+	// commands that could: the default.
+	PermReadOnly Permissions = "read-only"
+	// PermEdit also lets the agent create and edit files in the vault.
+	PermEdit Permissions = "edit"
+	// PermFull lets the agent do anything its CLI can, without asking:
+	// edit any file and run any command.
+	PermFull Permissions = "full"
+)
+
 // Agent is one agent definition, as the configuration loader reads it from
 // YAML (DESIGN §7). The zero Agent is the built-in digest agent.
 type Agent struct {
@@ -110,6 +126,28 @@ type Agent struct {
 	// EnvRemove names variables of knotd's own environment that the agent
 	// must not see (for example API keys meant for another tool).
 	EnvRemove []string `yaml:"env_remove,omitempty"`
+	// Permissions is what the agent may do unattended (default
+	// read-only). Only the presets whose CLI has tools (claude, codex,
+	// gemini) take it: a command's own flags decide what it may do.
+	Permissions Permissions `yaml:"permissions,omitempty"`
+}
+
+// permissions returns the agent's permission level, read-only by default.
+func (a *Agent) permissions() Permissions {
+	if a.Permissions == "" {
+		return PermReadOnly
+	}
+	return a.Permissions
+}
+
+// hasTools reports whether the agent's CLI can act on files or run
+// commands, so that Permissions applies to it.
+func (a *Agent) hasTools() bool {
+	switch a.kind() {
+	case PresetClaude, PresetCodex, PresetGemini:
+		return true
+	}
+	return false
 }
 
 // ErrInvalidAgent is wrapped by every error about an agent definition.
@@ -212,6 +250,14 @@ func (a *Agent) Validate() error {
 	}
 	if strings.ContainsRune(a.Instructions, 0) || !utf8.ValidString(a.Instructions) {
 		add("instructions must be valid UTF-8 text without NUL bytes")
+	}
+	switch a.Permissions {
+	case "", PermReadOnly, PermEdit, PermFull:
+		if a.Permissions != "" && !a.hasTools() {
+			add("permissions apply to the claude, codex and gemini presets, whose CLIs can edit files and run commands; remove it (a command's own flags decide what it may do)")
+		}
+	default:
+		add("permissions %q is not one of read-only, edit, full", a.Permissions)
 	}
 	a.validateEnv(add)
 	if len(probs) == 0 {

@@ -26,6 +26,9 @@ func TestAgent_Validate(t *testing.T) {
 			ResumeCommand: []string{"t", "--resume", "{resume}"}}},
 		{name: "command arg", agent: Agent{Command: []string{"t", "--", "{prompt}"}, Prompt: PromptArg}},
 		{name: "command file", agent: Agent{Command: []string{"t", "--file={prompt_file}"}, Prompt: PromptFile}},
+		{name: "permissions edit", agent: Agent{Preset: "codex", Permissions: PermEdit}},
+		{name: "permissions full", agent: Agent{Preset: "gemini", Permissions: PermFull}},
+		{name: "permissions read-only", agent: Agent{Preset: "claude", Permissions: PermReadOnly}},
 		{name: "env", agent: Agent{Preset: "codex", Env: map[string]string{"CODEX_HOME": "/x"}, EnvRemove: []string{"OPENAI_API_KEY"}}},
 
 		{name: "named without preset", agent: Agent{Name: "mytool"}, want: []string{`"mytool"`, "needs a preset"}},
@@ -51,6 +54,9 @@ func TestAgent_Validate(t *testing.T) {
 		{name: "huge instructions", agent: Agent{Preset: "claude", Instructions: strings.Repeat("x", MaxInstructions+1)}, want: []string{"instructions are"}},
 		{name: "knot env", agent: Agent{Preset: "claude", Env: map[string]string{"KNOT_STRAND": "x"}}, want: []string{"KNOT_STRAND is set by knotd"}},
 		{name: "bad env name", agent: Agent{Preset: "claude", Env: map[string]string{"A=B": "x"}, EnvRemove: []string{""}}, want: []string{`"A=B" is not a valid`, `env_remove: "" is not`}},
+		{name: "bad permissions", agent: Agent{Preset: "claude", Permissions: "write"}, want: []string{`permissions "write"`, "read-only, edit, full"}},
+		{name: "permissions on a command", agent: Agent{Command: []string{"t"}, Permissions: PermEdit}, want: []string{"permissions apply to the claude, codex and gemini presets"}},
+		{name: "permissions on ollama", agent: Agent{Preset: "ollama", Model: "m", Permissions: PermReadOnly}, want: []string{"permissions apply to"}},
 		{name: "several problems", agent: Agent{Command: []string{"t"}, Prompt: "x", Output: "y"}, want: []string{`prompt "x"`, `output "y"`}},
 	}
 	for _, tt := range tests {
