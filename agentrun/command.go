@@ -129,5 +129,6 @@ func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, err
 	if truncated {
 		out.notes = append(out.notes, "the output was cut at the standard output limit")
 	}
+	out.message = textMessage(out.reply, false)
 	return out, nil
 }

@@ -18,6 +18,10 @@ func (o *attemptOutcome) record(res *Result) {
 	res.Stdout, res.StdoutBytes, res.StdoutTruncated = pr.stdout, pr.stdoutN, pr.stdoutTrunc
 	res.Stderr, res.StderrTruncated = pr.stderr, pr.stderrTrunc
 	res.Notes = append(res.Notes, o.parsed.notes...)
+	res.Message = o.parsed.message
+	if pr.droppedLines > 0 && res.Message != nil {
+		res.Message.Truncated = true
+	}
 	if pr.pipesHeld {
 		res.Notes = append(res.Notes, "a process the agent left behind kept its output open after it exited; it was killed after the grace period")
 	}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/knotd/knotd/transcript"
 )
 
 // attempt is one invocation of an agent. A run has one attempt, or two when
@@ -40,6 +42,9 @@ type parsed struct {
 	// a turn.failed event, an error object), empty when it reported none.
 	agentErr string
 	notes    []string
+	// message is the output as content blocks for the transcript; nil
+	// when the parser read none (the reply then stands as text).
+	message *transcript.AssistantMessage
 }
 
 // outputParser reads one attempt's output after the agent exited. stdout
@@ -51,9 +56,52 @@ type outputParser interface {
 
 // lineParser is an outputParser that also wants every line of standard
 // output as it arrives (JSON lines), so it sees all of it however long.
+// watch, called before the first line, names the function that receives
+// content blocks as they become final (Request.OnOutput).
 type lineParser interface {
 	outputParser
 	line(b []byte)
+	watch(live func(transcript.AssistantMessage))
+}
+
+// blockStream decodes a CLI's JSON lines with the transcript's decoder for
+// its format as they arrive, and hands each block to live once final. It is
+// the part the streaming presets' parsers share.
+type blockStream struct {
+	format transcript.Format
+	dec    *transcript.Decoder
+	live   func(transcript.AssistantMessage)
+	lines  int
+}
+
+func newBlockStream(format transcript.Format) blockStream {
+	dec, err := transcript.NewDecoder(format)
+	if err != nil {
+		panic("agentrun: " + err.Error()) // the presets name formats the decoder reads
+	}
+	return blockStream{format: format, dec: dec}
+}
+
+func (s *blockStream) watch(live func(transcript.AssistantMessage)) { s.live = live }
+
+func (s *blockStream) line(b []byte) {
+	s.lines++
+	if blocks := s.dec.Line(b); len(blocks) > 0 && s.live != nil {
+		s.live(transcript.AssistantMessage{Format: s.format, Blocks: blocks})
+	}
+}
+
+// decoded ends the stream. When no line was handed over (a caller that
+// only has the captured output), it decodes stdout whole.
+func (s *blockStream) decoded(stdout []byte) transcript.Decoded {
+	if s.lines == 0 {
+		d, err := transcript.Decode(s.format, stdout)
+		if err != nil {
+			panic("agentrun: " + err.Error())
+		}
+		return d
+	}
+	return s.dec.Finish(stdout)
 }
 
 // driver knows how to run one kind of agent.
@@ -197,24 +245,9 @@ func int64Field(m map[string]any, key string) int64 {
 	return i
 }
 
-// float64Field reads a number field of a decoded JSON object.
-func float64Field(m map[string]any, key string) float64 {
-	n, _ := m[key].(json.Number)
-	f, err := n.Float64()
-	if err != nil {
-		return 0
-	}
-	return f
-}
-
 // stringField reads a string field of a decoded JSON object.
 func stringField(m map[string]any, key string) string {
 	s, _ := m[key].(string)
 	return s
 }
 
-// objectField reads an object field of a decoded JSON object.
-func objectField(m map[string]any, key string) map[string]any {
-	o, _ := m[key].(map[string]any)
-	return o
-}

@@ -1,10 +1,10 @@
 package agentrun
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/knotd/knotd/transcript"
 )
 
 // claudeDriver runs Claude Code headless:
@@ -40,7 +40,7 @@ func (claudeDriver) inlineInstructions() bool { return false }
 func (claudeDriver) resumes() bool            { return true }
 func (claudeDriver) defaultProgram() string   { return "claude" }
 func (claudeDriver) limits() Limits           { return Limits{} }
-func (claudeDriver) parser() outputParser     { return &claudeParser{} }
+func (claudeDriver) parser() outputParser     { return newClaudeParser() }
 
 func (claudeDriver) argv(a *attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "stream-json", "--verbose")
@@ -87,61 +87,31 @@ func (claudeDriver) sessionLost(exitCode int, p parsed, stderr string) (string, 
 	return "", false
 }
 
-// claudeParser reads the result object of --output-format stream-json:
-// the last line whose type is "result", from the lines as they arrive. It
-// also reads --output-format json's single result object from the whole
-// output, when no line was handed to it.
-type claudeParser struct {
-	res   map[string]any // the last result seen on a line
-	lines int
-}
+// claudeParser reads --output-format stream-json with the transcript's
+// decoder as the lines arrive: the reply, handle, usage and failure come
+// from the last line whose type is "result", which also makes up the whole
+// output of --output-format json.
+type claudeParser struct{ blockStream }
 
-func (p *claudeParser) line(b []byte) {
-	p.lines++
-	if !bytes.Contains(b, []byte(`"result"`)) {
-		return // not a result event: no need to decode it here
-	}
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber() // as jsonValues decodes: the number fields read json.Number
-	if err := d.Decode(&m); err == nil && stringField(m, "type") == "result" {
-		p.res = m
-	}
+func newClaudeParser() *claudeParser {
+	return &claudeParser{newBlockStream(transcript.FormatClaudeStreamJSON)}
 }
 
 func (cp *claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
-	res := cp.res
-	if res == nil && cp.lines == 0 {
-		jsonValues(stdout, func(v any) {
-			if m, ok := v.(map[string]any); ok && stringField(m, "type") == "result" {
-				res = m
-			}
-		})
+	d := cp.decoded(stdout)
+	p := parsed{message: &d.Message}
+	if !d.Ended {
+		switch {
+		case len(strings.TrimSpace(string(stdout))) == 0:
+			return p, errNoOutput
+		case truncated && cp.lines == 0:
+			return p, errors.New("no Claude result object in the output (the output was cut at the cap)")
+		}
+		return p, errors.New("no Claude result object in the output")
 	}
-	if res == nil {
-		if len(strings.TrimSpace(string(stdout))) == 0 {
-			return parsed{}, errNoOutput
-		}
-		if truncated {
-			return parsed{}, errors.New("no Claude result object in the output (the output was cut at the cap, and no result line came whole)")
-		}
-		return parsed{}, errors.New("no Claude result object in the output")
-	}
-	p := parsed{reply: stringField(res, "result"), handle: stringField(res, "session_id")}
-	if u := objectField(res, "usage"); u != nil {
-		p.usage = &Usage{
-			InputTokens:      int64Field(u, "input_tokens"),
-			OutputTokens:     int64Field(u, "output_tokens"),
-			CacheReadTokens:  int64Field(u, "cache_read_input_tokens"),
-			CacheWriteTokens: int64Field(u, "cache_creation_input_tokens"),
-			CostUSD:          float64Field(res, "total_cost_usd"),
-		}
-	}
-	if isErr, _ := res["is_error"].(bool); isErr || strings.HasPrefix(stringField(res, "subtype"), "error") {
-		p.agentErr = firstLine(p.reply, 300)
-		if p.agentErr == "" {
-			p.agentErr = "Claude reported " + stringField(res, "subtype")
-		}
+	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
+	if d.Failure != "" {
+		p.agentErr = firstLine(d.Failure, 300)
 	}
 	return p, nil
 }

@@ -1,10 +1,11 @@
 package agentrun
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/knotd/knotd/transcript"
 )
 
 // codexDriver runs the OpenAI Codex CLI non-interactively:
@@ -33,7 +34,7 @@ func (codexDriver) inlineInstructions() bool { return false }
 func (codexDriver) resumes() bool            { return true }
 func (codexDriver) defaultProgram() string   { return "codex" }
 func (codexDriver) limits() Limits           { return Limits{} }
-func (codexDriver) parser() outputParser     { return &codexParser{} }
+func (codexDriver) parser() outputParser     { return newCodexParser() }
 
 func (codexDriver) argv(a *attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check")
@@ -52,7 +53,7 @@ func (codexDriver) argv(a *attempt) ([]string, error) {
 // turn: Codex CLI 0.169.0's turn.completed usage on a resumed thread is the
 // thread's running total (testdata/codex-0.169.0: exec-new 100 input
 // tokens, exec-resume 300, exec-resume-2 600), tokens of every kind.
-func (codexDriver) turn(total, before Usage) Usage { return total.minus(before) }
+func (codexDriver) turn(total, before Usage) Usage { return total.Minus(before) }
 
 // codexNoThread is what Codex CLI 0.169.0 says, on standard error, when it
 // has no thread for the handle it was asked to resume.
@@ -94,91 +95,29 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// codexParser follows the JSON lines of codex exec --json.
-type codexParser struct {
-	thread   string
-	reply    string
-	usage    *Usage
-	failure  string // from turn.failed or error, cleared by turn.completed
-	events   int
-	nonJSON  int
-	messages int
+// codexParser reads the JSON lines of codex exec --json with the
+// transcript's decoder as they arrive.
+type codexParser struct{ blockStream }
+
+func newCodexParser() *codexParser {
+	return &codexParser{newBlockStream(transcript.FormatCodexJSON)}
 }
 
-type codexEvent struct {
-	Type     string `json:"type"`
-	ThreadID string `json:"thread_id"`
-	Message  string `json:"message"`
-	Item     *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"item"`
-	Usage *struct {
-		InputTokens           int64 `json:"input_tokens"`
-		CachedInputTokens     int64 `json:"cached_input_tokens"`
-		CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
-		OutputTokens          int64 `json:"output_tokens"`
-	} `json:"usage"`
-	Error *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func (p *codexParser) line(b []byte) {
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return
-	}
-	var ev codexEvent
-	if err := json.Unmarshal(b, &ev); err != nil || ev.Type == "" {
-		p.nonJSON++
-		return
-	}
-	p.events++
-	switch ev.Type {
-	case "thread.started":
-		p.thread = ev.ThreadID
-	case "item.completed":
-		if ev.Item != nil && ev.Item.Type == "agent_message" {
-			p.reply = ev.Item.Text
-			p.messages++
+func (cp *codexParser) finish(stdout []byte, _ bool, _ string) (parsed, error) {
+	d := cp.decoded(stdout)
+	p := parsed{message: &d.Message}
+	if d.Events == 0 {
+		if d.Other == 0 {
+			return p, errNoOutput
 		}
-	case "turn.completed":
-		p.failure = ""
-		if ev.Usage != nil {
-			if p.usage == nil {
-				p.usage = &Usage{}
-			}
-			p.usage.add(Usage{InputTokens: ev.Usage.InputTokens, CacheReadTokens: ev.Usage.CachedInputTokens,
-				CacheWriteTokens: ev.Usage.CacheWriteInputTokens, OutputTokens: ev.Usage.OutputTokens})
-		}
-	case "turn.failed":
-		if ev.Error != nil {
-			p.failure = ev.Error.Message
-		}
-		if p.failure == "" {
-			p.failure = "turn failed"
-		}
-	case "error":
-		p.failure = ev.Message
-		if p.failure == "" {
-			p.failure = "error"
-		}
+		return p, errors.New("no codex JSON events in the output")
 	}
-}
-
-func (p *codexParser) finish([]byte, bool, string) (parsed, error) {
-	if p.events == 0 {
-		if p.nonJSON == 0 {
-			return parsed{}, errNoOutput
-		}
-		return parsed{}, errors.New("no codex JSON events in the output")
+	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
+	if d.Failure != "" {
+		p.agentErr = firstLine(d.Failure, 300)
 	}
-	out := parsed{reply: p.reply, handle: p.thread, usage: p.usage}
-	if p.failure != "" {
-		out.agentErr = firstLine(p.failure, 300)
+	if d.Other > 0 {
+		p.notes = append(p.notes, fmt.Sprintf("codex printed %d lines that are not JSON events", d.Other))
 	}
-	if p.nonJSON > 0 {
-		out.notes = append(out.notes, fmt.Sprintf("codex printed %d lines that are not JSON events", p.nonJSON))
-	}
-	return out, nil
+	return p, nil
 }

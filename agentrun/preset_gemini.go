@@ -2,8 +2,9 @@ package agentrun
 
 import (
 	"errors"
-	"slices"
 	"strings"
+
+	"github.com/knotd/knotd/transcript"
 )
 
 // geminiDriver runs Gemini CLI headless:
@@ -77,66 +78,39 @@ const geminiTrust = "Gemini CLI does not trust the vault folder, so it refused t
 	"trust it in Gemini CLI (run gemini in the vault once and choose to trust it, or add the vault's path with \"TRUST_FOLDER\" to ~/.gemini/trustedFolders.json), " +
 	"or, to trust every folder this agent runs in, set GEMINI_CLI_TRUST_WORKSPACE: \"true\" in the agent's env in your config"
 
-// geminiParser reads the JSON object of --output-format json. Errors may be
-// printed as the same kind of object on standard error; that is read when
-// standard output has none.
+// geminiParser reads the JSON object of --output-format json with the
+// transcript's decoder, from the whole output (the object is
+// pretty-printed over many lines). Errors may be printed as the same kind
+// of object on standard error; that is read when standard output has none.
 type geminiParser struct{}
 
-func (geminiParser) finish(stdout []byte, _ bool, stderr string) (parsed, error) {
+func (geminiParser) finish(stdout []byte, truncated bool, stderr string) (parsed, error) {
 	if len(strings.TrimSpace(string(stdout))) == 0 && strings.Contains(stderr, geminiUntrusted) {
 		return parsed{agentErr: geminiTrust}, nil
 	}
-	obj := lastGeminiObject(stdout)
-	if obj == nil {
-		obj = lastGeminiObject([]byte(stderr))
+	d := decodeGemini(stdout)
+	d.Message.Truncated = truncated
+	p := parsed{message: &d.Message}
+	if !d.Ended {
+		if e := decodeGemini([]byte(stderr)); e.Ended {
+			d.Reply, d.Handle, d.Usage, d.Failure = e.Reply, e.Handle, e.Usage, e.Failure
+		} else if len(strings.TrimSpace(string(stdout))) == 0 {
+			return p, errNoOutput
+		} else {
+			return p, errors.New("no Gemini JSON object in the output")
+		}
 	}
-	if obj == nil {
-		if len(strings.TrimSpace(string(stdout))) == 0 {
-			return parsed{}, errNoOutput
-		}
-		return parsed{}, errors.New("no Gemini JSON object in the output")
-	}
-	p := parsed{reply: stringField(obj, "response"), handle: stringField(obj, "session_id")}
-	if models := objectField(objectField(obj, "stats"), "models"); len(models) > 0 {
-		u := &Usage{}
-		names := make([]string, 0, len(models))
-		for name := range models {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
-			m, _ := models[name].(map[string]any)
-			tok := objectField(m, "tokens")
-			u.add(Usage{
-				InputTokens:     int64Field(tok, "prompt"),
-				OutputTokens:    int64Field(tok, "candidates") + int64Field(tok, "thoughts"),
-				CacheReadTokens: int64Field(tok, "cached"),
-			})
-		}
-		p.usage = u
-	}
-	if e := objectField(obj, "error"); e != nil {
-		p.agentErr = firstLine(stringField(e, "message"), 300)
-		if p.agentErr == "" {
-			p.agentErr = "Gemini reported " + stringField(e, "type")
-		}
+	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
+	if d.Failure != "" {
+		p.agentErr = firstLine(d.Failure, 300)
 	}
 	return p, nil
 }
 
-func lastGeminiObject(b []byte) map[string]any {
-	var obj map[string]any
-	jsonValues(b, func(v any) {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return
-		}
-		for _, k := range []string{"response", "error", "session_id", "stats"} {
-			if _, ok := m[k]; ok {
-				obj = m
-				return
-			}
-		}
-	})
-	return obj
+func decodeGemini(b []byte) transcript.Decoded {
+	d, err := transcript.Decode(transcript.FormatGeminiJSON, b)
+	if err != nil {
+		panic("agentrun: " + err.Error()) // a format the decoder reads
+	}
+	return d
 }

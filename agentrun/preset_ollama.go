@@ -1,6 +1,11 @@
 package agentrun
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/knotd/knotd/transcript"
+)
 
 // ollamaDriver runs a local model with Ollama:
 //
@@ -32,16 +37,33 @@ func (ollamaDriver) argv(a *attempt) ([]string, error) {
 	return append(append([]string(nil), a.program...), "run", "--hidethinking", a.model), nil
 }
 
-// textParser takes all of standard output as the reply.
+// textParser takes all of standard output as the reply. A reply cut at
+// the standard output limit ends with a line that says so, so that the
+// tie-off shows it.
 type textParser struct{}
 
 func (textParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
 	if len(strings.TrimSpace(string(stdout))) == 0 {
 		return parsed{}, errNoOutput
 	}
-	p := parsed{reply: string(stdout)}
+	p := parsed{reply: string(stdout), message: textMessage(string(stdout), truncated)}
 	if truncated {
 		p.notes = append(p.notes, "the reply was cut at the standard output limit")
+		p.reply = cleanReply(p.reply) + "\n\n" + fmt.Sprintf(cutMark, len(stdout))
 	}
 	return p, nil
+}
+
+// cutMark ends a reply cut at the standard output limit (its size in
+// bytes).
+const cutMark = "[knotd: the reply was cut here, at the %d-byte standard output limit]"
+
+// textMessage is text as a transcript message of one text-only block.
+func textMessage(text string, truncated bool) *transcript.AssistantMessage {
+	d, err := transcript.Decode(transcript.FormatText, []byte(text))
+	if err != nil {
+		panic("agentrun: " + err.Error()) // the text format is always read
+	}
+	d.Message.Truncated = truncated
+	return &d.Message
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/transcript"
 )
 
 // nextTurn turns a request into the strand's next turn, resuming handle.
@@ -317,5 +318,68 @@ func TestClaude_LongStreamKeepsItsReply(t *testing.T) {
 	}
 	if !res.StdoutTruncated || res.StdoutBytes <= 256<<10 {
 		t.Errorf("stdout truncated %v after %d bytes; want the stream cut at the cap", res.StdoutTruncated, res.StdoutBytes)
+	}
+}
+
+// TestClaude_LongStreamKeepsItsBlocks: the run's message holds every block
+// of a stream longer than the output kept, read line by line, and is not
+// marked truncated.
+func TestClaude_LongStreamKeepsItsBlocks(t *testing.T) {
+	agent, _ := fakePreset(t, PresetClaude)
+	agent.Env[fakeagent.EnvPad] = strconv.Itoa(256 << 10)
+	res := mustRun(t, &Runner{MaxStdout: 64 << 10}, runRequest(t, agent, planV1))
+	if res.Message == nil || res.Message.Truncated {
+		t.Fatalf("Message = %+v; want one, not truncated", res.Message)
+	}
+	var types []transcript.BlockType
+	for _, b := range res.Message.Blocks {
+		types = append(types, b.Type)
+	}
+	want := []transcript.BlockType{transcript.BlockToolResult, transcript.BlockThinking, transcript.BlockText}
+	if !slices.Equal(types, want) || len(res.Message.Blocks[0].Content) != 256<<10 {
+		t.Errorf("blocks %v; want %v with the whole tool result", types, want)
+	}
+}
+
+// TestClaude_OutputArrivesWhileRunning: the blocks of Claude's assistant
+// message reach Request.OnOutput while the agent still runs. The fake
+// waits, after printing them, for a file that only OnOutput creates: a
+// runner that handed blocks over at the end would time the run out.
+func TestClaude_OutputArrivesWhileRunning(t *testing.T) {
+	agent, _ := fakePreset(t, PresetClaude)
+	gate := filepath.Join(t.TempDir(), "seen")
+	agent.Env[fakeagent.EnvGate] = gate
+	agent.Timeout = 30 * time.Second
+	req := runRequest(t, agent, planV1)
+	var live []transcript.AssistantMessage
+	req.OnOutput = func(m transcript.AssistantMessage) {
+		live = append(live, m)
+		if err := os.WriteFile(gate, nil, 0o600); err != nil {
+			t.Error(err)
+		}
+	}
+	res := mustRun(t, &Runner{}, req)
+	if res.Outcome != OutcomeOK {
+		t.Fatalf("Run = %s %q; want ok", res.Outcome, res.Reason)
+	}
+	if len(live) != 1 || live[0].Format != transcript.FormatClaudeStreamJSON || len(live[0].Blocks) != 2 ||
+		live[0].Blocks[1].Text != "FAKE REPLY (user messages seen: 1)" {
+		t.Fatalf("OnOutput got %+v; want the assistant message's two blocks", live)
+	}
+	if !slices.EqualFunc(live[0].Blocks, res.Message.Blocks, func(a, b transcript.Block) bool { return a.Text == b.Text && a.Type == b.Type }) {
+		t.Errorf("Result.Message %+v does not start with the blocks handed out live", res.Message.Blocks)
+	}
+}
+
+// TestText_ReplyCutSaysSo: a plain-text reply cut at the output limit ends
+// with a line that says so, and its message is marked truncated.
+func TestText_ReplyCutSaysSo(t *testing.T) {
+	agent := Agent{Command: []string{fakeagent.Program(t)}, Env: fakeagent.Env(fakeagent.Huge, "")}
+	res := mustRun(t, &Runner{MaxStdout: 4 << 10}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || !strings.HasSuffix(res.Reply, "[knotd: the reply was cut here, at the 4096-byte standard output limit]") {
+		t.Fatalf("Run = %s %q, reply ending %q; want ok and the cut said", res.Outcome, res.Reason, res.Reply[max(len(res.Reply)-120, 0):])
+	}
+	if res.Message == nil || !res.Message.Truncated {
+		t.Errorf("Message = %+v; want it marked truncated", res.Message)
 	}
 }

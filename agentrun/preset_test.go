@@ -140,7 +140,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := (&claudeParser{}).finish(out, false, "")
+				p, err := newClaudeParser().finish(out, false, "")
 				if (err != nil) != tt.err {
 					t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
 				}
@@ -153,18 +153,18 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (&claudeParser{}).finish(nil, false, ""); !errors.Is(err, errNoOutput) {
+	if _, err := newClaudeParser().finish(nil, false, ""); !errors.Is(err, errNoOutput) {
 		t.Errorf("finish(empty) = %v; want errNoOutput", err)
 	}
 }
 
 func TestClaudeParser_ErrorResult(t *testing.T) {
 	out := []byte(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 401 invalid x-api-key","session_id":"x"}` + "\n")
-	p, err := (&claudeParser{}).finish(out, false, "")
+	p, err := newClaudeParser().finish(out, false, "")
 	if err != nil || p.agentErr != "API Error: 401 invalid x-api-key" || p.reply == "" {
 		t.Errorf("finish(is_error) = %+v, %v; want the result as the agent's error", p, err)
 	}
-	p, err = (&claudeParser{}).finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
+	p, err = newClaudeParser().finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
 	if err != nil || p.agentErr != "Claude reported error_max_turns" {
 		t.Errorf("finish(error_max_turns) = %+v, %v", p, err)
 	}
@@ -254,7 +254,7 @@ func TestTOMLString(t *testing.T) {
 // codexParse feeds a fixture to a codexParser line by line, as runProc does.
 func codexParse(t testing.TB, out []byte) (parsed, error) {
 	t.Helper()
-	p := &codexParser{}
+	p := newCodexParser()
 	s := &lineSplitter{max: DefaultMaxLine, fn: p.line}
 	s.write(out)
 	s.flush()
@@ -377,7 +377,7 @@ func FuzzParsers(f *testing.F) {
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
 	f.Fuzz(func(t *testing.T, out []byte) {
-		_, _ = (&claudeParser{}).finish(out, false, string(out))
+		_, _ = newClaudeParser().finish(out, false, string(out))
 		_, _ = codexParse(t, out)
 		_, _ = geminiParser{}.finish(out, true, string(out))
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/transcript"
 )
 
 // FiredBy says what made knotd look at the strand: the Fired-By line of the
@@ -89,6 +90,16 @@ type Request struct {
 	// a command agent would have been given ("" if that cannot be built).
 	// OnStart must return quickly: the agent waits for it.
 	OnStart func(Start)
+	// OnOutput, when set, receives the agent's content blocks while it
+	// runs, for the presets whose CLI streams them (claude, codex): each
+	// call carries the blocks that became final (they can no longer
+	// change), in order, as a message in the CLI's format. The vault
+	// writes them to the run's transcript as they come, so that a run can
+	// be watched as it happens. The blocks of an attempt are the first
+	// ones of its Result.Message. It is called on the goroutine that reads
+	// the agent's output, never at the same time as OnStart, and must
+	// return quickly: the agent's output waits for it.
+	OnOutput func(transcript.AssistantMessage)
 }
 
 // Start is what Request.OnStart is told about an attempt that is about to

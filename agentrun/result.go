@@ -1,6 +1,10 @@
 package agentrun
 
-import "time"
+import (
+	"time"
+
+	"github.com/knotd/knotd/transcript"
+)
 
 // Outcome is how a run ended: exactly one of OutcomeOK, OutcomeFailed,
 // OutcomeTimeout or OutcomeCanceled.
@@ -62,6 +66,13 @@ type Result struct {
 	// one (nil for the others): keep it for the next run's
 	// Request.TotalsBefore.
 	Totals *Usage
+	// Message is what the agent produced, as content blocks for the run's
+	// transcript: read from the whole output by the presets whose CLI
+	// prints JSON (claude and codex line by line, past the Stdout cap),
+	// otherwise the reply, or the captured output, as one text block.
+	// Truncated is set when blocks may be missing because output was cut.
+	// Nil when the agent produced nothing (it never started).
+	Message *transcript.AssistantMessage
 	// Stdout is the agent's standard output, at most Runner.MaxStdout bytes.
 	Stdout []byte
 	// StdoutBytes counts all bytes the agent wrote to standard output.
@@ -85,32 +96,6 @@ type Restart struct {
 	Reason string
 }
 
-// Usage is the token use and cost of a run as the CLI reported it. Zero
-// fields were not reported.
-type Usage struct {
-	InputTokens      int64
-	OutputTokens     int64
-	CacheReadTokens  int64
-	CacheWriteTokens int64
-	// CostUSD is the cost in US dollars the CLI computed, 0 when unknown.
-	CostUSD float64
-}
-
-// minus returns u less o, field by field, never below zero.
-func (u Usage) minus(o Usage) Usage {
-	return Usage{
-		InputTokens:      max(u.InputTokens-o.InputTokens, 0),
-		OutputTokens:     max(u.OutputTokens-o.OutputTokens, 0),
-		CacheReadTokens:  max(u.CacheReadTokens-o.CacheReadTokens, 0),
-		CacheWriteTokens: max(u.CacheWriteTokens-o.CacheWriteTokens, 0),
-		CostUSD:          max(u.CostUSD-o.CostUSD, 0),
-	}
-}
-
-func (u *Usage) add(o Usage) {
-	u.InputTokens += o.InputTokens
-	u.OutputTokens += o.OutputTokens
-	u.CacheReadTokens += o.CacheReadTokens
-	u.CacheWriteTokens += o.CacheWriteTokens
-	u.CostUSD += o.CostUSD
-}
+// Usage is the token use and cost of a run as the CLI reported it: the
+// transcript's own type, so a run's usage is recorded as it was read.
+type Usage = transcript.Usage

@@ -71,6 +71,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			req.OnStart(Start{Try: 1, Prompt: prompt})
 		}
 		runDigest(ctx, &req, &res)
+		if res.Reply != "" {
+			res.Message = textMessage(res.Reply, false)
+		}
 		res.Duration = time.Since(started)
 		return res, nil
 	}
@@ -233,6 +236,9 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	var onLine func([]byte)
 	if lp, ok := parser.(lineParser); ok {
 		onLine = lp.line
+		if a.req.OnOutput != nil {
+			lp.watch(a.req.OnOutput)
+		}
 	}
 	if a.req.OnStart != nil {
 		a.req.OnStart(Start{Try: try, Argv: append([]string(nil), argv...), Prompt: a.prompt, Restarted: res.Restarted})

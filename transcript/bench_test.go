@@ -134,9 +134,9 @@ func BenchmarkList(b *testing.B) {
 	}
 }
 
-// BenchmarkNormalize measures the Claude normaliser on the stream-json
+// BenchmarkDecode measures the Claude decoder on the stream-json
 // fixture with tools.
-func BenchmarkNormalize(b *testing.B) {
+func BenchmarkDecode(b *testing.B) {
 	in, err := os.ReadFile(filepath.Join("testdata", "claude", "stream-json-tools.jsonl"))
 	if err != nil {
 		b.Fatal(err)
@@ -144,7 +144,7 @@ func BenchmarkNormalize(b *testing.B) {
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
 	for range b.N {
-		if _, _, err := Normalize(FormatClaudeStreamJSON, in); err != nil {
+		if _, err := Decode(FormatClaudeStreamJSON, in); err != nil {
 			b.Fatal(err)
 		}
 	}

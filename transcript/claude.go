@@ -10,8 +10,10 @@ import (
 // "message" is an Anthropic Messages API message (content blocks text,
 // thinking, redacted_thinking, tool_use; tool_result in user messages), and
 // a final "result" event, which is also the whole output of
-// --output-format json: "result" is the reply, "usage" and
-// "total_cost_usd" the cost, "is_error" marks a failed turn.
+// --output-format json: "result" is the reply, "session_id" the resume
+// handle, "usage" and "total_cost_usd" the cost, "is_error" (or an
+// "error…" subtype) marks a failed turn. Every block is final as soon as
+// its event is read: each assistant and user event is a whole message.
 type claudeNormalizer struct {
 	blocks   []Block
 	result   map[string]json.RawMessage
@@ -95,8 +97,11 @@ func (n *claudeNormalizer) count(m *map[string]int, t string) {
 	(*m)[t]++
 }
 
-func (n *claudeNormalizer) finish() (AssistantMessage, *Usage) {
-	msg := AssistantMessage{Blocks: n.blocks}
+func (n *claudeNormalizer) final() []Block { return n.blocks }
+
+func (n *claudeNormalizer) finish() Decoded {
+	out := Decoded{Message: AssistantMessage{Blocks: n.blocks}}
+	msg := &out.Message
 	msg.Notes = append(msg.Notes, noteCounts("Claude content blocks", n.skipped)...)
 	msg.Notes = append(msg.Notes, noteCounts("Claude events", n.events)...)
 	res := n.result
@@ -104,20 +109,25 @@ func (n *claudeNormalizer) finish() (AssistantMessage, *Usage) {
 		if n.assisted {
 			msg.Notes = append(msg.Notes, "no Claude result event: the run was cut short")
 		}
-		return msg, nil
+		return out
 	}
+	out.Ended = true
+	out.Reply, out.Handle = str(res, "result"), str(res, "session_id")
 	if !n.assisted {
 		// --output-format json: the final reply is all there is.
-		if b, ok := textBlock(BlockText, str(res, "result"), TextOnly); ok {
+		if b, ok := textBlock(BlockText, out.Reply, TextOnly); ok {
 			msg.Blocks = append(msg.Blocks, b)
 		}
 	}
 	if boolean(res, "is_error") || strings.HasPrefix(str(res, "subtype"), "error") {
 		msg.Notes = append(msg.Notes, "Claude reported an error ("+str(res, "subtype")+")")
+		out.Failure = out.Reply
+		if strings.TrimSpace(out.Failure) == "" {
+			out.Failure = "Claude reported " + str(res, "subtype")
+		}
 	}
-	var usage *Usage
 	if u := object(res, "usage"); u != nil {
-		usage = &Usage{
+		out.Usage = &Usage{
 			InputTokens:      integer(u, "input_tokens"),
 			OutputTokens:     integer(u, "output_tokens"),
 			CacheReadTokens:  integer(u, "cache_read_input_tokens"),
@@ -125,5 +135,5 @@ func (n *claudeNormalizer) finish() (AssistantMessage, *Usage) {
 			CostUSD:          number(res, "total_cost_usd"),
 		}
 	}
-	return msg, usage
+	return out
 }

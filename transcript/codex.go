@@ -1,6 +1,7 @@
 package transcript
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -12,18 +13,29 @@ import (
 // item.completed events carrying a thread item with an "id" and a "type":
 // agent_message and reasoning (text), command_execution, file_change,
 // mcp_tool_call, web_search, todo_list, plan and error. Each item becomes
-// blocks at the place it first appeared, from its last state: messages and
-// reasoning natively, tool-like items reconstructed as a tool_use followed
-// by a tool_result once the item finished.
+// blocks from its last state once it completed, in the order items
+// complete (so each is final at once, and a to-do list updated all turn
+// long comes where it was done); items that never completed follow, in
+// the order they first appeared: messages and reasoning natively,
+// tool-like items reconstructed as a tool_use followed by a tool_result
+// once the item finished. The thread id of "thread.started" is the resume
+// handle, the last completed agent_message the reply, and a turn.failed or
+// error event (cleared by a later turn.completed) the failure.
 type codexNormalizer struct {
 	order   []string
 	items   map[string]map[string]json.RawMessage
+	done    map[string]bool // items converted to blocks
 	anon    int
 	usage   *Usage
 	notes   []string
 	skipped map[string]int
 	started bool // a turn started
 	ended   bool // and ended (completed or failed)
+	thread  string
+	reply   string
+	failure string
+	// finalBlocks holds the blocks of the items that completed.
+	finalBlocks []Block
 }
 
 func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
@@ -45,24 +57,41 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 			n.order = append(n.order, id)
 		}
 		n.items[id] = item
+		if t == "item.completed" && !n.done[id] {
+			if n.done == nil {
+				n.done = map[string]bool{}
+			}
+			n.done[id] = true
+			if str(item, "type") == "agent_message" {
+				n.reply = str(item, "text")
+			}
+			n.finalBlocks = append(n.finalBlocks, n.itemBlocks(id)...)
+		}
 	case "turn.started":
 		n.started = true
 	case "turn.completed":
 		n.ended = true
+		n.failure = ""
 		if u := object(obj, "usage"); u != nil {
 			if n.usage == nil {
 				n.usage = &Usage{}
 			}
-			n.usage.add(Usage{InputTokens: integer(u, "input_tokens"), CacheReadTokens: integer(u, "cached_input_tokens"), OutputTokens: integer(u, "output_tokens")})
+			n.usage.Add(Usage{InputTokens: integer(u, "input_tokens"), CacheReadTokens: integer(u, "cached_input_tokens"),
+				CacheWriteTokens: integer(u, "cache_write_input_tokens"), OutputTokens: integer(u, "output_tokens")})
 		}
 	case "turn.failed":
 		n.ended = true
-		n.notes = append(n.notes, "codex turn failed: "+str(object(obj, "error"), "message"))
+		msg := str(object(obj, "error"), "message")
+		n.notes = append(n.notes, "codex turn failed: "+msg)
+		n.failure = cmp.Or(msg, "turn failed")
 	case "error":
-		n.notes = append(n.notes, "codex error: "+str(obj, "message"))
-	case "thread.started", "item.plan.delta":
-		// The thread id is the resume handle (agentrun reads it); plan
-		// deltas are followed by the whole plan item.
+		msg := str(obj, "message")
+		n.notes = append(n.notes, "codex error: "+msg)
+		n.failure = cmp.Or(msg, "error")
+	case "thread.started":
+		n.thread = str(obj, "thread_id")
+	case "item.plan.delta":
+		// Plan deltas are followed by the whole plan item.
 	default:
 		if n.skipped == nil {
 			n.skipped = map[string]int{}
@@ -71,20 +100,31 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 	}
 }
 
-func (n *codexNormalizer) finish() (AssistantMessage, *Usage) {
-	var msg AssistantMessage
+// itemBlocks converts item id in its last state.
+func (n *codexNormalizer) itemBlocks(id string) []Block {
+	item := n.items[id]
+	if strings.HasPrefix(id, "\x00") {
+		id = ""
+	}
+	return n.blocks(id, item)
+}
+
+func (n *codexNormalizer) final() []Block { return n.finalBlocks }
+
+func (n *codexNormalizer) finish() Decoded {
+	out := Decoded{Reply: n.reply, Handle: n.thread, Usage: n.usage, Failure: n.failure, Ended: n.ended}
+	msg := &out.Message
+	msg.Blocks = n.finalBlocks
 	for _, id := range n.order {
-		item := n.items[id]
-		if strings.HasPrefix(id, "\x00") {
-			id = ""
+		if !n.done[id] {
+			msg.Blocks = append(msg.Blocks, n.itemBlocks(id)...)
 		}
-		msg.Blocks = append(msg.Blocks, n.blocks(id, item)...)
 	}
 	msg.Notes = append(n.notes, noteCounts("codex events", n.skipped)...)
 	if n.started && !n.ended {
 		msg.Notes = append(msg.Notes, "the codex turn did not end: the run was cut short")
 	}
-	return msg, n.usage
+	return out
 }
 
 // blocks converts one thread item in its last state.

@@ -31,8 +31,13 @@
 // Assistant output is a list of content blocks (Block) of four kinds: text,
 // thinking, tool_use and tool_result, each with a fidelity marker saying
 // how faithfully it was recovered from what the CLI printed (native,
-// reconstructed or text-only). Normalize turns the raw output of each
-// supported CLI into blocks; it is the only place that knows those formats.
+// reconstructed or text-only). A Decoder reads the output of each supported
+// CLI, line by line as it arrives (or whole, with Decode), into blocks and
+// everything else a run takes from it: the reply, the resume handle, the
+// usage and the agent's own report of a failure. It is the only place that
+// knows those formats; package agentrun's presets use it. A run may have
+// several message.assistant events: the blocks a streaming CLI printed, in
+// batches as they became final, then what was left with the notes.
 //
 // # Writing
 //

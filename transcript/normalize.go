@@ -10,10 +10,10 @@ import (
 	"strings"
 )
 
-// Format names an agent CLI's output format, as Normalize reads it.
+// Format names an agent CLI's output format, as a Decoder reads it.
 type Format string
 
-// The formats Normalize reads.
+// The formats a Decoder reads.
 const (
 	// FormatText is plain text: all of it is the reply.
 	FormatText Format = "text"
@@ -33,73 +33,26 @@ const (
 	FormatGeminiStreamJSON Format = "gemini-stream-json"
 )
 
-// Formats lists every format Normalize reads.
+// Formats lists every format a Decoder reads.
 func Formats() []Format {
 	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON}
 }
 
-// ErrUnknownFormat is returned by Normalize for a format it does not read.
+// ErrUnknownFormat is returned by NewDecoder and Decode for a format they
+// do not read.
 var ErrUnknownFormat = errors.New("transcript: unknown output format")
 
-// Normalize turns the raw standard output of an agent CLI into the payload
-// of a message.assistant event, and returns the token use the output
-// reports (nil when it reports none). It is the one place that knows each
-// CLI's output. It never fails on the output itself: what it cannot read is
-// said in the message's Notes, and a JSON format whose output holds no JSON
-// at all is kept as one text-only block, so nothing the agent printed is
-// lost. A tool_use whose tool_result never came (the run was cut short) is
-// kept. The only error is ErrUnknownFormat.
-//
-// The Claude normaliser reads both Claude formats (the json result object is
-// the last line of stream-json), and the Gemini one both Gemini formats;
-// the format names what the CLI was asked for and is recorded.
-func Normalize(format Format, stdout []byte) (AssistantMessage, *Usage, error) {
-	var n normalizer
-	switch format {
-	case FormatText:
-		msg := AssistantMessage{Format: format, Blocks: []Block{}}
-		if b, ok := textBlock(BlockText, strings.ToValidUTF8(string(stdout), "\uFFFD"), TextOnly); ok {
-			msg.Blocks = append(msg.Blocks, b)
-		}
-		return msg, nil, nil
-	case FormatClaudeJSON, FormatClaudeStreamJSON:
-		n = &claudeNormalizer{}
-	case FormatCodexJSON:
-		n = &codexNormalizer{}
-	case FormatGeminiJSON, FormatGeminiStreamJSON:
-		n = &geminiNormalizer{}
-	default:
-		return AssistantMessage{}, nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
-	}
-	vals, bad := jsonValues(stdout)
-	for _, v := range vals {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal(v, &obj) != nil {
-			bad++
-			continue
-		}
-		n.event(obj)
-	}
-	msg, usage := n.finish()
-	msg.Format = format
-	if msg.Blocks == nil {
-		msg.Blocks = []Block{}
-	}
-	if bad > 0 {
-		msg.Notes = append(msg.Notes, fmt.Sprintf("%d lines of output are not JSON events of this format", bad))
-	}
-	if len(vals) == 0 && !isBlank(string(stdout)) {
-		b, _ := textBlock(BlockText, strings.ToValidUTF8(string(stdout), "\uFFFD"), TextOnly)
-		msg.Blocks = append(msg.Blocks, b)
-		msg.Notes = append(msg.Notes, "the output holds no JSON; it is kept as text")
-	}
-	return msg, usage, nil
-}
-
-// normalizer reads one CLI's JSON events, in order.
+// normalizer reads one CLI's JSON events, in order. The Claude normaliser
+// reads both Claude formats (the json result object is the last line of
+// stream-json), and the Gemini one both Gemini formats.
 type normalizer interface {
 	event(obj map[string]json.RawMessage)
-	finish() (AssistantMessage, *Usage)
+	// final returns the blocks that can no longer change, in order: a
+	// prefix of the message's blocks that only grows.
+	final() []Block
+	// finish returns what the output held: every block, in order, the
+	// notes, and the run's reply, handle, usage, failure and end.
+	finish() Decoded
 }
 
 // maxMultiline bounds the attempts to decode a JSON value that spans lines

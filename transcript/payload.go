@@ -40,7 +40,7 @@ type UserMessage struct {
 }
 
 // AssistantMessage is the payload of message.assistant: what the agent
-// produced, normalised into content blocks (see Normalize).
+// produced, normalised into content blocks (see Decoder).
 type AssistantMessage struct {
 	// Format is the output format the blocks were read from.
 	Format Format `json:"format,omitempty"`
@@ -102,12 +102,25 @@ type Usage struct {
 	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
-func (u *Usage) add(o Usage) {
+// Add adds o to u, field by field.
+func (u *Usage) Add(o Usage) {
 	u.InputTokens += o.InputTokens
 	u.OutputTokens += o.OutputTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
+}
+
+// Minus returns u less o, field by field, never below zero: the use of one
+// turn from two running totals.
+func (u Usage) Minus(o Usage) Usage {
+	return Usage{
+		InputTokens:      max(u.InputTokens-o.InputTokens, 0),
+		OutputTokens:     max(u.OutputTokens-o.OutputTokens, 0),
+		CacheReadTokens:  max(u.CacheReadTokens-o.CacheReadTokens, 0),
+		CacheWriteTokens: max(u.CacheWriteTokens-o.CacheWriteTokens, 0),
+		CostUSD:          max(u.CostUSD-o.CostUSD, 0),
+	}
 }
 
 // Type implements Payload.

@@ -51,6 +51,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, error) {
 			return rep, err
 		}
 		req.OnStart = tl.onStart(w, &req)
+		req.OnOutput = tl.onOutput
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.agent.Run(ctx, req)
 		if err != nil {

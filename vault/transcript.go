@@ -2,7 +2,6 @@ package vault
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 
@@ -39,22 +38,31 @@ func RunsDir(home, root string) (dir string, ok bool, err error) {
 //     whose prompt is a second message.user (its command line differs only
 //     in the session flag and is not recorded again; run.finished's notes
 //     say why it happened).
-//   - message.assistant (the normalised output) and run.finished once the
-//     agent is done; a run that never started (a strand that cannot be run,
-//     a request the runner refused) still gets run.started and run.finished.
+//   - message.assistant: the agent's content blocks. For the agents whose
+//     CLI streams (Request.OnBlocks), one message.assistant for each batch
+//     of blocks as they become final while the agent runs, so that a
+//     subscriber sees the run as it happens; the rest of the output, with
+//     the notes on what could not be read, once the agent is done.
+//   - run.finished once the agent is done; a run that never started (a
+//     strand that cannot be run, a request the runner refused) still gets
+//     run.started and run.finished.
 //   - tieoff.appended once the section is in the tie-off, also when crash
 //     recovery writes it.
 //
 // A transcript is an audit record, not part of the run's durability: an
 // error writing it is logged and never fails the run. A nil *runLog (its
 // file could not be created) records nothing. Its methods are called from
-// the run's goroutine only (OnStart runs on it too).
+// the run's goroutine, and onOutput from the goroutine reading
+// the agent's output, never at the same time (see Request.OnBlocks).
 type runLog struct {
 	v       *Vault
 	tr      *transcript.Recorder
 	runID   string
 	strand  string
 	started bool
+	// streamed counts the blocks of the attempt under way that onOutput
+	// recorded.
+	streamed int
 }
 
 // masker returns the masker of a run of agent a: it knows the secret
@@ -155,8 +163,19 @@ func (l *runLog) onStart(w *work, req *agentrun.Request) func(agentrun.Start) {
 			l.started = true
 			l.record(startedFor(w, req, s.Argv))
 		}
+		l.streamed = 0
 		l.record(transcript.UserMessage{Prompt: s.Prompt})
 	}
+}
+
+// onOutput is the Request.OnOutput hook: it records each batch of final
+// blocks as a message.assistant while the agent runs.
+func (l *runLog) onOutput(msg transcript.AssistantMessage) {
+	if l == nil {
+		return
+	}
+	l.streamed += len(msg.Blocks)
+	l.record(msg)
 }
 
 // failed records a run that was never started: w.failure says why.
@@ -200,21 +219,11 @@ func (l *runLog) finish(w *work, req *agentrun.Request, res agentrun.Result, not
 		u := transcript.Usage(*res.Usage)
 		fin.Usage = &u
 	}
-	format, fromReply := outputFormat(w.agent)
-	out := res.Stdout
-	if fromReply {
-		out = []byte(res.Reply)
-	}
-	if len(out) > 0 {
-		msg, usage, err := transcript.Normalize(format, out)
-		if err != nil {
-			fin.Notes = append(fin.Notes, fmt.Sprintf("the agent's output was not normalised: %v", err))
-		} else {
-			msg.Truncated = res.StdoutTruncated && !fromReply
-			l.record(msg)
-			if fin.Usage == nil {
-				fin.Usage = usage
-			}
+	if msg := res.Message; msg != nil {
+		rest := *msg
+		rest.Blocks = msg.Blocks[min(l.streamed, len(msg.Blocks)):]
+		if l.streamed == 0 || len(rest.Blocks) > 0 || len(rest.Notes) > 0 || rest.Truncated {
+			l.record(rest)
 		}
 	}
 	l.record(fin)
@@ -257,24 +266,4 @@ func presetOf(a agentrun.Agent) string {
 		return agentrun.PresetDigest
 	}
 	return a.Preset
-}
-
-// outputFormat is how a run of agent a printed its output, for
-// transcript.Normalize, and whether the reply (rather than the raw
-// standard output) is what to normalise: the digest prints nothing, and
-// a generic command's JSON output has no format Normalize knows.
-func outputFormat(a agentrun.Agent) (format transcript.Format, fromReply bool) {
-	switch presetOf(a) {
-	case agentrun.PresetClaude:
-		return transcript.FormatClaudeStreamJSON, false
-	case agentrun.PresetCodex:
-		return transcript.FormatCodexJSON, false
-	case agentrun.PresetGemini:
-		return transcript.FormatGeminiJSON, false
-	case agentrun.PresetDigest:
-		return transcript.FormatText, true
-	case "":
-		return transcript.FormatText, a.Output == agentrun.OutputJSON
-	}
-	return transcript.FormatText, false // llm, ollama
 }

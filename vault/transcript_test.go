@@ -362,3 +362,48 @@ func TestOnce_CodexUsageIsPerRun(t *testing.T) {
 		}
 	}
 }
+
+// TestWatch_TranscriptShowsOutputWhileRunning: the blocks of a streaming
+// agent's output are in the run's transcript while the agent still runs.
+// The fake Claude waits, after printing its assistant message, for a file
+// the test creates only once that message is on disk.
+func TestWatch_TranscriptShowsOutputWhileRunning(t *testing.T) {
+	e := newEnv(t)
+	gate := filepath.Join(t.TempDir(), "seen")
+	e.userConfig("default_agent: c\nagents:\n" + strings.Replace(e.fakeAgentYAML("c", "claude", fakeagent.Claude),
+		"}\n", fmt.Sprintf(", %s: %q}\n", fakeagent.EnvGate, gate), 1))
+	e.write("note.md", "# Note\n")
+	v := e.open()
+	w := e.watch(v, WatchOptions{})
+	e.write("note.md", "# Note\n\nchanged\n")
+
+	var live []transcript.Event
+	waitFor(t, waitTimeout, "the assistant's message in the transcript while the agent runs", func() bool {
+		runs, err := transcript.List(e.runsDir())
+		if err != nil || len(runs) != 1 {
+			return false
+		}
+		live, _, err = transcript.ReadRun(e.runsDir(), runs[0].RunID)
+		return err == nil && slices.Contains(eventTypes(live), transcript.MessageAssistant)
+	})
+	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.MessageAssistant}
+	if got := eventTypes(live); !slices.Equal(got, want) {
+		t.Errorf("transcript while the agent runs = %v; want %v", got, want)
+	}
+	msg := payload[transcript.AssistantMessage](t, live, transcript.MessageAssistant)
+	if len(msg.Blocks) != 2 || msg.Blocks[0].Type != transcript.BlockThinking || msg.Format != transcript.FormatClaudeStreamJSON {
+		t.Errorf("message.assistant while running = %+v; want the thinking and text blocks", msg)
+	}
+	mustDo(t, os.WriteFile(gate, nil, 0o600))
+	w.settle()
+	mustDo(t, w.stop())
+	e.close(v)
+
+	runs, err := transcript.List(e.runsDir())
+	mustDo(t, err)
+	events := runTranscript(t, e, runs[0].RunID)
+	want = []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.MessageAssistant, transcript.RunFinished, transcript.TieOffAppended}
+	if got := eventTypes(events); !slices.Equal(got, want) {
+		t.Errorf("transcript of the run = %v; want %v (the streamed message once, nothing left to add)", got, want)
+	}
+}

@@ -28,6 +28,11 @@ const (
 // default line buffer.
 const EnvPad = "KNOTD_FAKEAGENT_PAD"
 
+// EnvGate makes the Claude fake, in stream-json, stop after its assistant
+// message until a file exists at this path, and only then print its
+// result: a test can see what reached it while the agent still runs.
+const EnvGate = "KNOTD_FAKEAGENT_GATE"
+
 // conversations stores the turn count of each conversation of one fake CLI
 // under the state directory; perDir keys them by working directory too, as
 // Claude Code and Gemini CLI do.

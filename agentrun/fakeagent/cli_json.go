@@ -2,10 +2,13 @@ package fakeagent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // claude imitates `claude -p --output-format json|stream-json|text` of
@@ -80,6 +83,11 @@ func claude(inv *Invocation) int {
 				map[string]any{"type": "thinking", "thinking": "Reading the note."},
 				map[string]any{"type": "text", "text": reply(n)},
 			}}})
+		if gate := os.Getenv(EnvGate); gate != "" {
+			if err := waitFor(gate); err != nil {
+				return inv.die(err)
+			}
+		}
 	}
 	// total_cost_usd is the session's running total, as Claude Code
 	// reports it on resume.
@@ -89,6 +97,23 @@ func claude(inv *Invocation) int {
 		"usage": map[string]any{"input_tokens": 10 * n, "output_tokens": 8, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
 	})
 	return 0
+}
+
+// waitFor waits until a file exists at path, for at most a minute.
+func waitFor(path string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := os.Stat(path)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s did not appear within a minute", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // emitJSON prints v as one JSON line.

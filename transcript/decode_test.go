@@ -33,23 +33,30 @@ var normalizeCases = []struct {
 	{"gemini-stream-json-cut", FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl"},
 }
 
-func mustNormalize(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {
+func mustDecode(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {
 	t.Helper()
 	in, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, usage, err := Normalize(format, in)
+	d, err := Decode(format, in)
 	if err != nil {
-		t.Fatalf("Normalize(%s, %s) = %v", format, file, err)
+		t.Fatalf("Decode(%s, %s) = %v", format, file, err)
 	}
-	return msg, usage
+	return d.Message, d.Usage
 }
 
-func TestNormalize_Golden(t *testing.T) {
+func TestDecode_Golden(t *testing.T) {
 	for _, tc := range normalizeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, usage := mustNormalize(t, tc.format, tc.file)
+			in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := Decode(tc.format, in)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var out bytes.Buffer
 			enc := json.NewEncoder(&out)
 			enc.SetEscapeHTML(false)
@@ -57,7 +64,11 @@ func TestNormalize_Golden(t *testing.T) {
 			if err := enc.Encode(struct {
 				Message AssistantMessage `json:"message"`
 				Usage   *Usage           `json:"usage"`
-			}{msg, usage}); err != nil {
+				Reply   string           `json:"reply"`
+				Handle  string           `json:"handle"`
+				Failure string           `json:"failure"`
+				Ended   bool             `json:"ended"`
+			}{d.Message, d.Usage, d.Reply, d.Handle, d.Failure, d.Ended}); err != nil {
 				t.Fatal(err)
 			}
 			checkGolden(t, filepath.Join("normalize", tc.name+".golden"), out.Bytes())
@@ -65,8 +76,8 @@ func TestNormalize_Golden(t *testing.T) {
 	}
 }
 
-func TestNormalize_ClaudeRealStreamJSON(t *testing.T) {
-	msg, usage := mustNormalize(t, FormatClaudeStreamJSON, "claude/stream-json-new.jsonl")
+func TestDecode_ClaudeRealStreamJSON(t *testing.T) {
+	msg, usage := mustDecode(t, FormatClaudeStreamJSON, "claude/stream-json-new.jsonl")
 	want := []Block{{Type: BlockText, Fidelity: Native, Text: "MOCK REPLY (user messages seen: 1)"}}
 	if !reflect.DeepEqual(msg.Blocks, want) || len(msg.Notes) != 0 {
 		t.Errorf("blocks = %+v, notes %q; want %+v and no notes", msg.Blocks, msg.Notes, want)
@@ -76,13 +87,13 @@ func TestNormalize_ClaudeRealStreamJSON(t *testing.T) {
 	}
 	// The json format's single result object gives the same text, but
 	// only as text-only.
-	msg, _ = mustNormalize(t, FormatClaudeJSON, "claude/json-new-session.json")
+	msg, _ = mustDecode(t, FormatClaudeJSON, "claude/json-new-session.json")
 	if len(msg.Blocks) != 1 || msg.Blocks[0].Fidelity != TextOnly || msg.Blocks[0].Text != want[0].Text {
 		t.Errorf("claude-json blocks = %+v", msg.Blocks)
 	}
 }
 
-func TestNormalize_KeepsToolUseWithoutResult(t *testing.T) {
+func TestDecode_KeepsToolUseWithoutResult(t *testing.T) {
 	for _, tc := range []struct {
 		format Format
 		file   string
@@ -93,7 +104,7 @@ func TestNormalize_KeepsToolUseWithoutResult(t *testing.T) {
 		{FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl", "run_shell_command-1763753407400-1"},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
-			msg, _ := mustNormalize(t, tc.format, tc.file)
+			msg, _ := mustDecode(t, tc.format, tc.file)
 			var use, result bool
 			for _, b := range msg.Blocks {
 				use = use || b.Type == BlockToolUse && b.ID == tc.id
@@ -106,13 +117,16 @@ func TestNormalize_KeepsToolUseWithoutResult(t *testing.T) {
 	}
 }
 
-func TestNormalize_UnknownFormat(t *testing.T) {
-	if _, _, err := Normalize("claude-xml", []byte("x")); !errors.Is(err, ErrUnknownFormat) {
-		t.Errorf("Normalize(claude-xml) = %v; want ErrUnknownFormat", err)
+func TestDecode_UnknownFormat(t *testing.T) {
+	if _, err := Decode("claude-xml", []byte("x")); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("Decode(claude-xml) = %v; want ErrUnknownFormat", err)
+	}
+	if _, err := NewDecoder("claude-xml"); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("NewDecoder(claude-xml) = %v; want ErrUnknownFormat", err)
 	}
 }
 
-func TestNormalize_Odd(t *testing.T) {
+func TestDecode_Odd(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		format    Format
@@ -160,15 +174,16 @@ func TestNormalize_Odd(t *testing.T) {
 			[]Block{{Type: BlockText, Fidelity: TextOnly, Text: "hi"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msg, _, err := Normalize(tc.format, []byte(tc.in))
+			d, err := Decode(tc.format, []byte(tc.in))
 			if err != nil {
 				t.Fatal(err)
 			}
+			msg := d.Message
 			if !reflect.DeepEqual(msg.Blocks, tc.blocks) {
-				t.Errorf("Normalize(%s, %q) blocks =\n%+v\nwant\n%+v", tc.format, tc.in, msg.Blocks, tc.blocks)
+				t.Errorf("Decode(%s, %q) blocks =\n%+v\nwant\n%+v", tc.format, tc.in, msg.Blocks, tc.blocks)
 			}
 			if len(msg.Notes) != tc.noteCount {
-				t.Errorf("Normalize(%s, %q) notes = %q; want %d", tc.format, tc.in, msg.Notes, tc.noteCount)
+				t.Errorf("Decode(%s, %q) notes = %q; want %d", tc.format, tc.in, msg.Notes, tc.noteCount)
 			}
 			if msg.Format != tc.format {
 				t.Errorf("Format = %q; want %q", msg.Format, tc.format)
@@ -214,7 +229,7 @@ func TestJSONValues_HostileOutputStaysLinear(t *testing.T) {
 	}
 }
 
-func FuzzNormalize(f *testing.F) {
+func FuzzDecode(f *testing.F) {
 	for _, tc := range normalizeCases {
 		in, err := os.ReadFile(filepath.Join("testdata", tc.file))
 		if err != nil {
@@ -231,12 +246,13 @@ func FuzzNormalize(f *testing.F) {
 	formats := Formats()
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
 		format := formats[int(which)%len(formats)]
-		msg, _, err := Normalize(format, in)
+		d, err := Decode(format, in)
 		if err != nil {
-			t.Fatalf("Normalize(%s) = %v", format, err)
+			t.Fatalf("Decode(%s) = %v", format, err)
 		}
+		msg := d.Message
 		if msg.Blocks == nil || msg.Format != format {
-			t.Fatalf("Normalize(%s) = %+v", format, msg)
+			t.Fatalf("Decode(%s) = %+v", format, msg)
 		}
 		for _, b := range msg.Blocks {
 			switch b.Type {
@@ -256,4 +272,88 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("the message cannot be recorded: %v", err)
 		}
 	})
+}
+
+// TestDecoder_LinesMatchDecode feeds each JSON-lines fixture line by line:
+// the blocks handed out as lines arrive are the message's blocks in order,
+// and Finish gives what Decode gives for the whole output.
+func TestDecoder_LinesMatchDecode(t *testing.T) {
+	for _, tc := range normalizeCases {
+		if !strings.HasSuffix(tc.file, ".jsonl") {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Decode(tc.format, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := NewDecoder(tc.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var live []Block
+			for _, line := range bytes.Split(in, []byte("\n")) {
+				live = append(live, d.Line(line)...)
+			}
+			got := d.Finish(in)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("line by line:\n%+v\nwhole:\n%+v", got, want)
+			}
+			if len(live) > len(got.Message.Blocks) || len(live) > 0 && !reflect.DeepEqual(live, got.Message.Blocks[:len(live)]) {
+				t.Errorf("blocks handed out live %+v are not a prefix of the message's %+v", live, got.Message.Blocks)
+			}
+		})
+	}
+}
+
+// TestDecoder_BlocksAsTheyArrive checks which blocks each line makes final.
+func TestDecoder_BlocksAsTheyArrive(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format Format
+		lines  []string
+		want   []int // blocks handed out by each line
+	}{
+		{"claude: each message at once", FormatClaudeStreamJSON, []string{
+			`{"type":"system","subtype":"init"}`,
+			`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}`,
+			`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}`,
+			`{"type":"assistant","message":{"content":[{"type":"text","text":"done"}]}}`,
+			`{"type":"result","result":"done","session_id":"s"}`,
+		}, []int{0, 2, 1, 1, 0}},
+		{"codex: an item once it and those before it completed", FormatCodexJSON, []string{
+			`{"type":"thread.started","thread_id":"th"}`,
+			`{"type":"item.started","item":{"id":"a","type":"command_execution","command":"ls","status":"in_progress"}}`,
+			`{"type":"item.completed","item":{"id":"b","type":"reasoning","text":"why"}}`,
+			`{"type":"item.completed","item":{"id":"a","type":"command_execution","command":"ls","aggregated_output":"x","exit_code":0,"status":"completed"}}`,
+			`{"type":"item.completed","item":{"id":"c","type":"agent_message","text":"ok"}}`,
+			`{"type":"turn.completed","usage":{"input_tokens":1}}`,
+		}, []int{0, 0, 1, 2, 1, 0}},
+		{"gemini: a text once its deltas end", FormatGeminiStreamJSON, []string{
+			`{"type":"init","session_id":"s"}`,
+			`{"type":"message","role":"assistant","content":"a","delta":true}`,
+			`{"type":"message","role":"assistant","content":"b","delta":true}`,
+			`{"type":"tool_use","tool_id":"t","tool_name":"ls","parameters":{}}`,
+			`{"type":"result","status":"success"}`,
+		}, []int{0, 0, 0, 2, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDecoder(tc.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, line := range tc.lines {
+				if got := len(d.Line([]byte(line))); got != tc.want[i] {
+					t.Errorf("line %d handed out %d blocks; want %d", i+1, got, tc.want[i])
+				}
+			}
+			if !d.Finish(nil).Ended {
+				t.Error("Ended = false after the closing event")
+			}
+		})
+	}
 }

@@ -1,0 +1,158 @@
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Decoded is everything knotd takes from one run's output in an agent
+// CLI's format: the content blocks for the transcript, and the reply, the
+// resume handle, the usage and the agent's own report of a failure for the
+// run's result. It is the one reading of each CLI's output.
+type Decoded struct {
+	// Message is the output as an assistant message: every block in
+	// order, and notes on what could not be read.
+	Message AssistantMessage
+	// Reply is the agent's final reply: Claude's result, the last codex
+	// agent_message, Gemini's response, all of a text output.
+	Reply string
+	// Handle is the conversation's resume handle the output names
+	// (Claude's session_id, codex's thread_id, Gemini's session_id), ""
+	// when it names none.
+	Handle string
+	// Usage is the token use and cost the output reports, nil when none.
+	// It is what the CLI printed: running totals where the CLI reports
+	// those.
+	Usage *Usage
+	// Failure is the agent's own report that the turn failed (an is_error
+	// result, a turn.failed or error event, an error object), "" when it
+	// reported none.
+	Failure string
+	// Ended reports that the output's closing event was read: Claude's
+	// result, codex's turn.completed or turn.failed, Gemini's response
+	// object or result event. A text output always ends.
+	Ended bool
+	// Events counts the JSON values read as events of the format, Other
+	// the lines that were not JSON.
+	Events, Other int
+}
+
+// A Decoder reads an agent CLI's JSON-lines output as it arrives, one line
+// at a time, and hands out each content block once it is final, so that a
+// run can be watched while it goes. Finish gives the whole Decoded. A
+// Decoder is for one goroutine.
+type Decoder struct {
+	format Format
+	n      normalizer // nil for FormatText
+	events int
+	other  int
+	handed int // blocks Line returned
+}
+
+// NewDecoder returns a decoder for format. The only error is
+// ErrUnknownFormat.
+func NewDecoder(format Format) (*Decoder, error) {
+	d := &Decoder{format: format}
+	switch format {
+	case FormatText:
+	case FormatClaudeJSON, FormatClaudeStreamJSON:
+		d.n = &claudeNormalizer{}
+	case FormatCodexJSON:
+		d.n = &codexNormalizer{}
+	case FormatGeminiJSON, FormatGeminiStreamJSON:
+		d.n = &geminiNormalizer{}
+	default:
+		return nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
+	}
+	return d, nil
+}
+
+// Line reads one line of output (without its newline) and returns the
+// blocks that became final with it, in order; nil when none did. The
+// returned blocks are the caller's. A line that is not one JSON object is
+// counted and otherwise skipped. In FormatText, lines are not read: the
+// output handed to Finish is the text.
+func (d *Decoder) Line(line []byte) []Block {
+	if d.n == nil {
+		return nil
+	}
+	if isBlank(string(line)) {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(line, &obj) != nil {
+		d.other++
+		return nil
+	}
+	d.events++
+	d.n.event(obj)
+	return d.fresh()
+}
+
+// fresh returns the final blocks not handed out yet.
+func (d *Decoder) fresh() []Block {
+	final := d.n.final()
+	if len(final) <= d.handed {
+		return nil
+	}
+	out := append([]Block(nil), final[d.handed:]...)
+	d.handed = len(final)
+	return out
+}
+
+// Finish ends the output and returns what it held. output is the captured
+// output the lines came from (possibly cut short); it is kept as one
+// text-only block when no line was JSON, so nothing the agent printed is
+// lost. The Decoder must not be used afterwards.
+func (d *Decoder) Finish(output []byte) Decoded {
+	if d.n == nil {
+		text := strings.ToValidUTF8(string(output), "\uFFFD")
+		out := Decoded{Message: AssistantMessage{Format: d.format, Blocks: []Block{}}, Reply: text, Ended: true}
+		if b, ok := textBlock(BlockText, text, TextOnly); ok {
+			out.Message.Blocks = append(out.Message.Blocks, b)
+		}
+		return out
+	}
+	out := d.n.finish()
+	out.Message.Format = d.format
+	out.Events, out.Other = d.events, d.other
+	if out.Message.Blocks == nil {
+		out.Message.Blocks = []Block{}
+	}
+	if d.other > 0 {
+		out.Message.Notes = append(out.Message.Notes, fmt.Sprintf("%d lines of output are not JSON events of this format", d.other))
+	}
+	if d.events == 0 && !isBlank(string(output)) {
+		b, _ := textBlock(BlockText, strings.ToValidUTF8(string(output), "\uFFFD"), TextOnly)
+		out.Message.Blocks = append(out.Message.Blocks, b)
+		out.Message.Notes = append(out.Message.Notes, "the output holds no JSON; it is kept as text")
+	}
+	return out
+}
+
+// Decode reads a whole output in format: JSON lines, a pretty-printed
+// document (Gemini's --output-format json), or either with other text
+// around it. It never fails on the output itself: what it cannot read is
+// said in the message's Notes. The only error is ErrUnknownFormat.
+func Decode(format Format, output []byte) (Decoded, error) {
+	d, err := NewDecoder(format)
+	if err != nil {
+		return Decoded{}, err
+	}
+	if d.n == nil {
+		return d.Finish(output), nil
+	}
+	vals, bad := jsonValues(output)
+	for _, v := range vals {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(v, &obj) != nil {
+			bad++
+			continue
+		}
+		d.events++
+		d.n.event(obj)
+	}
+	d.other = bad
+	return d.Finish(output), nil
+}
