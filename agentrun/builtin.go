@@ -3,11 +3,12 @@ package agentrun
 import (
 	"context"
 
+	"github.com/knotd/knotd/digest"
 	"github.com/knotd/knotd/strand"
 )
 
-// runDigest runs the built-in digest agent in-process: Digest (digest.go)
-// reports what the event means for the note. It needs no prompt, network or
+// runDigest runs the built-in digest agent in-process: digest.Of reports
+// what the event means for the note. It needs no prompt, network or
 // process, has no session to resume, and takes no measurable time, so the
 // run's timeout does not apply; a context that has already ended still
 // cancels it.
@@ -20,7 +21,7 @@ func runDigest(ctx context.Context, req *Request, res *Result) {
 	if req.Event.Type == strand.Deleted {
 		current = nil
 	}
-	res.Reply = cleanReply(Digest(req.Event.Type, req.Event.Strand.Path, req.Previous, current))
+	res.Reply = cleanReply(digest.Of(req.Event.Type, req.Event.Strand.Path, req.Previous, current))
 	if res.Reply == "" {
 		res.Outcome, res.Reason = OutcomeFailed, "the digest is empty"
 		return

@@ -8,7 +8,7 @@
 // An Agent (see config.go) is one of:
 //
 //   - the built-in digest agent (the default when nothing is configured),
-//     which runs in-process and needs no network;
+//     which runs in-process (package digest) and needs no network;
 //   - a preset for a known CLI: claude, codex, gemini, llm or ollama, each
 //     with its own new-session and resume command line, prompt delivery,
 //     reply and resume-handle parsing and error classification;

@@ -250,4 +250,3 @@ func stringField(m map[string]any, key string) string {
 	s, _ := m[key].(string)
 	return s
 }
-

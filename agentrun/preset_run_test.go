@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/digest"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"
 )
@@ -299,7 +300,7 @@ func TestRunner_DigestRunsInProcess(t *testing.T) {
 		req = nextTurn(req, "", planV2)
 		req.Previous = []byte(planV1)
 		res := mustRun(t, &Runner{}, req)
-		want := cleanReply(Digest(strand.Modified, "ideas/plan.md", []byte(planV1), []byte(planV2)))
+		want := cleanReply(digest.Of(strand.Modified, "ideas/plan.md", []byte(planV1), []byte(planV2)))
 		if res.Outcome != OutcomeOK || res.Reply != want || res.Preset != PresetDigest || res.ExitCode != -1 || res.Argv != nil {
 			t.Errorf("Run(%+v) = %+v; want ok with the digest %q", agent, res, want)
 		}

@@ -1,4 +1,4 @@
-package agentrun
+package digest
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/yuin/goldmark/util"
 )
 
-// Digest reports what an event means for a note: it is the built-in offline
+// Of reports what an event means for a note: it is the built-in offline
 // agent "digest". previous is the content knotd last processed (nil for
 // Created); current is the content now (ignored for Deleted, where previous
 // is the note's final state). path is the strand's vault-relative path; its
@@ -36,89 +36,89 @@ import (
 // reply never contains a heading, a task checkbox, a wikilink or HTML, so it
 // can sit in a tie-off without adding tasks or backlinks to the vault.
 //
-// Digest is a pure function: the same arguments always give the same bytes.
+// Of is a pure function: the same arguments always give the same bytes.
 // It never panics, whatever the bytes, and is safe for concurrent use.
-func Digest(ev strand.EventType, path string, previous, current []byte) string {
-	stem := digestStem(path)
-	var w digestWriter
+func Of(ev strand.EventType, path string, previous, current []byte) string {
+	stem := stemOf(path)
+	var w writer
 	switch ev {
 	case strand.Created:
-		digestCreated(&w, digestParse(current, stem))
+		created(&w, parse(current, stem))
 	case strand.Modified:
-		digestModified(&w, digestParse(previous, stem), digestParse(current, stem))
+		modified(&w, parse(previous, stem), parse(current, stem))
 	case strand.Deleted:
-		digestDeleted(&w, digestParse(previous, stem))
+		deleted(&w, parse(previous, stem))
 	default:
-		cur := digestParse(current, stem)
-		w.line("Unknown event " + digestInline(ev.String()) + " on " + digestTitle(cur.title) + ": " + cur.state() + ".")
+		cur := parse(current, stem)
+		w.line("Unknown event " + inlineText(ev.String()) + " on " + titleText(cur.title) + ": " + cur.state() + ".")
 	}
 	return w.String()
 }
 
 // Bounds on what a digest echoes from a note.
 const (
-	digestMaxItems  = 20  // items shown a list before "… and N more"
-	digestMaxText   = 80  // characters of heading, task or link text
-	digestMaxTarget = 120 // characters of a link target
+	maxItems  = 20  // items shown a list before "… and N more"
+	maxText   = 80  // characters of heading, task or link text
+	maxTarget = 120 // characters of a link target
 )
 
-// digestMarkdown is the goldmark parser digest reads notes with: CommonMark
+// markdown is the goldmark parser digest reads notes with: CommonMark
 // plus GFM (tables, strikethrough, task lists, linkify) and footnotes, as
 // Obsidian renders them. A goldmark parser is safe for concurrent use.
-var digestMarkdown = sync.OnceValue(func() parser.Parser {
+var markdown = sync.OnceValue(func() parser.Parser {
 	return goldmark.New(goldmark.WithExtensions(extension.GFM, extension.Footnote)).Parser()
 })
 
-// digestNote is what digest knows about one version of a note.
-type digestNote struct {
+// note is what digest knows about one version of a note.
+type note struct {
 	front    []byte // the raw frontmatter block, nil when there is none
 	body     []byte // everything after the frontmatter, with LF line endings
 	title    string
 	words    int
-	sections []digestSection // sections[0] is the text before the first heading
-	tasks    []digestTask
-	links    []digestLink // distinct targets, in order of first appearance
+	sections []section // sections[0] is the text before the first heading
+	tasks    []task
+	links    []link // distinct targets, in order of first appearance
 }
 
-// digestSection is a heading and the text up to the next heading.
-type digestSection struct {
+// section is a heading and the text up to the next heading.
+type section struct {
 	level int    // 1-6; 0 for the text before the first heading
 	text  string // the heading's plain text
 	words int
 	hash  uint64 // FNV-1a of the section's text as a reader sees it, markup aside
 }
 
-type digestTask struct {
+type task struct {
 	text string
 	done bool
 }
 
-// digestLinkKind says how a link was written. It is part of a link's identity,
+// linkKind says how a link was written. It is part of a link's identity,
 // so [[x]] becoming ![[x]] reads as one link removed and one added.
-type digestLinkKind byte
+type linkKind byte
 
 const (
-	digestLinkURL   digestLinkKind = 'u' // [text](url), [text][ref], <url>, bare URLs
-	digestLinkImage digestLinkKind = 'i' // ![alt](url)
-	digestLinkWiki  digestLinkKind = 'w' // [[target|alias]]
-	digestLinkEmbed digestLinkKind = 'e' // ![[target]]
+	linkURL   linkKind = 'u' // [text](url), [text][ref], <url>, bare URLs
+	linkImage linkKind = 'i' // ![alt](url)
+	linkWiki  linkKind = 'w' // [[target|alias]]
+	linkEmbed linkKind = 'e' // ![[target]]
 )
 
-type digestLink struct {
-	kind   digestLinkKind
+type link struct {
+	kind   linkKind
 	target string
 	text   string // the link text, when it says more than the target
 }
 
-func (l digestLink) key() string { return string(rune(l.kind)) + l.target }
+func (l link) key() string { return string(rune(l.kind)) + l.target }
 
-// digestParse reads src (nil means an empty note) into a digestNote.
-func digestParse(src []byte, stem string) *digestNote {
-	n := &digestNote{}
-	n.front, n.body = digestFrontmatter(digestNormalize(src))
-	doc := digestMarkdown().Parse(text.NewReader(n.body))
-	s := &digestScan{note: n, src: n.body, seen: make(map[string]bool), hash: digestFNVOffset}
-	n.sections = append(n.sections, digestSection{})
+// parse reads src (nil means an empty note) into a note.
+func parse(src []byte, stem string) *note {
+	n := &note{}
+	n.front, n.body = splitFrontmatter(normalize(src))
+	doc := markdown().Parse(text.NewReader(n.body))
+	s := &scan{note: n, src: n.body, seen: make(map[string]bool), hash: fNVOffset}
+	n.sections = append(n.sections, section{})
 	_ = ast.Walk(doc, s.visit) // the visitor never returns an error
 	s.flush()
 	s.brk()
@@ -139,9 +139,9 @@ func digestParse(src []byte, stem string) *digestNote {
 	return n
 }
 
-// digestNormalize drops a UTF-8 byte order mark and turns CRLF and lone CR
+// normalize drops a UTF-8 byte order mark and turns CRLF and lone CR
 // line endings into LF, copying only when there is a CR.
-func digestNormalize(src []byte) []byte {
+func normalize(src []byte) []byte {
 	src = bytes.TrimPrefix(src, []byte("\xef\xbb\xbf"))
 	if bytes.IndexByte(src, '\r') < 0 {
 		return src
@@ -160,10 +160,10 @@ func digestNormalize(src []byte) []byte {
 	return out
 }
 
-// digestFrontmatter splits a leading YAML frontmatter block (a "---" line, the
+// splitFrontmatter splits a leading YAML frontmatter block (a "---" line, the
 // YAML, then a "---" or "..." line) from the body. Without a closing line
 // there is no frontmatter and the whole of src is body.
-func digestFrontmatter(src []byte) (front, body []byte) {
+func splitFrontmatter(src []byte) (front, body []byte) {
 	line, rest, ok := bytes.Cut(src, []byte("\n"))
 	if !ok || string(bytes.TrimRight(line, " \t")) != "---" {
 		return nil, src
@@ -180,8 +180,8 @@ func digestFrontmatter(src []byte) (front, body []byte) {
 	return nil, src
 }
 
-// digestStem is the file name of path without its directory and ".md".
-func digestStem(path string) string {
+// stemOf is the file name of path without its directory and ".md".
+func stemOf(path string) string {
 	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
 		path = path[i+1:]
 	}
@@ -196,51 +196,51 @@ func digestStem(path string) string {
 
 // state describes the note as it stands: "245 words, 4 headings, 3 tasks (1
 // done), 5 links".
-func (n *digestNote) state() string {
+func (n *note) state() string {
 	if n.words == 0 && len(n.sections) == 1 && len(n.tasks) == 0 && len(n.links) == 0 {
 		return "empty"
 	}
-	parts := []string{digestCount(n.words, "word", "words")}
+	parts := []string{plural(n.words, "word", "words")}
 	if h := len(n.sections) - 1; h > 0 {
-		parts = append(parts, digestCount(h, "heading", "headings"))
+		parts = append(parts, plural(h, "heading", "headings"))
 	}
 	if len(n.tasks) > 0 {
 		parts = append(parts, n.taskState())
 	}
 	if len(n.links) > 0 {
-		parts = append(parts, digestCount(len(n.links), "link", "links"))
+		parts = append(parts, plural(len(n.links), "link", "links"))
 	}
 	return strings.Join(parts, ", ")
 }
 
 // taskState is "4 tasks (1 done)".
-func (n *digestNote) taskState() string {
+func (n *note) taskState() string {
 	done := 0
 	for _, t := range n.tasks {
 		if t.done {
 			done++
 		}
 	}
-	return digestCount(len(n.tasks), "task", "tasks") + " (" + strconv.Itoa(done) + " done)"
+	return plural(len(n.tasks), "task", "tasks") + " (" + strconv.Itoa(done) + " done)"
 }
 
-func digestCount(n int, one, many string) string {
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
 }
 
-// digestWordDelta formats a change in words: "+1 word", "−3 words".
-func digestWordDelta(d int) string {
+// wordDelta formats a change in words: "+1 word", "−3 words".
+func wordDelta(d int) string {
 	if d == 1 || d == -1 {
-		return digestDelta(d) + " word"
+		return delta(d) + " word"
 	}
-	return digestDelta(d) + " words"
+	return delta(d) + " words"
 }
 
-// digestDelta formats a change in a count: "+9", "−3" or "±0".
-func digestDelta(d int) string {
+// delta formats a change in a count: "+9", "−3" or "±0".
+func delta(d int) string {
 	switch {
 	case d > 0:
 		return "+" + strconv.Itoa(d)
@@ -250,11 +250,11 @@ func digestDelta(d int) string {
 	return "±0"
 }
 
-// digestScan walks one parsed note and fills in its digestNote: words per
+// scan walks one parsed note and fills in its note: words per
 // section, headings, tasks and links. Word counting runs across inline nodes
 // ("foo*bar*" is one word) and breaks at whitespace and block boundaries.
-type digestScan struct {
-	note   *digestNote
+type scan struct {
+	note   *note
 	src    []byte
 	seen   map[string]bool // link keys already recorded
 	inWord bool
@@ -270,7 +270,7 @@ type digestScan struct {
 	runEnd   int
 }
 
-func (s *digestScan) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
+func (s *scan) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 	if n.Type() != ast.TypeInline {
 		s.flush()
 		s.brk()
@@ -312,36 +312,36 @@ func (s *digestScan) visit(n ast.Node, entering bool) (ast.WalkStatus, error) {
 	case *ast.AutoLink:
 		label := n.Label(s.src)
 		s.feed(label)
-		s.link(digestLinkURL, string(n.URL(s.src)), "")
+		s.link(linkURL, string(n.URL(s.src)), "")
 	case *ast.Link:
 		s.inLink++
-		s.link(digestLinkURL, string(n.Destination), digestPlain(n, s.src))
+		s.link(linkURL, string(n.Destination), plainText(n, s.src))
 	case *ast.Image:
-		s.link(digestLinkImage, string(n.Destination), "")
+		s.link(linkImage, string(n.Destination), "")
 		return ast.WalkSkipChildren, nil // alt text is not part of the prose
 	}
 	return ast.WalkContinue, nil
 }
 
 // heading starts a new section at h.
-func (s *digestScan) heading(h *ast.Heading) {
+func (s *scan) heading(h *ast.Heading) {
 	s.endSection()
-	s.note.sections = append(s.note.sections, digestSection{level: h.Level, text: digestPlain(h, s.src)})
+	s.note.sections = append(s.note.sections, section{level: h.Level, text: plainText(h, s.src)})
 }
 
 // task records li when it is a task list item.
-func (s *digestScan) task(li *ast.ListItem) {
+func (s *scan) task(li *ast.ListItem) {
 	first := li.FirstChild()
 	if first == nil {
 		return
 	}
 	if cb, ok := first.FirstChild().(*extast.TaskCheckBox); ok {
-		s.note.tasks = append(s.note.tasks, digestTask{text: digestPlain(first, s.src), done: cb.IsChecked})
+		s.note.tasks = append(s.note.tasks, task{text: plainText(first, s.src), done: cb.IsChecked})
 	}
 }
 
 // text counts t's words and extends the run of text scanned for wikilinks.
-func (s *digestScan) text(t *ast.Text) {
+func (s *scan) text(t *ast.Text) {
 	s.feed(s.src[t.Segment.Start:t.Segment.Stop])
 	breaks := t.SoftLineBreak() || t.HardLineBreak()
 	if breaks {
@@ -365,7 +365,7 @@ func (s *digestScan) text(t *ast.Text) {
 // backslash escapes the bracket after it; targets hold no brackets or
 // newlines; "|alias" is not part of the target. The scan is linear in the
 // length of the run, whatever brackets it holds.
-func (s *digestScan) flush() {
+func (s *scan) flush() {
 	if s.run == nil {
 		return
 	}
@@ -377,7 +377,7 @@ func (s *digestScan) flush() {
 			return
 		}
 		j += i
-		if digestEscaped(b, j) {
+		if escaped(b, j) {
 			i = j + 1
 			continue
 		}
@@ -392,9 +392,9 @@ func (s *digestScan) flush() {
 			i = j + 2 + k - 1
 			continue
 		}
-		kind := digestLinkWiki
-		if j > 0 && b[j-1] == '!' && !digestEscaped(b, j-1) {
-			kind = digestLinkEmbed
+		kind := linkWiki
+		if j > 0 && b[j-1] == '!' && !escaped(b, j-1) {
+			kind = linkEmbed
 		}
 		target, _, _ := bytes.Cut(inner, []byte("|"))
 		s.link(kind, string(target), "")
@@ -402,8 +402,8 @@ func (s *digestScan) flush() {
 	}
 }
 
-// digestEscaped reports whether b[i] follows an odd number of backslashes.
-func digestEscaped(b []byte, i int) bool {
+// escaped reports whether b[i] follows an odd number of backslashes.
+func escaped(b []byte, i int) bool {
 	n := 0
 	for i > 0 && b[i-1] == '\\' {
 		n++
@@ -413,12 +413,12 @@ func digestEscaped(b []byte, i int) bool {
 }
 
 // link records a link the first time its kind and target are seen.
-func (s *digestScan) link(kind digestLinkKind, target, text string) {
+func (s *scan) link(kind linkKind, target, text string) {
 	target = strings.TrimSpace(target)
 	if target == "" {
 		return
 	}
-	l := digestLink{kind: kind, target: target}
+	l := link{kind: kind, target: target}
 	if text != target {
 		l.text = text
 	}
@@ -432,15 +432,15 @@ func (s *digestScan) link(kind digestLinkKind, target, text string) {
 
 // FNV-1a, 64 bits: the hash of a section's text.
 const (
-	digestFNVOffset = 14695981039346656037
-	digestFNVPrime  = 1099511628211
+	fNVOffset = 14695981039346656037
+	fNVPrime  = 1099511628211
 )
 
 // feed counts the words in b and adds b to the section's hash. A word is a
 // run of non-space characters with a letter or digit in it; each Han,
 // Hiragana or Katakana character counts as a word of its own, as those
 // scripts do not separate words with spaces.
-func (s *digestScan) feed(b []byte) {
+func (s *scan) feed(b []byte) {
 	for i := 0; i < len(b); {
 		r, size := rune(b[i]), 1
 		if r >= utf8.RuneSelf {
@@ -463,7 +463,7 @@ func (s *digestScan) feed(b []byte) {
 		}
 		s.inWord = true
 		for _, c := range char {
-			s.hash = (s.hash ^ uint64(c)) * digestFNVPrime
+			s.hash = (s.hash ^ uint64(c)) * fNVPrime
 		}
 		if cjk {
 			s.brk()
@@ -472,9 +472,9 @@ func (s *digestScan) feed(b []byte) {
 }
 
 // brk ends the current word.
-func (s *digestScan) brk() {
+func (s *scan) brk() {
 	if s.inWord {
-		s.hash = (s.hash ^ ' ') * digestFNVPrime
+		s.hash = (s.hash ^ ' ') * fNVPrime
 		if s.alnum {
 			s.count()
 		}
@@ -482,26 +482,26 @@ func (s *digestScan) brk() {
 	s.inWord, s.alnum = false, false
 }
 
-func (s *digestScan) count() {
+func (s *scan) count() {
 	s.note.words++
 	s.words++
 }
 
 // endSection stores the words and hash of the section being read.
-func (s *digestScan) endSection() {
+func (s *scan) endSection() {
 	sec := &s.note.sections[len(s.note.sections)-1]
 	sec.words, sec.hash = s.words, s.hash
-	s.words, s.hash = 0, digestFNVOffset
+	s.words, s.hash = 0, fNVOffset
 }
 
-// digestPlain is the plain text of n's inline content, as a reader sees it:
+// plainText is the plain text of n's inline content, as a reader sees it:
 // escapes and entities resolved, markup and raw HTML dropped, whitespace
 // collapsed.
-func digestPlain(n ast.Node, src []byte) string {
-	return digestClean(string(digestPlainAppend(nil, n, src)), -1)
+func plainText(n ast.Node, src []byte) string {
+	return cleanText(string(appendPlain(nil, n, src)), -1)
 }
 
-func digestPlainAppend(b []byte, n ast.Node, src []byte) []byte {
+func appendPlain(b []byte, n ast.Node, src []byte) []byte {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Text:
@@ -509,7 +509,7 @@ func digestPlainAppend(b []byte, n ast.Node, src []byte) []byte {
 			if c.IsRaw() {
 				b = append(b, v...)
 			} else {
-				b = digestUnescape(b, v)
+				b = unescape(b, v)
 			}
 			if c.SoftLineBreak() || c.HardLineBreak() {
 				b = append(b, ' ')
@@ -520,16 +520,16 @@ func digestPlainAppend(b []byte, n ast.Node, src []byte) []byte {
 			b = append(b, c.Label(src)...)
 		case *ast.RawHTML, *extast.TaskCheckBox, *extast.FootnoteLink, *extast.FootnoteBacklink:
 		default:
-			b = digestPlainAppend(b, c, src)
+			b = appendPlain(b, c, src)
 		}
 	}
 	return b
 }
 
-// digestUnescape appends v to b with backslash escapes and entity and
+// unescape appends v to b with backslash escapes and entity and
 // numeric character references resolved, in one pass as CommonMark reads
 // them: `\&amp;` reads as "&amp;", not "&".
-func digestUnescape(b, v []byte) []byte {
+func unescape(b, v []byte) []byte {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
 		case util.IsEscapedPunctuation(v, i):
@@ -556,30 +556,30 @@ func digestUnescape(b, v []byte) []byte {
 	return b
 }
 
-// digestCreated describes a new note: its state, outline, open tasks and links.
-func digestCreated(w *digestWriter, cur *digestNote) {
-	w.line("New note " + digestTitle(cur.title) + ": " + cur.state() + ".")
+// created describes a new note: its state, outline, open tasks and links.
+func created(w *writer, cur *note) {
+	w.line("New note " + titleText(cur.title) + ": " + cur.state() + ".")
 	heads := cur.sections[1:]
-	w.list("Outline", len(heads), func(i int) string { return digestHeadingItem(heads[i], true) })
-	open := digestOpen(cur.tasks)
-	w.list("Open tasks", len(open), func(i int) string { return digestTaskItem(open[i], false) })
-	w.list("Links", len(cur.links), func(i int) string { return digestLinkItem(cur.links[i]) })
+	w.list("Outline", len(heads), func(i int) string { return headingItem(heads[i], true) })
+	open := openTasks(cur.tasks)
+	w.list("Open tasks", len(open), func(i int) string { return taskItem(open[i], false) })
+	w.list("Links", len(cur.links), func(i int) string { return linkItem(cur.links[i]) })
 }
 
-// digestDeleted describes a deleted note's final state: the open tasks
+// deleted describes a deleted note's final state: the open tasks
 // that went with it and what it linked to.
-func digestDeleted(w *digestWriter, prev *digestNote) {
-	w.line("Deleted " + digestTitle(prev.title) + ". Final state: " + prev.state() + ".")
-	open := digestOpen(prev.tasks)
-	w.list("Open tasks", len(open), func(i int) string { return digestTaskItem(open[i], false) })
-	w.list("Links", len(prev.links), func(i int) string { return digestLinkItem(prev.links[i]) })
+func deleted(w *writer, prev *note) {
+	w.line("Deleted " + titleText(prev.title) + ". Final state: " + prev.state() + ".")
+	open := openTasks(prev.tasks)
+	w.list("Open tasks", len(open), func(i int) string { return taskItem(open[i], false) })
+	w.list("Links", len(prev.links), func(i int) string { return linkItem(prev.links[i]) })
 }
 
-// digestModified describes what changed between two versions of a note.
-func digestModified(w *digestWriter, prev, cur *digestNote) {
-	title := digestTitle(cur.title)
+// modified describes what changed between two versions of a note.
+func modified(w *writer, prev, cur *note) {
+	title := titleText(cur.title)
 	if prev.title != cur.title {
-		title += " (was " + digestTitle(prev.title) + ")"
+		title += " (was " + titleText(prev.title) + ")"
 	}
 	switch {
 	case bytes.Equal(prev.body, cur.body) && bytes.Equal(prev.front, cur.front):
@@ -589,53 +589,53 @@ func digestModified(w *digestWriter, prev, cur *digestNote) {
 		w.line(title + ": only the frontmatter changed.")
 		return
 	}
-	summary := title + ": " + digestCount(cur.words, "word", "words") + " (" + digestDelta(cur.words-prev.words) + ")"
+	summary := title + ": " + plural(cur.words, "word", "words") + " (" + delta(cur.words-prev.words) + ")"
 	if len(cur.tasks) > 0 {
 		summary += ", " + cur.taskState()
 	}
 	w.line(summary + ".")
 
-	pm, cm := digestMatch(prev.sections, cur.sections)
-	added := digestUnmatched(cur.sections, cm)
-	removed := digestUnmatched(prev.sections, pm)
-	w.list("Headings added", len(added), func(i int) string { return digestHeadingItem(added[i], true) })
-	w.list("Headings removed", len(removed), func(i int) string { return digestHeadingItem(removed[i], true) })
+	pm, cm := match(prev.sections, cur.sections)
+	added := unmatched(cur.sections, cm)
+	removed := unmatched(prev.sections, pm)
+	w.list("Headings added", len(added), func(i int) string { return headingItem(added[i], true) })
+	w.list("Headings removed", len(removed), func(i int) string { return headingItem(removed[i], true) })
 
-	td := digestDiffTasks(prev.tasks, cur.tasks)
-	w.list("Tasks done", len(td.done), func(i int) string { return digestTaskItem(td.done[i], false) })
-	w.list("Tasks reopened", len(td.reopened), func(i int) string { return digestTaskItem(td.reopened[i], false) })
-	w.list("Tasks added", len(td.added), func(i int) string { return digestTaskItem(td.added[i], true) })
-	w.list("Tasks removed", len(td.removed), func(i int) string { return digestTaskItem(td.removed[i], true) })
+	td := diffTasks(prev.tasks, cur.tasks)
+	w.list("Tasks done", len(td.done), func(i int) string { return taskItem(td.done[i], false) })
+	w.list("Tasks reopened", len(td.reopened), func(i int) string { return taskItem(td.reopened[i], false) })
+	w.list("Tasks added", len(td.added), func(i int) string { return taskItem(td.added[i], true) })
+	w.list("Tasks removed", len(td.removed), func(i int) string { return taskItem(td.removed[i], true) })
 
-	ladd, lrem := digestDiffLinks(prev.links, cur.links)
-	w.list("Links added", len(ladd), func(i int) string { return digestLinkItem(ladd[i]) })
-	w.list("Links removed", len(lrem), func(i int) string { return digestLinkItem(lrem[i]) })
+	ladd, lrem := diffLinks(prev.links, cur.links)
+	w.list("Links added", len(ladd), func(i int) string { return linkItem(ladd[i]) })
+	w.list("Links removed", len(lrem), func(i int) string { return linkItem(lrem[i]) })
 
-	var edited [][2]digestSection
+	var edited [][2]section
 	for j, i := range cm {
 		if i >= 0 && prev.sections[i].hash != cur.sections[j].hash {
-			edited = append(edited, [2]digestSection{prev.sections[i], cur.sections[j]})
+			edited = append(edited, [2]section{prev.sections[i], cur.sections[j]})
 		}
 	}
 	w.list("Edited sections", len(edited), func(i int) string {
 		p, c := edited[i][0], edited[i][1]
 		name := "*top of note*"
 		if c.level > 0 {
-			name = digestHeadingItem(c, false)
+			name = headingItem(c, false)
 		}
-		return name + ": " + digestWordDelta(c.words-p.words)
+		return name + ": " + wordDelta(c.words-p.words)
 	})
 	if w.lists == 0 {
 		w.line("Only formatting or markup changed; the text reads the same.")
 	}
 }
 
-// digestMatch pairs sections of two versions by heading level and text: the
+// match pairs sections of two versions by heading level and text: the
 // k-th section with a given heading in prev pairs with the k-th one in cur.
 // The text before the first heading always pairs. It returns, for each
 // section, the index of its partner or -1.
-func digestMatch(prev, cur []digestSection) (pm, cm []int) {
-	key := func(s digestSection) string { return strconv.Itoa(s.level) + " " + s.text }
+func match(prev, cur []section) (pm, cm []int) {
+	key := func(s section) string { return strconv.Itoa(s.level) + " " + s.text }
 	byKey := make(map[string][]int, len(prev))
 	for i, s := range prev[1:] {
 		byKey[key(s)] = append(byKey[key(s)], i+1)
@@ -656,9 +656,9 @@ func digestMatch(prev, cur []digestSection) (pm, cm []int) {
 	return pm, cm
 }
 
-// digestUnmatched lists the headed sections that have no partner.
-func digestUnmatched(secs []digestSection, match []int) []digestSection {
-	var out []digestSection
+// unmatched lists the headed sections that have no partner.
+func unmatched(secs []section, match []int) []section {
+	var out []section
 	for i, s := range secs[1:] {
 		if match[i+1] < 0 {
 			out = append(out, s)
@@ -667,15 +667,15 @@ func digestUnmatched(secs []digestSection, match []int) []digestSection {
 	return out
 }
 
-type digestTaskDiff struct {
-	done, reopened, added, removed []digestTask
+type taskDiff struct {
+	done, reopened, added, removed []task
 }
 
-// digestDiffTasks compares tasks by text. For each text, tasks that kept
+// diffTasks compares tasks by text. For each text, tasks that kept
 // their state pair first, then open ones that became done (done) and done
 // ones that became open (reopened); the rest were added or removed. Lists
 // follow the order in which texts first appear in cur, then in prev.
-func digestDiffTasks(prev, cur []digestTask) digestTaskDiff {
+func diffTasks(prev, cur []task) taskDiff {
 	type tally struct{ prevOpen, prevDone, curOpen, curDone int }
 	tallies := make(map[string]*tally)
 	var order []string
@@ -702,8 +702,8 @@ func digestDiffTasks(prev, cur []digestTask) digestTaskDiff {
 			tl.prevOpen++
 		}
 	}
-	var d digestTaskDiff
-	repeat := func(list []digestTask, n int, t digestTask) []digestTask {
+	var d taskDiff
+	repeat := func(list []task, n int, t task) []task {
 		for range n {
 			list = append(list, t)
 		}
@@ -719,7 +719,7 @@ func digestDiffTasks(prev, cur []digestTask) digestTaskDiff {
 		t.prevOpen, t.curDone = t.prevOpen-checked, t.curDone-checked
 		unchecked := min(t.prevDone, t.curOpen)
 		t.prevDone, t.curOpen = t.prevDone-unchecked, t.curOpen-unchecked
-		open, done := digestTask{text: text}, digestTask{text: text, done: true}
+		open, done := task{text: text}, task{text: text, done: true}
 		d.done = repeat(d.done, checked, done)
 		d.reopened = repeat(d.reopened, unchecked, open)
 		d.added = repeat(repeat(d.added, t.curOpen, open), t.curDone, done)
@@ -728,9 +728,9 @@ func digestDiffTasks(prev, cur []digestTask) digestTaskDiff {
 	return d
 }
 
-// digestDiffLinks lists the link targets only cur has and those only prev had.
-func digestDiffLinks(prev, cur []digestLink) (added, removed []digestLink) {
-	in := func(links []digestLink) map[string]bool {
+// diffLinks lists the link targets only cur has and those only prev had.
+func diffLinks(prev, cur []link) (added, removed []link) {
+	in := func(links []link) map[string]bool {
 		m := make(map[string]bool, len(links))
 		for _, l := range links {
 			m[l.key()] = true
@@ -751,8 +751,8 @@ func digestDiffLinks(prev, cur []digestLink) (added, removed []digestLink) {
 	return added, removed
 }
 
-func digestOpen(tasks []digestTask) []digestTask {
-	var open []digestTask
+func openTasks(tasks []task) []task {
+	var open []task
 	for _, t := range tasks {
 		if !t.done {
 			open = append(open, t)
@@ -761,37 +761,37 @@ func digestOpen(tasks []digestTask) []digestTask {
 	return open
 }
 
-// digestTitle shows a note's title in bold.
-func digestTitle(title string) string {
-	t := digestInline(title)
+// titleText shows a note's title in bold.
+func titleText(title string) string {
+	t := inlineText(title)
 	if t == "" {
 		t = "untitled"
 	}
 	return "**" + t + "**"
 }
 
-// digestHeadingItem shows a heading as "`##` Text", followed by its
+// headingItem shows a heading as "`##` Text", followed by its
 // section's word count " (40 words)" when words is set.
-func digestHeadingItem(s digestSection, words bool) string {
-	item := digestCode(strings.Repeat("#", s.level)) + " "
+func headingItem(s section, words bool) string {
+	item := codeSpan(strings.Repeat("#", s.level)) + " "
 	if s.text == "" {
 		item += "*(empty heading)*"
 	} else {
-		item += digestInline(s.text)
+		item += inlineText(s.text)
 	}
 	if words {
-		item += " (" + digestCount(s.words, "word", "words") + ")"
+		item += " (" + plural(s.words, "word", "words") + ")"
 	}
 	return item
 }
 
-// digestTaskItem shows a task's text, marked "(done)" when state is asked
+// taskItem shows a task's text, marked "(done)" when state is asked
 // for and the task is done. Task syntax is never echoed, so a tie-off adds
 // no tasks to the vault.
-func digestTaskItem(t digestTask, state bool) string {
+func taskItem(t task, state bool) string {
 	item := "*(empty task)*"
 	if t.text != "" {
-		item = digestInline(t.text)
+		item = inlineText(t.text)
 	}
 	if state && t.done {
 		item += " (done)"
@@ -799,34 +799,34 @@ func digestTaskItem(t digestTask, state bool) string {
 	return item
 }
 
-// digestLinkItem shows a link's target in a code span, so a tie-off adds no
+// linkItem shows a link's target in a code span, so a tie-off adds no
 // links or backlinks to the vault, followed by its text when that differs.
-func digestLinkItem(l digestLink) string {
+func linkItem(l link) string {
 	var item string
 	switch l.kind {
-	case digestLinkWiki:
-		item = digestCode("[[" + digestClean(l.target, digestMaxTarget) + "]]")
-	case digestLinkEmbed:
-		item = digestCode("![[" + digestClean(l.target, digestMaxTarget) + "]]")
-	case digestLinkImage:
-		item = "image " + digestCode(digestClean(l.target, digestMaxTarget))
+	case linkWiki:
+		item = codeSpan("[[" + cleanText(l.target, maxTarget) + "]]")
+	case linkEmbed:
+		item = codeSpan("![[" + cleanText(l.target, maxTarget) + "]]")
+	case linkImage:
+		item = "image " + codeSpan(cleanText(l.target, maxTarget))
 	default:
-		item = digestCode(digestClean(l.target, digestMaxTarget))
+		item = codeSpan(cleanText(l.target, maxTarget))
 	}
-	if t := digestInline(l.text); t != "" {
+	if t := inlineText(l.text); t != "" {
 		item += " (" + t + ")"
 	}
 	return item
 }
 
-// digestWriter builds a digest: blocks separated by blank lines.
-type digestWriter struct {
+// writer builds a digest: blocks separated by blank lines.
+type writer struct {
 	strings.Builder
 	lists int // lists written
 }
 
 // line adds a paragraph of one line.
-func (w *digestWriter) line(s string) {
+func (w *writer) line(s string) {
 	if w.Len() > 0 {
 		w.WriteByte('\n')
 	}
@@ -834,27 +834,27 @@ func (w *digestWriter) line(s string) {
 	w.WriteByte('\n')
 }
 
-// list adds "**label**" and a bullet list of n items, at most digestMaxItems
+// list adds "**label**" and a bullet list of n items, at most maxItems
 // of them, then "… and N more". An empty list adds nothing.
-func (w *digestWriter) list(label string, n int, item func(i int) string) {
+func (w *writer) list(label string, n int, item func(i int) string) {
 	if n == 0 {
 		return
 	}
 	w.lists++
 	w.line("**" + label + "**")
-	for i := range min(n, digestMaxItems) {
+	for i := range min(n, maxItems) {
 		w.WriteString("- " + item(i) + "\n")
 	}
-	if n > digestMaxItems {
-		w.WriteString("- … and " + strconv.Itoa(n-digestMaxItems) + " more\n")
+	if n > maxItems {
+		w.WriteString("- … and " + strconv.Itoa(n-maxItems) + " more\n")
 	}
 }
 
-// digestClean makes s one line of valid UTF-8 fit to echo: invalid bytes
+// cleanText makes s one line of valid UTF-8 fit to echo: invalid bytes
 // become U+FFFD, control characters and whitespace runs one space, bidi
 // controls are dropped, and the result is trimmed and cut to limit characters
 // (limit < 0: no limit) with "…" marking the cut.
-func digestClean(s string, limit int) string {
+func cleanText(s string, limit int) string {
 	var b strings.Builder
 	b.Grow(min(len(s), 4*limit+4))
 	n, space := 0, false
@@ -881,12 +881,12 @@ func digestClean(s string, limit int) string {
 	return b.String()
 }
 
-// digestInline cleans s (see digestClean) and escapes it so that it reads as
+// inlineText cleans s (see cleanText) and escapes it so that it reads as
 // the same literal text wherever a digest puts it, at the start of a list
 // item included: no emphasis, code, link, wikilink, HTML, entity, heading,
 // tag, highlight, math, comment or list marker can come out of it.
-func digestInline(s string) string {
-	s = digestClean(s, digestMaxText)
+func inlineText(s string) string {
+	s = cleanText(s, maxText)
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	// A leading "-", "+" or "1." / "1)" would start a nested list.
@@ -911,9 +911,9 @@ func digestInline(s string) string {
 	return b.String()
 }
 
-// digestCode shows s (already cleaned) as a code span whose fence s cannot
+// codeSpan shows s (already cleaned) as a code span whose fence s cannot
 // close.
-func digestCode(s string) string {
+func codeSpan(s string) string {
 	longest, run := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == '`' {

@@ -1,4 +1,4 @@
-package agentrun
+package digest
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
-// updateDigest rewrites the golden files under testdata/digest. It has its
+// updateDigest rewrites the golden files under testdata. It has its
 // own name because other tests in this package may define -update.
-var updateDigest = flag.Bool("update-digest", false, "rewrite the golden files under testdata/digest")
+var updateDigest = flag.Bool("update-digest", false, "rewrite the golden files under testdata")
 
 // digestPlanV1 and digestPlanV2 are two versions of a realistic note.
 const digestPlanV1 = `---
@@ -76,7 +76,7 @@ Maybe a trellis for beans, and <https://example.org/drip> looks good.
 Beds in April, planting in May.
 `
 
-type digestCase struct {
+type testCase struct {
 	name       string
 	ev         strand.EventType
 	path       string
@@ -84,7 +84,7 @@ type digestCase struct {
 	want, deny []string // substrings the digest must and must not contain
 }
 
-var digestCases = []digestCase{
+var testCases = []testCase{
 	{
 		name: "created_plan", ev: strand.Created, path: "garden/plan.md", cur: digestPlanV1,
 		want: []string{
@@ -226,7 +226,7 @@ var digestCases = []digestCase{
 	},
 	{
 		name: "bounded", ev: strand.Created, path: "long.md",
-		cur:  digestManyTasks(25) + "# " + strings.Repeat("long ", 40) + "\n",
+		cur:  manyTasks(25) + "# " + strings.Repeat("long ", 40) + "\n",
 		want: []string{"- t20\n- … and 5 more\n", "`#` long long", " l…**: 65 words"},
 		deny: []string{"t21"},
 	},
@@ -241,7 +241,7 @@ var digestCases = []digestCase{
 	},
 }
 
-func digestManyTasks(n int) string {
+func manyTasks(n int) string {
 	var b strings.Builder
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&b, "- [ ] t%d\n", i)
@@ -249,7 +249,7 @@ func digestManyTasks(n int) string {
 	return b.String() + "\n"
 }
 
-func digestRun(c digestCase) string {
+func runDigest(c testCase) string {
 	var prev, cur []byte
 	if c.prev != "" {
 		prev = []byte(c.prev)
@@ -257,25 +257,25 @@ func digestRun(c digestCase) string {
 	if c.cur != "" {
 		cur = []byte(c.cur)
 	}
-	return Digest(c.ev, c.path, prev, cur)
+	return Of(c.ev, c.path, prev, cur)
 }
 
 func TestDigest_Reports(t *testing.T) {
-	for _, c := range digestCases {
+	for _, c := range testCases {
 		t.Run(c.name, func(t *testing.T) {
-			got := digestRun(c)
+			got := runDigest(c)
 			for _, w := range c.want {
 				if !strings.Contains(got, w) {
-					t.Errorf("Digest(%v, %q) = %q; want it to contain %q", c.ev, c.path, got, w)
+					t.Errorf("Of(%v, %q) = %q; want it to contain %q", c.ev, c.path, got, w)
 				}
 			}
 			for _, d := range c.deny {
 				if strings.Contains(got, d) {
-					t.Errorf("Digest(%v, %q) = %q; want no %q", c.ev, c.path, got, d)
+					t.Errorf("Of(%v, %q) = %q; want no %q", c.ev, c.path, got, d)
 				}
 			}
-			if err := digestCheckSafe(got); err != nil {
-				t.Errorf("Digest(%v, %q) = %q; unsafe in a tie-off: %v", c.ev, c.path, got, err)
+			if err := checkSafe(got); err != nil {
+				t.Errorf("Of(%v, %q) = %q; unsafe in a tie-off: %v", c.ev, c.path, got, err)
 			}
 		})
 	}
@@ -283,10 +283,10 @@ func TestDigest_Reports(t *testing.T) {
 
 // TestDigest_Golden fixes the exact bytes of every case's digest.
 func TestDigest_Golden(t *testing.T) {
-	for _, c := range digestCases {
+	for _, c := range testCases {
 		t.Run(c.name, func(t *testing.T) {
-			got := digestRun(c)
-			file := filepath.Join("testdata", "digest", c.name+".golden")
+			got := runDigest(c)
+			file := filepath.Join("testdata", c.name+".golden")
 			if *updateDigest {
 				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 					t.Fatal(err)
@@ -300,7 +300,7 @@ func TestDigest_Golden(t *testing.T) {
 				t.Fatalf("%v (run go test -run TestDigest_Golden -update-digest to create it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("Digest(%v, %q) =\n%s\nwant (%s):\n%s", c.ev, c.path, got, file, want)
+				t.Errorf("Of(%v, %q) =\n%s\nwant (%s):\n%s", c.ev, c.path, got, file, want)
 			}
 		})
 	}
@@ -309,12 +309,12 @@ func TestDigest_Golden(t *testing.T) {
 // TestDigest_Deterministic checks that the same input gives the same bytes,
 // again and from many goroutines at once.
 func TestDigest_Deterministic(t *testing.T) {
-	for _, c := range digestCases {
-		first := digestRun(c)
+	for _, c := range testCases {
+		first := runDigest(c)
 		var wg sync.WaitGroup
 		got := make([]string, 8)
 		for i := range got {
-			wg.Go(func() { got[i] = digestRun(c) })
+			wg.Go(func() { got[i] = runDigest(c) })
 		}
 		wg.Wait()
 		for i, g := range got {
@@ -328,11 +328,11 @@ func TestDigest_Deterministic(t *testing.T) {
 // TestDigest_LineEndingsAndBOMDoNotMatter checks that CRLF, CR and a BOM read
 // exactly like LF.
 func TestDigest_LineEndingsAndBOMDoNotMatter(t *testing.T) {
-	for _, c := range digestCases {
+	for _, c := range testCases {
 		if strings.ContainsAny(c.prev+c.cur, "\r\ufeff") {
 			continue
 		}
-		want := digestRun(c)
+		want := runDigest(c)
 		for _, conv := range []func(string) string{
 			func(s string) string { return strings.ReplaceAll(s, "\n", "\r\n") },
 			func(s string) string { return strings.ReplaceAll(s, "\n", "\r") },
@@ -346,8 +346,8 @@ func TestDigest_LineEndingsAndBOMDoNotMatter(t *testing.T) {
 			if cc.cur == "\ufeff" {
 				cc.cur = ""
 			}
-			if got := digestRun(cc); got != want {
-				t.Errorf("%s: Digest(%q, %q) = %q; want %q", c.name, cc.prev, cc.cur, got, want)
+			if got := runDigest(cc); got != want {
+				t.Errorf("%s: Of(%q, %q) = %q; want %q", c.name, cc.prev, cc.cur, got, want)
 			}
 		}
 	}
@@ -379,9 +379,9 @@ func TestDigestParse_Counts(t *testing.T) {
 		{"# A \\*b\\* &amp; `c`\n", 4, "A *b* & c"},
 	}
 	for _, tt := range tests {
-		n := digestParse([]byte(tt.src), "stem")
+		n := parse([]byte(tt.src), "stem")
 		if n.words != tt.words || n.title != tt.title {
-			t.Errorf("digestParse(%q) = %d words, title %q; want %d, %q", tt.src, n.words, n.title, tt.words, tt.title)
+			t.Errorf("parse(%q) = %d words, title %q; want %d, %q", tt.src, n.words, n.title, tt.words, tt.title)
 		}
 	}
 }
@@ -403,7 +403,7 @@ func TestDigestParse_LinksAndTasks(t *testing.T) {
 		{"\\[[no]] \\\\[[yes]] [[a[[b]] [[c]d]] [[e]] \\![[f]]", []string{"w:yes", "w:b", "w:e", "w:f"}, nil},
 	}
 	for _, tt := range tests {
-		n := digestParse([]byte(tt.src), "stem")
+		n := parse([]byte(tt.src), "stem")
 		var links, tasks []string
 		for _, l := range n.links {
 			links = append(links, string(rune(l.kind))+":"+l.target)
@@ -416,7 +416,7 @@ func TestDigestParse_LinksAndTasks(t *testing.T) {
 			tasks = append(tasks, mark+tk.text)
 		}
 		if !slices.Equal(links, tt.links) || !slices.Equal(tasks, tt.tasks) {
-			t.Errorf("digestParse(%q) = links %q, tasks %q; want %q, %q", tt.src, links, tasks, tt.links, tt.tasks)
+			t.Errorf("parse(%q) = links %q, tasks %q; want %q, %q", tt.src, links, tasks, tt.links, tt.tasks)
 		}
 	}
 }
@@ -434,17 +434,17 @@ func TestDigestFrontmatter(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		front, body := digestFrontmatter([]byte(tt.src))
+		front, body := splitFrontmatter([]byte(tt.src))
 		if string(front) != tt.front || string(front)+string(body) != tt.src {
-			t.Errorf("digestFrontmatter(%q) = %q, %q; want front %q", tt.src, front, body, tt.front)
+			t.Errorf("splitFrontmatter(%q) = %q, %q; want front %q", tt.src, front, body, tt.front)
 		}
 	}
 }
 
 func TestDigestInline_ReadsAsLiteral(t *testing.T) {
-	for _, s := range digestInlineSeeds {
-		if err := digestCheckLiteral(s); err != nil {
-			t.Errorf("digestInline(%q) = %q: %v", s, digestInline(s), err)
+	for _, s := range inlineSeeds {
+		if err := checkLiteral(s); err != nil {
+			t.Errorf("inlineText(%q) = %q: %v", s, inlineText(s), err)
 		}
 	}
 }
@@ -457,8 +457,8 @@ func TestDigestCode(t *testing.T) {
 		{"##", "`##`"},
 	}
 	for _, tt := range tests {
-		if got := digestCode(tt.in); got != tt.want {
-			t.Errorf("digestCode(%q) = %q; want %q", tt.in, got, tt.want)
+		if got := codeSpan(tt.in); got != tt.want {
+			t.Errorf("codeSpan(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -473,13 +473,13 @@ func TestDigestStem(t *testing.T) {
 		{"a/", "untitled"},
 	}
 	for _, tt := range tests {
-		if got := digestStem(tt.in); got != tt.want {
-			t.Errorf("digestStem(%q) = %q; want %q", tt.in, got, tt.want)
+		if got := stemOf(tt.in); got != tt.want {
+			t.Errorf("stemOf(%q) = %q; want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-var digestInlineSeeds = []string{
+var inlineSeeds = []string{
 	"plain", "`code`", "*em* _em_ **b** __b__", "[[wiki]] ![[embed]]", "[link](url) ![img](x)",
 	"<b>html</b> <!-- c -->", "a&amp;b &#65; &copy", "# heading", "#tag", "- item", "+ item", "* item",
 	"1. one", "12) twelve", "2024. year", "> quote", "~~strike~~", "==hl==", "$math$", "%%comment%%",
@@ -488,12 +488,12 @@ var digestInlineSeeds = []string{
 	strings.Repeat("x", 200), "  spaced  out  ", "a\\*b", "`", "``", "\\", "[", "!", "<", "&",
 }
 
-// digestCheckLiteral renders digestInline(s) at the start of a list item
-// with goldmark and checks that it reads as digestClean(s) with no markup.
-func digestCheckLiteral(s string) error {
+// checkLiteral renders inlineText(s) at the start of a list item
+// with goldmark and checks that it reads as cleanText(s) with no markup.
+func checkLiteral(s string) error {
 	md := goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.TaskList, extension.Footnote))
 	var buf bytes.Buffer
-	if err := md.Convert([]byte("- "+digestInline(s)+"\n"), &buf); err != nil {
+	if err := md.Convert([]byte("- "+inlineText(s)+"\n"), &buf); err != nil {
 		return err
 	}
 	out := buf.String()
@@ -504,17 +504,17 @@ func digestCheckLiteral(s string) error {
 	if !ok || strings.Contains(inner, "<") {
 		return fmt.Errorf("renders as markup: %q", out)
 	}
-	if got, want := html.UnescapeString(inner), digestClean(s, digestMaxText); got != want {
+	if got, want := html.UnescapeString(inner), cleanText(s, maxText); got != want {
 		return fmt.Errorf("renders as %q; want %q", got, want)
 	}
 	return nil
 }
 
-// digestCheckSafe checks that a digest is fit for a tie-off: valid UTF-8; no
+// checkSafe checks that a digest is fit for a tie-off: valid UTF-8; no
 // line that imitates a tie-off header or separator; and, read as Markdown,
 // only paragraphs and flat bullet lists of text, with no heading, HTML,
 // code block, task checkbox, link, image, wikilink or embed.
-func digestCheckSafe(out string) error {
+func checkSafe(out string) error {
 	if !utf8.ValidString(out) {
 		return errors.New("invalid UTF-8")
 	}
@@ -524,7 +524,7 @@ func digestCheckSafe(out string) error {
 		}
 	}
 	src := []byte(out)
-	doc := digestMarkdown().Parse(text.NewReader(src))
+	doc := markdown().Parse(text.NewReader(src))
 	var bad error
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -555,8 +555,8 @@ func digestCheckSafe(out string) error {
 	if bad != nil {
 		return bad
 	}
-	for _, l := range digestParse(src, "x").links {
-		if l.kind == digestLinkWiki || l.kind == digestLinkEmbed {
+	for _, l := range parse(src, "x").links {
+		if l.kind == linkWiki || l.kind == linkEmbed {
 			return fmt.Errorf("wikilink %q", l.target)
 		}
 	}
@@ -564,41 +564,41 @@ func digestCheckSafe(out string) error {
 }
 
 func FuzzDigest(f *testing.F) {
-	for _, c := range digestCases {
+	for _, c := range testCases {
 		f.Add([]byte(c.prev), []byte(c.cur))
 	}
 	f.Add([]byte(digestPlanV2), []byte(strings.ReplaceAll(digestPlanV2, "\n", "\r\n")))
 	f.Add([]byte("- [ ] a\n"), []byte("* [x] a\n\n1. [ ] a"))
 	f.Fuzz(func(t *testing.T, prev, cur []byte) {
 		for _, ev := range strand.EventTypes {
-			out := Digest(ev, "fuzz/note.md", prev, cur)
-			if err := digestCheckSafe(out); err != nil {
-				t.Fatalf("Digest(%v, %q, %q) = %q; unsafe: %v", ev, prev, cur, out, err)
+			out := Of(ev, "fuzz/note.md", prev, cur)
+			if err := checkSafe(out); err != nil {
+				t.Fatalf("Of(%v, %q, %q) = %q; unsafe: %v", ev, prev, cur, out, err)
 			}
-			if again := Digest(ev, "fuzz/note.md", prev, cur); again != out {
-				t.Fatalf("Digest(%v, %q, %q) = %q, then %q", ev, prev, cur, out, again)
+			if again := Of(ev, "fuzz/note.md", prev, cur); again != out {
+				t.Fatalf("Of(%v, %q, %q) = %q, then %q", ev, prev, cur, out, again)
 			}
 		}
-		if out := Digest(strand.Modified, "n.md", cur, cur); !strings.Contains(out, ": no change to the note's content.") {
-			t.Fatalf("Digest(Modified, %q, same) = %q; want no change", cur, out)
+		if out := Of(strand.Modified, "n.md", cur, cur); !strings.Contains(out, ": no change to the note's content.") {
+			t.Fatalf("Of(Modified, %q, same) = %q; want no change", cur, out)
 		}
 	})
 }
 
 func FuzzDigestInline(f *testing.F) {
-	for _, s := range digestInlineSeeds {
+	for _, s := range inlineSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if err := digestCheckLiteral(s); err != nil {
-			t.Fatalf("digestInline(%q) = %q: %v", s, digestInline(s), err)
+		if err := checkLiteral(s); err != nil {
+			t.Fatalf("inlineText(%q) = %q: %v", s, inlineText(s), err)
 		}
 	})
 }
 
-// digestBenchNote is a note of about size bytes: sections of prose with
+// benchNote is a note of about size bytes: sections of prose with
 // wikilinks, links, tasks and code.
-func digestBenchNote(size int) []byte {
+func benchNote(size int) []byte {
 	var b bytes.Buffer
 	b.WriteString("---\ntags: [bench]\n---\n# Bench note\n\n")
 	for i := 0; b.Len() < size; i++ {
@@ -622,14 +622,14 @@ func BenchmarkDigest_Pathological(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
 			for b.Loop() {
-				digestMarkdown().Parse(text.NewReader(src))
+				markdown().Parse(text.NewReader(src))
 			}
 		})
 		b.Run(note.name+"/created", func(b *testing.B) {
 			b.SetBytes(int64(len(src)))
 			b.ReportAllocs()
 			for b.Loop() {
-				Digest(strand.Created, "p.md", nil, src)
+				Of(strand.Created, "p.md", nil, src)
 			}
 		})
 	}
@@ -640,28 +640,28 @@ func BenchmarkDigest(b *testing.B) {
 		name string
 		n    int
 	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}} {
-		prev := digestBenchNote(size.n)
+		prev := benchNote(size.n)
 		cur := bytes.Replace(prev, []byte("- [ ] task 3\n"), []byte("- [x] task 3\n- [ ] new task\n"), 1)
 		cur = bytes.Replace(cur, []byte("[[Topic 1]]"), []byte("[[Topic one]] and more"), 1)
 		b.Run(size.name+"/goldmark-parse", func(b *testing.B) { // the baseline
 			b.SetBytes(int64(len(cur)))
 			b.ReportAllocs()
 			for b.Loop() {
-				digestMarkdown().Parse(text.NewReader(cur))
+				markdown().Parse(text.NewReader(cur))
 			}
 		})
 		b.Run(size.name+"/created", func(b *testing.B) {
 			b.SetBytes(int64(len(cur)))
 			b.ReportAllocs()
 			for b.Loop() {
-				Digest(strand.Created, "bench.md", nil, cur)
+				Of(strand.Created, "bench.md", nil, cur)
 			}
 		})
 		b.Run(size.name+"/modified", func(b *testing.B) {
 			b.SetBytes(int64(len(prev) + len(cur)))
 			b.ReportAllocs()
 			for b.Loop() {
-				Digest(strand.Modified, "bench.md", prev, cur)
+				Of(strand.Modified, "bench.md", prev, cur)
 			}
 		})
 	}
