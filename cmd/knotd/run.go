@@ -66,8 +66,9 @@ type options struct {
 }
 
 // run is knotd: it parses args, wires the vault and runs it until ctx ends
-// (watch mode) or the pass is done (--once).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// (watch mode) or the pass is done (--once). An error closing the vault
+// (the state store, the lock) is returned when nothing failed before it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	if len(args) > 0 && args[0] == "trust" {
 		return runTrust(args[1:], stdout, stderr)
 	}

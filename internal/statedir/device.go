@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/internal/durable"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -72,6 +73,11 @@ func LoadDevice(home string) (Device, error) {
 	}
 	if err := os.Link(tmp.Name(), filepath.Join(home, deviceFile)); err != nil && !errors.Is(err, fs.ErrExist) {
 		return Device{}, fmt.Errorf("statedir: %w", err)
+	}
+	// The new name is durable once the directory is synced: without it, a
+	// crash could lose the identity after knotd had used it.
+	if err := durable.SyncDir(home); err != nil {
+		return Device{}, fmt.Errorf("statedir: sync %s: %w", home, err)
 	}
 	return readDevice(home)
 }
