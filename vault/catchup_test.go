@@ -3,6 +3,7 @@ package vault
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +149,30 @@ func TestWatch_Poll(t *testing.T) {
 	}
 	if got := len(w.runs()); got != 2 {
 		t.Errorf("%d runs; want 2", got)
+	}
+}
+
+// TestWatch_PollReleasesMemoryOncePerCheck: a pass over the whole vault
+// gives memory back (a forced garbage collection) at most once per check
+// interval, however often --poll makes passes: ten a second here, with
+// checks an hour apart, a single release.
+func TestWatch_PollReleasesMemoryOncePerCheck(t *testing.T) {
+	e := newEnv(t)
+	poll := 100 * time.Millisecond
+	e.flags.Poll = &poll
+	e.write("a.md", "# A\n")
+	v := e.open()
+	v.hooks.tick = time.Hour
+	var releases atomic.Int64
+	v.hooks.released = func() { releases.Add(1) }
+	w := e.watch(v, WatchOptions{})
+	waitFor(t, waitTimeout, "ten polled passes", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.batches) >= 10
+	})
+	mustDo(t, w.stop())
+	if n := releases.Load(); n != 1 {
+		t.Errorf("%d releases after ten passes within one check interval; want 1", n)
 	}
 }

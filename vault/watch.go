@@ -143,6 +143,12 @@ type watchLoop struct {
 	// value when memory was last given back.
 	processed *atomic.Int64
 	released  int64
+	// every is the interval of the loop's checks; lastRelease is when
+	// memory was last given back, and releaseDue says a full pass since
+	// then left some to give back at the next check.
+	every       time.Duration
+	lastRelease time.Time
+	releaseDue  bool
 }
 
 // newWatchLoop returns the loop that feeds s, where gone and new strands
@@ -183,10 +189,27 @@ func (l *watchLoop) retryJournaled() {
 // what is resident to what the work of one check interval touched, and an
 // idle daemon keeps none of it.
 func (l *watchLoop) releaseAfterWork() {
-	if n := l.processed.Load(); n != l.released {
+	if n := l.processed.Load(); n != l.released || l.releaseDue {
 		l.released = n
-		l.v.releaseMemory()
+		l.release()
 	}
+}
+
+// releaseAfterPass gives memory back after a pass over the whole vault: at
+// once, unless memory was given back less than a check interval ago; then
+// at the next check. Passes can come every 100 ms (--poll 100ms), and each
+// release forces a garbage collection: this keeps it to one a check.
+func (l *watchLoop) releaseAfterPass() {
+	if !l.lastRelease.IsZero() && l.v.now().Sub(l.lastRelease) < l.every {
+		l.releaseDue = true
+		return
+	}
+	l.release()
+}
+
+func (l *watchLoop) release() {
+	l.lastRelease, l.releaseDue = l.v.now(), false
+	l.v.releaseMemory()
 }
 
 // rootGone reports an error wrapping ErrVaultGone if the vault directory
@@ -222,11 +245,11 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	every := rootCheck
+	l.every = rootCheck
 	if l.v.hooks.tick > 0 {
-		every = l.v.hooks.tick
+		l.every = l.v.hooks.tick
 	}
-	check := time.NewTicker(every)
+	check := time.NewTicker(l.every)
 	defer check.Stop()
 	for {
 		var batch []watcher.Hint
@@ -308,7 +331,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		for i := range batch {
 			batch[i].Listing = nil // reconciled: let it go before the memory is
 		}
-		l.v.releaseMemory()
+		l.releaseAfterPass()
 	}
 	now := time.Now()
 	for _, rel := range paths {
