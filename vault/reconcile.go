@@ -673,6 +673,8 @@ func (v *Vault) stamp(info fs.FileInfo) state.Stamp { return v.trusted(state.Sta
 // trusted returns st as it may be recorded: without its time when that
 // time is too recent to be trusted.
 func (v *Vault) trusted(st state.Stamp) state.Stamp {
+	// The file system's clock, not v.now: the time is compared with a
+	// file's modification time.
 	if time.Since(time.Unix(0, st.ModTime)) < racyWindow {
 		st.ModTime = 0 // never equal to a real file's stamp: hash it next time
 	}

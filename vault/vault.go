@@ -74,7 +74,7 @@ type Vault struct {
 	agent  Agent
 	runner *agentrun.Runner // for prompts (--dry-run); nil when Agent was given
 	log    *slog.Logger
-	now    func() time.Time
+	now    func() time.Time // the clock of sections, records and devices' heartbeats (the watch loop's delays run on its timers' clock)
 	grace  time.Duration
 	dry    bool
 
