@@ -177,7 +177,9 @@ func TestPresets_ResumeRoundTrip(t *testing.T) {
 		resumeArgs func(handle string) []string
 		usage      Usage
 	}{
-		{PresetCodex, func(h string) []string { return []string{"exec", "--json", "--skip-git-repo-check", "resume", h, "-"} },
+		{PresetCodex, func(h string) []string {
+			return []string{"exec", "--json", "--skip-git-repo-check", "-s", "read-only", "resume", h, "-"}
+		},
 			Usage{InputTokens: 2400, CacheReadTokens: 200, OutputTokens: 34}},
 		{PresetGemini, func(h string) []string { return []string{"--output-format", "json", "--resume", h} },
 			Usage{InputTokens: 200, OutputTokens: 25, CacheReadTokens: 40}},

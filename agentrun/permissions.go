@@ -1,0 +1,72 @@
+package agentrun
+
+import "strings"
+
+// The flags each preset passes for an agent's Permissions, on every turn,
+// new or resumed (README.md, "Permissions", says what they let an agent do).
+
+// claudePermissionFlags maps a permission level to Claude Code 2.1.330's
+// flags. In -p mode nobody can answer a permission prompt:
+//
+//   - read-only: --permission-mode dontAsk denies every tool use that is not
+//     pre-approved, without asking: reading files and read-only commands
+//     (cat, ls, grep…) in the working directory run; Write, Edit and other
+//     commands are refused ("Permission to use Write has been denied
+//     because Claude Code is running in don't ask mode").
+//   - edit: --permission-mode acceptEdits accepts file edits in the working
+//     directory (the vault), and the commands that only create or change
+//     files there (touch, mkdir, a shell redirection); anything else would
+//     ask, and --permission-prompts none makes such a request denied at
+//     once, telling the model nobody can approve it.
+//   - full: --permission-mode bypassPermissions: any tool, any command.
+//     Claude Code refuses it for root outside a sandbox it recognizes (see
+//     claudeRootRefusal).
+func claudePermissionFlags(p Permissions) []string {
+	switch p {
+	case PermEdit:
+		return []string{"--permission-mode", "acceptEdits", "--permission-prompts", "none"}
+	case PermFull:
+		return []string{"--permission-mode", "bypassPermissions"}
+	}
+	return []string{"--permission-mode", "dontAsk"}
+}
+
+// codexSandbox maps a permission level to Codex CLI 0.169.0's sandbox mode.
+// codex exec never asks for approval, so a command or patch the sandbox
+// does not allow is refused:
+//
+//   - read-only: the sandbox lets commands read files and nothing else
+//     (a write fails with "Read-only file system"; apply_patch is rejected);
+//   - edit: workspace-write lets commands and patches write in the working
+//     directory (the vault) and the temporary directories, without network;
+//   - full: danger-full-access runs everything unsandboxed.
+func codexSandbox(p Permissions) string {
+	switch p {
+	case PermEdit:
+		return "workspace-write"
+	case PermFull:
+		return "danger-full-access"
+	}
+	return "read-only"
+}
+
+// failureExplainer is a driver that recognizes failures its CLI reports
+// for reasons knotd's configuration can fix, and says what to do.
+type failureExplainer interface {
+	// explain returns advice for a failed attempt, "" when it has none.
+	explain(a *attempt, exitCode int, stderr string) string
+}
+
+// claudeRootRefusal is what Claude Code 2.1.330 prints, exiting 1, when it
+// is asked to bypass permissions as root: it allows that only with
+// IS_SANDBOX=1 (or inside its own bubblewrap sandbox).
+const claudeRootRefusal = "cannot be used with root/sudo privileges"
+
+func (claudeDriver) explain(a *attempt, exitCode int, stderr string) string {
+	if exitCode == 0 || a.req.Agent.permissions() != PermFull || !strings.Contains(stderr, claudeRootRefusal) {
+		return ""
+	}
+	return "permissions: full runs Claude Code with --permission-mode bypassPermissions, which it refuses as root " +
+		"unless IS_SANDBOX=1: run knotd as a user other than root, or, if this machine or container is itself a sandbox, " +
+		"set IS_SANDBOX: \"1\" in the agent's env; permissions: edit needs neither"
+}
