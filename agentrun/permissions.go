@@ -31,23 +31,29 @@ func claudePermissionFlags(p Permissions) []string {
 	return []string{"--permission-mode", "dontAsk"}
 }
 
-// codexSandbox maps a permission level to Codex CLI 0.169.0's sandbox mode.
-// codex exec never asks for approval, so a command or patch the sandbox
-// does not allow is refused:
+// codexPermissionFlags maps a permission level to Codex CLI 0.169.0's
+// sandbox flags. codex exec never asks for approval, so a command or patch
+// the sandbox does not allow is refused:
 //
-//   - read-only: the sandbox lets commands read files and nothing else
-//     (a write fails with "Read-only file system"; apply_patch is rejected);
-//   - edit: workspace-write lets commands and patches write in the working
-//     directory (the vault) and the temporary directories, without network;
-//   - full: danger-full-access runs everything unsandboxed.
-func codexSandbox(p Permissions) string {
+//   - read-only: -s read-only lets commands read files and nothing else (a
+//     write fails with "Read-only file system"; apply_patch is rejected:
+//     "writing is blocked by read-only sandbox").
+//   - edit: -s workspace-write lets commands and patches write in the
+//     working directory (the vault), without network. On its own it also
+//     lets them write in /tmp and $TMPDIR; the two
+//     sandbox_workspace_write.exclude_* settings take those away, so that
+//     edit means the vault only, as for Claude Code.
+//   - full: -s danger-full-access runs everything unsandboxed.
+func codexPermissionFlags(p Permissions) []string {
 	switch p {
 	case PermEdit:
-		return "workspace-write"
+		return []string{"-s", "workspace-write",
+			"-c", "sandbox_workspace_write.exclude_slash_tmp=true",
+			"-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true"}
 	case PermFull:
-		return "danger-full-access"
+		return []string{"-s", "danger-full-access"}
 	}
-	return "read-only"
+	return []string{"-s", "read-only"}
 }
 
 // failureExplainer is a driver that recognizes failures its CLI reports

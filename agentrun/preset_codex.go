@@ -9,10 +9,10 @@ import (
 
 // codexDriver runs the OpenAI Codex CLI non-interactively:
 //
-//	codex exec --json --skip-git-repo-check -s S [--model M] [-c developer_instructions="I"] -                  (new)
-//	codex exec --json --skip-git-repo-check -s S [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
+//	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] -                  (new)
+//	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
 //
-// S is the sandbox of the agent's Permissions (codexSandbox). `codex exec
+// P are the sandbox flags of the agent's Permissions (codexPermissionFlags). `codex exec
 // resume` has no -s of its own, but exec's -s before "resume" applies to the
 // resumed turn (Codex CLI 0.169.0, seen with the real CLI: a thread started
 // in workspace-write and resumed with -s read-only has its patch refused,
@@ -45,8 +45,8 @@ func (codexDriver) limits() Limits           { return Limits{} }
 func (codexDriver) parser() outputParser     { return &codexParser{} }
 
 func (codexDriver) argv(a *attempt) ([]string, error) {
-	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check",
-		"-s", codexSandbox(a.req.Agent.permissions()))
+	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check")
+	argv = append(argv, codexPermissionFlags(a.req.Agent.permissions())...)
 	if a.model != "" {
 		argv = append(argv, "--model", a.model)
 	}
