@@ -224,3 +224,64 @@ func TestCodex_RealCLIPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestCodex_RealCLIResumedTurnSandboxAndInstructions pins what Codex CLI
+// 0.169.0 applies on a resumed turn: the sandbox of exec's -s, given before
+// "resume", is the turn's own (codex tells the model the new sandbox_mode
+// in a new developer message), while the developer instructions are the
+// thread's: those it started with reach the model again, and a different
+// -c developer_instructions is ignored.
+func TestCodex_RealCLIResumedTurnSandboxAndInstructions(t *testing.T) {
+	rc := newRealCodex(t)
+	req := rc.firstTurn(t.TempDir())
+	req.Agent.Permissions, req.Agent.Instructions = agentrun.PermEdit, "FIRST INSTRUCTIONS"
+	res, _ := rc.run(t, req)
+
+	req = codexNextTurn(req, res)
+	req.Agent.Permissions, req.Agent.Instructions = agentrun.PermReadOnly, "CHANGED INSTRUCTIONS"
+	_, calls := rc.run(t, req)
+	call := mustOneResponse(t, 2, calls)
+	var modes []string
+	instructions := map[string]int{}
+	for _, m := range call.Input {
+		if m.Role != "developer" {
+			continue
+		}
+		for _, part := range m.Content {
+			if _, rest, ok := strings.Cut(part.Text, "`sandbox_mode` is `"); ok {
+				mode, _, _ := strings.Cut(rest, "`")
+				modes = append(modes, mode)
+			}
+			if strings.Contains(part.Text, "INSTRUCTIONS") {
+				instructions[part.Text]++
+			}
+		}
+	}
+	if len(modes) == 0 || modes[len(modes)-1] != "read-only" {
+		t.Errorf("sandbox modes told to the model on the resumed turn: %q; want read-only last", modes)
+	}
+	if want := map[string]int{"FIRST INSTRUCTIONS": 1}; fmt.Sprint(instructions) != fmt.Sprint(want) {
+		t.Errorf("instructions the model saw on the resumed turn: %v; want %v (the thread's own)", instructions, want)
+	}
+}
+
+// TestClaude_RealCLIResumedTurnInstructions pins what Claude Code 2.1.330
+// sends on a resumed turn whose instructions changed: the system prompt it
+// recorded on the conversation's first request (--system-prompt-snapshot
+// on, its default), with the first turn's instructions; the permission
+// mode, by contrast, is the launch's (TestClaude_RealCLIPermissions).
+func TestClaude_RealCLIResumedTurnInstructions(t *testing.T) {
+	rc := newRealClaude(t)
+	req := rc.firstTurn(t.TempDir())
+	req.Agent.Instructions = "FIRST INSTRUCTIONS"
+	res, _ := rc.run(t, req)
+
+	req = realNextTurn(req, res.Resume)
+	req.Agent.Instructions = "CHANGED INSTRUCTIONS"
+	_, calls := rc.run(t, req)
+	call := mustOneCall(t, 2, calls)
+	if !strings.Contains(call.System, "FIRST INSTRUCTIONS") || strings.Contains(call.System, "CHANGED INSTRUCTIONS") {
+		t.Errorf("the resumed turn's system prompt has the first instructions %t, the changed ones %t; want the first only",
+			strings.Contains(call.System, "FIRST INSTRUCTIONS"), strings.Contains(call.System, "CHANGED INSTRUCTIONS"))
+	}
+}
