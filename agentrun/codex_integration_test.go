@@ -128,7 +128,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 
 	req1 := rc.firstTurn(vault)
 	res1, calls := rc.run(t, req1)
-	wantArgv := []string{bin, "exec", "--json", "--skip-git-repo-check", "--model", "gpt-5.5",
+	wantArgv := []string{bin, "exec", "--json", "--skip-git-repo-check", "-s", "read-only", "--model", "gpt-5.5",
 		"-c", `developer_instructions="- Answer in one sentence.\n- Never edit \"files\"."`, "-"}
 	if !slices.Equal(res1.Argv, wantArgv) {
 		t.Errorf("turn 1 argv = %q; want %q", res1.Argv, wantArgv)

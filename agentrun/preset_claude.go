@@ -9,9 +9,12 @@ import (
 
 // claudeDriver runs Claude Code headless:
 //
-//	claude -p --output-format stream-json --verbose --session-id <session> [--model M] [--append-system-prompt=I]   (new)
-//	claude -p --output-format stream-json --verbose --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
+//	claude -p --output-format stream-json --verbose P --session-id <session> [--model M] [--append-system-prompt=I]   (new)
+//	claude -p --output-format stream-json --verbose P --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
 //
+// where P are the flags of the agent's Permissions (claudePermissionFlags),
+// passed on every turn: the permission mode is the launch's, not the
+// session's, so a resumed turn runs with the level configured now.
 // with the prompt on standard input and the vault root as working directory
 // (Claude Code keeps sessions per directory). The first turn creates the
 // session with the strand's own UUID; later turns resume the handle Claude
@@ -44,6 +47,7 @@ func (claudeDriver) parser() outputParser     { return newClaudeParser() }
 
 func (claudeDriver) argv(a *attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "stream-json", "--verbose")
+	argv = append(argv, claudePermissionFlags(a.req.Agent.permissions())...)
 	if a.resume != "" {
 		argv = append(argv, "--resume", a.resume)
 	} else {

@@ -10,8 +10,17 @@ import (
 
 // codexDriver runs the OpenAI Codex CLI non-interactively:
 //
-//	codex exec --json --skip-git-repo-check [--model M] [-c developer_instructions="I"] -                  (new)
-//	codex exec --json --skip-git-repo-check [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
+//	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] -                  (new)
+//	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
+//
+// P are the sandbox flags of the agent's Permissions (codexPermissionFlags). `codex exec
+// resume` has no -s of its own, but exec's -s before "resume" applies to the
+// resumed turn (Codex CLI 0.169.0, seen with the real CLI: a thread started
+// in workspace-write and resumed with -s read-only has its patch refused,
+// and codex tells the model the new sandbox_mode), so a resumed turn runs
+// with the level configured now. The developer_instructions, on the other
+// hand, are the thread's: a resumed turn sends the model those the thread
+// started with, and ignores a different -c developer_instructions.
 //
 // The prompt is read from standard input ("-"). --json makes codex print
 // one JSON event per line (codex-rs/exec/src/exec_events.rs): the handle is
@@ -38,6 +47,7 @@ func (codexDriver) parser() outputParser     { return newCodexParser() }
 
 func (codexDriver) argv(a *attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check")
+	argv = append(argv, codexPermissionFlags(a.req.Agent.permissions())...)
 	if a.model != "" {
 		argv = append(argv, "--model", a.model)
 	}

@@ -199,6 +199,10 @@ func TestDrivers_Argv(t *testing.T) {
 	req := promptRequest(1, "x")
 	req.Vault, req.StateDir = "/v", "/state"
 	sess := testSession
+	ro := []string{"--permission-mode", "dontAsk"}
+	claude := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
+	codex := []string{"codex", "exec", "--json", "--skip-git-repo-check", "-s"}
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
 	tests := []struct {
 		name string
 		d    driver
@@ -206,15 +210,15 @@ func TestDrivers_Argv(t *testing.T) {
 		want []string
 	}{
 		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
-			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--session-id", sess}},
+			cat(claude, ro, []string{"--session-id", sess})},
 		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
-			[]string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"}},
+			cat(claude, ro, []string{"--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"})},
 		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
-			[]string{"npx", "@anthropic-ai/claude-code", "-p", "--output-format", "stream-json", "--verbose", "--session-id", sess}},
+			cat([]string{"npx", "@anthropic-ai/claude-code"}, claude[1:], ro, []string{"--session-id", sess})},
 		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
-			[]string{"codex", "exec", "--json", "--skip-git-repo-check", "-"}},
+			cat(codex, []string{"read-only", "-"})},
 		{"codex resume", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
-			[]string{"codex", "exec", "--json", "--skip-git-repo-check", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"}},
+			cat(codex, []string{"read-only", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"})},
 		{"gemini new", geminiDriver{}, attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
 			[]string{"gemini", "--output-format", "json"}},
 		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
@@ -229,6 +233,52 @@ func TestDrivers_Argv(t *testing.T) {
 	for _, tt := range tests {
 		a := tt.a
 		a.req = req
+		got, err := tt.d.argv(&a)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: argv = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestDrivers_ArgvPermissions: each permission level's flags, on new and
+// resumed turns alike.
+func TestDrivers_ArgvPermissions(t *testing.T) {
+	req := promptRequest(1, "x")
+	sess := testSession
+	ro := []string{"--permission-mode", "dontAsk"}
+	edit := []string{"--permission-mode", "acceptEdits", "--permission-prompts", "none"}
+	full := []string{"--permission-mode", "bypassPermissions"}
+	claude := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
+	codex := []string{"codex", "exec", "--json", "--skip-git-repo-check", "-s"}
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	tests := []struct {
+		name string
+		d    driver
+		a    attempt
+		perm Permissions
+		want []string
+	}{
+		{"claude new read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermReadOnly, cat(claude, ro, []string{"--session-id", sess})},
+		{"claude resume read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermReadOnly, cat(claude, ro, []string{"--resume", "h-1"})},
+		{"claude new edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermEdit, cat(claude, edit, []string{"--session-id", sess})},
+		{"claude resume edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
+		{"claude new full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
+		{"claude resume full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
+		{"codex new read-only", codexDriver{}, attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
+		{"codex resume read-only", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
+			cat(codex, []string{"read-only", "resume", "t-1", "-"})},
+		{"codex new edit", codexDriver{}, attempt{program: []string{"codex"}}, PermEdit, cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "-"})},
+		{"codex resume edit", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermEdit,
+			cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "resume", "t-1", "-"})},
+		{"codex new full", codexDriver{}, attempt{program: []string{"codex"}}, PermFull, cat(codex, []string{"danger-full-access", "-"})},
+		{"codex resume full", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermFull,
+			cat(codex, []string{"danger-full-access", "resume", "t-1", "-"})},
+	}
+	for _, tt := range tests {
+		a := tt.a
+		r := *req
+		r.Agent.Permissions = tt.perm
+		a.req = &r
 		got, err := tt.d.argv(&a)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("%s: argv = %q, %v; want %q", tt.name, got, err, tt.want)

@@ -113,6 +113,11 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			})
 		}
 		classify(out, &res)
+		if x, ok := d.(failureExplainer); ok && res.Outcome == OutcomeFailed {
+			if advice := x.explain(&a, out.proc.exitCode, out.proc.stderr); advice != "" {
+				res.Reason += " (" + advice + ")"
+			}
+		}
 		perTurn(d, &a, req.TotalsBefore, &res)
 		break
 	}

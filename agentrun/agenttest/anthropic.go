@@ -16,7 +16,8 @@
 //   - anything else: a 404 with an API error object, logged to the test.
 //
 // The reply text is "MOCK REPLY (user messages seen: N)", N counting the
-// user messages of the request, unless the test sets a ReplyFunc; SetStatus
+// user messages of the request, unless the test sets a ReplyFunc, or with
+// SetAnswer a Reply that may call the CLI's tools (see CallTool); SetStatus
 // makes it answer every request with an error status instead (Claude Code
 // retries a 401 forever: see ClaudeCLI for running the real CLI).
 package agenttest
@@ -59,7 +60,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	reqs   []Request
-	reply  ReplyFunc
+	answer func(Request) Reply
 	status int
 	nextID int
 }
@@ -84,9 +85,23 @@ func (s *Server) Close() {
 // SetReply makes the server answer later Messages API requests with
 // reply's text; nil restores DefaultReply.
 func (s *Server) SetReply(reply ReplyFunc) {
+	if reply == nil {
+		s.SetAnswer(nil)
+		return
+	}
+	s.SetAnswer(func(r Request) Reply { return Reply{Text: reply(r)} })
+}
+
+// SetAnswer makes the server answer later Messages API requests with
+// answer's Reply, which may call tools: each call becomes a tool_use
+// content block (with an id "toolu_…" the stand-in makes up when the call
+// has none) and the message's stop reason "tool_use". nil restores
+// DefaultReply. answer is called from the server's handler goroutines,
+// possibly concurrently.
+func (s *Server) SetAnswer(answer func(Request) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reply = reply
+	s.answer = answer
 }
 
 // SetStatus makes the server answer every later request, whatever its path,
@@ -138,12 +153,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	forced, reply := s.status, s.reply
+	forced, answerFn := s.status, s.answer
 	s.nextID++
-	id := fmt.Sprintf("msg_%024x", s.nextID)
+	n := s.nextID
 	s.mu.Unlock()
-	if reply == nil {
-		reply = DefaultReply
+	id := fmt.Sprintf("msg_%024x", n)
+	if answerFn == nil {
+		answerFn = func(r Request) Reply { return Reply{Text: DefaultReply(r)} }
 	}
 
 	// Decide the answer, record the request with its status, then write.
@@ -174,11 +190,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case messages:
 		req.Status = http.StatusOK
-		text := reply(req)
+		reply := answerFn(req)
+		reply.ToolCalls = slices.Clone(reply.ToolCalls)
+		for i := range reply.ToolCalls {
+			if reply.ToolCalls[i].ID == "" {
+				reply.ToolCalls[i].ID = fmt.Sprintf("toolu_%020x%02x", n, i)
+			}
+		}
 		if req.Stream {
-			answer = func() error { return writeStream(w, id, req.Model, text) }
+			answer = func() error { return writeStream(w, id, req.Model, reply) }
 		} else {
-			answer = func() error { return writeMessage(w, id, req.Model, text) }
+			answer = func() error { return writeMessage(w, id, req.Model, reply) }
 		}
 	default:
 		req.Status = http.StatusNotFound

@@ -31,8 +31,9 @@ import (
 //     output tokens;
 //   - anything else: a 404 with an API error object, logged to the test.
 //
-// SetStatus makes it answer with an error status instead. Its methods are
-// safe for concurrent use.
+// SetAnswer makes it answer with a Reply that may call Codex's tools (see
+// CallTool); SetStatus makes it answer with an error status instead. Its
+// methods are safe for concurrent use.
 type OpenAI struct {
 	// URL is the server's base URL, http://127.0.0.1:PORT; the Responses
 	// API is under URL+"/v1".
@@ -44,7 +45,7 @@ type OpenAI struct {
 
 	mu     sync.Mutex
 	reqs   []ResponsesRequest
-	reply  func(ResponsesRequest) string
+	answer func(ResponsesRequest) Reply
 	status int
 	times  int // answers left with status; <0: all of them
 	nextID int
@@ -79,7 +80,14 @@ type ResponsesRequest struct {
 	// works; other parts keep their type and no text. Items of other types
 	// (additional_tools, function calls…) are left out.
 	Input []Message
+	// Results holds the input's function_call_output and
+	// custom_tool_call_output items, in order: what the CLI sent back for
+	// the tool calls of earlier replies.
+	Results []ToolResult
 }
+
+// ToolResults returns r.Results.
+func (r ResponsesRequest) ToolResults() []ToolResult { return r.Results }
 
 // codexContext starts the text of the user messages Codex CLI adds to the
 // conversation itself (the environment, AGENTS.md and skills).
@@ -152,9 +160,24 @@ func (s *OpenAI) Close() {
 // restores DefaultResponsesReply. reply is called from the server's handler
 // goroutines.
 func (s *OpenAI) SetReply(reply func(ResponsesRequest) string) {
+	if reply == nil {
+		s.SetAnswer(nil)
+		return
+	}
+	s.SetAnswer(func(r ResponsesRequest) Reply { return Reply{Text: reply(r)} })
+}
+
+// SetAnswer makes the server answer later requests with answer's Reply,
+// which may call tools: after the text's message item, each call becomes a
+// function_call output item (arguments: the JSON of its Input) or, when its
+// Input is a string, a custom_tool_call item, with a call_id "call_…" the
+// stand-in makes up when the call has none. nil restores
+// DefaultResponsesReply. answer is called from the server's handler
+// goroutines.
+func (s *OpenAI) SetAnswer(answer func(ResponsesRequest) Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reply = reply
+	s.answer = answer
 }
 
 // SetStatus makes the server answer every later request with the HTTP
@@ -213,7 +236,7 @@ func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	forced, reply := s.status, s.reply
+	forced, answerFn := s.status, s.answer
 	if s.times > 0 {
 		s.times--
 		if s.times == 0 {
@@ -223,8 +246,8 @@ func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	s.nextID++
 	id := s.nextID
 	s.mu.Unlock()
-	if reply == nil {
-		reply = DefaultResponsesReply
+	if answerFn == nil {
+		answerFn = func(r ResponsesRequest) Reply { return Reply{Text: DefaultResponsesReply(r)} }
 	}
 
 	var answer func() error
@@ -248,9 +271,15 @@ func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		answer = func() error { return writeOpenAIError(w, req.Status, parseErr.Error()) }
 	case responses:
 		req.Status = http.StatusOK
-		text := reply(req)
+		reply := answerFn(req)
+		reply.ToolCalls = slices.Clone(reply.ToolCalls)
+		for i := range reply.ToolCalls {
+			if reply.ToolCalls[i].ID == "" {
+				reply.ToolCalls[i].ID = fmt.Sprintf("call_%020x%02x", id, i)
+			}
+		}
 		in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
-		answer = func() error { return writeResponsesStream(w, id, req.Model, text, in) }
+		answer = func() error { return writeResponsesStream(w, id, req.Model, reply, in) }
 	default:
 		req.Status = http.StatusNotFound
 		s.tb.Logf("agenttest: OpenAI stand-in: no route for %s %s: answered 404", r.Method, r.URL)
@@ -278,6 +307,8 @@ type wireResponsesRequest struct {
 		Type    string          `json:"type"`
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
+		CallID  string          `json:"call_id"`
+		Output  json.RawMessage `json:"output"`
 	} `json:"input"`
 }
 
@@ -289,6 +320,14 @@ func (r *ResponsesRequest) parseBody(body []byte) error {
 	}
 	r.Model, r.Stream, r.Instructions = w.Model, w.Stream, w.Instructions
 	for i, item := range w.Input {
+		if item.Type == "function_call_output" || item.Type == "custom_tool_call_output" {
+			out, err := parseResponsesContent(item.Output)
+			if err != nil {
+				return fmt.Errorf("agenttest: parse input[%d] output: %w", i, err)
+			}
+			r.Results = append(r.Results, ToolResult{ID: item.CallID, Output: Message{Content: out}.Text()})
+			continue
+		}
 		if item.Type != "message" && !(item.Type == "" && item.Role != "") {
 			continue
 		}
@@ -332,11 +371,11 @@ type responsesUsage struct {
 	TotalTokens         int64          `json:"total_tokens"`
 }
 
-// writeResponsesStream answers with text as one streamed assistant message
-// (text/event-stream), flushing after every event.
-func writeResponsesStream(w http.ResponseWriter, n int, model, text string, inputTokens int64) error {
+// writeResponsesStream answers with r as a streamed response
+// (text/event-stream), flushing after every event: a message item with r's
+// text (unless r only calls tools), then an item for each tool call.
+func writeResponsesStream(w http.ResponseWriter, n int, model string, r Reply, inputTokens int64) error {
 	respID := fmt.Sprintf("resp_%024x", n)
-	msgID := fmt.Sprintf("msg_%024x", n)
 	created := time.Now().Unix()
 	response := func(status string, output []any, usage *responsesUsage) map[string]any {
 		r := map[string]any{
@@ -348,13 +387,61 @@ func writeResponsesStream(w http.ResponseWriter, n int, model, text string, inpu
 		}
 		return r
 	}
-	part := func(t string) map[string]any {
-		return map[string]any{"type": "output_text", "text": t, "annotations": []any{}}
+	events := []map[string]any{
+		{"type": "response.created", "response": response("in_progress", []any{}, nil)},
+		{"type": "response.in_progress", "response": response("in_progress", []any{}, nil)},
 	}
-	item := func(status string, content []any) map[string]any {
-		return map[string]any{"id": msgID, "type": "message", "status": status, "role": "assistant", "content": content}
+	var output []any
+	if r.Text != "" || len(r.ToolCalls) == 0 {
+		msgID := fmt.Sprintf("msg_%024x", n)
+		idx := len(output)
+		part := func(t string) map[string]any {
+			return map[string]any{"type": "output_text", "text": t, "annotations": []any{}}
+		}
+		item := func(status string, content []any) map[string]any {
+			return map[string]any{"id": msgID, "type": "message", "status": status, "role": "assistant", "content": content}
+		}
+		done := item("completed", []any{part(r.Text)})
+		events = append(events,
+			map[string]any{"type": "response.output_item.added", "output_index": idx, "item": item("in_progress", []any{})},
+			map[string]any{"type": "response.content_part.added", "item_id": msgID, "output_index": idx, "content_index": 0, "part": part("")},
+			map[string]any{"type": "response.output_text.delta", "item_id": msgID, "output_index": idx, "content_index": 0, "delta": r.Text},
+			map[string]any{"type": "response.output_text.done", "item_id": msgID, "output_index": idx, "content_index": 0, "text": r.Text},
+			map[string]any{"type": "response.content_part.done", "item_id": msgID, "output_index": idx, "content_index": 0, "part": part(r.Text)},
+			map[string]any{"type": "response.output_item.done", "output_index": idx, "item": done},
+		)
+		output = append(output, done)
 	}
-	done := item("completed", []any{part(text)})
+	for i, c := range r.ToolCalls {
+		idx := len(output)
+		itemID := fmt.Sprintf("fc_%022x%02x", n, i)
+		kind, field, key := "function_call", "arguments", "function_call_arguments"
+		var input string
+		if s, ok := c.Input.(string); ok {
+			kind, field, key, input = "custom_tool_call", "input", "custom_tool_call_input", s
+		} else {
+			args, err := inputJSON(c.Input)
+			if err != nil {
+				return fmt.Errorf("agenttest: encode the arguments of tool call %s: %w", c.Name, err)
+			}
+			input = string(args)
+		}
+		item := func(status, input string) map[string]any {
+			m := map[string]any{"id": itemID, "type": kind, "status": status, "call_id": c.ID, "name": c.Name, field: input}
+			if c.Namespace != "" {
+				m["namespace"] = c.Namespace
+			}
+			return m
+		}
+		done := item("completed", input)
+		events = append(events,
+			map[string]any{"type": "response.output_item.added", "output_index": idx, "item": item("in_progress", "")},
+			map[string]any{"type": "response." + key + ".delta", "item_id": itemID, "output_index": idx, "delta": input},
+			map[string]any{"type": "response." + key + ".done", "item_id": itemID, "output_index": idx, field: input},
+			map[string]any{"type": "response.output_item.done", "output_index": idx, "item": done},
+		)
+		output = append(output, done)
+	}
 	usage := &responsesUsage{
 		InputTokens:         inputTokens,
 		InputTokensDetails:  map[string]int{"cached_tokens": 0},
@@ -362,17 +449,7 @@ func writeResponsesStream(w http.ResponseWriter, n int, model, text string, inpu
 		OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
 		TotalTokens:         inputTokens + responsesOutputTokens,
 	}
-	events := []map[string]any{
-		{"type": "response.created", "response": response("in_progress", []any{}, nil)},
-		{"type": "response.in_progress", "response": response("in_progress", []any{}, nil)},
-		{"type": "response.output_item.added", "output_index": 0, "item": item("in_progress", []any{})},
-		{"type": "response.content_part.added", "item_id": msgID, "output_index": 0, "content_index": 0, "part": part("")},
-		{"type": "response.output_text.delta", "item_id": msgID, "output_index": 0, "content_index": 0, "delta": text},
-		{"type": "response.output_text.done", "item_id": msgID, "output_index": 0, "content_index": 0, "text": text},
-		{"type": "response.content_part.done", "item_id": msgID, "output_index": 0, "content_index": 0, "part": part(text)},
-		{"type": "response.output_item.done", "output_index": 0, "item": done},
-		{"type": "response.completed", "response": response("completed", []any{done}, usage)},
-	}
+	events = append(events, map[string]any{"type": "response.completed", "response": response("completed", output, usage)})
 
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -24,17 +24,25 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
+// toolUseBlock is a tool_use content block.
+type toolUseBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
 // message is a Messages API message object. Content is never nil so that
 // it encodes as [] in message_start.
 type message struct {
-	ID           string      `json:"id"`
-	Type         string      `json:"type"`
-	Role         string      `json:"role"`
-	Model        string      `json:"model"`
-	Content      []textBlock `json:"content"`
-	StopReason   *string     `json:"stop_reason"`
-	StopSequence *string     `json:"stop_sequence"`
-	Usage        usage       `json:"usage"`
+	ID           string  `json:"id"`
+	Type         string  `json:"type"`
+	Role         string  `json:"role"`
+	Model        string  `json:"model"`
+	Content      []any   `json:"content"`
+	StopReason   *string `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+	Usage        usage   `json:"usage"`
 }
 
 // event is one server-sent event of a streamed reply.
@@ -43,43 +51,86 @@ type event struct {
 	data any
 }
 
-// streamEvents returns the events that stream text as one assistant text
-// block, in the order the Messages API sends them.
-func streamEvents(id, model, text string) []event {
-	endTurn := "end_turn"
-	start := message{
-		ID: id, Type: "message", Role: "assistant", Model: model,
-		Content: []textBlock{},
-		Usage:   usage{InputTokens: replyInputTokens, OutputTokens: 1},
+// stopReason is the stop reason of a reply: "tool_use" when it calls tools.
+func stopReason(r Reply) string {
+	if len(r.ToolCalls) > 0 {
+		return "tool_use"
 	}
-	return []event{
-		{"message_start", map[string]any{"type": "message_start", "message": start}},
-		{"content_block_start", map[string]any{
-			"type": "content_block_start", "index": 0,
-			"content_block": textBlock{Type: "text", Text: ""},
-		}},
-		{"content_block_delta", map[string]any{
-			"type": "content_block_delta", "index": 0,
-			"delta": map[string]string{"type": "text_delta", "text": text},
-		}},
-		{"content_block_stop", map[string]any{"type": "content_block_stop", "index": 0}},
-		{"message_delta", map[string]any{
-			"type":  "message_delta",
-			"delta": map[string]any{"stop_reason": endTurn, "stop_sequence": nil},
-			"usage": map[string]int{"output_tokens": replyOutputTokens},
-		}},
-		{"message_stop", map[string]any{"type": "message_stop"}},
-	}
+	return "end_turn"
 }
 
-// writeStream answers with text as a streamed assistant message
+// contentBlocks returns the content blocks of r: a text block unless r has
+// tool calls and no text, then a tool_use block for each call.
+func contentBlocks(r Reply) ([]any, error) {
+	var blocks []any
+	if r.Text != "" || len(r.ToolCalls) == 0 {
+		blocks = append(blocks, textBlock{Type: "text", Text: r.Text})
+	}
+	for _, c := range r.ToolCalls {
+		input, err := inputJSON(c.Input)
+		if err != nil {
+			return nil, fmt.Errorf("agenttest: encode the input of tool call %s: %w", c.Name, err)
+		}
+		blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: input})
+	}
+	return blocks, nil
+}
+
+// streamEvents returns the events that stream r as an assistant message, in
+// the order the Messages API sends them: a text block streamed as one
+// text_delta, and each tool_use block with its input as one
+// input_json_delta.
+func streamEvents(id, model string, r Reply) ([]event, error) {
+	blocks, err := contentBlocks(r)
+	if err != nil {
+		return nil, err
+	}
+	start := message{
+		ID: id, Type: "message", Role: "assistant", Model: model,
+		Content: []any{},
+		Usage:   usage{InputTokens: replyInputTokens, OutputTokens: 1},
+	}
+	events := []event{{"message_start", map[string]any{"type": "message_start", "message": start}}}
+	for i, b := range blocks {
+		var first, delta any
+		switch b := b.(type) {
+		case textBlock:
+			first = textBlock{Type: "text", Text: ""}
+			delta = map[string]string{"type": "text_delta", "text": b.Text}
+		case toolUseBlock:
+			empty := b
+			empty.Input = json.RawMessage("{}")
+			first = empty
+			delta = map[string]string{"type": "input_json_delta", "partial_json": string(b.Input)}
+		}
+		events = append(events,
+			event{"content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": first}},
+			event{"content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": delta}},
+			event{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}},
+		)
+	}
+	return append(events,
+		event{"message_delta", map[string]any{
+			"type":  "message_delta",
+			"delta": map[string]any{"stop_reason": stopReason(r), "stop_sequence": nil},
+			"usage": map[string]int{"output_tokens": replyOutputTokens},
+		}},
+		event{"message_stop", map[string]any{"type": "message_stop"}},
+	), nil
+}
+
+// writeStream answers with r as a streamed assistant message
 // (text/event-stream), flushing after every event.
-func writeStream(w http.ResponseWriter, id, model, text string) error {
+func writeStream(w http.ResponseWriter, id, model string, r Reply) error {
+	events, err := streamEvents(id, model, r)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	for _, ev := range streamEvents(id, model, text) {
+	for _, ev := range events {
 		data, err := json.Marshal(ev.data)
 		if err != nil {
 			return fmt.Errorf("agenttest: encode %s: %w", ev.name, err)
@@ -94,13 +145,17 @@ func writeStream(w http.ResponseWriter, id, model, text string) error {
 	return nil
 }
 
-// writeMessage answers with text as a whole assistant message (JSON).
-func writeMessage(w http.ResponseWriter, id, model, text string) error {
-	endTurn := "end_turn"
+// writeMessage answers with r as a whole assistant message (JSON).
+func writeMessage(w http.ResponseWriter, id, model string, r Reply) error {
+	blocks, err := contentBlocks(r)
+	if err != nil {
+		return err
+	}
+	stop := stopReason(r)
 	return writeJSON(w, http.StatusOK, message{
 		ID: id, Type: "message", Role: "assistant", Model: model,
-		Content:    []textBlock{{Type: "text", Text: text}},
-		StopReason: &endTurn,
+		Content:    blocks,
+		StopReason: &stop,
 		Usage:      usage{InputTokens: replyInputTokens, OutputTokens: replyOutputTokens},
 	})
 }

@@ -47,8 +47,31 @@ type Message struct {
 type Block struct {
 	// Type is the block's type: "text", "tool_use", "tool_result", "image"…
 	Type string
-	// Text is the text of a text block, empty for other types.
+	// Text is the text of a text block, and the text of a tool_result
+	// block's content (its text blocks joined with newlines); empty for
+	// other types.
 	Text string
+	// ID is the id of a tool_use block, and the tool_use_id of a
+	// tool_result block.
+	ID string
+	// Name is the tool name of a tool_use block.
+	Name string
+	// IsError is the is_error flag of a tool_result block.
+	IsError bool
+}
+
+// ToolResults returns the tool_result blocks of r's user messages, in
+// order: what the CLI sent back for the tool calls of earlier replies.
+func (r Request) ToolResults() []ToolResult {
+	var results []ToolResult
+	for _, m := range r.UserMessages() {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				results = append(results, ToolResult{ID: b.ID, Output: b.Text, IsError: b.IsError})
+			}
+		}
+	}
+	return results
 }
 
 // reminderPrefix starts the text blocks Claude Code inserts into user
@@ -110,8 +133,13 @@ type wireRequest struct {
 }
 
 type wireBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
 }
 
 // parseBody fills r's parsed fields from a Messages API request body.
@@ -163,8 +191,23 @@ func parseContent(raw json.RawMessage) ([]Block, error) {
 	blocks := make([]Block, len(wire))
 	for i, b := range wire {
 		blocks[i] = Block{Type: b.Type}
-		if b.Type == "text" {
+		switch b.Type {
+		case "text":
 			blocks[i].Text = b.Text
+		case "tool_use":
+			blocks[i].ID, blocks[i].Name = b.ID, b.Name
+		case "tool_result":
+			content, err := parseContent(b.Content)
+			if err != nil {
+				return nil, fmt.Errorf("tool_result %s: %w", b.ToolUseID, err)
+			}
+			var texts []string
+			for _, c := range content {
+				if c.Type == "text" {
+					texts = append(texts, c.Text)
+				}
+			}
+			blocks[i].ID, blocks[i].IsError, blocks[i].Text = b.ToolUseID, b.IsError, strings.Join(texts, "\n")
 		}
 	}
 	return blocks, nil

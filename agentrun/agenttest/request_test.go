@@ -32,10 +32,20 @@ func TestRequest_ParseBody(t *testing.T) {
 					{Type: "text", Text: "<system-reminder>\nx\n</system-reminder>\n"},
 					{Type: "text", Text: "prompt\n"}}},
 				{Role: "system", Content: []Block{{Type: "text", Text: "# Environment"}}},
-				{Role: "assistant", Content: []Block{{Type: "thinking"}, {Type: "text", Text: "ok"}, {Type: "tool_use"}}},
-				{Role: "user", Content: []Block{{Type: "tool_result"}}},
+				{Role: "assistant", Content: []Block{{Type: "thinking"}, {Type: "text", Text: "ok"}, {Type: "tool_use", ID: "t1", Name: "Bash"}}},
+				{Role: "user", Content: []Block{{Type: "tool_result", ID: "t1", Text: "done"}}},
 			}},
 		},
+		{
+			name: "tool results, text or blocks, refused",
+			body: `{"messages":[{"role":"user","content":[
+				{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"x"},{"type":"image"},{"type":"text","text":"y"}]},
+				{"type":"tool_result","tool_use_id":"b","is_error":true,"content":"denied"}]}]}`,
+			want: Request{Messages: []Message{{Role: "user", Content: []Block{
+				{Type: "tool_result", ID: "a", Text: "x\ny"},
+				{Type: "tool_result", ID: "b", Text: "denied", IsError: true}}}}},
+		},
+		{name: "tool_result content a number", body: `{"messages":[{"role":"user","content":[{"type":"tool_result","content":1}]}]}`, wantErr: true},
 		{
 			name: "no system, null content",
 			body: `{"model":"m","messages":[{"role":"user","content":null}]}`,
@@ -138,4 +148,16 @@ func FuzzRequest_ParseBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRequest_ToolResults(t *testing.T) {
+	r := Request{Messages: []Message{
+		{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}},
+		{Role: "assistant", Content: []Block{{Type: "tool_use", ID: "a", Name: "Write"}}},
+		{Role: "user", Content: []Block{{Type: "tool_result", ID: "a", Text: "denied", IsError: true}}},
+	}}
+	want := []ToolResult{{ID: "a", Output: "denied", IsError: true}}
+	if got := r.ToolResults(); !reflect.DeepEqual(got, want) {
+		t.Errorf("ToolResults() = %+v; want %+v", got, want)
+	}
 }

@@ -151,6 +151,15 @@ func parseFlags(args []string, valueFlags, boolFlags []string) (flags, error) {
 	return f, nil
 }
 
+// oneOf reports an error when the value flag name was given a value not in
+// choices, as the real CLIs refuse one.
+func (f flags) oneOf(name string, choices ...string) error {
+	if v, ok := f.values[name]; ok && !contains(choices, v) {
+		return fmt.Errorf("option '%s' argument '%s' is invalid (choices: %s)", name, v, strings.Join(choices, ", "))
+	}
+	return nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -16,8 +16,15 @@ import (
 // stream-json has the recorded shape: a system init line, an assistant
 // message with a thinking and a text block, and the result line.
 func claude(inv *Invocation) int {
-	f, err := parseFlags(inv.Args, []string{"--output-format", "--session-id", "--resume", "--model", "--append-system-prompt"},
+	f, err := parseFlags(inv.Args, []string{"--output-format", "--session-id", "--resume", "--model", "--append-system-prompt",
+		"--permission-mode", "--permission-prompts"},
 		[]string{"-p", "--print", "--verbose"})
+	if err == nil {
+		err = f.oneOf("--permission-mode", "acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan")
+	}
+	if err == nil {
+		err = f.oneOf("--permission-prompts", "host", "none")
+	}
 	if err != nil || len(f.rest) > 0 || !(f.bools["-p"] || f.bools["--print"]) {
 		fmt.Fprintf(inv.Stderr, "error: %v (args %q)\n", err, inv.Args)
 		return 1
@@ -125,9 +132,15 @@ func emitJSON(inv *Invocation, v map[string]any) {
 	fmt.Fprintln(inv.Stdout, string(b))
 }
 
-// codex imitates `codex exec --json [resume ID] -`.
+// codex imitates `codex exec --json [-s MODE] [resume ID] -`.
 func codex(inv *Invocation) int {
-	f, err := parseFlags(inv.Args, []string{"--model", "-m", "-c", "--config"}, []string{"--json", "--skip-git-repo-check"})
+	f, err := parseFlags(inv.Args, []string{"--model", "-m", "-c", "--config", "-s", "--sandbox"}, []string{"--json", "--skip-git-repo-check"})
+	if err == nil {
+		err = f.oneOf("-s", "read-only", "workspace-write", "danger-full-access")
+	}
+	if err == nil {
+		err = f.oneOf("--sandbox", "read-only", "workspace-write", "danger-full-access")
+	}
 	if err != nil || len(f.rest) == 0 || f.rest[0] != "exec" || f.rest[len(f.rest)-1] != "-" {
 		fmt.Fprintf(inv.Stderr, "error: unexpected arguments %q (%v)\n", inv.Args, err)
 		return 2
