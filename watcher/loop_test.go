@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/ignore"
 )
 
 func TestWatcher_QuietPeriodExact(t *testing.T) {
@@ -175,7 +176,7 @@ func TestWatcher_IgnoreFileChangeReloadsAndRescans(t *testing.T) {
 		mustWrite(t, filepath.Join(root, "notes/.gitignore"), "drafts/\n")
 		mustWrite(t, filepath.Join(root, "notes/drafts/d.md"), "x")
 		mustWrite(t, filepath.Join(root, "notes/kept/k.md"), "x")
-		h := startFake(t, root, func(w *Watcher, _ *fakeBackend) { w.Rules = &Rules{} })
+		h := startFake(t, root, func(w *Watcher, _ *fakeBackend) { w.Rules = &ignore.Rules{} })
 		if w := h.fb.watched(root); !slices.Equal(w, []string{".", "notes", "notes/kept"}) {
 			t.Fatalf("watched = %v; want [. notes notes/kept]", w)
 		}

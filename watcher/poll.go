@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // snapshot is what polling remembers of one directory entry.
@@ -81,7 +83,7 @@ func (l *loop) list(rel string) (map[string]snapshot, error) {
 	snap := make(map[string]snapshot, len(entries))
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
-		if !isIgnoreFile(e.Name()) && l.rules.ignoredEntry(child, e.IsDir()) {
+		if !ignore.IsFile(e.Name()) && l.rules.Ignored(child, e.IsDir()) {
 			continue
 		}
 		fi, err := e.Info()

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // Defaults for the Watcher fields left zero.
@@ -57,7 +59,7 @@ type Watcher struct {
 	// (built-in ignores and the ignore files found in the vault). The
 	// watcher loads and reloads ignore files into it; sharing it with a
 	// reconcile walk is safe.
-	Rules *Rules
+	Rules *ignore.Rules
 	// Logger receives the watcher's messages; nil discards them.
 	Logger *slog.Logger
 
@@ -156,7 +158,7 @@ func (w *Watcher) newLoop() (*loop, error) {
 	}
 	l.pend = newPending(or(w.Quiet, DefaultQuiet), or(w.MaxWait, DefaultMaxWait), l.maxPending)
 	if l.rules == nil {
-		l.rules = &Rules{}
+		l.rules = &ignore.Rules{}
 	}
 	if l.filter == nil {
 		l.filter = func(string) bool { return true }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // These tests use the real kernel watcher. They wait on conditions with a
@@ -69,7 +71,7 @@ func startKernel(t *testing.T, root string, configure func(*Watcher, *recordingB
 		Quiet:   50 * time.Millisecond,
 		MaxWait: time.Second,
 		Filter:  isMD,
-		Rules:   &Rules{},
+		Rules:   &ignore.Rules{},
 		Logger:  slog.New(slog.NewTextHandler(k.logs, nil)),
 		newBackend: func() (backend, error) {
 			b, err := newFsnotifyBackend()

@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func walkTree(t *testing.T) string {
 func TestRules_WalkConcurrent(t *testing.T) {
 	root := walkTree(t)
 	var want []string
-	err := (&Rules{}).Walk(root, "", func(rel string, _ fs.DirEntry, err error) error {
+	err := (&Rules{}).Walk(root, "", WalkOptions{}, func(rel string, _ fs.DirEntry, err error) error {
 		want = append(want, rel)
 		return err
 	})
@@ -55,7 +55,7 @@ func TestRules_WalkConcurrent(t *testing.T) {
 			var mu sync.Mutex
 			var got []string
 			children := map[string][]string{}
-			err := (&Rules{}).walk(root, "", func(rel string, _ fs.DirEntry, err error) error {
+			err := (&Rules{}).walk(root, "", WalkOptions{}, workers, func(rel string, _ fs.DirEntry, err error) error {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, rel)
@@ -67,7 +67,7 @@ func TestRules_WalkConcurrent(t *testing.T) {
 					children[dir] = append(children[dir], rel)
 				}
 				return err
-			}, walkOptions{workers: workers})
+			})
 			if err != nil {
 				t.Fatalf("WalkConcurrent(%d) = %v", workers, err)
 			}
@@ -128,7 +128,7 @@ func TestRules_WalkConcurrentStops(t *testing.T) {
 			before := runtime.NumGoroutine()
 			var mu sync.Mutex
 			seen := map[string]bool{}
-			err := (&Rules{}).WalkConcurrent(root, "", func(rel string, _ fs.DirEntry, err error) error {
+			err := (&Rules{}).Walk(root, "", WalkOptions{Concurrent: true}, func(rel string, _ fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
