@@ -293,12 +293,7 @@ func sortCandidates(cands []candidate) []candidate {
 // withinAny reports whether the path rel lies below one of the
 // directories dirs ("" is the vault root).
 func withinAny(rel string, dirs []string) bool {
-	for _, dir := range dirs {
-		if dir == "" || strings.HasPrefix(rel, dir) && len(rel) > len(dir) && rel[len(dir)] == '/' {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(dir string) bool { return rel != dir && strand.Within(rel, dir) })
 }
 
 // walk calls fn with every strand path on disk below the vault-relative
