@@ -52,16 +52,16 @@ type dirEntryAt struct {
 
 func (e dirEntryAt) Info() (fs.FileInfo, error) { return e.at(e.Name()) }
 
-// FileID identifies a file on its device: the inode and device numbers,
+// fileID identifies a file on its device: the inode and device numbers,
 // with the file's status change time (ctime, nanoseconds).
-type FileID struct {
+type fileID struct {
 	Inode, Device uint64
 	Ctime         int64
 }
 
 // Ident returns the inode and device numbers, for packages that identify
 // files without knowing this one (such as the state store's stamps).
-func (id FileID) Ident() (inode, device uint64) { return id.Inode, id.Device }
+func (id fileID) Ident() (inode, device uint64) { return id.Inode, id.Device }
 
 // ChangeTime returns the file's status change time in nanoseconds.
-func (id FileID) ChangeTime() int64 { return id.Ctime }
+func (id fileID) ChangeTime() int64 { return id.Ctime }

@@ -10,9 +10,9 @@ import (
 	"github.com/knotd/knotd/strand"
 )
 
-// DefaultConfigDir is the name of Obsidian's config folder unless the user
+// defaultConfigDir is the name of Obsidian's config folder unless the user
 // renamed it in Obsidian's settings.
-const DefaultConfigDir = ".obsidian"
+const defaultConfigDir = ".obsidian"
 
 // VaultMarker is the folder that makes a directory a vault (knotd's
 // .knot, strand.StateDir). A walk never enters a directory below its root
@@ -56,7 +56,7 @@ func ignoreFileIndex(name string) int {
 // Ignored is fine.
 type Rules struct {
 	// ConfigDir is the name (one path element, not a path) of Obsidian's
-	// config folder (DefaultConfigDir when empty). Obsidian lets users
+	// config folder (".obsidian" when empty). Obsidian lets users
 	// rename it; a directory of that name is ignored at any depth, even if
 	// the name does not start with a dot.
 	ConfigDir string
@@ -151,7 +151,7 @@ func parseIgnoreFile(src string, data []byte) []pattern {
 
 func (r *Rules) configDir() string {
 	if r.ConfigDir == "" {
-		return DefaultConfigDir
+		return defaultConfigDir
 	}
 	return r.ConfigDir
 }
@@ -171,7 +171,7 @@ func (r *Rules) extraPatterns() []pattern {
 // builtin says why a directory named name is always ignored, or "".
 func (r *Rules) builtin(name string) string {
 	switch name {
-	case r.configDir(), DefaultConfigDir:
+	case r.configDir(), defaultConfigDir:
 		return "Obsidian config folder"
 	case ".git":
 		return "git repository data"

@@ -109,8 +109,9 @@ func readIgnoreFile(abs string) (data []byte, err error) {
 // every entry below it that the rules do not ignore, with vault-relative
 // slash paths ("" for the root). It reads each directory's ignore files
 // before deciding about its entries, so the rules it leaves behind are
-// current for everything it walked. It never enters a directory below
-// dir that holds a VaultMarker: that is a vault of its own.
+// current for everything it walked. It never enters a directory other
+// than the vault root that holds a VaultMarker: that is a vault of its
+// own.
 //
 // fn follows the fs.WalkDirFunc protocol of fs.WalkDir: a directory is
 // passed before it is read, the entries of one directory come in lexical
@@ -120,8 +121,9 @@ func readIgnoreFile(abs string) (data []byte, err error) {
 // that cannot be read is passed with its error. Symbolic links are passed
 // as entries and never followed. If dir is itself ignored, fn is never
 // called. On Linux, the Info of an entry that is not a directory comes
-// from one fstatat(2) relative to its open directory, and its Sys() is a
-// FileID.
+// from one fstatat(2) relative to its open directory, and its Sys() has
+// the methods Ident() (inode, device uint64) and ChangeTime() int64 (the
+// status change time in nanoseconds) in place of a *syscall.Stat_t.
 func (r *Rules) Walk(root, dir string, o WalkOptions, fn fs.WalkDirFunc) error {
 	workers := 0
 	if o.Concurrent {

@@ -71,7 +71,7 @@ func BenchmarkWatcher_Tree10k(b *testing.B) {
 			if h := <-out; !h.Full() {
 				b.Fatalf("first hint %v; want a full rescan", h)
 			}
-			st := w.Stats()
+			st := w.counts()
 			watched = st.Watched
 			b.StopTimer() // tearing 10k watches down is not starting
 			cancel()

@@ -33,7 +33,7 @@
 // When the kernel refuses more watches (inotify's
 // fs.inotify.max_user_watches, or kqueue's file descriptors), the watcher
 // logs one message naming the limit, its current value and the fix, and
-// polls the directories it could not watch every Watcher.PollInterval,
+// polls the directories it could not watch every 10 seconds,
 // comparing their listings (names, sizes, modification times). On macOS
 // kqueue opens a descriptor for every watched directory and every file in
 // it; the watcher estimates the count and warns once when it nears the

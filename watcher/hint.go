@@ -45,8 +45,8 @@ type Listing struct {
 }
 
 // ListedFile is one file of a Listing: its vault-relative slash path and
-// what lstat said of it. Info().Sys() is an ignore.FileID where the walk
-// looked at the file itself (Linux), or what os.Lstat returns elsewhere.
+// what lstat said of it: on Linux its Sys() is what ignore.Rules.Walk
+// says, elsewhere what os.Lstat returns.
 type ListedFile struct {
 	Path string
 	Info fs.FileInfo

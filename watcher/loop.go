@@ -17,7 +17,7 @@ import (
 )
 
 // loop is the state of one Run. It is owned by Run's goroutine: nothing in
-// it is shared, so nothing in it is locked (the Stats counters are atomic
+// it is shared, so nothing in it is locked (the counters are atomic
 // and live in the Watcher). The one exception is a resync's walk, whose
 // callbacks run in several goroutines under a lock of the resync's own
 // until the walk returns.
@@ -58,7 +58,7 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	st := l.w.Stats()
+	st := l.w.counts()
 	l.log.Info("watcher: watching", "root", l.root, "watched", st.Watched, "polled", st.Polled,
 		"took", time.Since(start).Round(time.Millisecond))
 	l.enqueue(Hint{Dir: true, Listing: listing})

@@ -23,7 +23,7 @@ func (s snapshot) same(o snapshot) bool {
 }
 
 // startPolling polls a directory the kernel would not watch: it is listed
-// now, and every PollInterval each entry added, removed or changed (size,
+// now, and every pollInterval each entry added, removed or changed (size,
 // modification time or type) is handled as if an event had said so. A
 // change that keeps size and modification time is not seen.
 func (l *loop) startPolling(rel string, id os.FileInfo) {
