@@ -235,10 +235,7 @@ func TestRules_Explain(t *testing.T) {
 // TestRules_AgreesWithGit builds gitFixture on disk and compares what
 // Rules.Walk reaches with what git considers ignored.
 func TestRules_AgreesWithGit(t *testing.T) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
+	git := needGit(t)
 	root := t.TempDir()
 	for dir, content := range gitFixture {
 		mustWrite(t, filepath.Join(root, dir, ".gitignore"), content)
@@ -277,7 +274,7 @@ func TestRules_AgreesWithGit(t *testing.T) {
 
 	var walked []string
 	r := &Rules{}
-	err = r.Walk(root, "", WalkOptions{}, func(rel string, d os.DirEntry, err error) error {
+	err := r.Walk(root, "", WalkOptions{}, func(rel string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
