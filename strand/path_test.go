@@ -248,3 +248,32 @@ func TestIsConflictCopy(t *testing.T) {
 		}
 	}
 }
+
+func TestWithin(t *testing.T) {
+	tests := []struct {
+		rel, dir string
+		want     bool
+	}{
+		{"a.md", "", true},
+		{"", "", true},
+		{"notes", "notes", true},
+		{"notes/a.md", "notes", true},
+		{"notes/sub/a.md", "notes", true},
+		{"notes.md", "notes", false},
+		{"notesx/a.md", "notes", false},
+		{"not", "notes", false},
+		{"notes", "notes/sub", false},
+		{"a.md", "notes", false},
+	}
+	for _, tt := range tests {
+		if got := Within(tt.rel, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v; want %v", tt.rel, tt.dir, got, tt.want)
+		}
+	}
+}
+
+func TestValidateRel_NoAllocation(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = ValidateRel("notes/sub/deep/a.md") }); n != 0 {
+		t.Errorf("ValidateRel of a valid path allocates %v times; want 0", n)
+	}
+}

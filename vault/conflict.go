@@ -40,12 +40,7 @@ import (
 // file in the vault (outside knotd's own folder).
 func isConflictPath(rel string) bool {
 	return strand.ValidateRel(rel) == nil && !strand.IsStrandPath(rel) &&
-		rel != strand.StateDir && !isUnder(rel, strand.StateDir) && strand.IsConflictCopy(path.Base(rel))
-}
-
-// isUnder reports whether rel lies below the directory dir.
-func isUnder(rel, dir string) bool {
-	return len(rel) > len(dir) && rel[len(dir)] == '/' && rel[:len(dir)] == dir
+		!strand.Within(rel, strand.StateDir) && strand.IsConflictCopy(path.Base(rel))
 }
 
 // isWatched is what knotd looks for in a vault: strands and conflict

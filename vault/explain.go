@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/strand"
-	"github.com/knotd/knotd/watcher"
 )
 
 // ExplainPath says whether knotd ignores the vault-relative path rel and
@@ -25,7 +25,7 @@ func ExplainPath(root string, opts Options, rel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	rules := &watcher.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore}
+	rules := &ignore.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore}
 	if err := rules.Load(root, rel); err != nil {
 		return "", err
 	}
@@ -63,7 +63,7 @@ func nestedVaultOf(root, rel string) string {
 			continue
 		}
 		dir := rel[:i]
-		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), watcher.VaultMarker)); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(dir), ignore.VaultMarker)); err == nil && fi.IsDir() {
 			return dir
 		}
 	}

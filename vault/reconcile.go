@@ -14,6 +14,7 @@ import (
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/watcher"
 )
@@ -292,12 +293,7 @@ func sortCandidates(cands []candidate) []candidate {
 // withinAny reports whether the path rel lies below one of the
 // directories dirs ("" is the vault root).
 func withinAny(rel string, dirs []string) bool {
-	for _, dir := range dirs {
-		if dir == "" || strings.HasPrefix(rel, dir) && len(rel) > len(dir) && rel[len(dir)] == '/' {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dirs, func(dir string) bool { return rel != dir && strand.Within(rel, dir) })
 }
 
 // walk calls fn with every strand path on disk below the vault-relative
@@ -315,7 +311,7 @@ func (v *Vault) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo
 // walkWith is walk for the paths that want accepts (walk's are strands).
 func (v *Vault) walkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
 	var mu sync.Mutex
-	err := v.rules.WalkConcurrent(v.root, dir, func(rel string, d fs.DirEntry, err error) error {
+	err := v.rules.Walk(v.root, dir, ignore.WalkOptions{Concurrent: true}, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && rel == dir {
 				return fs.SkipAll // the subtree is gone: its records decide
@@ -472,7 +468,7 @@ func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (linked, nes
 			}
 			return "", "", nil // a file where a folder was: the strand is gone
 		}
-		if m, err := v.fs.Lstat(filepath.FromSlash(dir + "/" + watcher.VaultMarker)); err == nil && m.IsDir() {
+		if m, err := v.fs.Lstat(filepath.FromSlash(dir + "/" + ignore.VaultMarker)); err == nil && m.IsDir() {
 			return "", dir, nil
 		}
 		if realDirs != nil {

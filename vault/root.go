@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/knotd/knotd/watcher"
+	"github.com/knotd/knotd/ignore"
 )
 
 // FindRoot returns the vault that the directory dir belongs to, found as
@@ -34,7 +34,7 @@ func FindRoot(dir string) (root string, above bool, err error) {
 		return "", false, fmt.Errorf("vault: %s is not a directory", abs)
 	}
 	for d := abs; ; {
-		if fi, err := os.Lstat(filepath.Join(d, watcher.VaultMarker)); err == nil && fi.IsDir() {
+		if fi, err := os.Lstat(filepath.Join(d, ignore.VaultMarker)); err == nil && fi.IsDir() {
 			return d, d != abs, nil
 		}
 		parent := filepath.Dir(d)

@@ -20,8 +20,8 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/strand"
-	"github.com/knotd/knotd/watcher"
 )
 
 // ErrConfig is wrapped by every error about knotd's configuration (a bad
@@ -70,7 +70,7 @@ type Vault struct {
 	lock   *statedir.Lock
 	folder statedir.Folder // the vault's folder in the state directory
 	device statedir.Device // this device
-	rules  *watcher.Rules
+	rules  *ignore.Rules
 	agent  Agent
 	runner *agentrun.Runner // for prompts (--dry-run); nil when Agent was given
 	log    *slog.Logger
@@ -248,7 +248,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		root:  root,
 		fs:    vfs,
 		cfg:   cfg,
-		rules: &watcher.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore},
+		rules: &ignore.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore},
 		agent: opts.Agent,
 		log:   opts.Logger,
 		now:   opts.Now,

@@ -7,72 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/knotd/knotd/ignore"
 )
-
-// benchRules is a vault with a typical root .gitignore and a nested one.
-func benchRules(b *testing.B) *Rules {
-	r := &Rules{Patterns: []string{"*.tmp.md", "scratch/"}}
-	root := `# build output
-/public/
-/resources/_gen/
-*.log
-*.swp
-*~
-.DS_Store
-Thumbs.db
-**/drafts/
-archive/**
-!archive/index.md
-/private/
-*.excalidraw.md
-attachments/*.pdf
-`
-	if err := r.SetIgnoreFile("", ".gitignore", []byte(root)); err != nil {
-		b.Fatal(err)
-	}
-	if err := r.SetIgnoreFile("projects/knot", ".gitignore", []byte("notes/old-*.md\n!notes/old-keep.md\n")); err != nil {
-		b.Fatal(err)
-	}
-	return r
-}
-
-var benchPaths = []string{
-	"inbox.md",
-	"daily/2026/11/2026-11-21.md",
-	"projects/knot/notes/design.md",
-	"projects/knot/notes/old-plan.md",
-	"archive/2019/notes.md",
-	"research/papers/attention/summary.md",
-	"private/journal/entry.md",
-	"people/ada.md",
-}
-
-// BenchmarkRules_Ignored measures one decision for a path of typical
-// depth. "builtin" (no ignore files) is the baseline for the others.
-func BenchmarkRules_Ignored(b *testing.B) {
-	cases := []struct {
-		name     string
-		rules    *Rules
-		lastOnly bool
-	}{
-		{"builtin", &Rules{}, false},
-		{"gitignore", benchRules(b), false},
-		{"gitignore-walk-entry", benchRules(b), true},
-	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				p := benchPaths[i%len(benchPaths)]
-				if c.lastOnly {
-					c.rules.ignoredEntry(p, false)
-				} else {
-					c.rules.Ignored(p, false)
-				}
-			}
-		})
-	}
-}
 
 // mustTree makes a tree of n directories (10 per level), each with one
 // note, and returns its root.
@@ -103,15 +40,15 @@ func mustTree(b *testing.B, n int) string {
 
 // BenchmarkWatcher_Tree10k measures starting to watch a vault of 10,000
 // directories: the walk plus one inotify watch each, until the initial
-// full rescan is sent (tearing down is not timed). "walk-only" (Rules.Walk
-// without watches) is the baseline.
+// full rescan is sent (tearing down is not timed). "walk-only"
+// (ignore.Rules.Walk without watches) is the baseline.
 func BenchmarkWatcher_Tree10k(b *testing.B) {
 	const n = 10000
 	root := mustTree(b, n)
 	b.Run("walk-only", func(b *testing.B) {
 		for b.Loop() {
 			dirs := 0
-			err := (&Rules{}).Walk(root, "", func(rel string, d fs.DirEntry, err error) error {
+			err := (&ignore.Rules{}).Walk(root, "", ignore.WalkOptions{}, func(rel string, d fs.DirEntry, err error) error {
 				if err == nil && d.IsDir() {
 					dirs++
 				}
@@ -134,7 +71,7 @@ func BenchmarkWatcher_Tree10k(b *testing.B) {
 			if h := <-out; !h.Full() {
 				b.Fatalf("first hint %v; want a full rescan", h)
 			}
-			st := w.Stats()
+			st := w.counts()
 			watched = st.Watched
 			b.StopTimer() // tearing 10k watches down is not starting
 			cancel()

@@ -3,7 +3,6 @@ package watcher
 import (
 	"cmp"
 	"container/heap"
-	"slices"
 	"time"
 )
 
@@ -19,69 +18,81 @@ import (
 // more than max distinct hints collapse into a full rescan, so memory stays
 // bounded during a storm (a git checkout, a sync of thousands of files).
 //
-// Deadlines only move later, so each hint has one entry in a min-heap whose
-// key may be early; an early entry is pushed back with its current
-// deadline when it reaches the top. add, due and next cost O(log n).
+// Each pending hint is one item, found by its hint in a map and kept in
+// a min-heap by its deadline, which add moves (heap.Fix) as the hint is
+// seen again. add, due and next cost O(log n).
 type pending struct {
 	quiet, maxWait time.Duration
 	max            int
-	m              map[Hint]window
-	q              deadlines
+	m              map[Hint]*item
+	q              queue
 }
 
-// window is when a pending hint was first and last seen.
-type window struct {
+// item is one pending hint: when it was first and last seen, its deadline
+// and its place in the heap.
+type item struct {
+	h           Hint
 	first, last time.Time
+	at          time.Time // deadline(first, last)
+	i           int
 }
 
 func newPending(quiet, maxWait time.Duration, max int) *pending {
 	if maxWait < quiet {
 		maxWait = quiet
 	}
-	return &pending{quiet: quiet, maxWait: maxWait, max: max, m: make(map[Hint]window)}
+	return &pending{quiet: quiet, maxWait: maxWait, max: max, m: make(map[Hint]*item)}
 }
 
 // add records that h was seen at now.
 func (p *pending) add(h Hint, now time.Time) {
-	if w, ok := p.m[fullRescan]; ok {
-		w.last = later(w.last, now)
-		p.m[fullRescan] = w
+	if it, ok := p.m[fullRescan]; ok {
+		p.seen(it, now)
 		return
 	}
-	w, ok := p.m[h]
-	if ok {
-		w.last = later(w.last, now)
-		p.m[h] = w
+	if it, ok := p.m[h]; ok {
+		p.seen(it, now)
 		return
 	}
 	if h.Full() || len(p.m) >= p.max {
 		p.collapse(now)
 		return
 	}
-	w = window{first: now, last: now}
-	p.m[h] = w
-	heap.Push(&p.q, entry{h, p.deadline(w)})
+	p.push(h, now, now)
+}
+
+// seen moves a pending item's last sighting, and so its deadline, to now
+// (never earlier).
+func (p *pending) seen(it *item, now time.Time) {
+	it.last = later(it.last, now)
+	it.at = p.deadline(it.first, it.last)
+	heap.Fix(&p.q, it.i)
+}
+
+func (p *pending) push(h Hint, first, last time.Time) {
+	it := &item{h: h, first: first, last: last, at: p.deadline(first, last)}
+	p.m[h] = it
+	heap.Push(&p.q, it)
 }
 
 // collapse replaces everything pending with one full rescan that keeps the
 // earliest first-seen time, so the maximum wait still holds.
 func (p *pending) collapse(now time.Time) {
 	first := now
-	for _, w := range p.m {
-		if w.first.Before(first) {
-			first = w.first
+	for _, it := range p.m {
+		if it.first.Before(first) {
+			first = it.first
 		}
 	}
 	clear(p.m)
+	clear(p.q)
 	p.q = p.q[:0]
-	w := window{first: first, last: now}
-	p.m[fullRescan] = w
-	heap.Push(&p.q, entry{fullRescan, p.deadline(w)})
+	p.push(fullRescan, first, now)
 }
 
-func (p *pending) deadline(w window) time.Time {
-	d := w.last.Add(p.quiet)
-	if m := w.first.Add(p.maxWait); m.Before(d) {
+func (p *pending) deadline(first, last time.Time) time.Time {
+	d := last.Add(p.quiet)
+	if m := first.Add(p.maxWait); m.Before(d) {
 		return m
 	}
 	return d
@@ -90,27 +101,17 @@ func (p *pending) deadline(w window) time.Time {
 // due removes and returns the hints that are settled at now, earliest
 // deadline first (ties by path, files before directories).
 func (p *pending) due(now time.Time) []Hint {
-	var out []entry
+	var hs []Hint
 	for len(p.q) > 0 && !p.q[0].at.After(now) {
-		e := heap.Pop(&p.q).(entry)
-		d := p.deadline(p.m[e.h])
-		if d.After(now) {
-			heap.Push(&p.q, entry{e.h, d})
-			continue
-		}
-		delete(p.m, e.h)
-		out = append(out, entry{e.h, d})
-	}
-	slices.SortFunc(out, entry.compare)
-	hs := make([]Hint, len(out))
-	for i, e := range out {
-		hs[i] = e.h
+		it := heap.Pop(&p.q).(*item)
+		delete(p.m, it.h)
+		hs = append(hs, it.h)
 	}
 	return hs
 }
 
-// next returns a time at or before the earliest deadline of a pending
-// hint (call due then), and false if nothing is pending.
+// next returns the earliest deadline of a pending hint (call due then),
+// and false if nothing is pending.
 func (p *pending) next() (time.Time, bool) {
 	if len(p.q) == 0 {
 		return time.Time{}, false
@@ -121,13 +122,7 @@ func (p *pending) next() (time.Time, bool) {
 // len returns the number of pending hints.
 func (p *pending) len() int { return len(p.m) }
 
-// entry is a hint in the deadline heap.
-type entry struct {
-	h  Hint
-	at time.Time
-}
-
-func (a entry) compare(b entry) int {
+func (a *item) compare(b *item) int {
 	if c := a.at.Compare(b.at); c != 0 {
 		return c
 	}
@@ -137,18 +132,26 @@ func (a entry) compare(b entry) int {
 	return cmp.Compare(btoi(a.h.Dir), btoi(b.h.Dir))
 }
 
-// deadlines is a min-heap of entries (container/heap).
-type deadlines []entry
+// queue is a min-heap of items by deadline (container/heap).
+type queue []*item
 
-func (q deadlines) Len() int           { return len(q) }
-func (q deadlines) Less(i, j int) bool { return q[i].compare(q[j]) < 0 }
-func (q deadlines) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *deadlines) Push(x any)        { *q = append(*q, x.(entry)) }
-func (q *deadlines) Pop() any {
+func (q queue) Len() int           { return len(q) }
+func (q queue) Less(i, j int) bool { return q[i].compare(q[j]) < 0 }
+func (q queue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].i, q[j].i = i, j
+}
+func (q *queue) Push(x any) {
+	it := x.(*item)
+	it.i = len(*q)
+	*q = append(*q, it)
+}
+func (q *queue) Pop() any {
 	old := *q
-	e := old[len(old)-1]
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
 	*q = old[:len(old)-1]
-	return e
+	return it
 }
 
 func later(a, b time.Time) time.Time {

@@ -1,9 +1,10 @@
 // Package watcher tells knotd which paths of a vault to look at again, and
-// when: it watches the vault's directories with fsnotify, applies the
-// ignore rules, waits until each path has settled, and sends Hints on a
-// channel. It says "something happened at P", never what happened: the
-// consumer (the vault's reconcile) compares the disk with its records and
-// decides. Hints may be repeated or spurious; they are never missing.
+// when: it watches the vault's directories with fsnotify (or polls them),
+// leaves out what package ignore's rules ignore, waits until each path
+// has settled (the debounce), and sends Hints on a channel. It says
+// "something happened at P", never what happened: the consumer (the
+// vault's reconcile) compares the disk with its records and decides.
+// Hints may be repeated or spurious; they are never missing.
 //
 // # Output contract
 //
@@ -20,7 +21,7 @@
 // # Watching
 //
 // Directories are watched one by one, never single files, and only those
-// the Rules do not ignore: an ignored directory never gets a watch. When a
+// the ignore rules do not ignore: an ignored directory never gets a watch. When a
 // directory appears (created, or renamed into the vault), its watch is
 // added first and then it is walked, so files written into it before the
 // watch existed still get Hints (mkdir -p a/b/c && echo x > a/b/c/x.md).
@@ -32,7 +33,7 @@
 // When the kernel refuses more watches (inotify's
 // fs.inotify.max_user_watches, or kqueue's file descriptors), the watcher
 // logs one message naming the limit, its current value and the fix, and
-// polls the directories it could not watch every Watcher.PollInterval,
+// polls the directories it could not watch every 10 seconds,
 // comparing their listings (names, sizes, modification times). On macOS
 // kqueue opens a descriptor for every watched directory and every file in
 // it; the watcher estimates the count and warns once when it nears the
@@ -41,27 +42,10 @@
 //
 // # Ignore rules
 //
-// Rules decides what is ignored, without needing a watcher: the vault's
-// reconcile walk (Rules.Walk) and knotd's --explain-ignore (Rules.Explain)
-// use it too. Built in: every dot-directory (.git, .knot, .obsidian,
-// .trash, .stversions, .stfolder...), node_modules, and Obsidian's config
-// folder under a configured name. Then the patterns of .gitignore, .ignore
-// and .knotignore files in every directory, applying to the paths below
-// that directory with gitignore semantics: "!" negation, "/" anchoring,
-// "**", a trailing "/" for directories only, the deeper file and the later
-// line winning, and nothing re-included below an excluded directory. The
-// watcher reloads an ignore file when it changes and then sends a
-// directory Hint so newly un-ignored files are reconciled.
-//
-// The gitignore matching is knotd's own. go-git's plumbing/format/gitignore
-// was considered and measured against git itself, and differs from git in
-// ways that matter here: a pattern without a slash matches any ancestor
-// element, so "!notes" re-included notes/a.md although "*.md" excludes
-// it; patterns with a slash match path prefixes, so "!a/b" re-included
-// a/b/c.md; "dir/**" matched dir itself, so "!dir/keep.md" could never
-// re-include; and "[!x]" classes were not negations. The tests check these
-// cases, and more, against git's own answers (git ls-files --ignored). Differences that
-// remain: matching is case-sensitive (git follows core.ignorecase), "?"
-// and classes match characters rather than bytes, and .git/info/exclude
-// and core.excludesFile are not read.
+// What is ignored is package ignore's to decide (Watcher.Rules): an
+// ignored directory is never watched, an ignored file never hinted. The
+// watcher keeps the rules current: when an ignore file (.gitignore,
+// .ignore, .knotignore) changes, the directory's rescan rereads it and
+// sends a directory Hint, so newly un-ignored files are reconciled; the
+// rules of a directory that is gone or now ignored are forgotten.
 package watcher

@@ -45,26 +45,12 @@ type Listing struct {
 }
 
 // ListedFile is one file of a Listing: its vault-relative slash path and
-// what lstat said of it. Info().Sys() is a FileID where the watcher looked
-// at the file itself (Linux), or what os.Lstat returns elsewhere.
+// what lstat said of it: on Linux its Sys() is what ignore.Rules.Walk
+// says, elsewhere what os.Lstat returns.
 type ListedFile struct {
 	Path string
 	Info fs.FileInfo
 }
-
-// FileID identifies a file on its device: the inode and device numbers,
-// with the file's status change time (ctime, nanoseconds).
-type FileID struct {
-	Inode, Device uint64
-	Ctime         int64
-}
-
-// Ident returns the inode and device numbers, for packages that identify
-// files without knowing the watcher (such as the state store's stamps).
-func (id FileID) Ident() (inode, device uint64) { return id.Inode, id.Device }
-
-// ChangeTime returns the file's status change time in nanoseconds.
-func (id FileID) ChangeTime() int64 { return id.Ctime }
 
 // fullRescan is the Hint that asks for a reconcile of the whole vault.
 var fullRescan = Hint{Dir: true}

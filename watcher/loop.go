@@ -12,17 +12,19 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/ignore"
+	"github.com/knotd/knotd/strand"
 )
 
 // loop is the state of one Run. It is owned by Run's goroutine: nothing in
-// it is shared, so nothing in it is locked (the Stats counters are atomic
+// it is shared, so nothing in it is locked (the counters are atomic
 // and live in the Watcher). The one exception is a resync's walk, whose
 // callbacks run in several goroutines under a lock of the resync's own
 // until the walk returns.
 type loop struct {
 	w          *Watcher
 	root       string
-	rules      *Rules
+	rules      *ignore.Rules
 	filter     func(rel string) bool
 	log        *slog.Logger
 	b          backend
@@ -56,7 +58,7 @@ func (l *loop) run(ctx context.Context, out chan<- Hint) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	st := l.w.Stats()
+	st := l.w.counts()
 	l.log.Info("watcher: watching", "root", l.root, "watched", st.Watched, "polled", st.Polled,
 		"took", time.Since(start).Round(time.Millisecond))
 	l.enqueue(Hint{Dir: true, Listing: listing})
@@ -195,7 +197,7 @@ func (l *loop) handle(ctx context.Context, ev fsnotify.Event) error {
 func (l *loop) change(ctx context.Context, rel string) {
 	now := time.Now()
 	parent := parentDir(rel)
-	if isIgnoreFile(path.Base(rel)) {
+	if ignore.IsFile(path.Base(rel)) {
 		// Reloaded and resynced when the rescan of its directory is due.
 		l.pend.add(Hint{Path: parent, Dir: true}, now)
 		return
@@ -232,7 +234,7 @@ func (l *loop) rel(abs string) (string, bool) {
 	if r == "." {
 		return "", true
 	}
-	if r == ".." || strings.HasPrefix(r, "../") || validRel(r) != nil {
+	if r == ".." || strings.HasPrefix(r, "../") || strand.ValidateRel(r) != nil {
 		return "", false
 	}
 	return r, true

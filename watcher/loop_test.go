@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/ignore"
 )
 
 func TestWatcher_QuietPeriodExact(t *testing.T) {
@@ -86,7 +87,7 @@ func TestWatcher_ManyPaths(t *testing.T) {
 
 func TestWatcher_TooManyPendingBecomesFullRescan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startFake(t, t.TempDir(), func(w *Watcher, _ *fakeBackend) { w.MaxPending = 10 })
+		h := startFake(t, t.TempDir(), func(w *Watcher, _ *fakeBackend) { w.maxPending = 10 })
 		for i := range 50 {
 			h.event(fmt.Sprintf("n%d.md", i), fsnotify.Write)
 		}
@@ -130,7 +131,7 @@ func TestWatcher_NewDirectoryIsWatchedThenWalked(t *testing.T) {
 		if w := h.fb.watched(root); !slices.Equal(w, []string{".", "a", "a/b", "a/b/c"}) {
 			t.Errorf("watched = %v; want [. a a/b a/b/c]", w)
 		}
-		if st := h.w.Stats(); st.Watched != 4 || st.Polled != 0 {
+		if st := h.w.counts(); st.Watched != 4 || st.Polled != 0 {
 			t.Errorf("Stats() = %+v; want 4 watched, 0 polled", st)
 		}
 		// The Create events for the subdirectories arrive late: nothing new.
@@ -162,7 +163,7 @@ func TestWatcher_RemovedDirectoryDropsWatchesAndRescans(t *testing.T) {
 		if w := h.fb.watched(root); !slices.Equal(w, []string{".", "other", "other/moved", "other/moved/deep"}) {
 			t.Errorf("watched = %v; want [. other other/moved other/moved/deep]", w)
 		}
-		if st := h.w.Stats(); st.Watched != 4 {
+		if st := h.w.counts(); st.Watched != 4 {
 			t.Errorf("Stats().Watched = %d; want 4", st.Watched)
 		}
 		h.stop()
@@ -175,7 +176,7 @@ func TestWatcher_IgnoreFileChangeReloadsAndRescans(t *testing.T) {
 		mustWrite(t, filepath.Join(root, "notes/.gitignore"), "drafts/\n")
 		mustWrite(t, filepath.Join(root, "notes/drafts/d.md"), "x")
 		mustWrite(t, filepath.Join(root, "notes/kept/k.md"), "x")
-		h := startFake(t, root, func(w *Watcher, _ *fakeBackend) { w.Rules = &Rules{} })
+		h := startFake(t, root, func(w *Watcher, _ *fakeBackend) { w.Rules = &ignore.Rules{} })
 		if w := h.fb.watched(root); !slices.Equal(w, []string{".", "notes", "notes/kept"}) {
 			t.Fatalf("watched = %v; want [. notes notes/kept]", w)
 		}
@@ -224,7 +225,7 @@ func TestWatcher_WatchLimitFallsBackToPolling(t *testing.T) {
 		mustMkdir(t, filepath.Join(root, "b"))
 		mustMkdir(t, filepath.Join(root, "c"))
 		h := startFake(t, root, func(w *Watcher, fb *fakeBackend) {
-			w.PollInterval = 10 * time.Second
+			w.pollInterval = 10 * time.Second
 			fb.addErr = func(name string) error {
 				if name != root && filepath.Base(name) != "c" {
 					return fmt.Errorf("inotify_add_watch %s: %w", name, syscall.ENOSPC)
@@ -232,7 +233,7 @@ func TestWatcher_WatchLimitFallsBackToPolling(t *testing.T) {
 				return nil
 			}
 		})
-		if st := h.w.Stats(); st.Watched != 2 || st.Polled != 2 {
+		if st := h.w.counts(); st.Watched != 2 || st.Polled != 2 {
 			t.Fatalf("Stats() = %+v; want 2 watched (root, c), 2 polled (a, b)", st)
 		}
 		logs := h.logs.String()
@@ -258,7 +259,7 @@ func TestWatcher_WatchLimitFallsBackToPolling(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("hints from polling = %v; want %v", got, want)
 		}
-		if st := h.w.Stats(); st.Polled != 3 {
+		if st := h.w.counts(); st.Polled != 3 {
 			t.Errorf("Stats().Polled = %d; want 3 (b/sub too)", st.Polled)
 		}
 		if err := os.RemoveAll(filepath.Join(root, "b")); err != nil {
@@ -272,7 +273,7 @@ func TestWatcher_WatchLimitFallsBackToPolling(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("hints after removals seen by polling = %v; want %v", got, want)
 		}
-		if st := h.w.Stats(); st.Polled != 1 || st.Watched != 2 {
+		if st := h.w.counts(); st.Polled != 1 || st.Watched != 2 {
 			t.Errorf("Stats() = %+v; want 2 watched, 1 polled", st)
 		}
 		h.stop()
@@ -284,12 +285,12 @@ func TestWatcher_NoKernelWatcherPollsEverything(t *testing.T) {
 		root := t.TempDir()
 		mustMkdir(t, filepath.Join(root, "notes"))
 		h := startFake(t, root, func(w *Watcher, _ *fakeBackend) {
-			w.PollInterval = time.Second
+			w.pollInterval = time.Second
 			w.newBackend = func() (backend, error) {
 				return nil, fmt.Errorf("inotify_init1: %w", syscall.EMFILE)
 			}
 		})
-		if st := h.w.Stats(); st.Watched != 0 || st.Polled != 2 {
+		if st := h.w.counts(); st.Watched != 0 || st.Polled != 2 {
 			t.Fatalf("Stats() = %+v; want 0 watched, 2 polled", st)
 		}
 		mustWrite(t, filepath.Join(root, "notes/n.md"), "x")

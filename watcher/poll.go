@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // snapshot is what polling remembers of one directory entry.
@@ -21,7 +23,7 @@ func (s snapshot) same(o snapshot) bool {
 }
 
 // startPolling polls a directory the kernel would not watch: it is listed
-// now, and every PollInterval each entry added, removed or changed (size,
+// now, and every pollInterval each entry added, removed or changed (size,
 // modification time or type) is handled as if an event had said so. A
 // change that keeps size and modification time is not seen.
 func (l *loop) startPolling(rel string, id os.FileInfo) {
@@ -81,7 +83,7 @@ func (l *loop) list(rel string) (map[string]snapshot, error) {
 	snap := make(map[string]snapshot, len(entries))
 	for _, e := range entries {
 		child := path.Join(rel, e.Name())
-		if !isIgnoreFile(e.Name()) && l.rules.ignoredEntry(child, e.IsDir()) {
+		if !ignore.IsFile(e.Name()) && l.rules.Ignored(child, e.IsDir()) {
 			continue
 		}
 		fi, err := e.Info()

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/ignore"
+	"github.com/knotd/knotd/strand"
 )
 
 // addTree watches a directory that appeared and everything below it,
 // adding each watch before listing its directory, and records a hint for
 // every file found: they may have been written before the watch existed.
 func (l *loop) addTree(ctx context.Context, rel string, now time.Time) {
-	err := l.rules.walk(l.root, rel, func(r string, d fs.DirEntry, err error) error {
+	err := l.rules.Walk(l.root, rel, ignore.WalkOptions{AncestorsLoaded: true, Listed: l.listed}, func(r string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return fs.SkipAll
 		}
@@ -32,7 +34,7 @@ func (l *loop) addTree(ctx context.Context, rel string, now time.Time) {
 			l.pend.add(Hint{Path: r}, now)
 		}
 		return nil
-	}, walkOptions{listed: l.listed})
+	})
 	if err != nil {
 		l.log.Warn("watcher: walk new directory", "path", rel, "err", err)
 	}
@@ -70,7 +72,7 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 		defer mu.Unlock()
 		l.listed(rel, n)
 	}
-	err := l.rules.walk(l.root, dir, func(r string, d fs.DirEntry, err error) error {
+	err := l.rules.Walk(l.root, dir, ignore.WalkOptions{Concurrent: true, AncestorsLoaded: true, Listed: listed}, func(r string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return fs.SkipAll
 		}
@@ -105,7 +107,7 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 			l.forgetDir(r) // replaced: watch the new one
 		}
 		return l.watchDir(r, fi, ierr)
-	}, walkOptions{listed: listed, workers: walkWorkers})
+	})
 	if rootErr != nil {
 		return nil, fmt.Errorf("watcher: walk vault: %w", rootErr)
 	}
@@ -117,7 +119,7 @@ func (l *loop) resync(ctx context.Context, dir string) (*Listing, error) {
 		return nil, nil
 	}
 	for d := range l.dirs {
-		if isWithin(d, dir) && !seen[d] {
+		if strand.Within(d, dir) && !seen[d] {
 			l.dropTree(d)
 		}
 	}
@@ -172,12 +174,12 @@ func (l *loop) listed(rel string, n int) {
 // watches and the ignore files read there.
 func (l *loop) dropTree(dir string) {
 	for d := range l.dirs {
-		if isWithin(d, dir) {
+		if strand.Within(d, dir) {
 			l.forgetDir(d)
 		}
 	}
 	if dir != "" {
-		l.rules.forget(dir)
+		l.rules.Forget(dir)
 	}
 }
 

@@ -10,14 +10,20 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // Defaults for the Watcher fields left zero.
 const (
-	DefaultQuiet        = 2 * time.Second
-	DefaultMaxWait      = 15 * time.Second
-	DefaultPollInterval = 10 * time.Second
-	DefaultMaxPending   = 10000
+	DefaultQuiet   = 2 * time.Second
+	DefaultMaxWait = 15 * time.Second
+)
+
+// Defaults of the watcher's inner limits (tests set them lower).
+const (
+	defaultPollInterval = 10 * time.Second
+	defaultMaxPending   = 10000
 )
 
 // ErrRootGone is returned by Run when the vault directory itself is removed
@@ -30,7 +36,7 @@ var ErrRootGone = errors.New("watcher: vault directory removed or renamed")
 // that files created before its watch existed are reported too.
 //
 // Configure it by its fields, then call Run once; the fields must not
-// change while Run runs. Stats may be called concurrently with Run.
+// change while Run runs.
 type Watcher struct {
 	// Root is the vault directory.
 	Root string
@@ -40,14 +46,6 @@ type Watcher struct {
 	// MaxWait bounds how long a path that keeps changing waits for its
 	// Hint (DefaultMaxWait when zero; never less than Quiet).
 	MaxWait time.Duration
-	// PollInterval is how often directories that could not be watched
-	// (the kernel's watch limit was reached) are listed instead
-	// (DefaultPollInterval when zero).
-	PollInterval time.Duration
-	// MaxPending is how many distinct paths may wait for their quiet
-	// period before they collapse into one full rescan
-	// (DefaultMaxPending when zero).
-	MaxPending int
 	// Filter reports whether a file (a vault-relative slash path) is of
 	// interest, such as a strand name; other files produce no Hints.
 	// Directories are not filtered. Nil means every file.
@@ -57,11 +55,20 @@ type Watcher struct {
 	// (built-in ignores and the ignore files found in the vault). The
 	// watcher loads and reloads ignore files into it; sharing it with a
 	// reconcile walk is safe.
-	Rules *Rules
+	Rules *ignore.Rules
 	// Logger receives the watcher's messages; nil discards them.
 	Logger *slog.Logger
 
-	watched atomic.Int64
+	// pollInterval is how often directories that could not be watched
+	// (the kernel's watch limit was reached) are listed instead
+	// (defaultPollInterval when zero).
+	pollInterval time.Duration
+	// maxPending is how many distinct paths may wait for their quiet
+	// period before they collapse into one full rescan
+	// (defaultMaxPending when zero).
+	maxPending int
+
+	watched atomic.Int64 // what counts returns
 	polled  atomic.Int64
 
 	// newBackend creates the kernel watcher; nil means fsnotify. Tests
@@ -69,18 +76,18 @@ type Watcher struct {
 	newBackend func() (backend, error)
 }
 
-// Stats counts what a Watcher is doing.
-type Stats struct {
+// counts is what a Watcher is doing, for its log and tests.
+type counts struct {
 	// Watched is the number of directories the kernel watches.
 	Watched int
-	// Polled is the number of directories listed every PollInterval
+	// Polled is the number of directories listed every pollInterval
 	// because they could not be watched.
 	Polled int
 }
 
-// Stats returns the current counts. It is safe to call while Run runs.
-func (w *Watcher) Stats() Stats {
-	return Stats{Watched: int(w.watched.Load()), Polled: int(w.polled.Load())}
+// counts returns the current counts. It is safe to call while Run runs.
+func (w *Watcher) counts() counts {
+	return counts{Watched: int(w.watched.Load()), Polled: int(w.polled.Load())}
 }
 
 // Run watches until ctx ends, sending Hints on out, and closes out when it
@@ -137,8 +144,8 @@ func (w *Watcher) newLoop() (*loop, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("watcher: root %s: not a directory", root)
 	}
-	if w.Quiet < 0 || w.MaxWait < 0 || w.PollInterval < 0 || w.MaxPending < 0 {
-		return nil, fmt.Errorf("watcher: negative Quiet, MaxWait, PollInterval or MaxPending")
+	if w.Quiet < 0 || w.MaxWait < 0 || w.pollInterval < 0 || w.maxPending < 0 {
+		return nil, fmt.Errorf("watcher: negative Quiet or MaxWait")
 	}
 	l := &loop{
 		w:      w,
@@ -146,17 +153,17 @@ func (w *Watcher) newLoop() (*loop, error) {
 		rules:  w.Rules,
 		filter: w.Filter,
 		log:    w.Logger,
-		poll:   or(w.PollInterval, DefaultPollInterval),
+		poll:   or(w.pollInterval, defaultPollInterval),
 		dirs:   make(map[string]*dirState),
 		queued: make(map[Hint]bool),
 	}
-	l.maxPending = w.MaxPending
+	l.maxPending = w.maxPending
 	if l.maxPending == 0 {
-		l.maxPending = DefaultMaxPending
+		l.maxPending = defaultMaxPending
 	}
 	l.pend = newPending(or(w.Quiet, DefaultQuiet), or(w.MaxWait, DefaultMaxWait), l.maxPending)
 	if l.rules == nil {
-		l.rules = &Rules{}
+		l.rules = &ignore.Rules{}
 	}
 	if l.filter == nil {
 		l.filter = func(string) bool { return true }

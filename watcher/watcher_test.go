@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/ignore"
 )
 
 // These tests use the real kernel watcher. They wait on conditions with a
@@ -69,7 +71,7 @@ func startKernel(t *testing.T, root string, configure func(*Watcher, *recordingB
 		Quiet:   50 * time.Millisecond,
 		MaxWait: time.Second,
 		Filter:  isMD,
-		Rules:   &Rules{},
+		Rules:   &ignore.Rules{},
 		Logger:  slog.New(slog.NewTextHandler(k.logs, nil)),
 		newBackend: func() (backend, error) {
 			b, err := newFsnotifyBackend()
@@ -224,7 +226,7 @@ func TestWatcher_Kernel_MkdirDeepThenWrite(t *testing.T) {
 	}
 	k.waitHints(m, want...)
 	// Every directory ends up watched, once.
-	k.waitFor("all directories watched", func(map[Hint]int) bool { return k.w.Stats().Watched == 1+4*rounds })
+	k.waitFor("all directories watched", func(map[Hint]int) bool { return k.w.counts().Watched == 1+4*rounds })
 	adds := k.rb.added()
 	slices.Sort(adds)
 	if c := slices.Compact(slices.Clone(adds)); len(c) != len(adds) {
@@ -261,7 +263,7 @@ func TestWatcher_Kernel_IgnoredDirectoriesNeverWatched(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("directories watched = %v; want %v", got, want)
 	}
-	if st := k.w.Stats(); st.Watched != len(want) {
+	if st := k.w.counts(); st.Watched != len(want) {
 		t.Errorf("Stats().Watched = %d; want %d", st.Watched, len(want))
 	}
 	for h := range k.mark() {
@@ -303,7 +305,7 @@ func TestWatcher_Kernel_WatchLimitPolls(t *testing.T) {
 	root := t.TempDir()
 	mustMkdir(t, filepath.Join(root, "full"))
 	k := startKernel(t, root, func(w *Watcher, rb *recordingBackend) {
-		w.PollInterval = 20 * time.Millisecond
+		w.pollInterval = 20 * time.Millisecond
 		rb.addErr = func(name string) error {
 			if filepath.Base(name) == "full" {
 				return fmt.Errorf("inotify_add_watch: %w", syscall.ENOSPC)
@@ -311,7 +313,7 @@ func TestWatcher_Kernel_WatchLimitPolls(t *testing.T) {
 			return nil
 		}
 	})
-	if st := k.w.Stats(); st.Watched != 1 || st.Polled != 1 {
+	if st := k.w.counts(); st.Watched != 1 || st.Polled != 1 {
 		t.Fatalf("Stats() = %+v; want 1 watched, 1 polled", st)
 	}
 	m := k.mark()
@@ -327,7 +329,7 @@ func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
 	mustWrite(t, filepath.Join(root, "notes/deep/a.md"), "x")
 	mustMkdir(t, filepath.Join(root, "archive"))
 	k := startKernel(t, root, nil)
-	if st := k.w.Stats(); st.Watched != 4 {
+	if st := k.w.counts(); st.Watched != 4 {
 		t.Fatalf("Stats().Watched = %d; want 4", st.Watched)
 	}
 
@@ -342,7 +344,7 @@ func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
 	m = k.mark()
 	mustWrite(t, k.path("archive/notes2/deep/b.md"), "x")
 	k.waitHints(m, "archive/notes2/deep/b.md")
-	if st := k.w.Stats(); st.Watched != 4 {
+	if st := k.w.counts(); st.Watched != 4 {
 		t.Errorf("Stats().Watched after the rename = %d; want 4", st.Watched)
 	}
 	if n := k.mark()[Hint{Path: "notes/deep/b.md"}]; n != 0 {
@@ -353,5 +355,5 @@ func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.waitFor("a rescan of archive/", func(seen map[Hint]int) bool { return seen[Hint{Path: "archive", Dir: true}] > 0 })
-	k.waitFor("the watches dropped", func(map[Hint]int) bool { return k.w.Stats().Watched == 1 })
+	k.waitFor("the watches dropped", func(map[Hint]int) bool { return k.w.counts().Watched == 1 })
 }

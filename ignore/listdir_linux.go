@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"io/fs"
@@ -49,18 +49,18 @@ func statAt(dir *os.File) func(name string) (fs.FileInfo, error) {
 }
 
 // statInfo is an fs.FileInfo made from a stat(2) result, keeping only
-// what FileInfo tells. Sys returns the file's FileID.
+// what FileInfo tells. Sys returns the file's fileID.
 type statInfo struct {
 	name          string
 	size, modTime int64 // modTime in nanoseconds since the Unix epoch
 	mode          fs.FileMode
-	id            FileID
+	id            fileID
 }
 
 func newStatInfo(name string, st *unix.Stat_t) *statInfo {
 	return &statInfo{
 		name: name, size: st.Size, modTime: st.Mtim.Nano(), mode: fileMode(st.Mode),
-		id: FileID{Inode: uint64(st.Ino), Device: uint64(st.Dev), Ctime: st.Ctim.Nano()}, // their types differ between architectures
+		id: fileID{Inode: uint64(st.Ino), Device: uint64(st.Dev), Ctime: st.Ctim.Nano()}, // their types differ between architectures
 	}
 }
 

@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"bytes"
@@ -89,7 +89,7 @@ func mustRules(t *testing.T, files map[string]string) *Rules {
 	t.Helper()
 	r := &Rules{}
 	for dir, content := range files {
-		if err := r.SetIgnoreFile(dir, ".gitignore", []byte(content)); err != nil {
+		if err := r.setFile(dir, ".gitignore", []byte(content)); err != nil {
 			t.Fatalf("SetIgnoreFile(%q): %v", dir, err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestRules_Priority(t *testing.T) {
 	r := &Rules{Patterns: []string{"*.draft.md", "private/"}}
 	must := func(dir, name, content string) {
 		t.Helper()
-		if err := r.SetIgnoreFile(dir, name, []byte(content)); err != nil {
+		if err := r.setFile(dir, name, []byte(content)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,7 +192,7 @@ func TestRules_Priority(t *testing.T) {
 	if r.Ignored("b.md", false) {
 		t.Errorf("Ignored(%q) after emptying .knotignore = true; want false", "b.md")
 	}
-	if err := r.SetIgnoreFile("", "README.md", []byte("x")); err == nil {
+	if err := r.setFile("", "README.md", []byte("x")); err == nil {
 		t.Errorf("SetIgnoreFile(README.md) = nil; want an error")
 	}
 }
@@ -222,7 +222,7 @@ func TestRules_Explain(t *testing.T) {
 		{"private/p.md", true, `ignored by knotd config ignore:1 pattern "private/" (matches directory private)`},
 		{"notes/a.md", false, "not ignored"},
 		{"", false, "not ignored: the vault root"},
-		{"../etc/passwd", true, `ignored: not a vault-relative path: path "../etc/passwd" has an empty, . or .. element`},
+		{"../etc/passwd", true, `ignored: not a vault-relative path: strand: invalid vault-relative path "../etc/passwd": has a .. element`},
 	}
 	for _, tt := range tests {
 		ignored, reason := r.Explain(tt.path)
@@ -235,10 +235,7 @@ func TestRules_Explain(t *testing.T) {
 // TestRules_AgreesWithGit builds gitFixture on disk and compares what
 // Rules.Walk reaches with what git considers ignored.
 func TestRules_AgreesWithGit(t *testing.T) {
-	git, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git not installed")
-	}
+	git := needGit(t)
 	root := t.TempDir()
 	for dir, content := range gitFixture {
 		mustWrite(t, filepath.Join(root, dir, ".gitignore"), content)
@@ -277,7 +274,7 @@ func TestRules_AgreesWithGit(t *testing.T) {
 
 	var walked []string
 	r := &Rules{}
-	err = r.Walk(root, "", func(rel string, d os.DirEntry, err error) error {
+	err := r.Walk(root, "", WalkOptions{}, func(rel string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

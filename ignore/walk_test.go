@@ -1,13 +1,16 @@
-package watcher
+package ignore
 
 import (
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/knotd/knotd/strand"
 )
 
 func TestRules_Walk(t *testing.T) {
@@ -54,7 +57,7 @@ func TestRules_Walk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			r := &Rules{}
-			err := r.Walk(root, tt.dir, func(rel string, d fs.DirEntry, err error) error {
+			err := r.Walk(root, tt.dir, WalkOptions{}, func(rel string, d fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
@@ -78,7 +81,7 @@ func TestRules_WalkErrors(t *testing.T) {
 	root := t.TempDir()
 	mustWrite(t, filepath.Join(root, "a.md"), "x")
 	var calls []string
-	err := (&Rules{}).Walk(root, "missing", func(rel string, d fs.DirEntry, err error) error {
+	err := (&Rules{}).Walk(root, "missing", WalkOptions{}, func(rel string, d fs.DirEntry, err error) error {
 		calls = append(calls, rel)
 		return err
 	})
@@ -86,7 +89,7 @@ func TestRules_WalkErrors(t *testing.T) {
 		t.Errorf("Walk(missing) = %v after calls %q; want ErrNotExist after [missing]", err, calls)
 	}
 	stop := errors.New("stop")
-	err = (&Rules{}).Walk(root, "", func(rel string, d fs.DirEntry, err error) error {
+	err = (&Rules{}).Walk(root, "", WalkOptions{}, func(rel string, d fs.DirEntry, err error) error {
 		if rel == "a.md" {
 			return stop
 		}
@@ -95,7 +98,7 @@ func TestRules_WalkErrors(t *testing.T) {
 	if !errors.Is(err, stop) {
 		t.Errorf("Walk = %v; want fn's error", err)
 	}
-	if err := (&Rules{}).Walk(root, "../x", func(string, fs.DirEntry, error) error { return nil }); err == nil {
+	if err := (&Rules{}).Walk(root, "../x", WalkOptions{}, func(string, fs.DirEntry, error) error { return nil }); err == nil {
 		t.Errorf("Walk(../x) = nil; want an error")
 	}
 }
@@ -140,11 +143,11 @@ func FuzzRules(f *testing.F) {
 	f.Add("foo/**\n!foo/k\n", "foo", "", "foo/k", false)
 	f.Fuzz(func(t *testing.T, rootFile, dir, dirFile, rel string, isDir bool) {
 		r := &Rules{Patterns: []string{"*.tmp"}}
-		if err := r.SetIgnoreFile("", ".gitignore", []byte(rootFile)); err != nil {
+		if err := r.setFile("", ".gitignore", []byte(rootFile)); err != nil {
 			t.Fatal(err)
 		}
-		if validRel(dir) == nil {
-			if err := r.SetIgnoreFile(dir, ".knotignore", []byte(dirFile)); err != nil {
+		if strand.ValidateRel(dir) == nil {
+			if err := r.setFile(dir, ".knotignore", []byte(dirFile)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -153,7 +156,7 @@ func FuzzRules(f *testing.F) {
 		if isDir {
 			p += "/"
 		}
-		if validRel(rel) != nil || rel == "" {
+		if strand.ValidateRel(rel) != nil || rel == "" {
 			return
 		}
 		if e, why := r.Explain(p); e != ignored {
@@ -184,7 +187,8 @@ func TestWalk_SkipsNestedVault(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, ".knot"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, walk := range []func(*Rules, string, string, fs.WalkDirFunc) error{(*Rules).Walk, (*Rules).WalkConcurrent} {
+	for _, o := range []WalkOptions{{}, {Concurrent: true}} {
+		walk := func(r *Rules, root, dir string, fn fs.WalkDirFunc) error { return r.Walk(root, dir, o, fn) }
 		var mu sync.Mutex
 		var got []string
 		err := walk(&Rules{}, root, "", func(rel string, d fs.DirEntry, err error) error {
@@ -215,6 +219,55 @@ func TestWalk_SkipsNestedVault(t *testing.T) {
 		}
 		if len(got) != 0 {
 			t.Errorf("walk of inner = %v; want nothing", got)
+		}
+	}
+}
+
+// TestRules_OnePathRule: the rules take strand.ValidateRel's word for what
+// a vault-relative path is. A name strand rejects (a volume name such as
+// "c:" at the top, a backslash) is never a strand, so the rules ignore it
+// too, and a walk, which the watcher's watches follow, does not enter or
+// report it. Deeper, "c:" is an ordinary name.
+func TestRules_OnePathRule(t *testing.T) {
+	r := &Rules{}
+	for _, p := range []string{"C:/x.md", "C:", "c:x.md", `a\b.md`, "notes/../x.md", "/x.md", ""} {
+		if !r.Ignored(p, false) {
+			t.Errorf("Ignored(%q) = false; want true: strand.ValidateRel rejects it", p)
+		}
+		if !r.Ignored(p, true) {
+			t.Errorf("Ignored(%q, dir) = false; want true: strand.ValidateRel rejects it", p)
+		}
+	}
+	for _, p := range []string{"notes/c:/x.md", "notes/c:x.md", "x.md"} {
+		if r.Ignored(p, false) {
+			t.Errorf("Ignored(%q) = true; want false", p)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		return // such names cannot be made there
+	}
+	root := t.TempDir()
+	for _, p := range []string{"c:/n.md", "c:x.md", `a\b.md`, "ok/n.md", "ok/d:/n.md"} {
+		mustWrite(t, filepath.Join(root, filepath.FromSlash(p)), "x")
+	}
+	for _, o := range []WalkOptions{{}, {Concurrent: true}} {
+		var mu sync.Mutex
+		var got []string
+		err := r.Walk(root, "", o, func(rel string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			got = append(got, rel)
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if want := []string{"", "ok", "ok/d:", "ok/d:/n.md", "ok/n.md"}; !slices.Equal(got, want) {
+			t.Errorf("Walk(%+v) = %q; want %q", o, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"fmt"
@@ -25,7 +25,7 @@ func readDir(abs string, follow bool) (entries []fs.DirEntry, done func() error,
 	}
 	done = func() error {
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("watcher: close directory %s: %w", abs, err)
+			return fmt.Errorf("ignore: close directory %s: %w", abs, err)
 		}
 		return nil
 	}
@@ -51,3 +51,17 @@ type dirEntryAt struct {
 }
 
 func (e dirEntryAt) Info() (fs.FileInfo, error) { return e.at(e.Name()) }
+
+// fileID identifies a file on its device: the inode and device numbers,
+// with the file's status change time (ctime, nanoseconds).
+type fileID struct {
+	Inode, Device uint64
+	Ctime         int64
+}
+
+// Ident returns the inode and device numbers, for packages that identify
+// files without knowing this one (such as the state store's stamps).
+func (id fileID) Ident() (inode, device uint64) { return id.Inode, id.Device }
+
+// ChangeTime returns the file's status change time in nanoseconds.
+func (id fileID) ChangeTime() int64 { return id.Ctime }

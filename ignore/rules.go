@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"bytes"
@@ -6,25 +6,29 @@ import (
 	"path"
 	"strings"
 	"sync"
+
+	"github.com/knotd/knotd/strand"
 )
 
-// DefaultConfigDir is the name of Obsidian's config folder unless the user
+// defaultConfigDir is the name of Obsidian's config folder unless the user
 // renamed it in Obsidian's settings.
-const DefaultConfigDir = ".obsidian"
+const defaultConfigDir = ".obsidian"
 
 // VaultMarker is the folder that makes a directory a vault (knotd's
-// .knot). A walk never enters a directory below its root that has one: it
-// is a vault of its own, which its own knotd answers, so that two knotd
-// never answer one note.
-const VaultMarker = ".knot"
+// .knot, strand.StateDir). A walk never enters a directory below its root
+// that has one: it is a vault of its own, which its own knotd answers, so
+// that two knotd never answer one note.
+const VaultMarker = strand.StateDir
 
 // ignoreFileNames are the ignore files read in every directory, in
 // increasing priority: a .knotignore line beats a .ignore line, which beats
 // a .gitignore line, in the same directory.
 var ignoreFileNames = [...]string{".gitignore", ".ignore", ".knotignore"}
 
-// isIgnoreFile reports whether a base name is one of the ignore files.
-func isIgnoreFile(name string) bool {
+// IsFile reports whether a base name is one of the ignore files
+// (.gitignore, .ignore, .knotignore): a change to one changes the rules of
+// its directory.
+func IsFile(name string) bool {
 	return ignoreFileIndex(name) >= 0
 }
 
@@ -46,13 +50,13 @@ func ignoreFileIndex(name string) int {
 // inside an ignored directory can be re-included.
 //
 // The zero value is ready to use: built-in ignores only, until ignore files
-// are loaded (Load, Walk or SetIgnoreFile). Set ConfigDir and Patterns
+// are loaded (Load or Walk). Set ConfigDir and Patterns
 // before first use and do not change them afterwards. A Rules is safe for
 // concurrent use; loading ignore files while another goroutine asks
 // Ignored is fine.
 type Rules struct {
 	// ConfigDir is the name (one path element, not a path) of Obsidian's
-	// config folder (DefaultConfigDir when empty). Obsidian lets users
+	// config folder (".obsidian" when empty). Obsidian lets users
 	// rename it; a directory of that name is ignored at any depth, even if
 	// the name does not start with a dot.
 	ConfigDir string
@@ -74,19 +78,19 @@ type dirRules struct {
 	all   []pattern // files in increasing priority
 }
 
-// SetIgnoreFile replaces the patterns of the ignore file name (".gitignore",
+// setFile replaces the patterns of the ignore file name (".gitignore",
 // ".ignore" or ".knotignore") in the vault-relative directory dir ("" for
 // the vault root) with those parsed from data; nil data removes them. It is
-// how Load and Walk feed what they read, and how callers without a file
-// system (tests, tools) feed patterns directly.
-func (r *Rules) SetIgnoreFile(dir, name string, data []byte) error {
+// how Load and Walk feed what they read, and how tests feed patterns
+// without a file system.
+func (r *Rules) setFile(dir, name string, data []byte) error {
 	i := ignoreFileIndex(name)
 	if i < 0 {
-		return fmt.Errorf("watcher: %q is not an ignore file name", name)
+		return fmt.Errorf("ignore: %q is not an ignore file name", name)
 	}
 	if dir != "" {
-		if err := validRel(dir); err != nil {
-			return fmt.Errorf("watcher: ignore file directory: %w", err)
+		if err := strand.ValidateRel(dir); err != nil {
+			return fmt.Errorf("ignore: ignore file directory: %w", err)
 		}
 	}
 	ps := parseIgnoreFile(path.Join(dir, name), data)
@@ -115,12 +119,14 @@ func (r *Rules) SetIgnoreFile(dir, name string, data []byte) error {
 	return nil
 }
 
-// forget drops the ignore files of dir and of every directory below it.
-func (r *Rules) forget(dir string) {
+// Forget drops the ignore files read in the vault-relative directory dir
+// and in every directory below it ("" for all of them), for a directory
+// that is gone or now ignored; Load or Walk read them again.
+func (r *Rules) Forget(dir string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for d := range r.dirs {
-		if isWithin(d, dir) {
+		if strand.Within(d, dir) {
 			delete(r.dirs, d)
 		}
 	}
@@ -145,7 +151,7 @@ func parseIgnoreFile(src string, data []byte) []pattern {
 
 func (r *Rules) configDir() string {
 	if r.ConfigDir == "" {
-		return DefaultConfigDir
+		return defaultConfigDir
 	}
 	return r.ConfigDir
 }
@@ -165,7 +171,7 @@ func (r *Rules) extraPatterns() []pattern {
 // builtin says why a directory named name is always ignored, or "".
 func (r *Rules) builtin(name string) string {
 	switch name {
-	case r.configDir(), DefaultConfigDir:
+	case r.configDir(), defaultConfigDir:
 		return "Obsidian config folder"
 	case ".git":
 		return "git repository data"
@@ -188,19 +194,20 @@ func (r *Rules) builtin(name string) string {
 
 // Ignored reports whether the vault-relative slash path rel is ignored;
 // isDir says whether rel is a directory. A path inside an ignored directory
-// is ignored. An invalid path (absolute, with ".." or empty elements) is
+// is ignored. A path strand.ValidateRel rejects (absolute, with a volume
+// name such as "C:", a backslash, or "..", "." or empty elements) is
 // reported as ignored.
 func (r *Rules) Ignored(rel string, isDir bool) bool {
-	if validRel(rel) != nil {
+	if strand.ValidateRel(rel) != nil {
 		return true
 	}
 	return r.check(rel, isDir, false).ignored
 }
 
 // ignoredEntry is Ignored for an entry whose parent directory is known not
-// to be ignored: only the last element is checked.
+// to be ignored: only the last element is checked, against the rules.
 func (r *Rules) ignoredEntry(rel string, isDir bool) bool {
-	return r.check(rel, isDir, true).ignored
+	return strand.ValidateRel(rel) != nil || r.check(rel, isDir, true).ignored
 }
 
 // Explain says whether the vault-relative slash path rel is ignored, and
@@ -219,7 +226,7 @@ func (r *Rules) Explain(rel string) (ignored bool, reason string) {
 	if rel == "" || rel == "." {
 		return false, "not ignored: the vault root"
 	}
-	if err := validRel(rel); err != nil {
+	if err := strand.ValidateRel(rel); err != nil {
 		return true, "ignored: not a vault-relative path: " + err.Error()
 	}
 	v := r.check(rel, isDir, false)
@@ -353,33 +360,4 @@ func prefix(rel string, elems []string, k int) string {
 		end += len(e)
 	}
 	return rel[:end]
-}
-
-// isWithin reports whether rel is dir or lies below it ("" is the root,
-// which holds everything).
-func isWithin(rel, dir string) bool {
-	return dir == "" || rel == dir || strings.HasPrefix(rel, dir+"/")
-}
-
-// validRel checks that rel is a clean, non-empty, vault-relative slash path.
-func validRel(rel string) error {
-	switch {
-	case rel == "":
-		return fmt.Errorf("empty path")
-	case strings.HasPrefix(rel, "/"), strings.ContainsAny(rel, "\\\x00"):
-		return fmt.Errorf("path %q is absolute or has a backslash or NUL", rel)
-	}
-	for start := 0; start <= len(rel); {
-		end := strings.IndexByte(rel[start:], '/')
-		if end < 0 {
-			end = len(rel)
-		} else {
-			end += start
-		}
-		if e := rel[start:end]; e == "" || e == "." || e == ".." {
-			return fmt.Errorf("path %q has an empty, . or .. element", rel)
-		}
-		start = end + 1
-	}
-	return nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package watcher
+package ignore
 
 import (
 	"io/fs"

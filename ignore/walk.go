@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/knotd/knotd/strand"
 )
 
 // maxIgnoreFileSize bounds what is read of one ignore file; a larger file
@@ -32,8 +34,8 @@ func (r *Rules) Load(root, rel string) error {
 	if rel == "" || rel == "." {
 		return nil
 	}
-	if err := validRel(rel); err != nil {
-		return fmt.Errorf("watcher: load ignore files: %w", err)
+	if err := strand.ValidateRel(rel); err != nil {
+		return fmt.Errorf("ignore: load ignore files: %w", err)
 	}
 	elems := strings.Split(rel, "/")
 	for k := 1; k < len(elems); k++ {
@@ -63,7 +65,7 @@ func (r *Rules) loadDir(root, dir string, present *[len(ignoreFileNames)]bool, o
 				continue
 			}
 		}
-		if err := r.SetIgnoreFile(dir, name, data); err != nil {
+		if err := r.setFile(dir, name, data); err != nil {
 			onErr(name, err)
 		}
 	}
@@ -79,22 +81,22 @@ func readIgnoreFile(abs string) (data []byte, err error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("watcher: read ignore file: %w", err)
+		return nil, fmt.Errorf("ignore: read ignore file: %w", err)
 	}
 	defer f.Close() // read only: a close error loses nothing
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("watcher: read ignore file %s: %w", abs, err)
+		return nil, fmt.Errorf("ignore: read ignore file %s: %w", abs, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("watcher: ignore file %s is not a regular file (%v): knotd reads only a regular file there", abs, fi.Mode().Type())
+		return nil, fmt.Errorf("ignore: ignore file %s is not a regular file (%v): knotd reads only a regular file there", abs, fi.Mode().Type())
 	}
 	data, err = io.ReadAll(io.LimitReader(f, maxIgnoreFileSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("watcher: read ignore file %s: %w", abs, err)
+		return nil, fmt.Errorf("ignore: read ignore file %s: %w", abs, err)
 	}
 	if len(data) > maxIgnoreFileSize {
-		return nil, fmt.Errorf("watcher: ignore file %s is larger than %d bytes", abs, maxIgnoreFileSize)
+		return nil, fmt.Errorf("ignore: ignore file %s is larger than %d bytes", abs, maxIgnoreFileSize)
 	}
 	if data == nil {
 		data = []byte{} // present but empty: not the same as absent
@@ -107,56 +109,37 @@ func readIgnoreFile(abs string) (data []byte, err error) {
 // every entry below it that the rules do not ignore, with vault-relative
 // slash paths ("" for the root). It reads each directory's ignore files
 // before deciding about its entries, so the rules it leaves behind are
-// current for everything it walked.
+// current for everything it walked. It never enters a directory other
+// than the vault root that holds a VaultMarker: that is a vault of its
+// own.
 //
 // fn follows the fs.WalkDirFunc protocol of fs.WalkDir: a directory is
-// passed before it is read, entries come in lexical order, returning
-// fs.SkipDir skips a directory (or, from a file, the rest of its
-// directory), fs.SkipAll stops the walk, and a directory that cannot be
-// read is passed a second time with the error. An ignore file that cannot
-// be read is passed with its error. Symbolic links are passed as entries
-// and never followed. If dir is itself ignored, fn is never called.
-func (r *Rules) Walk(root, dir string, fn fs.WalkDirFunc) error {
-	return r.walk(root, dir, fn, walkOptions{loadAncestors: true})
+// passed before it is read, the entries of one directory come in lexical
+// order, returning fs.SkipDir skips a directory (or, from a file, the rest
+// of its directory), fs.SkipAll stops the walk, and a directory that
+// cannot be read is passed a second time with the error. An ignore file
+// that cannot be read is passed with its error. Symbolic links are passed
+// as entries and never followed. If dir is itself ignored, fn is never
+// called. On Linux, the Info of an entry that is not a directory comes
+// from one fstatat(2) relative to its open directory, and its Sys() has
+// the methods Ident() (inode, device uint64) and ChangeTime() int64 (the
+// status change time in nanoseconds) in place of a *syscall.Stat_t.
+func (r *Rules) Walk(root, dir string, o WalkOptions, fn fs.WalkDirFunc) error {
+	workers := 0
+	if o.Concurrent {
+		workers = walkWorkers
+	}
+	return r.walk(root, dir, o, workers, fn)
 }
 
-// WalkConcurrent is Walk with several directories listed at once, for
-// large vaults: listing directories and looking at files is most of a
-// walk's cost, and those system calls overlap well. fn is called from
-// several goroutines at once and must be safe for that; the entries of one
-// directory still come to it in lexical order, but those of different
-// directories interleave. Every goroutine has ended when WalkConcurrent
-// returns.
-func (r *Rules) WalkConcurrent(root, dir string, fn fs.WalkDirFunc) error {
-	return r.walk(root, dir, fn, walkOptions{loadAncestors: true, workers: walkWorkers})
-}
-
-// walkWorkers is how many directories a concurrent walk lists at once.
-// More than the CPUs pays, since the system calls block on the disk and on
-// each other: the watcher's start-up walk of the bench's 100k-note vault
-// (10,101 directories, 2 CPUs) took 418-510 ms with 2, 316-399 ms with 4
-// and 292-345 ms with 8.
-const walkWorkers = 8
-
-// walkOptions are what the watcher's own walks set beyond Walk's.
-type walkOptions struct {
-	// listed is told how many entries each directory listing had, ignored
-	// ones included (kqueue opens a descriptor for each).
-	listed func(rel string, n int)
-	// loadAncestors rereads the ignore files above dir first (the watcher
-	// keeps them current itself and does not).
-	loadAncestors bool
-	// workers is how many directories may be listed at once.
-	workers int
-}
-
-// walk is Walk with options.
-func (r *Rules) walk(root, dir string, fn fs.WalkDirFunc, o walkOptions) error {
+// walk is Walk listing up to workers directories at once (at most one
+// when workers is below 2).
+func (r *Rules) walk(root, dir string, o WalkOptions, workers int, fn fs.WalkDirFunc) error {
 	if dir != "" {
-		if err := validRel(dir); err != nil {
-			return fmt.Errorf("watcher: walk: %w", err)
+		if err := strand.ValidateRel(dir); err != nil {
+			return fmt.Errorf("ignore: walk: %w", err)
 		}
-		if o.loadAncestors {
+		if !o.AncestorsLoaded {
 			if err := r.Load(root, dir); err != nil {
 				if err := fn(dir, nil, err); err != nil {
 					return skipToNil(err)
@@ -176,9 +159,9 @@ func (r *Rules) walk(root, dir string, fn fs.WalkDirFunc, o walkOptions) error {
 	if err != nil {
 		return skipToNil(fn(dir, nil, err))
 	}
-	w := &walker{root: root, rules: r, fn: fn, listed: o.listed}
-	if o.workers > 1 {
-		w.sem = make(chan struct{}, o.workers) // the calling goroutine only waits for them
+	w := &walker{root: root, rules: r, fn: fn, listed: o.Listed}
+	if workers > 1 {
+		w.sem = make(chan struct{}, workers) // the calling goroutine only waits for them
 	}
 	err = w.visit(dir, fs.FileInfoToDirEntry(fi))
 	if err != nil {
@@ -187,6 +170,34 @@ func (r *Rules) walk(root, dir string, fn fs.WalkDirFunc, o walkOptions) error {
 	w.wg.Wait()
 	return skipToNil(w.err)
 }
+
+// WalkOptions are the choices of a Walk; the zero value walks one
+// directory at a time in the calling goroutine, reading the ignore files
+// above dir first.
+type WalkOptions struct {
+	// Concurrent lists several directories at once, for large vaults:
+	// listing directories and looking at files is most of a walk's cost,
+	// and those system calls overlap well. fn is then called from several
+	// goroutines at once and must be safe for that; the entries of one
+	// directory still come to it in lexical order, but those of different
+	// directories interleave. Every goroutine has ended when Walk returns.
+	Concurrent bool
+	// AncestorsLoaded says that the ignore files of the directories above
+	// dir are loaded and current (the watcher keeps them so): Walk does not
+	// read them again.
+	AncestorsLoaded bool
+	// Listed, when set, is told how many entries each directory listing
+	// had, ignored ones included (kqueue opens a descriptor for each). It
+	// is called from the goroutine that listed the directory.
+	Listed func(rel string, n int)
+}
+
+// walkWorkers is how many directories a concurrent walk lists at once.
+// More than the CPUs pays, since the system calls block on the disk and on
+// each other: the watcher's start-up walk of the bench's 100k-note vault
+// (10,101 directories, 2 CPUs) took 418-510 ms with 2, 316-399 ms with 4
+// and 292-345 ms with 8.
+const walkWorkers = 8
 
 func skipToNil(err error) error {
 	if errors.Is(err, fs.SkipDir) || errors.Is(err, fs.SkipAll) {

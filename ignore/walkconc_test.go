@@ -1,4 +1,4 @@
-package watcher
+package ignore
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func walkTree(t *testing.T) string {
 func TestRules_WalkConcurrent(t *testing.T) {
 	root := walkTree(t)
 	var want []string
-	err := (&Rules{}).Walk(root, "", func(rel string, _ fs.DirEntry, err error) error {
+	err := (&Rules{}).Walk(root, "", WalkOptions{}, func(rel string, _ fs.DirEntry, err error) error {
 		want = append(want, rel)
 		return err
 	})
@@ -55,7 +55,7 @@ func TestRules_WalkConcurrent(t *testing.T) {
 			var mu sync.Mutex
 			var got []string
 			children := map[string][]string{}
-			err := (&Rules{}).walk(root, "", func(rel string, _ fs.DirEntry, err error) error {
+			err := (&Rules{}).walk(root, "", WalkOptions{}, workers, func(rel string, _ fs.DirEntry, err error) error {
 				mu.Lock()
 				defer mu.Unlock()
 				got = append(got, rel)
@@ -67,18 +67,18 @@ func TestRules_WalkConcurrent(t *testing.T) {
 					children[dir] = append(children[dir], rel)
 				}
 				return err
-			}, walkOptions{workers: workers})
+			})
 			if err != nil {
-				t.Fatalf("WalkConcurrent(%d) = %v", workers, err)
+				t.Fatalf("Walk with %d workers = %v", workers, err)
 			}
 			noGoroutinesLeft(t, before)
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
-				t.Errorf("WalkConcurrent(%d) visited %d paths; Walk visited %d\ngot  %q\nwant %q", workers, len(got), len(want), got, want)
+				t.Errorf("Walk with %d workers visited %d paths; Walk visited %d\ngot  %q\nwant %q", workers, len(got), len(want), got, want)
 			}
 			for dir, c := range children {
 				if !slices.IsSorted(c) {
-					t.Errorf("WalkConcurrent(%d): the entries of %q came as %q; want lexical order", workers, dir, c)
+					t.Errorf("Walk with %d workers: the entries of %q came as %q; want lexical order", workers, dir, c)
 				}
 			}
 		})
@@ -86,7 +86,7 @@ func TestRules_WalkConcurrent(t *testing.T) {
 }
 
 // TestRules_WalkConcurrentStops: SkipDir, SkipAll and errors from any
-// goroutine end what they should, and WalkConcurrent returns only after
+// goroutine end what they should, and a concurrent Walk returns only after
 // every goroutine ended.
 func TestRules_WalkConcurrentStops(t *testing.T) {
 	root := walkTree(t)
@@ -128,7 +128,7 @@ func TestRules_WalkConcurrentStops(t *testing.T) {
 			before := runtime.NumGoroutine()
 			var mu sync.Mutex
 			seen := map[string]bool{}
-			err := (&Rules{}).WalkConcurrent(root, "", func(rel string, _ fs.DirEntry, err error) error {
+			err := (&Rules{}).Walk(root, "", WalkOptions{Concurrent: true}, func(rel string, _ fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
@@ -138,12 +138,12 @@ func TestRules_WalkConcurrentStops(t *testing.T) {
 				return tt.fn(rel)
 			})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
-				t.Errorf("WalkConcurrent = %v; want %v", err, tt.wantErr)
+				t.Errorf("concurrent Walk = %v; want %v", err, tt.wantErr)
 			}
 			noGoroutinesLeft(t, before)
 			for _, p := range tt.never {
 				if seen[p] {
-					t.Errorf("WalkConcurrent visited %s; want it skipped", p)
+					t.Errorf("concurrent Walk visited %s; want it skipped", p)
 				}
 			}
 		})
@@ -151,7 +151,7 @@ func TestRules_WalkConcurrentStops(t *testing.T) {
 }
 
 // noGoroutinesLeft fails the test unless the number of goroutines comes
-// back to before. A walker goroutine has called Done when WalkConcurrent
+// back to before. A walker goroutine has called Done when a concurrent Walk
 // returns but may still be on its way out, so the count is awaited, with
 // a deadline.
 func noGoroutinesLeft(t *testing.T, before int) {
@@ -159,7 +159,7 @@ func noGoroutinesLeft(t *testing.T, before int) {
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
-			t.Errorf("WalkConcurrent left %d goroutines running; %d before", runtime.NumGoroutine(), before)
+			t.Errorf("concurrent Walk left %d goroutines running; %d before", runtime.NumGoroutine(), before)
 			return
 		}
 		runtime.Gosched()
