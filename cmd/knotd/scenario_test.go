@@ -136,7 +136,6 @@ func parseScenario(file string) ([]step, error) {
 // and its knotd.
 type scenario struct {
 	t     *testing.T
-	file  string
 	vault string
 	env   []string // added to each knotd's environment
 	// stateHome is knotd's state directory ($XDG_STATE_HOME/knotd).
@@ -167,7 +166,7 @@ func runScenario(t *testing.T, file string, steps []step) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := &scenario{t: t, file: file, vault: filepath.Join(home, "vault"), flags: []string{"--debounce", "50ms"}}
+	sc := &scenario{t: t, vault: filepath.Join(home, "vault"), flags: []string{"--debounce", "50ms"}}
 	for _, dir := range []string{sc.vault, filepath.Join(home, "config"), filepath.Join(home, "state")} {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
@@ -469,17 +468,14 @@ func (sc *scenario) stop(kill bool) error {
 	}
 }
 
-// runEntry is one run as knotd runs --json lists it.
-type runEntry = runJSON
-
 // listRuns returns the runs knotd runs --json lists, oldest first,
 // settle's barriers included.
-func (sc *scenario) listRuns() ([]runEntry, error) {
+func (sc *scenario) listRuns() ([]runJSON, error) {
 	out, err := sc.output(sc.command("runs", "--json", sc.vault))
 	if err != nil {
 		return nil, err
 	}
-	var list []runEntry
+	var list []runJSON
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		return nil, fmt.Errorf("knotd runs --json: %v:\n%s", err, out)
 	}
