@@ -587,9 +587,3 @@ type LateSave struct {
 func (e *LateSave) Error() string {
 	return fmt.Sprintf("vaultfs: %s: a save (%d bytes) went into the file knotd had just replaced, and the name holds a newer save or is gone", e.Name, len(e.Content))
 }
-
-// Close settles the guard (see Settle) and reports only an error.
-func (g *Guard) Close() error {
-	_, err := g.Settle()
-	return err
-}
