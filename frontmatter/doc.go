@@ -23,7 +23,7 @@
 // # knotd's keys
 //
 //	knot_session  the strand's session UUID, written by knotd before its first run
-//	knot_resume   the agent's resume handle
+//	knot_resume   the agent's resume handle (read; knotd does not write it)
 //	knot_mode     append (default) | replace | off
 //	knot_agent    name of an agent defined in trusted config
 //	knot_model    model name, handed to the agent as one argv element
@@ -50,8 +50,8 @@
 //
 // # Editing
 //
-// SetSession, SetResume, EnsureSession and MergeFields change the keys
-// they set and nothing else. Every other byte stays as it was: the user's
+// SetSession, AskNewSession and MergeFields change the keys they set and
+// nothing else; WithoutOwnKeys takes knotd's own keys out with MergeFields. Every other byte stays as it was: the user's
 // keys, comments, key order, quoting, blank lines, CRLF line endings, a
 // BOM, and the body. A value on its key's line is replaced by itself,
 // keeping the spacing before it and any comment after it. A value that

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // The edits below take a strand's bytes and return the edited bytes. They
@@ -54,62 +52,6 @@ func AskNewSession(src []byte) ([]byte, error) {
 		return nil, err
 	}
 	return edit(src, c)
-}
-
-// SetResume sets knot_resume to handle, the agent's resume handle, which
-// must not be empty. Any string is written so that it reads back exactly.
-func SetResume(src []byte, handle string) ([]byte, error) {
-	c, err := fieldChange(fieldResume, handle)
-	if err != nil {
-		return nil, err
-	}
-	return edit(src, c)
-}
-
-// EnsureSession returns the strand's session id, giving the strand a new
-// random (version 4) UUID in knot_session first when it has none; changed
-// reports whether out differs from src. It is idempotent: on its own output
-// it returns the same id and changed false.
-//
-// A session under a read-only alias (agent_doc_session, session) is
-// honoured as it is: its id is returned and nothing is written, so that a
-// strand carried over from agent-doc keeps one session and one key. A
-// session value that is not a UUID is an error (a *FieldError), not
-// replaced: the user decides what it should be.
-func EnsureSession(src []byte) (out []byte, id string, changed bool, err error) {
-	return ensureSession(src, func() (string, error) {
-		u, err := uuid.NewRandom()
-		if err != nil {
-			return "", fmt.Errorf("frontmatter: new session id: %w", err)
-		}
-		return u.String(), nil
-	})
-}
-
-func ensureSession(src []byte, newID func() (string, error)) (out []byte, id string, changed bool, err error) {
-	p, err := parse(src)
-	if err != nil {
-		return nil, "", false, err
-	}
-	for _, fe := range p.fields.Problems {
-		if f, _, ok := fieldOf(fe.Key); ok && f == fieldSession {
-			return nil, "", false, fe
-		}
-	}
-	if p.fields.Session != "" {
-		return src, p.fields.Session, false, nil
-	}
-	if id, err = newID(); err != nil {
-		return nil, "", false, err
-	}
-	c, err := fieldChange(fieldSession, id)
-	if err != nil {
-		return nil, "", false, err
-	}
-	if out, err = p.apply([]change{c}); err != nil {
-		return nil, "", false, err
-	}
-	return out, id, true, nil
 }
 
 // MergeFields sets each key of fields to its value, adding the keys that
@@ -223,36 +165,6 @@ func edit(src []byte, cs ...change) ([]byte, error) {
 		return nil, err
 	}
 	return p.apply(cs)
-}
-
-// Write returns a new strand: a frontmatter block holding f's set fields
-// under their canonical keys, in canonical order, followed by body
-// unchanged. Fields f leaves empty are not written, so Write(Fields{}, body)
-// gives an empty block. A value that Parse would report as a problem is an
-// error. Problems in f are ignored. To change an existing strand, use the
-// edits, which keep the rest of its block.
-func Write(f Fields, body []byte) ([]byte, error) {
-	values := [numFields]string{f.Session, f.Resume, string(f.Mode), f.Agent, f.Model}
-	var block []byte
-	block = append(block, "---\n"...)
-	for field := range numFields {
-		var c change
-		var err error
-		switch {
-		case field == fieldEvents && f.Events != nil:
-			c, err = fieldChange(field, f.Events...)
-		case field != fieldEvents && values[field] != "":
-			c, err = fieldChange(field, values[field])
-		default:
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		block = appendKey(block, "", c, "\n")
-	}
-	block = append(block, "---\n"...)
-	return append(block, body...), nil
 }
 
 // WithoutOwnKeys returns src without knotd's own bookkeeping keys,

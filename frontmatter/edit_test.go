@@ -2,19 +2,11 @@ package frontmatter
 
 import (
 	"bytes"
-	"errors"
-	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 const otherID = "11111111-2222-4333-8444-555555555555"
-
-func fixedID(id string) func() (string, error) {
-	return func() (string, error) { return id, nil }
-}
 
 func mustParse(t *testing.T, src []byte) Document {
 	t.Helper()
@@ -23,48 +15,6 @@ func mustParse(t *testing.T, src []byte) Document {
 		t.Fatalf("Parse(%q) error: %v", src, err)
 	}
 	return d
-}
-
-func TestWrite(t *testing.T) {
-	t.Run("write_roundtrip", func(t *testing.T) {
-		f := Fields{Session: testID, Resume: "thread 7: \"quoted\"", Mode: ModeReplace, Agent: "claude",
-			Model: "gpt-4o:mini", Events: []string{"created", "deleted"}}
-		body := []byte("# Title\n\n---\nnot frontmatter\n")
-		out, err := Write(f, body)
-		if err != nil {
-			t.Fatalf("Write(%+v) error: %v", f, err)
-		}
-		d := mustParse(t, out)
-		got := d.Fields
-		got.modeKey, got.modeLn = "", 0
-		if !reflect.DeepEqual(got, f) {
-			t.Errorf("Parse(Write(%+v)).Fields = %+v", f, got)
-		}
-		if !bytes.Equal(d.Body, body) {
-			t.Errorf("Parse(Write(…)).Body = %q; want %q", d.Body, body)
-		}
-	})
-	t.Run("write_default_frontmatter", func(t *testing.T) {
-		out, err := Write(Fields{}, []byte("body\n"))
-		if err != nil || string(out) != "---\n---\nbody\n" {
-			t.Errorf("Write(Fields{}, body) = %q, %v; want an empty block and the body", out, err)
-		}
-		if m, err := ResolveMode(mustParse(t, out).Fields); m != ModeAppend || err != nil {
-			t.Errorf("ResolveMode of the default block = %q, %v; want append", m, err)
-		}
-	})
-	t.Run("write_uses_canonical_field", func(t *testing.T) {
-		out, err := Write(Fields{Session: testID, Resume: "r", Mode: ModeOff}, nil)
-		want := "---\nknot_session: " + testID + "\nknot_resume: r\nknot_mode: 'off'\n---\n"
-		if err != nil || string(out) != want {
-			t.Errorf("Write = %q, %v; want %q", out, err, want)
-		}
-	})
-	for _, f := range []Fields{{Session: "nope"}, {Mode: "stream"}, {Events: []string{"bogus"}}, {Model: "-x"}} {
-		if out, err := Write(f, nil); err == nil {
-			t.Errorf("Write(%+v) = %q; want an error", f, out)
-		}
-	}
 }
 
 func TestSetSession(t *testing.T) {
@@ -88,6 +38,13 @@ func TestSetSession(t *testing.T) {
 		{"indented_map", "---\n  title: t\n  tags: [a]\n---\n", "---\n  title: t\n  tags: [a]\n  knot_session: " + testID + "\n---\n"},
 		{"before_document_end", "---\ntitle: t\n...\n---\n", "---\ntitle: t\nknot_session: " + testID + "\n...\n---\n"},
 		{"closing_at_eof", "---\ntitle: t\n---", "---\ntitle: t\nknot_session: " + testID + "\n---"},
+		{"keeps_spacing_and_comment", "---\nknot_session:   " + otherID + "   # from knotd\nx: 1\n---\n", "---\nknot_session:   " + testID + "   # from knotd\nx: 1\n---\n"},
+		{"replaces_quoted", "---\nknot_session: \"a # b\" # c\n---\n", "---\nknot_session: " + testID + " # c\n---\n"},
+		{"replaces_flow", "---\nknot_session: [a, 'b]'] # c\n---\n", "---\nknot_session: " + testID + " # c\n---\n"},
+		{"replaces_block_scalar", "---\nknot_session: |  # note\n  line one\n  # line two\n\n# about x\nx: 1\n---\n", "---\nknot_session: " + testID + "\n\n# about x\nx: 1\n---\n"},
+		{"replaces_list_keeps_key_comment", "---\nknot_session:   # note\n  - a\n  - b\n# about x\nx: 1\n---\n", "---\nknot_session: " + testID + "   # note\n# about x\nx: 1\n---\n"},
+		{"quoted_key", "---\n'knot_session' : " + otherID + "\n---\n", "---\n'knot_session' : " + testID + "\n---\n"},
+		{"tabs", "---\nknot_session:\t" + otherID + "\t# c\n---\n", "---\nknot_session:\t" + testID + "\t# c\n---\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,6 +55,9 @@ func TestSetSession(t *testing.T) {
 			if d := mustParse(t, out); d.Fields.Session != testID {
 				t.Errorf("Parse(SetSession(%q)).Fields.Session = %q", tt.src, d.Fields.Session)
 			}
+			if again, err := SetSession(out, testID); err != nil || !bytes.Equal(again, out) {
+				t.Errorf("SetSession twice on %q = %q, %v; want no change", tt.src, again, err)
+			}
 		})
 	}
 	if out, err := SetSession([]byte("x"), "not-a-uuid"); err == nil {
@@ -105,86 +65,6 @@ func TestSetSession(t *testing.T) {
 	}
 	if out, err := SetSession([]byte("---\nunterminated\n"), testID); err == nil {
 		t.Errorf("SetSession(unterminated) = %q; want an error", out)
-	}
-}
-
-func TestEnsureSession(t *testing.T) {
-	tests := []struct {
-		name, src, want, id string
-		changed             bool
-	}{
-		{"ensure_session_no_frontmatter", "Hello\n", "---\nknot_session: " + testID + "\n---\nHello\n", testID, true},
-		{"ensure_session_existing_session", "---\nknot_session: " + otherID + "\n---\nHello\n", "", otherID, false},
-		{"alias_is_honoured_and_not_duplicated", "---\nagent_doc_session: " + otherID + "\n---\n", "", otherID, false},
-		{"alias_behind_null_canonical", "---\nknot_session:\nagent_doc_session: " + otherID + "\n---\n", "", otherID, false},
-		{"null_session_is_filled", "---\nknot_session: ~ # set by knotd\n---\n", "---\nknot_session: " + testID + " # set by knotd\n---\n", testID, true},
-		{"empty_block", "---\n---\n", "---\nknot_session: " + testID + "\n---\n", testID, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			want := tt.want
-			if !tt.changed {
-				want = tt.src
-			}
-			out, id, changed, err := ensureSession([]byte(tt.src), fixedID(testID))
-			if err != nil || string(out) != want || id != tt.id || changed != tt.changed {
-				t.Fatalf("EnsureSession(%q) = %q, %q, %v, %v; want %q, %q, %v", tt.src, out, id, changed, err, want, tt.id, tt.changed)
-			}
-			again, id2, changed2, err := ensureSession(out, fixedID(otherID))
-			if err != nil || !bytes.Equal(again, out) || id2 != id || changed2 {
-				t.Errorf("EnsureSession is not idempotent on %q: %q, %q, %v, %v", out, again, id2, changed2, err)
-			}
-		})
-	}
-	for _, src := range []string{"---\nknot_session: 42\n---\n", "---\nsession: morning\n---\n", "---\nbad: [\n---\n"} {
-		if out, _, _, err := EnsureSession([]byte(src)); err == nil {
-			t.Errorf("EnsureSession(%q) = %q; want an error", src, out)
-		}
-	}
-	var fe *FieldError
-	if _, _, _, err := EnsureSession([]byte("---\nsession: morning\n---\n")); !errors.As(err, &fe) || fe.Key != "session" || fe.Line != 2 {
-		t.Errorf("EnsureSession(session: morning) error = %v; want a *FieldError for session on line 2", err)
-	}
-	out, id, changed, err := EnsureSession([]byte("body"))
-	u, perr := uuid.Parse(id)
-	if err != nil || !changed || perr != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
-		t.Fatalf("EnsureSession(body) = %q, %q, %v, %v; want a new UUID v4", out, id, changed, err)
-	}
-}
-
-func TestSetResume(t *testing.T) {
-	tests := []struct {
-		name, src, handle, want string
-	}{
-		{"adds", "---\ntitle: t\n---\n", "abc", "---\ntitle: t\nknot_resume: abc\n---\n"},
-		{"keeps_spacing_and_comment", "---\nknot_resume:   old   # from claude\nx: 1\n---\n", "new", "---\nknot_resume:   new   # from claude\nx: 1\n---\n"},
-		{"replaces_quoted", "---\nknot_resume: \"a # b\" # c\n---\n", "z", "---\nknot_resume: z # c\n---\n"},
-		{"replaces_flow", "---\nknot_resume: [a, 'b]'] # c\n---\n", "z", "---\nknot_resume: z # c\n---\n"},
-		{"replaces_block_scalar", "---\nknot_resume: |  # note\n  line one\n  # line two\n\n# about x\nx: 1\n---\n", "z", "---\nknot_resume: z\n\n# about x\nx: 1\n---\n"},
-		{"replaces_list_keeps_key_comment", "---\nknot_resume:   # note\n  - a\n  - b\n# about x\nx: 1\n---\n", "z", "---\nknot_resume: z   # note\n# about x\nx: 1\n---\n"},
-		{"quoted_key", "---\n'knot_resume' : old\n---\n", "new", "---\n'knot_resume' : new\n---\n"},
-		{"tabs", "---\nknot_resume:\told\t# c\n---\n", "new", "---\nknot_resume:\tnew\t# c\n---\n"},
-		{"needs_quotes", "---\n---\n", "a: b # c", "---\nknot_resume: 'a: b # c'\n---\n"},
-		{"needs_escapes", "---\n---\n", "a\nb\t\"c\"", "---\nknot_resume: \"a\\nb\\t\\\"c\\\"\"\n---\n"},
-		{"number_like", "---\n---\n", "123", "---\nknot_resume: '123'\n---\n"},
-		{"alias_left_alone", "---\nresume: old\n---\n", "new", "---\nresume: old\nknot_resume: new\n---\n"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := SetResume([]byte(tt.src), tt.handle)
-			if err != nil || string(out) != tt.want {
-				t.Fatalf("SetResume(%q, %q) = %q, %v; want %q", tt.src, tt.handle, out, err, tt.want)
-			}
-			if d := mustParse(t, out); d.Fields.Resume != tt.handle {
-				t.Errorf("Parse(SetResume(%q, %q)).Fields.Resume = %q", tt.src, tt.handle, d.Fields.Resume)
-			}
-			if again, err := SetResume(out, tt.handle); err != nil || !bytes.Equal(again, out) {
-				t.Errorf("SetResume twice on %q = %q, %v; want no change", tt.src, again, err)
-			}
-		})
-	}
-	if out, err := SetResume([]byte("x"), ""); err == nil {
-		t.Errorf("SetResume(x, \"\") = %q; want an error", out)
 	}
 }
 

@@ -1,7 +1,6 @@
 package frontmatter
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,29 +78,6 @@ func (e *FieldError) Error() string {
 		return fmt.Sprintf("frontmatter: line %d: %s: %s", e.Line, e.Key, e.Msg)
 	}
 	return fmt.Sprintf("frontmatter: %s: %s", e.Key, e.Msg)
-}
-
-// Err returns all of f's problems joined into one error, or nil.
-func (f Fields) Err() error {
-	errs := make([]error, len(f.Problems))
-	for i, p := range f.Problems {
-		errs[i] = p
-	}
-	return errors.Join(errs...)
-}
-
-// Triggers reports whether event (created, modified or deleted, in any
-// case) triggers a run of the strand under knot_events.
-func (f Fields) Triggers(event string) bool {
-	if f.Events == nil {
-		return true
-	}
-	for _, e := range f.Events {
-		if strings.EqualFold(e, event) {
-			return true
-		}
-	}
-	return false
 }
 
 // ResolveMode returns the strand's effective mode: knot_mode, else a

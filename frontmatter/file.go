@@ -30,7 +30,7 @@ var ErrChanged = vaultfs.ErrChanged
 // try again (or give up loudly). The temporary file is removed on every
 // failure.
 //
-// The Guard it returns (also with some ErrChanged errors) watches the
+// The Guard it returns (also with some errors) watches the
 // file that left the name for a save that was under way into it: the
 // caller settles it (Guard.Settle) once such a save must be over, before
 // it records the new content as the file's; a nil Guard settles to

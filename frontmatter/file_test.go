@@ -75,7 +75,7 @@ func TestWriteFile_ReplacesAndKeepsPermissions(t *testing.T) {
 				path := filepath.Join(dir, "note.md")
 				original := []byte("body\n")
 				writeTestFile(t, path, original, perm)
-				updated, _, _, err := ensureSession(original, fixedID(testID))
+				updated, err := SetSession(original, testID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -66,67 +66,42 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-func FuzzEnsureSession(f *testing.F) {
+// FuzzSetSession: the edit knotd makes to a strand refuses what Parse
+// rejects, and otherwise writes the session and only the session: the body
+// is the same, a strand without the key gets it by one insertion, and a
+// second edit changes nothing.
+func FuzzSetSession(f *testing.F) {
 	addSeeds(f, func(b []byte) { f.Add(b) })
 	f.Fuzz(func(t *testing.T, src []byte) {
 		before, perr := Parse(src)
-		out, id, changed, err := ensureSession(src, fixedID(testID))
+		out, err := SetSession(src, testID)
 		if perr != nil {
 			if err == nil {
-				t.Fatalf("EnsureSession(%q) succeeded on a source Parse rejects: %v", src, perr)
+				t.Fatalf("SetSession(%q) succeeded on a source Parse rejects: %v", src, perr)
 			}
 			return
 		}
 		if err != nil {
-			return // refused: a problem with the session, or a layout it cannot edit
+			return // refused: a layout it cannot edit
 		}
 		after, err := Parse(out)
 		if err != nil {
-			t.Fatalf("Parse(EnsureSession(%q)) error: %v\n%q", src, err, out)
+			t.Fatalf("Parse(SetSession(%q)) error: %v\n%q", src, err, out)
 		}
-		if after.Fields.Session != id || id == "" {
-			t.Fatalf("EnsureSession(%q) = id %q, but its output has session %q", src, id, after.Fields.Session)
+		if after.Fields.Session != testID {
+			t.Fatalf("SetSession(%q) = %q, whose session is %q", src, out, after.Fields.Session)
 		}
 		if !bytes.Equal(after.Body, before.Body) {
-			t.Fatalf("EnsureSession(%q) changed the body %q to %q", src, before.Body, after.Body)
-		}
-		if !changed && !bytes.Equal(out, src) || changed && id != testID {
-			t.Fatalf("EnsureSession(%q) = %q, %q, changed %v", src, out, id, changed)
+			t.Fatalf("SetSession(%q) changed the body %q to %q", src, before.Body, after.Body)
 		}
 		if !bytes.Contains(src, []byte(KeySession)) {
 			// Nothing to replace: the edit is one insertion.
 			if p, s := commonPrefix(src, out), commonSuffix(src, out); p+s < len(src) {
-				t.Fatalf("EnsureSession(%q) = %q: more than one insertion", src, out)
+				t.Fatalf("SetSession(%q) = %q: more than one insertion", src, out)
 			}
 		}
-		again, id2, changed2, err := ensureSession(out, fixedID(otherID))
-		if err != nil || changed2 || id2 != id || !bytes.Equal(again, out) {
-			t.Fatalf("EnsureSession twice on %q = %q, %q, %v, %v", src, again, id2, changed2, err)
-		}
-	})
-}
-
-func FuzzSetResume(f *testing.F) {
-	addSeeds(f, func(b []byte) { f.Add(b, "handle-1") })
-	f.Add([]byte("---\n---\n"), "a: b #c\n'\"\\\t\u2028\uFEFF")
-	f.Fuzz(func(t *testing.T, src []byte, handle string) {
-		before, perr := Parse(src)
-		out, err := SetResume(src, handle)
-		if perr != nil || err != nil {
-			if perr != nil && err == nil {
-				t.Fatalf("SetResume(%q) succeeded on a source Parse rejects: %v", src, perr)
-			}
-			return
-		}
-		after, err := Parse(out)
-		if err != nil {
-			t.Fatalf("Parse(SetResume(%q, %q)) error: %v\n%q", src, handle, err, out)
-		}
-		if after.Fields.Resume != handle || !bytes.Equal(after.Body, before.Body) {
-			t.Fatalf("SetResume(%q, %q) = %q: resume %q, body %q", src, handle, out, after.Fields.Resume, after.Body)
-		}
-		if again, err := SetResume(out, handle); err != nil || !bytes.Equal(again, out) {
-			t.Fatalf("SetResume twice on %q = %q, %v", src, again, err)
+		if again, err := SetSession(out, testID); err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("SetSession twice on %q = %q, %v", src, again, err)
 		}
 	})
 }

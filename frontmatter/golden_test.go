@@ -20,12 +20,11 @@ type corpusEdit struct {
 }
 
 var corpusEdits = []corpusEdit{
-	{"ensure", []string{KeySession}, func(src []byte) ([]byte, error) {
-		out, _, _, err := ensureSession(src, fixedID(testID))
-		return out, err
+	{"session", []string{KeySession}, func(src []byte) ([]byte, error) {
+		return SetSession(src, testID)
 	}},
-	{"resume", []string{KeyResume}, func(src []byte) ([]byte, error) {
-		return SetResume(src, "resume-2")
+	{"ownkeys", []string{KeySession, KeyResume}, func(src []byte) ([]byte, error) {
+		return MergeFields(src, ownKeysOut)
 	}},
 	{"merge", []string{KeyMode, KeyEvents, KeyAgent}, func(src []byte) ([]byte, error) {
 		return MergeFields(src, map[string]any{KeyMode: ModeReplace, KeyEvents: []string{"created", "modified"}, KeyAgent: nil})

@@ -175,7 +175,7 @@ func TestParse(t *testing.T) {
 				t.Fatalf("Parse(%q) error: %v", tt.src, err)
 			}
 			if len(d.Fields.Problems) != 0 {
-				t.Errorf("Parse(%q) problems: %v", tt.src, d.Fields.Err())
+				t.Errorf("Parse(%q) problems: %v", tt.src, d.Fields.Problems)
 			}
 			got := d.Fields
 			got.Problems, got.modeErr, got.modeKey, got.modeLn = nil, nil, "", 0
@@ -308,9 +308,6 @@ func TestParse_Problems(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Parse(%q) problems =\n%q\nwant\n%q", tt.src, got, tt.want)
 			}
-			if (d.Fields.Err() == nil) != (len(tt.want) == 0) {
-				t.Errorf("Parse(%q).Fields.Err() = %v", tt.src, d.Fields.Err())
-			}
 			f := d.Fields
 			f.Problems, f.modeErr, f.modeKey, f.modeLn = nil, nil, "", 0
 			if !reflect.DeepEqual(f, tt.fields) {
@@ -356,7 +353,8 @@ func TestResolveMode(t *testing.T) {
 	}
 }
 
-func TestValidateModel(t *testing.T) {
+// TestCheckModel covers the rule Parse applies to knot_model.
+func TestCheckModel(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		ok   bool
@@ -370,26 +368,8 @@ func TestValidateModel(t *testing.T) {
 		{"a\nb", false},
 		{"\xff", false},
 	} {
-		if err := ValidateModel(tt.name); (err == nil) != tt.ok {
-			t.Errorf("ValidateModel(%q) = %v; want ok %v", tt.name, err, tt.ok)
-		}
-	}
-}
-
-func TestFields_Triggers(t *testing.T) {
-	tests := []struct {
-		events []string
-		event  string
-		want   bool
-	}{
-		{nil, "created", true},
-		{[]string{}, "created", false},
-		{[]string{"modified"}, "Modified", true},
-		{[]string{"modified"}, "deleted", false},
-	}
-	for _, tt := range tests {
-		if got := (Fields{Events: tt.events}).Triggers(tt.event); got != tt.want {
-			t.Errorf("Fields{Events: %q}.Triggers(%q) = %v; want %v", tt.events, tt.event, got, tt.want)
+		if msg := checkModel(tt.name); (msg == "") != tt.ok {
+			t.Errorf("checkModel(%q) = %q; want ok %v", tt.name, msg, tt.ok)
 		}
 	}
 }

@@ -10,16 +10,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// ValidateModel reports whether name can be handed to an agent as a model
-// name in one argv element: not empty, valid UTF-8 without control
-// characters, and not starting with "-", where a CLI could read it as a flag.
-func ValidateModel(name string) error {
-	if msg := checkModel(name); msg != "" {
-		return &FieldError{Key: KeyModel, Msg: msg}
-	}
-	return nil
-}
-
 // checkField validates a string field's value; it returns a message or "".
 func checkField(f int, s string) string {
 	switch f {

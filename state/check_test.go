@@ -205,8 +205,6 @@ func TestStore_Notice(t *testing.T) {
 		{func(tx *Tx) (bool, error) { return tx.Notice("a", t0) }, true},
 		{func(tx *Tx) (bool, error) { return tx.Notice("a", t1) }, false},
 		{func(tx *Tx) (bool, error) { return tx.Notice("b", t1) }, true},
-		{func(tx *Tx) (bool, error) { return false, tx.ForgetNotice("a") }, false},
-		{func(tx *Tx) (bool, error) { return tx.Notice("a", t1) }, true},
 	}
 	for i, st := range steps {
 		var got bool

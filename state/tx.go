@@ -287,15 +287,6 @@ func (tx *Tx) Notice(key string, t time.Time) (isNew bool, err error) {
 	return true, nil
 }
 
-// ForgetNotice drops the notice key, so that it is given again the next
-// time (the thing it was about went away).
-func (tx *Tx) ForgetNotice(key string) error {
-	if err := tx.notices.Delete([]byte(key)); err != nil {
-		return fmt.Errorf("state: forget notice %q: %w", key, err)
-	}
-	return nil
-}
-
 // decodeNotice decodes a notice's time.
 func decodeNotice(v []byte) (time.Time, error) {
 	ns, n := binary.Varint(v)

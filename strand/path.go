@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -59,23 +58,6 @@ func ValidateRel(rel string) error {
 // it; dir "" is the vault root, which holds every path.
 func Within(rel, dir string) bool {
 	return dir == "" || rel == dir || len(rel) > len(dir) && rel[len(dir)] == '/' && strings.HasPrefix(rel, dir)
-}
-
-// Rel converts an absolute path under root into a vault-relative path. It
-// fails if abs is root itself or lies outside root.
-func Rel(root, abs string) (string, error) {
-	r, err := filepath.Rel(root, abs)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s is not under %s: %v", ErrBadPath, abs, root, err)
-	}
-	rel := filepath.ToSlash(r)
-	if rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("%w: %s is not inside %s", ErrBadPath, abs, root)
-	}
-	if err := ValidateRel(rel); err != nil {
-		return "", err
-	}
-	return rel, nil
 }
 
 // Abs joins a validated vault-relative path onto root.
@@ -155,8 +137,8 @@ func shortened(base string) bool {
 
 // IsStrandName reports whether a base name is one knotd treats as a strand:
 // it ends in ".md", is not a tie-off, and is not an editor or sync artefact
-// (see IsArtefact). Whether the file is regular is checked separately, by
-// IsStrandFile.
+// (see IsArtefact). Whether the file is regular is checked separately,
+// where the file is looked at.
 func IsStrandName(name string) bool {
 	if !strings.HasSuffix(name, Ext) || len(name) == len(Ext) {
 		return false
@@ -175,14 +157,6 @@ func IsStrandPath(rel string) bool {
 		return false
 	}
 	return IsStrandName(path.Base(rel))
-}
-
-// IsStrandFile reports whether info describes a file that can be a strand:
-// a regular file (not a directory, symlink, FIFO, socket or device) whose
-// name passes IsStrandName. Callers must obtain info with Lstat so that a
-// symlink is seen as one.
-func IsStrandFile(info fs.FileInfo) bool {
-	return info != nil && info.Mode().IsRegular() && IsStrandName(info.Name())
 }
 
 // IsArtefact reports whether a base name is a temporary or backup file that

@@ -2,10 +2,8 @@ package strand
 
 import (
 	"errors"
-	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -163,61 +161,14 @@ func TestIsStrandPath(t *testing.T) {
 	}
 }
 
-func TestRelAbs(t *testing.T) {
+func TestAbs(t *testing.T) {
 	root := t.TempDir()
 	abs := filepath.Join(root, "a", "b.md")
-	rel, err := Rel(root, abs)
-	if err != nil || rel != "a/b.md" {
-		t.Fatalf("Rel = %q, %v; want a/b.md", rel, err)
-	}
-	back, err := Abs(root, rel)
-	if err != nil || back != abs {
-		t.Fatalf("Abs = %q, %v; want %q", back, err, abs)
-	}
-	for _, outside := range []string{root, filepath.Dir(root), filepath.Join(root, "..", "x.md")} {
-		if r, err := Rel(root, outside); err == nil {
-			t.Errorf("Rel(%q) = %q; want error", outside, r)
-		}
+	if got, err := Abs(root, "a/b.md"); err != nil || got != abs {
+		t.Fatalf("Abs = %q, %v; want %q", got, err, abs)
 	}
 	if _, err := Abs(root, "../x.md"); err == nil {
 		t.Error("Abs(../x.md) succeeded; want error")
-	}
-}
-
-func TestIsStrandFile(t *testing.T) {
-	dir := t.TempDir()
-	mk := func(name string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	reg := mk("a.md")
-	mk("a.tieoff.md")
-	if err := os.Mkdir(filepath.Join(dir, "d.md"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if runtime.GOOS != "windows" {
-		if err := os.Symlink(reg, filepath.Join(dir, "link.md")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := map[string]bool{"a.md": true, "a.tieoff.md": false, "d.md": false, "link.md": false}
-	for name, want := range tests {
-		info, err := os.Lstat(filepath.Join(dir, name))
-		if err != nil {
-			if os.IsNotExist(err) && runtime.GOOS == "windows" {
-				continue
-			}
-			t.Fatal(err)
-		}
-		if got := IsStrandFile(info); got != want {
-			t.Errorf("IsStrandFile(%s) = %v; want %v", name, got, want)
-		}
-	}
-	if IsStrandFile(nil) {
-		t.Error("IsStrandFile(nil) = true")
 	}
 }
 

@@ -90,7 +90,7 @@ func writeBenchTranscript(b *testing.B, dir, id string, n int, big int) string {
 	if err := r.Close(); err != nil {
 		b.Fatal(err)
 	}
-	return r.Path()
+	return r.path
 }
 
 // BenchmarkRead measures decoding a 10,000-line transcript in which every

@@ -235,7 +235,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		for i, format := range Formats() {
+		for i, format := range formats() {
 			if format == tc.format {
 				f.Add(uint8(i), in)
 			}
@@ -243,9 +243,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(uint8(1), []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","input":[1]}]}}`))
 	f.Add(uint8(3), []byte(`{"type":"item.completed","item":{"id":"1","type":"mcp_tool_call","arguments":null,"result":{"content":"x"}}}`))
-	formats := Formats()
+	all := formats()
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
-		format := formats[int(which)%len(formats)]
+		format := all[int(which)%len(all)]
 		d, err := Decode(format, in)
 		if err != nil {
 			t.Fatalf("Decode(%s) = %v", format, err)

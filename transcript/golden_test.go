@@ -36,7 +36,7 @@ func recordGoldenRun(t *testing.T) string {
 		StdoutBytes: 2048, StdoutTruncated: true, Stderr: "invalid x-api-key sk-ant-api03-golden-secret-value\n\x1b[31mfailed\x1b[0m\n", StderrTruncated: true,
 		Notes: []string{"skipped 1 output lines longer than the line limit"}})
 	mustRecord(t, r, TieOff{Path: "ideas/plan.tieoff.md", Offset: 1234})
-	return r.Path()
+	return r.path
 }
 
 func TestRecorder_Golden(t *testing.T) {

@@ -121,8 +121,8 @@ func TestRecorder_KillMidRunLeavesWholeLines(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reopen = %v", err)
 	}
-	if got := r.Seq(); got != int64(len(evs)) {
-		t.Errorf("Reopen: Seq() = %d; want %d", got, len(evs))
+	if got := seqOf(r); got != int64(len(evs)) {
+		t.Errorf("Reopen: seq = %d; want %d", got, len(evs))
 	}
 	mustRecord(t, r, TieOff{Path: "ideas/plan.tieoff.md", Offset: 42})
 	if err := r.Close(); err != nil {

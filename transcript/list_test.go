@@ -32,7 +32,7 @@ func TestList(t *testing.T) {
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return r.Path()
+		return r.path
 	}
 	record(runID(1), 1, false, true)
 	record(runID(2), 2, true, true)

@@ -106,3 +106,10 @@ func checkGolden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from the golden file; got:\n%s", path, got)
 	}
 }
+
+// seqOf returns the seq of the last line r wrote, 0 before the first.
+func seqOf(r *Recorder) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
+}

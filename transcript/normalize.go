@@ -33,8 +33,8 @@ const (
 	FormatGeminiStreamJSON Format = "gemini-stream-json"
 )
 
-// Formats lists every format a Decoder reads.
-func Formats() []Format {
+// formats lists every format a Decoder reads.
+func formats() []Format {
 	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON}
 }
 

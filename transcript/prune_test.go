@@ -29,8 +29,8 @@ func writeRun(t *testing.T, dir, id string, age time.Duration) string {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	setAge(t, r.Path(), age)
-	return r.Path()
+	setAge(t, r.path, age)
+	return r.path
 }
 
 func setAge(t *testing.T, path string, age time.Duration) {
@@ -93,7 +93,7 @@ func TestPrune_KeepsRunsBeingWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRecord(t, r, startedPayload())
-	setAge(t, r.Path(), 40*24*time.Hour)
+	setAge(t, r.path, 40*24*time.Hour)
 
 	removed, err := Prune(dir, 1, 1, pruneNow)
 	if err != nil || len(removed) != 0 {
@@ -102,10 +102,10 @@ func TestPrune_KeepsRunsBeingWritten(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	setAge(t, r.Path(), 40*24*time.Hour)
+	setAge(t, r.path, 40*24*time.Hour)
 	removed, err = Prune(dir, 1, 0, pruneNow)
-	if err != nil || !slices.Equal(removed, []string{r.Path()}) {
-		t.Errorf("Prune after Close = %q, %v; want %s removed", removed, err, r.Path())
+	if err != nil || !slices.Equal(removed, []string{r.path}) {
+		t.Errorf("Prune after Close = %q, %v; want %s removed", removed, err, r.path)
 	}
 }
 

@@ -182,19 +182,6 @@ func checkRunID(runID string) error {
 	return nil
 }
 
-// Path returns the transcript's file name.
-func (r *Recorder) Path() string { return r.path }
-
-// RunID returns the run id the Recorder writes.
-func (r *Recorder) RunID() string { return r.runID }
-
-// Seq returns the seq of the last line written, 0 before the first.
-func (r *Recorder) Seq() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.seq
-}
-
 // Record writes one event with payload p and returns it. The line is on
 // the file (not yet synced) before Record hands it to subscribers and
 // returns. A Started payload's Argv is masked; every secret value the

@@ -50,7 +50,7 @@ func TestRecorder_ConcurrentWritersKeepSeqAndWholeLines(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	raw, err := os.ReadFile(r.Path())
+	raw, err := os.ReadFile(r.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestRecorder_ConcurrentWritersKeepSeqAndWholeLines(t *testing.T) {
 			t.Fatalf("line %d is not valid JSON (interleaved?): %.120q", i+1, l)
 		}
 	}
-	evs, warns := mustReadFile(t, r.Path())
+	evs, warns := mustReadFile(t, r.path)
 	if len(warns) != 0 {
 		t.Fatalf("ReadFile warned %v", warns)
 	}
@@ -97,7 +97,7 @@ func TestCreate_Modes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".knot", "runs")
 	r := mustCreate(t, dir, testRunID, nil)
 	mustRecord(t, r, startedPayload())
-	for path, want := range map[string]fs.FileMode{dir: fs.ModeDir | 0o700, r.Path(): 0o600} {
+	for path, want := range map[string]fs.FileMode{dir: fs.ModeDir | 0o700, r.path: 0o600} {
 		info, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -170,8 +170,8 @@ func TestRecorder_FirstEventMustBeStarted(t *testing.T) {
 	if bytes.Contains(ev.Data, []byte("abc")) {
 		t.Errorf("Record(*Started) did not mask argv: %s", ev.Data)
 	}
-	if r.RunID() != testRunID || r.Seq() != 1 {
-		t.Errorf("RunID, Seq = %q, %d", r.RunID(), r.Seq())
+	if r.runID != testRunID || seqOf(r) != 1 {
+		t.Errorf("runID, seq = %q, %d", r.runID, seqOf(r))
 	}
 }
 
@@ -217,8 +217,8 @@ func TestRecorder_WriteErrorIsReturned(t *testing.T) {
 	if _, err := r.Record(UserMessage{}); err == nil || !strings.Contains(err.Error(), "write") {
 		t.Errorf("Record on a closed file = %v; want a write error", err)
 	}
-	if r.Seq() != 1 {
-		t.Errorf("Seq after a failed write = %d; want 1", r.Seq())
+	if seqOf(r) != 1 {
+		t.Errorf("seq after a failed write = %d; want 1", seqOf(r))
 	}
 	if err := r.Close(); err == nil {
 		t.Errorf("Close of a closed file = nil error")
@@ -241,7 +241,7 @@ func TestRecorder_MasksSecrets(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(r.Path())
+	raw, err := os.ReadFile(r.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestRecorder_MasksSecrets(t *testing.T) {
 			t.Errorf("the transcript holds %q:\n%s", secret, raw)
 		}
 	}
-	if _, warns := mustReadFile(t, r.Path()); len(warns) != 0 {
+	if _, warns := mustReadFile(t, r.path); len(warns) != 0 {
 		t.Errorf("masking broke the JSON: %v", warns)
 	}
 }
@@ -268,7 +268,7 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A crash cut the next line.
-	f, err := os.OpenFile(r.Path(), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,14 +283,14 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reopen = %v", err)
 	}
-	if r2.Seq() != 2 {
-		t.Errorf("Reopen: Seq() = %d; want 2", r2.Seq())
+	if seqOf(r2) != 2 {
+		t.Errorf("Reopen: seq = %d; want 2", seqOf(r2))
 	}
 	mustRecord(t, r2, TieOff{Path: "a.tieoff.md"})
 	if err := r2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	evs, warns := mustReadFile(t, r.Path())
+	evs, warns := mustReadFile(t, r.path)
 	if len(warns) != 0 || len(evs) != 3 || evs[2].Seq != 3 || evs[2].Type != TieOffAppended {
 		t.Errorf("after Reopen: %+v, %v", evs, warns)
 	}
@@ -347,8 +347,8 @@ func TestReopen_LastLineEnvelopeAfterPayload(t *testing.T) {
 		t.Fatalf("Reopen = %v", err)
 	}
 	defer r.Close()
-	if r.Seq() != 2 {
-		t.Errorf("Seq() = %d; want 2", r.Seq())
+	if seqOf(r) != 2 {
+		t.Errorf("seq = %d; want 2", seqOf(r))
 	}
 }
 

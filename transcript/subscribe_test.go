@@ -71,7 +71,7 @@ func TestSubscription_SlowSubscriberNeverBlocksWriter(t *testing.T) {
 	}
 	got := <-res
 
-	evs, warns := mustReadFile(t, r.Path())
+	evs, warns := mustReadFile(t, r.path)
 	if len(evs) != total || len(warns) != 0 {
 		t.Fatalf("the file has %d events, warnings %v; want all %d", len(evs), warns, total)
 	}

@@ -89,14 +89,6 @@ func (s *Scheduler[J]) Submit(key string, job J) {
 	}
 }
 
-// Stats reports how many keys have a job waiting (queued, or as the
-// follow-up of a running job) and how many are running.
-func (s *Scheduler[J]) Stats() (waiting, running int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting, s.running
-}
-
 // WaitIdle blocks until no key is waiting or running, or ctx is done (it
 // then returns ctx.Err()). It returns at once if the scheduler is idle,
 // so submit first, then wait: this is how `knotd --once` runs until all

@@ -85,9 +85,10 @@ const writerWait = 5 * time.Second
 // Guard puts a late save back when settled.
 //
 // The directory is synced unless opts.DeferDirSync or opts.NoSync;
-// opts.Check and opts.Perm are not used. An error wrapping ErrChanged may
-// come with a Guard too, over the new file in case someone wrote into it
-// in the moment it was at the name: settle it like any other.
+// opts.Check and opts.Perm are not used. An error (ErrChanged, or one met
+// after the exchange, which is then undone) may come with a Guard too,
+// over the new file in case someone wrote into it in the moment it was at
+// the name: settle it like any other, whatever the error.
 func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, opts ReplaceOptions) (g *Guard, err error) {
 	fail := func(err error) (*Guard, error) { return nil, &fs.PathError{Op: "replace", Path: name, Err: err} }
 	f0, fi0, err := Open(root, name)
@@ -518,15 +519,18 @@ func putBack(root *os.Root, name string, left, late, base []byte, limit int64) (
 			return nil, &LateSave{Name: name, Content: late}
 		}
 		ng, err := ReplaceIfUnchanged(root, name, cur, next, ReplaceOptions{})
-		if errors.Is(err, ErrChanged) {
-			if _, serr := ng.Settle(); serr != nil {
+		if err != nil {
+			// A Guard may come with the error (an exchange undone):
+			// settled, it closes its file and puts back what went into it.
+			_, serr := ng.Settle()
+			if !errors.Is(err, ErrChanged) {
+				return nil, errors.Join(fmt.Errorf("vaultfs: put back a late save into %s: %w", name, err), serr)
+			}
+			if serr != nil {
 				return nil, serr
 			}
 			time.Sleep(pause) // saved meanwhile, or a save under way: look again
 			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("vaultfs: put back a late save into %s: %w", name, err)
 		}
 		// A save under way into what this put back is as recent as this
 		// one: it was looked at already where leases tell; look at once.
@@ -582,10 +586,4 @@ type LateSave struct {
 
 func (e *LateSave) Error() string {
 	return fmt.Sprintf("vaultfs: %s: a save (%d bytes) went into the file knotd had just replaced, and the name holds a newer save or is gone", e.Name, len(e.Content))
-}
-
-// Close settles the guard (see Settle) and reports only an error.
-func (g *Guard) Close() error {
-	_, err := g.Settle()
-	return err
 }

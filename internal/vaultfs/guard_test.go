@@ -212,6 +212,44 @@ func TestGuard_Settle(t *testing.T) {
 	}
 }
 
+// TestGuard_PutBackErrorSettlesItsGuard: when the replace that puts a
+// late save back fails after it had to undo its exchange, the Guard that
+// comes with its error, over the file that was at the name for a moment,
+// is settled, not dropped with that file open.
+func TestGuard_PutBackErrorSettlesItsGuard(t *testing.T) {
+	saved := useLeases
+	useLeases = false // without leases an undone exchange leaves a Guard
+	t.Cleanup(func() { useLeases = saved })
+	root, dir, _ := vault(t)
+	editor, err := os.OpenFile(filepath.Join(dir, "note.md"), os.O_RDWR, 0)
+	mustDo(t, err)
+	defer editor.Close()
+	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
+	mustDo(t, err)
+	mustDo(t, appendTo1("+late")(editor))
+	// The put-back's replace cannot look at what its exchange took away.
+	var ours *os.File
+	testHookAfterExchange = func(f0, o *os.File) {
+		if ours == nil {
+			ours = o
+			_ = f0.Close()
+		}
+	}
+	t.Cleanup(func() { testHookAfterExchange = nil })
+	_, err = g.Settle()
+	testHookAfterExchange = nil
+	if ours == nil {
+		t.Skip("no exchange on this system")
+	}
+	if err == nil || errors.Is(err, ErrChanged) {
+		t.Fatalf("Settle = %v; want the put-back's error", err)
+	}
+	if _, serr := ours.Stat(); !errors.Is(serr, os.ErrClosed) {
+		t.Errorf("the put-back's new file is still open (Stat: %v): its Guard was dropped unsettled", serr)
+	}
+	assertNoTemp(t, dir)
+}
+
 func appendTo1(s string) func(*os.File) error {
 	return func(f *os.File) error {
 		_, err := f.WriteAt([]byte(s), 4)
