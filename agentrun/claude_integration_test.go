@@ -133,7 +133,7 @@ func TestClaude_RealCLIConversation(t *testing.T) {
 	req1 := rc.firstTurn(vault)
 	req1.Agent = rc.agent
 	res1, calls := rc.run(t, req1)
-	wantArgv := []string{bin, "-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", realSession,
+	wantArgv := []string{bin, "-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", realSession,
 		"--model", "sonnet", "--append-system-prompt=" + rc.agent.Instructions}
 	if !slices.Equal(res1.Argv, wantArgv) {
 		t.Errorf("turn 1 argv = %q; want %q", res1.Argv, wantArgv)

@@ -21,14 +21,22 @@ import "strings"
 //   - full: --permission-mode bypassPermissions: any tool, any command.
 //     Claude Code refuses it for root outside a sandbox it recognizes (see
 //     claudeRootRefusal).
+//
+// Every level comes with --setting-sources user: Claude Code reads only the
+// user's own settings (~/.claude), not the project's .claude/ folder, which
+// is in the vault. The vault is shared ground: a settings file synced or
+// dropped into it could allow tools (permissions.allow: Write, Bash) that
+// the level refuses, or run commands of its own (hooks), and knotd runs no
+// command a vault file defines until the user trusts it.
 func claudePermissionFlags(p Permissions) []string {
+	flags := []string{"--setting-sources", "user", "--permission-mode"}
 	switch p {
 	case PermEdit:
-		return []string{"--permission-mode", "acceptEdits", "--permission-prompts", "none"}
+		return append(flags, "acceptEdits", "--permission-prompts", "none")
 	case PermFull:
-		return []string{"--permission-mode", "bypassPermissions"}
+		return append(flags, "bypassPermissions")
 	}
-	return []string{"--permission-mode", "dontAsk"}
+	return append(flags, "dontAsk")
 }
 
 // codexPermissionFlags maps a permission level to Codex CLI 0.169.0's

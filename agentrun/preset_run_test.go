@@ -43,8 +43,8 @@ func TestClaude_FirstTurnThenResume(t *testing.T) {
 	}
 	calls := mustCalls(t, state)
 	want := [][]string{
-		{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", testSession},
-		{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--resume", testSession},
+		{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", testSession},
+		{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--resume", testSession},
 	}
 	for i, c := range calls {
 		if !slices.Equal(c.Args, want[i]) {
@@ -74,8 +74,8 @@ func TestClaude_RecoversLostSessionOnce(t *testing.T) {
 			handle: "99999999-2222-4333-8444-555555555555",
 			reason: "No conversation found with session ID: 99999999-2222-4333-8444-555555555555",
 			wantArgs: [][]string{
-				{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--resume", "99999999-2222-4333-8444-555555555555"},
-				{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", fresh},
+				{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--resume", "99999999-2222-4333-8444-555555555555"},
+				{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", fresh},
 			},
 		},
 		{
@@ -89,9 +89,9 @@ func TestClaude_RecoversLostSessionOnce(t *testing.T) {
 			handle: testSession,
 			reason: "Error: Session ID " + testSession + " is already in use.",
 			wantArgs: [][]string{
-				{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", testSession},
-				{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", testSession},
-				{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", fresh},
+				{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", testSession},
+				{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", testSession},
+				{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", fresh},
 			},
 		},
 	}
@@ -153,7 +153,7 @@ func TestClaude_ModelAndInstructions(t *testing.T) {
 		t.Fatalf("Run = %+v", res)
 	}
 	c := mustCalls(t, state)[0]
-	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "dontAsk", "--session-id", testSession, "--model", "opus", "--append-system-prompt=- review my notes\n- be brief"}
+	want := []string{"-p", "--output-format", "stream-json", "--verbose", "--setting-sources", "user", "--permission-mode", "dontAsk", "--session-id", testSession, "--model", "opus", "--append-system-prompt=- review my notes\n- be brief"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args = %q; want %q", c.Args, want)
 	}

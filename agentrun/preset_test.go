@@ -199,7 +199,7 @@ func TestDrivers_Argv(t *testing.T) {
 	req := promptRequest(1, "x")
 	req.Vault, req.StateDir = "/v", "/state"
 	sess := testSession
-	ro := []string{"--permission-mode", "dontAsk"}
+	ro := []string{"--setting-sources", "user", "--permission-mode", "dontAsk"}
 	claude := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
 	codex := []string{"codex", "exec", "--json", "--skip-git-repo-check", "-s"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
@@ -245,9 +245,9 @@ func TestDrivers_Argv(t *testing.T) {
 func TestDrivers_ArgvPermissions(t *testing.T) {
 	req := promptRequest(1, "x")
 	sess := testSession
-	ro := []string{"--permission-mode", "dontAsk"}
-	edit := []string{"--permission-mode", "acceptEdits", "--permission-prompts", "none"}
-	full := []string{"--permission-mode", "bypassPermissions"}
+	ro := []string{"--setting-sources", "user", "--permission-mode", "dontAsk"}
+	edit := []string{"--setting-sources", "user", "--permission-mode", "acceptEdits", "--permission-prompts", "none"}
+	full := []string{"--setting-sources", "user", "--permission-mode", "bypassPermissions"}
 	claude := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
 	codex := []string{"codex", "exec", "--json", "--skip-git-repo-check", "-s"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }

@@ -17,13 +17,16 @@ import (
 // message with a thinking and a text block, and the result line.
 func claude(inv *Invocation) int {
 	f, err := parseFlags(inv.Args, []string{"--output-format", "--session-id", "--resume", "--model", "--append-system-prompt",
-		"--permission-mode", "--permission-prompts"},
+		"--permission-mode", "--permission-prompts", "--setting-sources"},
 		[]string{"-p", "--print", "--verbose"})
 	if err == nil {
 		err = f.oneOf("--permission-mode", "acceptEdits", "auto", "bypassPermissions", "manual", "dontAsk", "plan")
 	}
 	if err == nil {
 		err = f.oneOf("--permission-prompts", "host", "none")
+	}
+	if err == nil {
+		err = f.oneOf("--setting-sources", "user", "project", "local", "user,project", "user,project,local")
 	}
 	if err != nil || len(f.rest) > 0 || !(f.bools["-p"] || f.bools["--print"]) {
 		fmt.Fprintf(inv.Stderr, "error: %v (args %q)\n", err, inv.Args)
