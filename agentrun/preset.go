@@ -40,6 +40,9 @@ type parsed struct {
 	// a turn.failed event, an error object), empty when it reported none.
 	agentErr string
 	notes    []string
+	// lost is set by a conversation that found the CLI refusing the
+	// conversation it was asked to continue: what the CLI said.
+	lost string
 }
 
 // outputParser reads one attempt's output after the agent exited. stdout
