@@ -31,11 +31,14 @@ const (
 	// FormatGeminiStreamJSON is `gemini --output-format stream-json`:
 	// init, message, tool_use, tool_result, error and result events.
 	FormatGeminiStreamJSON Format = "gemini-stream-json"
+	// FormatGeminiACP is `gemini --acp`: the agent's side of an Agent
+	// Client Protocol conversation, JSON-RPC 2.0 messages, one a line.
+	FormatGeminiACP Format = "gemini-acp"
 )
 
 // Formats lists every format Normalize reads.
 func Formats() []Format {
-	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON}
+	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON, FormatGeminiACP}
 }
 
 // ErrUnknownFormat is returned by Normalize for a format it does not read.
@@ -68,6 +71,8 @@ func Normalize(format Format, stdout []byte) (AssistantMessage, *Usage, error) {
 		n = &codexNormalizer{}
 	case FormatGeminiJSON, FormatGeminiStreamJSON:
 		n = &geminiNormalizer{}
+	case FormatGeminiACP:
+		n = &geminiACPNormalizer{}
 	default:
 		return AssistantMessage{}, nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
 	}

@@ -31,6 +31,12 @@ var normalizeCases = []struct {
 	{"gemini-json-error", FormatGeminiJSON, "gemini/json-error.json"},
 	{"gemini-stream-json-tools", FormatGeminiStreamJSON, "gemini/stream-json-tools.jsonl"},
 	{"gemini-stream-json-cut", FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl"},
+	{"gemini-acp-new", FormatGeminiACP, "gemini-acp/acp-new.stdout"},
+	{"gemini-acp-load", FormatGeminiACP, "gemini-acp/acp-load.stdout"},
+	{"gemini-acp-http-401", FormatGeminiACP, "gemini-acp/acp-http-401.stdout"},
+	{"gemini-acp-write-read-only", FormatGeminiACP, "gemini-acp/acp-write-read-only.stdout"},
+	{"gemini-acp-write-edit", FormatGeminiACP, "gemini-acp/acp-write-edit.stdout"},
+	{"gemini-acp-cut", FormatGeminiACP, "gemini-acp/acp-cut.stdout"},
 }
 
 func mustNormalize(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {

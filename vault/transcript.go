@@ -270,7 +270,7 @@ func outputFormat(a agentrun.Agent) (format transcript.Format, fromReply bool) {
 	case agentrun.PresetCodex:
 		return transcript.FormatCodexJSON, false
 	case agentrun.PresetGemini:
-		return transcript.FormatGeminiJSON, false
+		return transcript.FormatGeminiACP, false
 	case agentrun.PresetDigest:
 		return transcript.FormatText, true
 	case "":
