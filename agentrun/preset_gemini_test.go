@@ -257,6 +257,23 @@ func TestGemini_AgentGoneMidConversation(t *testing.T) {
 	}
 }
 
+// TestGemini_FloodWhileThePromptIsWritten: the CLI prints megabytes
+// without reading its input while knotd writes a prompt longer than a
+// pipe's buffer: the output is read on (and cut at MaxStdout), the prompt
+// gets through, and the reply is read, with no deadlock.
+func TestGemini_FloodWhileThePromptIsWritten(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "flood", time.Minute
+	note := "# Long\n\n" + strings.Repeat("a line of the note that goes on\n", 6000)
+	res := mustRun(t, &Runner{}, runRequest(t, agent, note))
+	if len(res.Prompt) < 128<<10 {
+		t.Fatalf("the prompt is %d bytes; want it longer than a pipe buffer", len(res.Prompt))
+	}
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" || !res.StdoutTruncated || res.StdoutBytes < 4<<20 {
+		t.Errorf("Run = %s %q reply %q, stdout %d bytes (cut %v); want ok after 4 MiB of output", res.Outcome, res.Reason, res.Reply, res.StdoutBytes, res.StdoutTruncated)
+	}
+}
+
 // TestGemini_HangTimesOut: a CLI that never answers is stopped at the
 // timeout, like any other.
 func TestGemini_HangTimesOut(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // gemini imitates `gemini --acp [--approval-mode M] [--model M]` of Gemini
@@ -23,7 +24,9 @@ import (
 // untrusted folder to standard error and carries on; "permission" asks
 // permission for an edit tool call before replying, and the reply ends
 // with "[permission: <the chosen optionId, or cancelled>]"; "crash" exits 1
-// with an error on standard error when asked for a session; "hang" blocks.
+// with an error on standard error when asked for a session; "flood" prints
+// 4 MiB of thought chunks after a new session's response, before it reads
+// on; "hang" blocks.
 func gemini(inv *Invocation) int {
 	f, err := parseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
 	if err != nil || len(f.rest) > 0 || !f.bools["--acp"] {
@@ -86,6 +89,12 @@ func gemini(inv *Invocation) int {
 				return inv.die(err)
 			}
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
+			if mode == "flood" { // 4 MiB of output before reading on
+				pad := strings.Repeat("x", 64<<10)
+				for range 64 {
+					update(s, text("agent_thought_chunk", pad))
+				}
+			}
 			update(s, commands)
 		case "session/load":
 			s := m.Params.SessionID
