@@ -96,26 +96,27 @@ func (o *outbox) take() ([][]byte, bool, error) {
 }
 
 // drain writes the queued messages to w, one line each, until the outbox
-// is closed and empty (then it closes w) or stop is closed, or a write
-// fails. It returns the write or close error, nil when stopped.
-func (o *outbox) drain(w io.WriteCloser, stop <-chan struct{}) error {
+// is closed and empty (then it closes w and reports closed) or stop is
+// closed, or a write fails. It returns the outbox's, write or close error,
+// nil when stopped.
+func (o *outbox) drain(w io.WriteCloser, stop <-chan struct{}) (closed bool, err error) {
 	for {
 		msgs, closed, err := o.take()
 		for _, m := range msgs {
 			if _, werr := w.Write(append(m, '\n')); werr != nil {
-				return fmt.Errorf("write to the agent's input: %w", werr)
+				return false, fmt.Errorf("write to the agent's input: %w", werr)
 			}
 		}
 		if closed {
 			if cerr := w.Close(); cerr != nil && !errors.Is(cerr, io.ErrClosedPipe) {
-				return errors.Join(err, fmt.Errorf("close the agent's input: %w", cerr))
+				return true, errors.Join(err, fmt.Errorf("close the agent's input: %w", cerr))
 			}
-			return err
+			return true, err
 		}
 		select {
 		case <-o.wake:
 		case <-stop:
-			return nil
+			return false, nil
 		}
 	}
 }

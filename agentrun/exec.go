@@ -53,6 +53,10 @@ type procResult struct {
 	// talkErr is an error writing a conversation's messages to the
 	// process (it stopped reading, or exited early).
 	talkErr error
+	// lingered reports that a conversation was over and the process's
+	// input closed, but it did not exit within grace, so it was stopped
+	// (not by the context).
+	lingered bool
 
 	stdout       []byte
 	stdoutN      int64
@@ -113,21 +117,51 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 		res.startErr = err
 		return res
 	}
+	type writerEnd struct {
+		err    error
+		linger *time.Timer // started when the conversation closed the input
+	}
 	var (
-		stop    chan struct{}
-		written chan error
+		stop     chan struct{}
+		written  chan writerEnd
+		lingered atomic.Bool
+		kill     atomic.Pointer[time.Timer] // SIGKILL after SIGTERM
 	)
 	if box != nil {
-		// The writer ends when the conversation is over, when a write
-		// fails (Wait closes the pipe once the process exited, which also
-		// ends a blocked write), or when stopped below.
-		stop, written = make(chan struct{}), make(chan error, 1)
-		go func() { written <- box.drain(stdin, stop) }()
+		// The writer ends when the conversation is over (then the process
+		// has grace to exit before it is stopped), when a write fails
+		// (Wait closes the pipe once the process exited, which also ends a
+		// blocked write), or when stopped below.
+		stop, written = make(chan struct{}), make(chan writerEnd, 1)
+		go func() {
+			var end writerEnd
+			var closed bool
+			closed, end.err = box.drain(stdin, stop)
+			if closed && end.err == nil {
+				end.linger = time.AfterFunc(spec.grace, func() {
+					lingered.Store(true)
+					// Errors: the process is gone already, nothing to stop.
+					_ = interrupt(cmd.Process)
+					kill.Store(time.AfterFunc(spec.grace, func() {
+						_ = cmd.Process.Kill()
+						_ = killGroup(cmd.Process)
+					}))
+				})
+			}
+			written <- end
+		}()
 	}
 	err := cmd.Wait()
 	if box != nil {
 		close(stop)
-		res.talkErr = <-written
+		end := <-written
+		if end.linger != nil {
+			end.linger.Stop()
+		}
+		if k := kill.Load(); k != nil {
+			k.Stop()
+		}
+		res.talkErr, res.lingered = end.err, lingered.Load()
 	}
 	res.killErr = killGroup(cmd.Process)
 	if out.lines != nil {

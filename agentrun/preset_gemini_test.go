@@ -274,6 +274,23 @@ func TestGemini_FloodWhileThePromptIsWritten(t *testing.T) {
 	}
 }
 
+// TestGemini_LingeringAgentStopped: a CLI that does not exit once its
+// input is closed after the reply is stopped after the grace period; the
+// run keeps its reply and says so.
+func TestGemini_LingeringAgentStopped(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "linger", time.Minute
+	start := time.Now()
+	res := mustRun(t, &Runner{Grace: 200 * time.Millisecond}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" || res.ExitCode != -1 ||
+		!slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "did not exit within the grace period") }) {
+		t.Errorf("Run = %s %q reply %q exit %d notes %q; want ok, stopped, with a note", res.Outcome, res.Reason, res.Reply, res.ExitCode, res.Notes)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the run took %v; want it stopped after the grace period", d)
+	}
+}
+
 // TestGemini_HangTimesOut: a CLI that never answers is stopped at the
 // timeout, like any other.
 func TestGemini_HangTimesOut(t *testing.T) {

@@ -26,7 +26,7 @@ import (
 // with "[permission: <the chosen optionId, or cancelled>]"; "crash" exits 1
 // with an error on standard error when asked for a session; "flood" prints
 // 4 MiB of thought chunks after a new session's response, before it reads
-// on; "hang" blocks.
+// on; "linger" does not exit when its input ends; "hang" blocks.
 func gemini(inv *Invocation) int {
 	f, err := parseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
 	if err != nil || len(f.rest) > 0 || !f.bools["--acp"] {
@@ -175,6 +175,9 @@ func gemini(inv *Invocation) int {
 	}
 	if err := inv.save(received); err != nil {
 		return inv.die(err)
+	}
+	if mode == "linger" {
+		sleepForever()
 	}
 	return 0
 }
