@@ -16,8 +16,11 @@ import (
 // copies it (never concurrently, never after runProc returned). Neither
 // blocks: what they return is queued and written to standard input by a
 // goroutine of runProc. When line reports done, standard input is closed
-// after the queued messages, which tells the CLI to exit. finish (the
-// outputParser) is called after the process exited.
+// after the queued messages, which tells the CLI to exit; one that has not
+// exited a grace period later is stopped (procResult.lingered). finish
+// (the outputParser) is called after the process exited. The run's timeout
+// and cancellation stop the process as for any agent, whatever the
+// conversation's state.
 type conversation interface {
 	outputParser
 	// open returns the messages to send first, each without its newline.
