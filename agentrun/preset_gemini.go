@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // geminiDriver runs Gemini CLI in ACP mode (Agent Client Protocol: JSON-RPC
@@ -67,12 +68,17 @@ func (geminiDriver) limits() Limits           { return Limits{} }
 func (geminiDriver) parser() outputParser { return &geminiConversation{} }
 
 func (geminiDriver) converse(a *attempt) conversation {
-	return &geminiConversation{
+	c := &geminiConversation{
 		prompt: a.prompt,
 		cwd:    a.req.Vault,
 		resume: a.resume,
 		perm:   a.req.Agent.permissions(),
 	}
+	if !utf8.ValidString(a.prompt) {
+		// JSON strings are Unicode: encoding the prompt replaces them.
+		c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached Gemini CLI as U+FFFD")
+	}
+	return c
 }
 
 // argv passes --approval-mode default whatever the permissions: it

@@ -318,3 +318,16 @@ func TestOutbox_Bounded(t *testing.T) {
 		t.Errorf("take = %d messages, closed %v, %v; want none, closed, errOutboxFull", len(msgs), closed, err)
 	}
 }
+
+// TestGemini_InvalidUTF8Noted: a prompt that is not valid UTF-8 cannot go
+// into a JSON string as it is; the run says so.
+func TestGemini_InvalidUTF8Noted(t *testing.T) {
+	agent, state := fakePreset(t, PresetGemini)
+	res := mustRun(t, &Runner{}, runRequest(t, agent, "# Bytes\n\n\xff\xfe\n"))
+	if res.Outcome != OutcomeOK || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not valid UTF-8") }) {
+		t.Errorf("Run = %s %q notes %q; want ok with a note", res.Outcome, res.Reason, res.Notes)
+	}
+	if c := mustCalls(t, state); len(c) != 1 || !strings.Contains(c[0].Stdin, "\uFFFD\uFFFD") {
+		t.Errorf("calls %+v; want the prompt with U+FFFD for the invalid bytes", c)
+	}
+}
