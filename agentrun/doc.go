@@ -60,6 +60,10 @@
 // {prompt_file} are substituted inside single argv elements, and a value may
 // never turn an element into a flag (see template.go). The prompt goes on
 // standard input by default; otherwise standard input is /dev/null. The
+// gemini preset instead holds a conversation with Gemini CLI on its
+// standard input and output (ACP, see converse.go and preset_gemini.go):
+// the prompt is one message of it, and standard input is closed once the
+// reply is in. The
 // working directory is the vault root. The environment is knotd's own plus
 // KNOT_VAULT, KNOT_STRAND, KNOT_EVENT, KNOT_SESSION and KNOT_RUN_ID, with the
 // agent's configured additions and removals.

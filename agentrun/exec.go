@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type procSpec struct {
 	// onLine, when set, receives every line of standard output as it
 	// arrives.
 	onLine func([]byte)
+	// talk, when set, holds a conversation with the process on its
+	// standard input and output (see conversation); stdin is not used.
+	talk conversation
 }
 
 // procResult is what one process did.
@@ -46,6 +50,13 @@ type procResult struct {
 	pipesHeld bool
 	// killErr is an error killing what was left of the process group.
 	killErr error
+	// talkErr is an error writing a conversation's messages to the
+	// process (it stopped reading, or exited early).
+	talkErr error
+	// lingered reports that a conversation was over and the process's
+	// input closed, but it did not exit within grace, so it was stopped
+	// (not by the context).
+	lingered bool
 
 	stdout       []byte
 	stdoutN      int64
@@ -65,11 +76,31 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 	cmd := exec.CommandContext(ctx, spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
-	if spec.hasStdin {
+	if spec.hasStdin && spec.talk == nil {
 		cmd.Stdin = strings.NewReader(spec.stdin)
 	}
 	out := &capWriter{max: spec.maxStdout}
-	if spec.onLine != nil {
+	var (
+		box   *outbox
+		stdin io.WriteCloser
+	)
+	if spec.talk != nil {
+		var err error
+		if stdin, err = cmd.StdinPipe(); err != nil {
+			res.startErr = fmt.Errorf("standard input pipe: %w", err)
+			return res
+		}
+		box = newOutbox(spec.talk.open())
+		talk, onLine := spec.talk, spec.onLine
+		out.lines = &lineSplitter{max: spec.maxLine, fn: func(b []byte) {
+			if onLine != nil {
+				onLine(b)
+			}
+			send, done := talk.line(b)
+			// An error closes the outbox; the writer reports it.
+			_ = box.push(send, done)
+		}}
+	} else if spec.onLine != nil {
 		out.lines = &lineSplitter{max: spec.maxLine, fn: spec.onLine}
 	}
 	errTail := &tailWriter{max: spec.maxStderr}
@@ -86,7 +117,52 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 		res.startErr = err
 		return res
 	}
+	type writerEnd struct {
+		err    error
+		linger *time.Timer // started when the conversation closed the input
+	}
+	var (
+		stop     chan struct{}
+		written  chan writerEnd
+		lingered atomic.Bool
+		kill     atomic.Pointer[time.Timer] // SIGKILL after SIGTERM
+	)
+	if box != nil {
+		// The writer ends when the conversation is over (then the process
+		// has grace to exit before it is stopped), when a write fails
+		// (Wait closes the pipe once the process exited, which also ends a
+		// blocked write), or when stopped below.
+		stop, written = make(chan struct{}), make(chan writerEnd, 1)
+		go func() {
+			var end writerEnd
+			var closed bool
+			closed, end.err = box.drain(stdin, stop)
+			if closed && end.err == nil {
+				end.linger = time.AfterFunc(spec.grace, func() {
+					lingered.Store(true)
+					// Errors: the process is gone already, nothing to stop.
+					_ = interrupt(cmd.Process)
+					kill.Store(time.AfterFunc(spec.grace, func() {
+						_ = cmd.Process.Kill()
+						_ = killGroup(cmd.Process)
+					}))
+				})
+			}
+			written <- end
+		}()
+	}
 	err := cmd.Wait()
+	if box != nil {
+		close(stop)
+		end := <-written
+		if end.linger != nil {
+			end.linger.Stop()
+		}
+		if k := kill.Load(); k != nil {
+			k.Stop()
+		}
+		res.talkErr, res.lingered = end.err, lingered.Load()
+	}
 	res.killErr = killGroup(cmd.Process)
 	if out.lines != nil {
 		out.lines.flush()

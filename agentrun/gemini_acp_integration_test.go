@@ -19,9 +19,10 @@ import (
 // Gemini CLI 0.61.0 a prompt with no "@" processing (see
 // TestGemini_RealCLIAtReferences): ACP mode, gemini --acp, where a text
 // block of session/prompt reaches the model byte for byte even when it
-// names a vault file. The gemini preset does not use ACP (it is a JSON-RPC
-// conversation on standard input and output, not one prompt and one
-// answer); this is the fact a driver for it would build on.
+// names a vault file. This is the fact the gemini preset's ACP driver is
+// built on, pinned with a minimal client of its own (which, unlike the
+// preset, sends authenticate); TestGemini_RealCLIVerbatim checks the same
+// through the preset.
 func TestGemini_RealCLIACPPassesTextVerbatim(t *testing.T) {
 	t.Parallel()
 	const note = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"

@@ -1,9 +1,12 @@
 package agentrun_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +29,7 @@ type realGemini struct {
 	home   string
 	runner *agentrun.Runner
 	agent  agentrun.Agent
+	aged   int // calls of ageChats
 }
 
 // newRealGemini sets up a realGemini; trust sets
@@ -132,9 +136,60 @@ func wantOnlyPrompts(t *testing.T, what string, call agenttest.GeminiRequest, wa
 	}
 }
 
+// ageChats renames Gemini CLI's stored conversations as if they had been
+// written in another minute. Gemini CLI 0.61.0 names a conversation's file
+// after the minute it was started in and the session id's first 8
+// characters (chats/session-2026-11-23T19-33-c924c493.jsonl), and
+// session/load starts a new file for the session it loads before reading
+// it: loaded in the minute the conversation was started, the new file is
+// the old one, which is reset, and the CLI then finds no conversation to
+// load (seen with this stand-in). The tests' turns come seconds apart, a
+// vault's usually minutes; ageChats stands for the wait, without one.
+func (rg *realGemini) ageChats(t *testing.T) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(rg.home, ".gemini", "tmp", "*", "chats", "session-*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conversation files under %s (err %v)", rg.home, err)
+	}
+	rg.aged++ // a name no earlier call gave
+	for _, f := range files {
+		aged := filepath.Join(filepath.Dir(f), fmt.Sprintf("session-aged%d-%s", rg.aged, strings.TrimPrefix(filepath.Base(f), "session-")))
+		if err := os.Rename(f, aged); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantArgv checks a run's command line: the preset's, with no flag that
+// trusts the folder or approves tools.
+func wantArgv(t *testing.T, res agentrun.Result, bin string) {
+	t.Helper()
+	if want := []string{bin, "--acp", "--approval-mode", "default"}; !slices.Equal(res.Argv, want) {
+		t.Errorf("argv = %q; want %q", res.Argv, want)
+	}
+}
+
+// keepSessions turns off Gemini CLI's session retention in the CLI's
+// settings (general.sessionRetention.enabled false): see
+// TestGemini_RealCLIRetentionDropsLoadedSessions.
+func (rg *realGemini) keepSessions(t *testing.T) {
+	t.Helper()
+	const settings = `{
+  "security": { "auth": { "selectedType": "gemini-api-key" } },
+  "general": { "enableAutoUpdate": false, "enableAutoUpdateNotification": false, "sessionRetention": { "enabled": false } },
+  "privacy": { "usageStatisticsEnabled": false },
+  "telemetry": { "enabled": false }
+}
+`
+	if err := os.WriteFile(filepath.Join(rg.home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestGemini_RealCLIConversation(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
+	rg.keepSessions(t)
 	rg.agent.Instructions = "- Answer in one sentence.\n- Never edit files."
 	vault := t.TempDir()
 	bin := rg.agent.Command[0]
@@ -142,18 +197,15 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	req1 := rg.firstTurn(vault)
 	req1.Agent = rg.agent
 	res1, calls := rg.run(t, req1)
-	wantArgv := []string{bin, "--output-format", "json", "--session-id", realSession}
-	if !slices.Equal(res1.Argv, wantArgv) {
-		t.Errorf("turn 1 argv = %q; want %q", res1.Argv, wantArgv)
+	wantArgv(t, res1, bin)
+	if res1.Reply != "MOCK REPLY (user messages seen: 1)" || res1.Resume == "" || res1.Restarted != nil {
+		t.Errorf("turn 1 reply %q resume %q restarted %+v; want the mock reply and Gemini CLI's session id",
+			res1.Reply, res1.Resume, res1.Restarted)
 	}
-	if res1.Reply != "MOCK REPLY (user messages seen: 1)" || res1.Resume != realSession || res1.Restarted != nil {
-		t.Errorf("turn 1 reply %q resume %q restarted %+v; want the mock reply and resume handle %s",
-			res1.Reply, res1.Resume, res1.Restarted, realSession)
-	}
-	// The router's call and the conversation's: 100 prompt and 9 candidate
-	// tokens each.
-	if u := res1.Usage; u == nil || u.InputTokens != 200 || u.OutputTokens != 18 {
-		t.Errorf("turn 1 usage = %+v; want 200 in, 18 out", u)
+	// The conversation's call only: 100 prompt and 9 candidate tokens (the
+	// routing classifier's call is not counted in ACP mode).
+	if u := res1.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 100, OutputTokens: 9}) {
+		t.Errorf("turn 1 usage = %+v; want 100 in, 9 out", u)
 	}
 	call1 := mustOneChat(t, 1, calls)
 	wantOnlyPrompts(t, "turn 1", call1, res1.Prompt)
@@ -166,16 +218,20 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 			t.Errorf("turn 1 prompt lacks %q:\n%s", want, res1.Prompt)
 		}
 	}
+	if !bytes.Contains(res1.Stdout, []byte(`"method":"session/update"`)) {
+		t.Errorf("the output kept is not the CLI's ACP messages:\n%s", res1.Stdout)
+	}
 
+	rg.ageChats(t)
 	req2 := realNextTurn(req1, res1.Resume)
 	res2, calls := rg.run(t, req2)
-	wantArgv = []string{bin, "--output-format", "json", "--resume", realSession}
-	if !slices.Equal(res2.Argv, wantArgv) {
-		t.Errorf("turn 2 argv = %q; want %q", res2.Argv, wantArgv)
-	}
-	if res2.Reply != "MOCK REPLY (user messages seen: 2)" || res2.Resume != realSession || res2.Restarted != nil {
+	wantArgv(t, res2, bin)
+	if res2.Reply != "MOCK REPLY (user messages seen: 2)" || res2.Resume != res1.Resume || res2.Restarted != nil {
 		t.Errorf("turn 2 reply %q resume %q restarted %+v; want the mock reply for 2 user turns in %s",
-			res2.Reply, res2.Resume, res2.Restarted, realSession)
+			res2.Reply, res2.Resume, res2.Restarted, res1.Resume)
+	}
+	if u := res2.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 200, OutputTokens: 9}) {
+		t.Errorf("turn 2 usage = %+v; want 200 in (the whole conversation is the turn's prompt), 9 out", u)
 	}
 	call2 := mustOneChat(t, 2, calls)
 	wantOnlyPrompts(t, "turn 2", call2, res1.Prompt, res2.Prompt)
@@ -184,22 +240,18 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	}
 
 	// The strand is deleted: the agent is told in the same conversation.
+	rg.ageChats(t)
 	req3 := realNextTurn(req2, res2.Resume)
 	req3.Event.Type = strand.Deleted
 	req3.Previous = req2.Event.Strand.Content
 	req3.Event.Strand.Content = nil
 	res3, calls := rg.run(t, req3)
-	if res3.Reply != "MOCK REPLY (user messages seen: 3)" || res3.Resume != realSession || res3.Restarted != nil {
+	if res3.Reply != "MOCK REPLY (user messages seen: 3)" || res3.Resume != res1.Resume || res3.Restarted != nil {
 		t.Errorf("deleted turn reply %q resume %q restarted %+v; want the mock reply for 3 user turns in %s",
-			res3.Reply, res3.Resume, res3.Restarted, realSession)
+			res3.Reply, res3.Resume, res3.Restarted, res1.Resume)
 	}
 	call3 := mustOneChat(t, 3, calls)
 	wantOnlyPrompts(t, "deleted turn", call3, res1.Prompt, res2.Prompt, res3.Prompt)
-	for _, want := range []string{"Event: Deleted\n", "The strand ideas/plan.md was deleted.", "- [ ] ask Sam\n"} {
-		if !strings.Contains(res3.Prompt, want) {
-			t.Errorf("deleted turn prompt lacks %q:\n%s", want, res3.Prompt)
-		}
-	}
 
 	for _, r := range rg.api.Requests() {
 		if r.Status != 200 {
@@ -208,90 +260,129 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	}
 }
 
-// TestGemini_RealCLIRecoversWipedChats: Gemini CLI 0.61.0 refuses to
-// resume a session whose store is gone (exit 42, "Error resuming session:
-// No previous sessions found for this project."); the preset starts a
-// fresh session once and says so.
-func TestGemini_RealCLIRecoversWipedChats(t *testing.T) {
+// TestGemini_RealCLIRetentionDropsLoadedSessions pins a flaw of Gemini CLI
+// 0.61.0's ACP mode with its default settings. session/load leaves a
+// second file for the session it loads, holding only the session context
+// (the conversation goes on in the first). At its next start the CLI's
+// session retention cleanup (general.sessionRetention, on by default)
+// takes that file for a corrupt session and deletes every file of the
+// session's short id, the conversation's included: a conversation can be
+// continued once, then the third turn starts afresh (the preset's
+// recovery). With sessionRetention off, it goes on
+// (TestGemini_RealCLIConversation). The cleanup runs unawaited at start,
+// so the test logs rather than fails if it ever loses the race.
+func TestGemini_RealCLIRetentionDropsLoadedSessions(t *testing.T) {
 	t.Parallel()
-	const fresh = "33333333-2222-4333-8444-000000000001"
 	rg := newRealGemini(t, true)
-	first := rg.firstTurn(t.TempDir())
-	res1, _ := rg.run(t, first)
-	rg.wipeChats(t)
-
-	req := realNextTurn(first, res1.Resume)
-	res, calls := rg.run(t, req)
-	wantReason := "Error resuming session: No previous sessions found for this project."
-	if res.Restarted == nil || res.Restarted.Handle != realSession || res.Restarted.Reason != wantReason {
-		t.Errorf("Restarted = %+v; want handle %s, reason %q", res.Restarted, realSession, wantReason)
+	req1 := rg.firstTurn(t.TempDir())
+	res1, _ := rg.run(t, req1)
+	rg.ageChats(t)
+	req2 := realNextTurn(req1, res1.Resume)
+	res2, _ := rg.run(t, req2)
+	if res2.Restarted != nil || res2.Resume != res1.Resume {
+		t.Fatalf("turn 2: restarted %+v, resume %q; want %s continued", res2.Restarted, res2.Resume, res1.Resume)
 	}
-	if res.Resume != fresh || res.Reply != "MOCK REPLY (user messages seen: 1)" {
-		t.Errorf("reply %q resume %q; want the mock reply for 1 user turn in fresh session %s", res.Reply, res.Resume, fresh)
-	}
-	if n := len(res.Argv); n < 2 || res.Argv[n-2] != "--session-id" || res.Argv[n-1] != fresh {
-		t.Errorf("argv of the second attempt = %q; want it to end with --session-id %s", res.Argv, fresh)
-	}
-	call := mustOneChat(t, req.Turn, calls)
-	wantOnlyPrompts(t, "after the wipe", call, res.Prompt)
-	if !strings.Contains(res.Prompt, "could not be continued: "+wantReason+")\n") {
-		t.Errorf("the prompt does not say the session was restarted:\n%s", res.Prompt)
+	rg.ageChats(t)
+	res3, _ := rg.run(t, realNextTurn(req2, res2.Resume))
+	switch {
+	case res3.Restarted != nil && strings.HasPrefix(res3.Restarted.Reason, "No previous sessions found for this project."):
+		if res3.Reply != "MOCK REPLY (user messages seen: 1)" {
+			t.Errorf("turn 3 restarted: reply %q; want the mock reply for 1 user turn", res3.Reply)
+		}
+	case res3.Restarted == nil && res3.Reply == "MOCK REPLY (user messages seen: 3)":
+		t.Logf("turn 3 continued the conversation: the retention cleanup lost the race, or Gemini CLI no longer deletes loaded sessions")
+	default:
+		t.Errorf("turn 3: reply %q, restarted %+v; want the conversation restarted (or continued)", res3.Reply, res3.Restarted)
 	}
 }
 
-// TestGemini_RealCLIUntrustedFolder: without GEMINI_CLI_TRUST_WORKSPACE or
-// a trustedFolders.json entry, Gemini CLI refuses to run headless (exit
-// 55); the failure says how to trust the folder, and nothing reaches the
-// API.
+// TestGemini_RealCLIRecoversLostSessions: Gemini CLI 0.61.0 refuses to load
+// a session whose store is gone, or one it never had (an error response to
+// session/load: "No previous sessions found for this project." when it has
+// none, "Invalid session identifier" when it has others); the preset starts
+// a fresh session once and says so.
+func TestGemini_RealCLIRecoversLostSessions(t *testing.T) {
+	t.Parallel()
+	rg := newRealGemini(t, true)
+	vault := t.TempDir()
+	first := rg.firstTurn(vault)
+	res1, _ := rg.run(t, first)
+
+	const foreign = "11111111-2222-4333-8444-555555555555"
+	for _, tc := range []struct {
+		name, handle string
+		wipe         bool
+		reason       string
+	}{
+		{"store wiped", res1.Resume, true, "No previous sessions found for this project. (ACP error -32603)"},
+		// After the wipe the store has the fresh session only.
+		{"another agent's handle", foreign, false, `Invalid session identifier "` + foreign + `".`},
+	} {
+		if tc.wipe {
+			rg.wipeChats(t)
+		} else {
+			rg.ageChats(t)
+		}
+		req := realNextTurn(first, tc.handle)
+		res, calls := rg.run(t, req)
+		if res.Restarted == nil || res.Restarted.Handle != tc.handle || !strings.HasPrefix(res.Restarted.Reason, tc.reason) {
+			t.Errorf("%s: Restarted = %+v; want handle %s, reason %q", tc.name, res.Restarted, tc.handle, tc.reason)
+		}
+		if res.Resume == "" || res.Resume == tc.handle || res.Reply != "MOCK REPLY (user messages seen: 1)" {
+			t.Errorf("%s: reply %q resume %q; want the mock reply for 1 user turn in a fresh session", tc.name, res.Reply, res.Resume)
+		}
+		call := mustOneChat(t, req.Turn, calls)
+		wantOnlyPrompts(t, tc.name, call, res.Prompt)
+		if res.Restarted != nil && !strings.Contains(res.Prompt, "could not be continued: "+res.Restarted.Reason+")\n") {
+			t.Errorf("%s: the prompt does not say the session was restarted:\n%s", tc.name, res.Prompt)
+		}
+	}
+}
+
+// TestGemini_RealCLIUntrustedFolder: in ACP mode Gemini CLI 0.61.0 does not
+// refuse a folder the user has not trusted (headless, it exits 55): it runs
+// without the folder's own settings, hooks and agents. The run succeeds, a
+// note says so, and knotd trusts nothing: no flag, no trustedFolders.json.
 func TestGemini_RealCLIUntrustedFolder(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, false)
-	res, _ := rg.try(t, rg.firstTurn(t.TempDir()))
-	if res.Outcome != agentrun.OutcomeFailed || res.ExitCode != 55 {
-		t.Fatalf("Run = %s (exit %d) %q; want failed with exit 55\nstderr %s", res.Outcome, res.ExitCode, res.Reason, res.Stderr)
+	res, _ := rg.run(t, rg.firstTurn(t.TempDir()))
+	wantArgv(t, res, rg.agent.Command[0])
+	if res.Reply != "MOCK REPLY (user messages seen: 1)" {
+		t.Errorf("reply %q; want the mock reply", res.Reply)
 	}
-	for _, want := range []string{"does not trust the vault folder", "trustedFolders.json", "GEMINI_CLI_TRUST_WORKSPACE"} {
-		if !strings.Contains(res.Reason, want) {
-			t.Errorf("Reason %q lacks %q", res.Reason, want)
-		}
+	noted := false
+	for _, n := range res.Notes {
+		noted = noted || (strings.Contains(n, "does not trust the vault folder") && strings.Contains(n, "trustedFolders.json"))
 	}
-	if n := len(rg.api.Requests()); n != 0 {
-		t.Errorf("the stand-in saw %d requests; want none", n)
+	if !noted {
+		t.Errorf("Notes = %q; want one saying the folder is not trusted and how to trust it\nstderr %s", res.Notes, res.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(rg.home, ".gemini", "trustedFolders.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("trustedFolders.json: %v; want none (knotd trusts no folder)", err)
 	}
 }
 
-// TestGemini_RealCLIAuthError: a 401 fails the turn (exit 401 mod 256).
-// Gemini CLI still names a session for it, but that session cannot be
-// resumed: resuming it restarts, which is why the vault layer does not keep
-// a failed turn's handle.
+// TestGemini_RealCLIAuthError: a 401 is the prompt's error response; the CLI
+// exits 0 when knotd closes its input, and the turn fails with the API's
+// error. No session is kept for it.
 func TestGemini_RealCLIAuthError(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	rg.api.SetStatus(401)
-	first := rg.firstTurn(t.TempDir())
-	res, _ := rg.try(t, first)
-	if res.Outcome != agentrun.OutcomeFailed || res.ExitCode != 401%256 {
-		t.Fatalf("Run = %s (exit %d) %q; want failed with exit %d\nstderr %s", res.Outcome, res.ExitCode, res.Reason, 401%256, res.Stderr)
+	res, _ := rg.try(t, rg.firstTurn(t.TempDir()))
+	if res.Outcome != agentrun.OutcomeFailed || res.ExitCode != 0 {
+		t.Fatalf("Run = %s (exit %d) %q; want failed, exit 0\nstderr %s", res.Outcome, res.ExitCode, res.Reason, res.Stderr)
 	}
-	if !strings.Contains(res.Reason, "401") || !strings.Contains(res.Reason, "UNAUTHENTICATED") {
-		t.Errorf("Reason = %q; want the API's 401 UNAUTHENTICATED", res.Reason)
-	}
-	if res.Resume == "" {
-		t.Logf("the failed turn reported no session; nothing to resume")
-		return
-	}
-	t.Logf("the failed turn reported session %s", res.Resume)
-	rg.api.SetStatus(0)
-	again, _ := rg.run(t, realNextTurn(first, res.Resume))
-	if again.Restarted == nil || again.Restarted.Handle != res.Resume {
-		t.Errorf("resuming the failed turn's session %s: Restarted = %+v; want it refused and a fresh session started",
-			res.Resume, again.Restarted)
+	for _, want := range []string{"401", "UNAUTHENTICATED", "invalid authentication credentials"} {
+		if !strings.Contains(res.Reason, want) {
+			t.Errorf("Reason = %q; want it to say %q", res.Reason, want)
+		}
 	}
 }
 
 // TestGemini_RealCLIServerErrorRetried: Gemini CLI retries a 500 with
-// backoff (10 attempts over 257 s in the recording); one 500 costs one
-// backoff and the turn succeeds.
+// backoff; one 500 costs one backoff and the turn succeeds.
 func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
@@ -309,9 +400,103 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 	}
 }
 
+// TestGemini_RealCLIVerbatim: the note reaches the model byte for byte
+// through the preset, "@" and all, and a vault file it names is not read:
+// the fix for what TestGemini_RealCLIAtReferences pins.
+func TestGemini_RealCLIVerbatim(t *testing.T) {
+	t.Parallel()
+	const (
+		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
+		secret = "TOP SECRET CONTENT 7f3a\n"
+	)
+	rg := newRealGemini(t, true)
+	vault := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := rg.firstTurn(vault)
+	req.Event.Strand.Content = []byte(note)
+	res, calls := rg.run(t, req)
+	if !strings.Contains(res.Prompt, note) {
+		t.Fatalf("the prompt does not hold the note:\n%s", res.Prompt)
+	}
+	call := mustOneChat(t, 1, calls)
+	wantOnlyPrompts(t, "the note's turn", call, res.Prompt)
+	for _, r := range rg.api.Requests() {
+		if bytes.Contains(r.Body, []byte("TOP SECRET")) {
+			t.Errorf("%s %s carried the referenced file's content", r.Method, r.Path)
+		}
+	}
+}
+
+// TestGemini_RealCLIPermissions: the model calls Gemini CLI's write_file
+// tool (and run_shell_command); the CLI asks knotd's permission, which
+// the preset answers per Agent.Permissions. The file is written only when
+// edits are allowed, the command run only with full permissions.
+func TestGemini_RealCLIPermissions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		perm              agentrun.Permissions
+		wantWrite, wantSh bool // whether the write and the command are allowed
+	}{
+		{perm: "", wantWrite: false, wantSh: false}, // read-only by default
+		{perm: agentrun.PermEdit, wantWrite: true, wantSh: false},
+		{perm: agentrun.PermFull, wantWrite: true, wantSh: true},
+	} {
+		t.Run(string(tc.perm)+"_", func(t *testing.T) {
+			t.Parallel()
+			rg := newRealGemini(t, true)
+			rg.agent.Permissions = tc.perm
+			vault := t.TempDir()
+			written := filepath.Join(vault, "notes", "out.md")
+			ran := filepath.Join(vault, "ran.txt")
+			rg.api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "write_file",
+				Args: map[string]any{"file_path": written, "content": "written by the model\n"}})
+			rg.api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "run_shell_command",
+				Args: map[string]any{"command": "echo ran > ran.txt", "description": "write ran.txt"}})
+			res, calls := rg.run(t, rg.firstTurn(vault))
+			if len(calls) != 3 {
+				t.Errorf("%d conversation calls; want 3 (the write, the command, the reply)", len(calls))
+			}
+			if res.Reply != "MOCK REPLY (user messages seen: 1)" {
+				t.Errorf("reply %q; want the mock reply", res.Reply)
+			}
+			got, err := os.ReadFile(written)
+			if tc.wantWrite != (err == nil) || (err == nil && string(got) != "written by the model\n") {
+				t.Errorf("%s: the written file: %q, %v; want written %v", rg.agent.Permissions, got, err, tc.wantWrite)
+			}
+			if _, err := os.Stat(ran); tc.wantSh != (err == nil) {
+				t.Errorf("%s: the command's file: %v; want it run %v", rg.agent.Permissions, err, tc.wantSh)
+			}
+			resps := rg.api.FunctionResponses()
+			if len(resps) != 2 {
+				t.Fatalf("function responses %+v; want 2", resps)
+			}
+			for i, allowed := range []bool{tc.wantWrite, tc.wantSh} {
+				_, refused := resps[i].Response["error"]
+				if refused == allowed {
+					t.Errorf("%s: the response to %s = %v; want refused %v", rg.agent.Permissions, resps[i].Name, resps[i].Response, !allowed)
+				}
+			}
+			asked := 0
+			for _, n := range res.Notes {
+				if strings.HasPrefix(n, "Gemini CLI asked permission for ") {
+					asked++
+				}
+			}
+			if asked != 2 {
+				t.Errorf("Notes %q; want one for each permission asked", res.Notes)
+			}
+		})
+	}
+}
+
 // TestGemini_RealCLIAtReferences documents what Gemini CLI 0.61.0 does to
-// a prompt that holds "@" references, with no fix in knotd: there is none
-// short of another protocol. Headless, it passes every prompt (standard
+// a prompt that holds "@" references in headless mode, the reason the
+// gemini preset uses ACP mode (TestGemini_RealCLIVerbatim). Headless, it passes every prompt (standard
 // input or -p alike) through its at-command processor
 // (packages/cli/src/ui/hooks/atCommandProcessor.ts, handleAtCommand, called
 // unconditionally by runNonInteractive), which no flag or setting turns
@@ -333,6 +518,7 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 // mode (gemini --acp, JSON-RPC on standard input and output) passes a text
 // prompt through untouched: its session/prompt resolves resource_link
 // blocks, never "@" in text (seen with the real CLI and this stand-in).
+// The test runs the CLI headless itself, as the preset did before.
 func TestGemini_RealCLIAtReferences(t *testing.T) {
 	t.Parallel()
 	const (
@@ -341,13 +527,24 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 	)
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
-	req := rg.firstTurn(vault)
-	req.Event.Strand.Content = []byte(note)
+	// headless runs the CLI as the gemini preset did before it used ACP.
+	headless := func(t *testing.T) []agenttest.GeminiRequest {
+		t.Helper()
+		before := len(rg.api.ChatRequests())
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, rg.agent.Command[0], "--output-format", "json")
+		cmd.Dir, cmd.Env, cmd.WaitDelay = vault, rg.runner.Environ(), 10*time.Second
+		cmd.Stdin = strings.NewReader(note)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("gemini --output-format json: %v\n%s", err, out)
+		}
+		return rg.api.ChatRequests()[before:]
+	}
 
 	t.Run("no such file: verbatim", func(t *testing.T) {
-		res, calls := rg.run(t, req)
-		call := mustOneChat(t, 1, calls)
-		wantOnlyPrompts(t, "no referenced file", call, res.Prompt)
+		call := mustOneChat(t, 1, headless(t))
+		wantOnlyPrompts(t, "no referenced file", call, note)
 	})
 
 	t.Run("referenced file exists: rewritten, file sent", func(t *testing.T) {
@@ -357,21 +554,15 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		req := req
-		req.Session = "22222222-2222-4333-8444-555555555555"
-		res, calls := rg.run(t, req)
-		call := mustOneChat(t, 1, calls)
+		call := mustOneChat(t, 1, headless(t))
 		got := strings.Join(call.UserTexts(), "\n")
 		if strings.Contains(got, note) {
-			t.Errorf("the note reached the model verbatim; Gemini CLI 0.61.0 was seen to rewrite it. Has @ processing changed? Then deliver verbatim and test it.\n%s", got)
+			t.Errorf("the note reached the model verbatim; Gemini CLI 0.61.0 was seen to rewrite it. Has @ processing changed?\n%s", got)
 		}
 		for _, want := range []string{"Mail me @example.com, and see @notes/secret.txt", "--- Content from referenced files ---", strings.TrimSpace(secret)} {
 			if !strings.Contains(got, want) {
 				t.Errorf("the model's user turn lacks %q:\n%s", want, got)
 			}
-		}
-		if strings.Contains(got, res.Prompt) {
-			t.Errorf("the prompt reached the model verbatim")
 		}
 	})
 }

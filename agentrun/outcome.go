@@ -25,6 +25,9 @@ func (o *attemptOutcome) record(res *Result) {
 	if pr.pipesHeld {
 		res.Notes = append(res.Notes, "a process the agent left behind kept its output open after it exited; it was killed after the grace period")
 	}
+	if pr.lingered {
+		res.Notes = append(res.Notes, "the agent did not exit within the grace period after its conversation ended; it was stopped")
+	}
 	if pr.killErr != nil {
 		res.Notes = append(res.Notes, "could not kill the agent's process group: "+pr.killErr.Error())
 	}
@@ -48,7 +51,7 @@ func classify(o attemptOutcome, res *Result) {
 		fail("cannot run " + res.Agent + ": " + o.runErr.Error())
 	case o.proc.startErr != nil:
 		fail("could not start " + prog + ": " + o.proc.startErr.Error())
-	case o.proc.exitCode != 0:
+	case o.proc.exitCode != 0 && !o.proc.lingered:
 		fail(o.proc.describe() + detail(p.agentErr, o.proc.stderr, o.parseErr))
 	case p.agentErr != "":
 		fail(res.Agent + " reported an error: " + p.agentErr)

@@ -45,6 +45,9 @@ type parsed struct {
 	// message is the output as content blocks for the transcript; nil
 	// when the parser read none (the reply then stands as text).
 	message *transcript.AssistantMessage
+	// lost is set by a conversation that found the CLI refusing the
+	// conversation it was asked to continue: what the CLI said.
+	lost string
 }
 
 // outputParser reads one attempt's output after the agent exited. stdout
@@ -61,6 +64,12 @@ type outputParser interface {
 type lineParser interface {
 	outputParser
 	line(b []byte)
+	liveParser
+}
+
+// liveParser is a parser that hands content blocks to live as they become
+// final, while the agent runs (Request.OnOutput).
+type liveParser interface {
 	watch(live func(transcript.AssistantMessage))
 }
 

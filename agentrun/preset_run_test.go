@@ -183,8 +183,8 @@ func TestPresets_ResumeRoundTrip(t *testing.T) {
 			return []string{"exec", "--json", "--skip-git-repo-check", "-s", "read-only", "resume", h, "-"}
 		},
 			Usage{InputTokens: 2400, CacheReadTokens: 200, OutputTokens: 34}},
-		{PresetGemini, func(h string) []string { return []string{"--output-format", "json", "--resume", h} },
-			Usage{InputTokens: 200, OutputTokens: 25, CacheReadTokens: 40}},
+		{PresetGemini, func(string) []string { return []string{"--acp", "--approval-mode", "default"} },
+			Usage{InputTokens: 200, OutputTokens: 20}},
 		{PresetLLM, nil, Usage{InputTokens: 100, OutputTokens: 9}},
 	}
 	for _, tt := range tests {
@@ -275,7 +275,7 @@ func TestPresets_ReportFailures(t *testing.T) {
 	}{
 		{PresetClaude, []string{"exit status 1", "API Error: 401"}},
 		{PresetCodex, []string{"exit status 1", "unexpected status 401 Unauthorized"}},
-		{PresetGemini, []string{"exit status 41", "API key not valid"}},
+		{PresetGemini, []string{"reported an error", "API key not valid", "ACP error 401"}},
 		{PresetLLM, []string{"exit status 1", "No key found"}},
 		{PresetOllama, []string{"exit status 1", "pull model manifest"}},
 	}

@@ -91,7 +91,7 @@ type Request struct {
 	// OnStart must return quickly: the agent waits for it.
 	OnStart func(Start)
 	// OnOutput, when set, receives the agent's content blocks while it
-	// runs, for the presets whose CLI streams them (claude, codex): each
+	// runs, for the presets whose CLI streams them (claude, codex, gemini): each
 	// call carries the blocks that became final (they can no longer
 	// change), in order, as a message in the CLI's format. The vault
 	// writes them to the run's transcript as they come, so that a run can

@@ -238,18 +238,33 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	}
 	res.Argv = argv
 	parser := d.parser()
-	var onLine func([]byte)
-	if lp, ok := parser.(lineParser); ok {
+	var (
+		onLine func([]byte)
+		conv   conversation
+	)
+	if t, ok := d.(talker); ok {
+		conv = t.converse(a)
+		parser = conv
+	} else if lp, ok := parser.(lineParser); ok {
 		onLine = lp.line
-		if a.req.OnOutput != nil {
-			lp.watch(a.req.OnOutput)
-		}
+	}
+	if lp, ok := parser.(liveParser); ok && a.req.OnOutput != nil {
+		lp.watch(a.req.OnOutput)
 	}
 	if a.req.OnStart != nil {
 		a.req.OnStart(Start{Try: try, Argv: append([]string(nil), argv...), Prompt: a.prompt, Restarted: res.Restarted})
 	}
-	out.proc = runProc(ctx, r.procSpec(a, argv, d.delivery() == PromptStdin, onLine))
+	spec := r.procSpec(a, argv, d.delivery() == PromptStdin, onLine)
+	spec.talk = conv
+	out.proc = runProc(ctx, spec)
 	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
+	if out.proc.talkErr != nil {
+		if out.parseErr != nil {
+			out.parseErr = fmt.Errorf("%w (%w)", out.parseErr, out.proc.talkErr)
+		} else {
+			out.parsed.notes = append(out.parsed.notes, out.proc.talkErr.Error())
+		}
+	}
 	return out, nil
 }
 

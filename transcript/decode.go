@@ -62,6 +62,8 @@ func NewDecoder(format Format) (*Decoder, error) {
 		d.n = &codexNormalizer{}
 	case FormatGeminiJSON, FormatGeminiStreamJSON:
 		d.n = &geminiNormalizer{}
+	case FormatGeminiACP:
+		d.n = &geminiACPNormalizer{}
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
 	}

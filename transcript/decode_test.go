@@ -31,6 +31,12 @@ var normalizeCases = []struct {
 	{"gemini-json-error", FormatGeminiJSON, "gemini/json-error.json"},
 	{"gemini-stream-json-tools", FormatGeminiStreamJSON, "gemini/stream-json-tools.jsonl"},
 	{"gemini-stream-json-cut", FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl"},
+	{"gemini-acp-new", FormatGeminiACP, "gemini-acp/acp-new.stdout"},
+	{"gemini-acp-load", FormatGeminiACP, "gemini-acp/acp-load.stdout"},
+	{"gemini-acp-http-401", FormatGeminiACP, "gemini-acp/acp-http-401.stdout"},
+	{"gemini-acp-write-read-only", FormatGeminiACP, "gemini-acp/acp-write-read-only.stdout"},
+	{"gemini-acp-write-edit", FormatGeminiACP, "gemini-acp/acp-write-edit.stdout"},
+	{"gemini-acp-cut", FormatGeminiACP, "gemini-acp/acp-cut.stdout"},
 }
 
 func mustDecode(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {
@@ -340,6 +346,13 @@ func TestDecoder_BlocksAsTheyArrive(t *testing.T) {
 			`{"type":"tool_use","tool_id":"t","tool_name":"ls","parameters":{}}`,
 			`{"type":"result","status":"success"}`,
 		}, []int{0, 0, 0, 2, 0}},
+		{"gemini ACP: a text once its chunks end", FormatGeminiACP, []string{
+			`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}}}`,
+			`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"b"}}}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
+		}, []int{0, 0, 1, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := NewDecoder(tc.format)

@@ -31,11 +31,14 @@ const (
 	// FormatGeminiStreamJSON is `gemini --output-format stream-json`:
 	// init, message, tool_use, tool_result, error and result events.
 	FormatGeminiStreamJSON Format = "gemini-stream-json"
+	// FormatGeminiACP is `gemini --acp`: the agent's side of an Agent
+	// Client Protocol conversation, JSON-RPC 2.0 messages, one a line.
+	FormatGeminiACP Format = "gemini-acp"
 )
 
 // formats lists every format a Decoder reads.
 func formats() []Format {
-	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON}
+	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON, FormatGeminiACP}
 }
 
 // ErrUnknownFormat is returned by NewDecoder and Decode for a format they

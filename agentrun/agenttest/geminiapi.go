@@ -34,7 +34,8 @@ import (
 // The reply text is "MOCK REPLY (user messages seen: N)", N counting the
 // request's user turns (GeminiRequest.UserTexts); usageMetadata says
 // 100·N prompt tokens and 9 candidate tokens. SetStatus and FailNext make
-// it answer with an error status instead.
+// it answer with an error status instead; QueueFunctionCall makes it call
+// one of the CLI's tools.
 type GeminiServer struct {
 	// URL is the server's base URL, http://127.0.0.1:PORT, the value for
 	// GOOGLE_GEMINI_BASE_URL.
@@ -48,6 +49,24 @@ type GeminiServer struct {
 	reqs     []GeminiRequest
 	status   int
 	failNext int
+	calls    []GeminiFunctionCall
+}
+
+// GeminiFunctionCall is a call of one of the CLI's tools (functions), as
+// the model would make it: Name is the function's name as the CLI
+// declares it in the request's tools (write_file, run_shell_command…),
+// Args its arguments.
+type GeminiFunctionCall struct {
+	Name string
+	Args map[string]any
+}
+
+// GeminiFunctionResponse is the answer to a function call that the CLI
+// sends in its next request: Response is the function's result (an
+// "error" key when the call failed or was refused).
+type GeminiFunctionResponse struct {
+	Name     string
+	Response map[string]any
 }
 
 // GeminiRequest is one HTTP request the Gemini stand-in received, as
@@ -86,6 +105,8 @@ type GeminiContent struct {
 	// calls and responses are counted in Other.
 	Texts []string
 	Other int
+	// FunctionResponses are the entry's function responses, in order.
+	FunctionResponses []GeminiFunctionResponse
 }
 
 // geminiPreamble starts the text part Gemini CLI puts before the first
@@ -150,6 +171,32 @@ func (s *GeminiServer) FailNext(code, n int) {
 	s.status, s.failNext = code, n
 }
 
+// QueueFunctionCall makes the server answer the next conversation call
+// (ChatRequests) that is not answered with an error status with a call of
+// fc instead of its text reply; later calls get the text reply (the CLI
+// sends fc's response in the next one). Queued calls are used in order,
+// one per conversation call.
+func (s *GeminiServer) QueueFunctionCall(fc GeminiFunctionCall) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, fc)
+}
+
+// FunctionResponses returns the function responses of the last
+// conversation call received so far (which carries the whole
+// conversation), in order.
+func (s *GeminiServer) FunctionResponses() []GeminiFunctionResponse {
+	calls := s.ChatRequests()
+	if len(calls) == 0 {
+		return nil
+	}
+	var out []GeminiFunctionResponse
+	for _, c := range calls[len(calls)-1].Contents {
+		out = append(out, c.FunctionResponses...)
+	}
+	return out
+}
+
 // Requests returns every request received so far, in arrival order.
 func (s *GeminiServer) Requests() []GeminiRequest {
 	s.mu.Lock()
@@ -207,6 +254,11 @@ func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
 			s.status = 0
 		}
 	}
+	var call *GeminiFunctionCall
+	if forced == 0 && readErr == nil && parseErr == nil && req.Action != "" && !req.JSON && len(s.calls) > 0 {
+		call = &s.calls[0]
+		s.calls = s.calls[1:]
+	}
 	s.mu.Unlock()
 
 	var answer func() error
@@ -227,6 +279,9 @@ func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
 	case req.Action != "":
 		req.Status = http.StatusOK
 		resp := req.response()
+		if call != nil {
+			resp = req.callResponse(*call)
+		}
 		if req.Action == "streamGenerateContent" {
 			answer = func() error { return writeGeminiStream(w, resp) }
 		} else {
@@ -252,7 +307,8 @@ func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
 // parseBody fills the parsed fields of r from a generate call's body.
 func (r *GeminiRequest) parseBody(body []byte) error {
 	type part struct {
-		Text *string `json:"text"`
+		Text             *string                 `json:"text"`
+		FunctionResponse *GeminiFunctionResponse `json:"functionResponse"`
 	}
 	var b struct {
 		Contents []struct {
@@ -278,6 +334,9 @@ func (r *GeminiRequest) parseBody(body []byte) error {
 				gc.Texts = append(gc.Texts, *p.Text)
 			} else {
 				gc.Other++
+			}
+			if p.FunctionResponse != nil {
+				gc.FunctionResponses = append(gc.FunctionResponses, *p.FunctionResponse)
 			}
 		}
 		r.Contents = append(r.Contents, gc)
@@ -319,6 +378,21 @@ func (r GeminiRequest) response() map[string]any {
 			"totalTokenCount":      100*n + 9,
 		},
 		"modelVersion": r.Model,
+	}
+}
+
+// callResponse is the stand-in's GenerateContentResponse calling fc.
+func (r GeminiRequest) callResponse(fc GeminiFunctionCall) map[string]any {
+	return map[string]any{
+		"candidates": []any{map[string]any{
+			"content": map[string]any{"role": "model", "parts": []any{map[string]any{
+				"functionCall": map[string]any{"name": fc.Name, "args": fc.Args},
+			}}},
+			"finishReason": "STOP",
+			"index":        0,
+		}},
+		"usageMetadata": map[string]any{"promptTokenCount": 100, "candidatesTokenCount": 5, "totalTokenCount": 105},
+		"modelVersion":  r.Model,
 	}
 }
 

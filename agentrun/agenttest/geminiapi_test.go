@@ -194,3 +194,48 @@ func TestGemini_Env(t *testing.T) {
 		t.Errorf("URL = %q; want a loopback address", s.URL)
 	}
 }
+
+// TestGemini_QueuedFunctionCall: a queued call answers the next
+// conversation call (not the router's), once; the function's response the
+// CLI sends next is shown, and gets the text reply.
+func TestGemini_QueuedFunctionCall(t *testing.T) {
+	s := NewGemini(t)
+	s.QueueFunctionCall(GeminiFunctionCall{Name: "write_file", Args: map[string]any{"file_path": "a.md", "content": "x"}})
+	const user = `{"role":"user","parts":[{"text":"write a.md"}]}`
+
+	_, _, body := postGemini(t, s, "/v1beta/models/m:generateContent",
+		`{"contents":[`+user+`],"generationConfig":{"responseMimeType":"application/json"}}`)
+	if !strings.Contains(body, `"text"`) || strings.Contains(body, "functionCall") {
+		t.Errorf("the router's call was answered %s; want text", body)
+	}
+	_, _, body = postGemini(t, s, "/v1beta/models/m:generateContent", `{"contents":[`+user+`]}`)
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					FunctionCall *struct {
+						Name string         `json:"name"`
+						Args map[string]any `json:"args"`
+					} `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); err != nil || len(r.Candidates) != 1 || len(r.Candidates[0].Content.Parts) != 1 {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	if fc := r.Candidates[0].Content.Parts[0].FunctionCall; fc == nil || fc.Name != "write_file" || fc.Args["file_path"] != "a.md" {
+		t.Fatalf("answer %s; want the queued write_file call", body)
+	}
+
+	_, _, body = postGemini(t, s, "/v1beta/models/m:generateContent", `{"contents":[`+user+
+		`,{"role":"model","parts":[{"functionCall":{"name":"write_file","args":{}}}]}`+
+		`,{"role":"user","parts":[{"functionResponse":{"name":"write_file","response":{"error":"canceled"}}}]}]}`)
+	if text, _ := candidateText(t, body); text != "MOCK REPLY (user messages seen: 1)" {
+		t.Errorf("after the call: %q; want the text reply", text)
+	}
+	want := []GeminiFunctionResponse{{Name: "write_file", Response: map[string]any{"error": "canceled"}}}
+	if got := s.FunctionResponses(); len(got) != 1 || got[0].Name != want[0].Name || got[0].Response["error"] != "canceled" {
+		t.Errorf("FunctionResponses = %+v; want %+v", got, want)
+	}
+}

@@ -180,10 +180,16 @@ func (inv *Invocation) record() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read stdin: %w", err)
 	}
+	return string(in), inv.save(string(in))
+}
+
+// save appends a call with the given input to the calls log (when there is
+// a state directory).
+func (inv *Invocation) save(in string) error {
 	if inv.State == "" {
-		return string(in), nil
+		return nil
 	}
-	c := Call{Behaviour: inv.Name, Args: inv.Args, Dir: inv.Dir, Env: map[string]string{}, Stdin: string(in)}
+	c := Call{Behaviour: inv.Name, Args: inv.Args, Dir: inv.Dir, Env: map[string]string{}, Stdin: in}
 	for _, kv := range os.Environ() {
 		k, v, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "KNOT_") || strings.HasPrefix(k, "KNOTD_TEST_") {
@@ -192,9 +198,9 @@ func (inv *Invocation) record() (string, error) {
 	}
 	line, err := json.Marshal(c)
 	if err != nil {
-		return "", err
+		return err
 	}
-	return string(in), appendLine(filepath.Join(inv.State, callsFile), line)
+	return appendLine(filepath.Join(inv.State, callsFile), line)
 }
 
 // appendLine appends one line to a file with a single write.

@@ -1,0 +1,183 @@
+package fakeagent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// gemini imitates `gemini --acp [--approval-mode M] [--model M]` of Gemini
+// CLI 0.61.0: JSON-RPC 2.0 lines on standard input and output, as recorded
+// in agentrun/testdata/gemini-cli-0.61.0/acp-*. It answers initialize,
+// session/new (a fresh session id), session/load (the history replayed as
+// session/update notifications, the first before the response and the
+// rest after it, then available_commands_update; an error for a session it
+// does not have) and session/prompt (the reply in two agent_message_chunk
+// updates, then the response with the turn's tokens in _meta.quota). It
+// exits 0 when its input ends, and then records its call, whose Stdin is
+// the prompt's text ("" when none came).
+//
+// KNOTD_FAKEAGENT_FAIL: "error" answers a prompt with the error Gemini CLI
+// sends for an API error; "untrusted" writes Gemini CLI's notes about an
+// untrusted folder to standard error and carries on; "permission" asks
+// permission for an edit tool call before replying, and the reply ends
+// with "[permission: <the chosen optionId, or cancelled>]"; "crash" exits 1
+// with an error on standard error when asked for a session; "flood" prints
+// 4 MiB of thought chunks after a new session's response, before it reads
+// on; "linger" does not exit when its input ends; "hang" blocks.
+func gemini(inv *Invocation) int {
+	f, err := parseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
+	if err != nil || len(f.rest) > 0 || !f.bools["--acp"] {
+		fmt.Fprintf(inv.Stderr, "Unknown arguments: %q (%v)\n", inv.Args, err)
+		return 42
+	}
+	mode := failMode()
+	if mode == "untrusted" {
+		fmt.Fprint(inv.Stderr, "Skipping project agents due to untrusted folder. To enable, ensure that the project root is trusted.\n"+
+			"Project hooks disabled because the folder is not trusted.\n")
+	}
+	conv, err := inv.conversations(Gemini, true)
+	if err != nil {
+		return inv.die(err)
+	}
+	in := bufio.NewScanner(inv.Stdin)
+	in.Buffer(nil, 64<<20)
+	enc := json.NewEncoder(inv.Stdout)
+	send := func(m map[string]any) {
+		m["jsonrpc"] = "2.0"
+		if err := enc.Encode(m); err != nil {
+			fmt.Fprintf(inv.Stderr, "fakeagent: write: %v\n", err)
+		}
+	}
+	update := func(session string, u map[string]any) {
+		send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": session, "update": u}})
+	}
+	text := func(kind, s string) map[string]any {
+		return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": s}}
+	}
+	commands := map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}}
+	received := "" // the prompt's text, for the call recorded at the end
+	for in.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				SessionID string `json:"sessionId"`
+				Prompt    []struct {
+					Text string `json:"text"`
+				} `json:"prompt"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
+			fmt.Fprintf(inv.Stderr, "fakeagent: bad message %q: %v\n", in.Bytes(), err)
+			continue
+		}
+		id := m.ID
+		switch m.Method {
+		case "initialize":
+			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1,
+				"agentCapabilities": map[string]any{"loadSession": true}}})
+		case "session/new":
+			if mode == "crash" {
+				fmt.Fprintln(inv.Stderr, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory")
+				return 1
+			}
+			s := newID()
+			if _, err := conv.bump(s); err != nil { // turn 0 is 1 here: a prompt makes it 2
+				return inv.die(err)
+			}
+			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
+			if mode == "flood" { // 4 MiB of output before reading on
+				pad := strings.Repeat("x", 64<<10)
+				for range 64 {
+					update(s, text("agent_thought_chunk", pad))
+				}
+			}
+			update(s, commands)
+		case "session/load":
+			s := m.Params.SessionID
+			turns := conv.turns(s) - 1
+			if turns < 1 {
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
+					"data": map[string]any{"details": "No previous sessions found for this project."}}})
+				continue
+			}
+			update(s, text("user_message_chunk", "<session_context>\nThis is the fake Gemini CLI."))
+			send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
+			for k := 1; k <= turns; k++ {
+				update(s, text("user_message_chunk", "prompt "+strconv.Itoa(k)))
+				update(s, text("agent_message_chunk", reply(k)))
+			}
+			update(s, commands)
+		case "session/prompt":
+			s := m.Params.SessionID
+			prompt := ""
+			for _, p := range m.Params.Prompt {
+				prompt += p.Text
+			}
+			received = prompt
+			if mode == "error" {
+				send(map[string]any{"id": id, "error": map[string]any{"code": 401,
+					"message": `{"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}`}})
+				continue
+			}
+			suffix := ""
+			if mode == "permission" {
+				send(map[string]any{"id": "perm-1", "method": "session/request_permission", "params": map[string]any{
+					"sessionId": s,
+					"options": []any{
+						map[string]any{"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+						map[string]any{"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+						map[string]any{"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+					},
+					"toolCall": map[string]any{"toolCallId": "write_file-1", "status": "pending", "title": "Writing to notes/out.md", "kind": "edit"},
+				}})
+				if !in.Scan() {
+					return inv.die(fmt.Errorf("no answer to the permission request: %v", in.Err()))
+				}
+				var a struct {
+					Result struct {
+						Outcome struct {
+							Outcome  string `json:"outcome"`
+							OptionID string `json:"optionId"`
+						} `json:"outcome"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(in.Bytes(), &a); err != nil {
+					return inv.die(fmt.Errorf("permission answer %q: %w", in.Bytes(), err))
+				}
+				choice := a.Result.Outcome.OptionID
+				if a.Result.Outcome.Outcome != "selected" {
+					choice = a.Result.Outcome.Outcome
+				}
+				suffix = " [permission: " + choice + "]"
+			}
+			n, err := conv.bump(s)
+			if err != nil {
+				return inv.die(err)
+			}
+			n--
+			r := reply(n) + suffix
+			update(s, text("agent_message_chunk", r[:len(r)/2]))
+			update(s, text("agent_message_chunk", r[len(r)/2:]))
+			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
+				"_meta": map[string]any{"quota": map[string]any{"token_count": map[string]any{"input_tokens": 100 * n, "output_tokens": 20}}}}})
+		default:
+			if m.Method != "" && id != nil {
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "Method not found: " + m.Method}})
+			}
+		}
+	}
+	if err := in.Err(); err != nil {
+		return inv.die(err)
+	}
+	if err := inv.save(received); err != nil {
+		return inv.die(err)
+	}
+	if mode == "linger" {
+		sleepForever()
+	}
+	return 0
+}

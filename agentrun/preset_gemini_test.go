@@ -1,0 +1,333 @@
+package agentrun
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+)
+
+// geminiSent returns the method of each request knotd sent, and
+// "answer:<optionId or outcome>" for each answer to a permission request.
+func geminiSent(t *testing.T, sent []string) []string {
+	t.Helper()
+	var out []string
+	for _, s := range sent {
+		if rest, ok := strings.CutPrefix(s, "finish: "); ok {
+			out = append(out, "finish: "+rest)
+			continue
+		}
+		var m struct {
+			Method string `json:"method"`
+			Result *struct {
+				Outcome struct {
+					Outcome  string `json:"outcome"`
+					OptionID string `json:"optionId"`
+				} `json:"outcome"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("knotd sent %q: %v", s, err)
+		}
+		switch {
+		case m.Method != "":
+			out = append(out, m.Method)
+		case m.Result != nil && m.Result.Outcome.OptionID != "":
+			out = append(out, "answer:"+m.Result.Outcome.OptionID)
+		case m.Result != nil:
+			out = append(out, "answer:"+m.Result.Outcome.Outcome)
+		default:
+			out = append(out, "other:"+s)
+		}
+	}
+	return out
+}
+
+// TestGemini_RecordedACP: the conversation reads what the real Gemini CLI
+// printed in each recorded case (testdata/gemini-acp-0.61.0), sends what
+// the preset sent then, and tells each outcome apart.
+func TestGemini_RecordedACP(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		perm   Permissions
+		reply  string
+		usage  *Usage
+		lost   string
+		err    string
+		note   string
+		sent   []string
+		handle bool // the handle is the session's id
+	}{
+		{name: "acp-new", reply: "MOCK REPLY (user messages seen: 1)", usage: &Usage{InputTokens: 100, OutputTokens: 9},
+			sent: []string{"initialize", "session/new", "session/prompt"}, handle: true},
+		{name: "acp-load", reply: "MOCK REPLY (user messages seen: 2)", usage: &Usage{InputTokens: 200, OutputTokens: 9},
+			sent: []string{"initialize", "session/load", "session/prompt"}, handle: true},
+		{name: "acp-load-unknown", lost: "No previous sessions found for this project.", err: "No previous sessions found",
+			sent: []string{"initialize", "session/load"}},
+		{name: "acp-http-401", err: "UNAUTHENTICATED: Request had invalid authentication credentials. (ACP error 401)",
+			sent: []string{"initialize", "session/new", "session/prompt"}, handle: true},
+		{name: "acp-untrusted", reply: "MOCK REPLY (user messages seen: 1)", usage: &Usage{InputTokens: 100, OutputTokens: 9},
+			note: "does not trust the vault folder", sent: []string{"initialize", "session/new", "session/prompt"}, handle: true},
+		// Two model calls: the tool call and the reply.
+		{name: "acp-write-read-only", perm: PermReadOnly, reply: "MOCK REPLY (user messages seen: 1)", usage: &Usage{InputTokens: 200, OutputTokens: 14},
+			note: `"Writing to notes/out.md" (a tool call of kind edit): refused (permissions read-only)`,
+			sent: []string{"initialize", "session/new", "session/prompt", "answer:cancel"}, handle: true},
+		{name: "acp-write-edit", perm: PermEdit, reply: "MOCK REPLY (user messages seen: 1)", usage: &Usage{InputTokens: 200, OutputTokens: 14},
+			note: `"Writing to notes/out.md" (a tool call of kind edit): allowed (permissions edit)`,
+			sent: []string{"initialize", "session/new", "session/prompt", "answer:proceed_once"}, handle: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exit, stdout, stderr := recorded(t, "gemini-acp-0.61.0", tc.name)
+			resume := ""
+			if b, err := os.ReadFile(filepath.Join("testdata", "gemini-acp-0.61.0", tc.name+".resume")); err == nil {
+				resume = strings.TrimSpace(string(b))
+			}
+			a := &attempt{req: &Request{Vault: "/vault", Agent: Agent{Preset: PresetGemini, Permissions: tc.perm}}, prompt: "the prompt", resume: resume}
+			p, sent := talk(geminiDriver{}, a, stdout, stderr)
+			if exit != 0 {
+				t.Errorf("the recorded exit status is %d; want 0", exit)
+			}
+			if got := geminiSent(t, sent); !slices.Equal(got, tc.sent) {
+				t.Errorf("sent %q; want %q", got, tc.sent)
+			}
+			if p.reply != tc.reply || !strings.HasPrefix(p.lost, tc.lost) || (tc.lost == "") != (p.lost == "") ||
+				!strings.Contains(p.agentErr, tc.err) || (tc.err == "") != (p.agentErr == "") {
+				t.Errorf("parsed reply %q lost %q err %q; want %q, %q, %q", p.reply, p.lost, p.agentErr, tc.reply, tc.lost, tc.err)
+			}
+			if (p.usage == nil) != (tc.usage == nil) || (p.usage != nil && *p.usage != *tc.usage) {
+				t.Errorf("usage %+v; want %+v", p.usage, tc.usage)
+			}
+			if tc.handle && (p.handle == "" || !strings.Contains(stdout, p.handle)) {
+				t.Errorf("handle %q; want the session's id", p.handle)
+			}
+			if resume != "" && tc.lost == "" && p.handle != resume {
+				t.Errorf("handle %q; want the loaded session %s", p.handle, resume)
+			}
+			noted := tc.note == ""
+			for _, n := range p.notes {
+				noted = noted || strings.Contains(n, tc.note)
+			}
+			if !noted || (tc.note == "" && len(p.notes) > 0) {
+				t.Errorf("notes %q; want one with %q", p.notes, tc.note)
+			}
+			lost, ok := geminiDriver{}.sessionLost(exit, p, stderr)
+			if ok != (tc.lost != "") || lost != p.lost {
+				t.Errorf("sessionLost = %q, %v; want %v", lost, ok, tc.lost != "")
+			}
+		})
+	}
+}
+
+// TestGemini_PromptWaitsForTheReplay: after session/load the prompt is
+// sent only once the replay of the history is over (available_commands_
+// update), and replayed messages are not the reply, whatever order the
+// load's response and the replay come in.
+func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
+	update := func(kind, text string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"` + kind +
+			`","content":{"type":"text","text":"` + text + `"}}}}`
+	}
+	commands := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}`
+	loaded := `{"jsonrpc":"2.0","id":2,"result":{"modes":{}}}`
+	for name, lines := range map[string][]string{
+		"response first": {loaded, update("user_message_chunk", "ctx"), update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"), commands},
+		"replay first":   {update("user_message_chunk", "ctx"), update("agent_message_chunk", "OLD"), commands, loaded},
+		"interleaved":    {update("user_message_chunk", "ctx"), loaded, update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"), commands},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
+			out := []string{`{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{"loadSession":true}}}`}
+			out = append(out, lines...)
+			out = append(out, update("agent_message_chunk", "NEW "), update("agent_message_chunk", "REPLY"),
+				`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+			var sentAt []int
+			done := false
+			for i, l := range out {
+				send, d := c.line([]byte(l))
+				for _, m := range send {
+					if strings.Contains(string(m), `"session/prompt"`) {
+						sentAt = append(sentAt, i)
+					}
+				}
+				done = d
+			}
+			if want := len(out) - 4; !slices.Equal(sentAt, []int{want}) {
+				t.Errorf("session/prompt sent after lines %v; want after line %d only (the replay's end)", sentAt, want)
+			}
+			p, err := c.finish([]byte(strings.Join(out, "\n")), false, "")
+			if err != nil || !done || p.reply != "NEW REPLY" || p.handle != "s-1" {
+				t.Errorf("finish = %+v, %v (done %v); want the new reply only", p, err, done)
+			}
+		})
+	}
+}
+
+func TestGeminiPermit(t *testing.T) {
+	options := geminiPermissionRequest{}
+	for _, o := range []struct{ id, kind string }{{"proceed_always", "allow_always"}, {"proceed_once", "allow_once"}, {"cancel", "reject_once"}} {
+		options.Options = append(options.Options, struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		}{o.id, o.kind})
+	}
+	for _, tc := range []struct {
+		kind                 string
+		readOnly, edit, full bool
+	}{
+		{"read", true, true, true},
+		{"search", true, true, true},
+		{"think", true, true, true},
+		{"edit", false, true, true},
+		{"delete", false, true, true},
+		{"move", false, true, true},
+		{"execute", false, false, true},
+		{"fetch", false, false, true},
+		{"switch_mode", false, false, true},
+		{"other", false, false, true},
+		{"something new", false, false, true},
+	} {
+		req := options
+		req.ToolCall.Kind = tc.kind
+		for perm, want := range map[Permissions]bool{PermReadOnly: tc.readOnly, PermEdit: tc.edit, PermFull: tc.full} {
+			id, allowed := geminiPermit(perm, req)
+			wantID := "cancel"
+			if want {
+				wantID = "proceed_once"
+			}
+			if allowed != want || id != wantID {
+				t.Errorf("geminiPermit(%s, %s) = %q, %v; want %q, %v", perm, tc.kind, id, allowed, wantID, want)
+			}
+		}
+	}
+	// No option that says so: cancelled, refused.
+	if id, allowed := geminiPermit(PermFull, geminiPermissionRequest{}); id != "" || allowed {
+		t.Errorf("geminiPermit(no options) = %q, %v; want cancelled", id, allowed)
+	}
+}
+
+// TestGemini_Permissions: through the runner, a permission request is
+// answered per Agent.Permissions (the fake replies with the answer).
+func TestGemini_Permissions(t *testing.T) {
+	for perm, want := range map[Permissions]string{"": "cancel", PermReadOnly: "cancel", PermEdit: "proceed_once", PermFull: "proceed_once"} {
+		agent, _ := fakePreset(t, PresetGemini)
+		agent.Env[fakeagent.EnvFail], agent.Permissions = "permission", perm
+		res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+		if res.Outcome != OutcomeOK || !strings.HasSuffix(res.Reply, "[permission: "+want+"]") {
+			t.Errorf("permissions %q: Run = %s %q reply %q; want the answer %s", perm, res.Outcome, res.Reason, res.Reply, want)
+		}
+	}
+}
+
+// TestGemini_UntrustedFolder: Gemini CLI runs in a folder the user has not
+// trusted, without its settings; the run succeeds with a note that says
+// how to trust it, and knotd passes nothing that trusts the folder.
+func TestGemini_UntrustedFolder(t *testing.T) {
+	agent, state := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail] = "untrusted"
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "trustedFolders.json") }) {
+		t.Errorf("Run = %s %q notes %q; want ok with a note on trusting the folder", res.Outcome, res.Reason, res.Notes)
+	}
+	for _, c := range mustCalls(t, state) {
+		if strings.Contains(strings.Join(c.Args, " "), "trust") {
+			t.Errorf("knotd asked the CLI to trust the folder: %q", c.Args)
+		}
+	}
+}
+
+// TestGemini_AgentGoneMidConversation: a CLI that exits in the middle of
+// the conversation fails the run at once, with its exit status and error,
+// not at the timeout.
+func TestGemini_AgentGoneMidConversation(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "crash", time.Minute
+	start := time.Now()
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeFailed || res.ExitCode != 1 || !strings.Contains(res.Reason, "out of memory") {
+		t.Errorf("Run = %s (exit %d) %q; want failed with the agent's exit status and error", res.Outcome, res.ExitCode, res.Reason)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the run took %v; want it to end when the agent exited", d)
+	}
+}
+
+// TestGemini_FloodWhileThePromptIsWritten: the CLI prints megabytes
+// without reading its input while knotd writes a prompt longer than a
+// pipe's buffer: the output is read on (and cut at MaxStdout), the prompt
+// gets through, and the reply is read, with no deadlock.
+func TestGemini_FloodWhileThePromptIsWritten(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "flood", time.Minute
+	note := "# Long\n\n" + strings.Repeat("a line of the note that goes on\n", 6000)
+	res := mustRun(t, &Runner{}, runRequest(t, agent, note))
+	if len(res.Prompt) < 128<<10 {
+		t.Fatalf("the prompt is %d bytes; want it longer than a pipe buffer", len(res.Prompt))
+	}
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" || !res.StdoutTruncated || res.StdoutBytes < 4<<20 {
+		t.Errorf("Run = %s %q reply %q, stdout %d bytes (cut %v); want ok after 4 MiB of output", res.Outcome, res.Reason, res.Reply, res.StdoutBytes, res.StdoutTruncated)
+	}
+}
+
+// TestGemini_LingeringAgentStopped: a CLI that does not exit once its
+// input is closed after the reply is stopped after the grace period; the
+// run keeps its reply and says so.
+func TestGemini_LingeringAgentStopped(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "linger", time.Minute
+	start := time.Now()
+	res := mustRun(t, &Runner{Grace: 200 * time.Millisecond}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" || res.ExitCode != -1 ||
+		!slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "did not exit within the grace period") }) {
+		t.Errorf("Run = %s %q reply %q exit %d notes %q; want ok, stopped, with a note", res.Outcome, res.Reason, res.Reply, res.ExitCode, res.Notes)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the run took %v; want it stopped after the grace period", d)
+	}
+}
+
+// TestGemini_HangTimesOut: a CLI that never answers is stopped at the
+// timeout, like any other.
+func TestGemini_HangTimesOut(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail], agent.Timeout = "hang", time.Second
+	res := mustRun(t, &Runner{Grace: 100 * time.Millisecond}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeTimeout {
+		t.Errorf("Run = %s %q; want timeout", res.Outcome, res.Reason)
+	}
+}
+
+// TestOutbox_Bounded: answers an agent does not read fill the outbox up to
+// maxOutbox; then it fails and is closed.
+func TestOutbox_Bounded(t *testing.T) {
+	o := newOutbox([][]byte{[]byte("first")})
+	msg := make([]byte, 64<<10)
+	var err error
+	for i := 0; i < maxOutbox/len(msg)+2 && err == nil; i++ {
+		err = o.push([][]byte{msg}, false)
+	}
+	if !errors.Is(err, errOutboxFull) {
+		t.Fatalf("push past maxOutbox = %v; want errOutboxFull", err)
+	}
+	if msgs, closed, err := o.take(); len(msgs) != 0 || !closed || !errors.Is(err, errOutboxFull) {
+		t.Errorf("take = %d messages, closed %v, %v; want none, closed, errOutboxFull", len(msgs), closed, err)
+	}
+}
+
+// TestGemini_InvalidUTF8Noted: a prompt that is not valid UTF-8 cannot go
+// into a JSON string as it is; the run says so.
+func TestGemini_InvalidUTF8Noted(t *testing.T) {
+	agent, state := fakePreset(t, PresetGemini)
+	res := mustRun(t, &Runner{}, runRequest(t, agent, "# Bytes\n\n\xff\xfe\n"))
+	if res.Outcome != OutcomeOK || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not valid UTF-8") }) {
+		t.Errorf("Run = %s %q notes %q; want ok with a note", res.Outcome, res.Reason, res.Notes)
+	}
+	if c := mustCalls(t, state); len(c) != 1 || !strings.Contains(c[0].Stdin, "\uFFFD\uFFFD") {
+		t.Errorf("calls %+v; want the prompt with U+FFFD for the invalid bytes", c)
+	}
+}

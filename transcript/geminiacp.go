@@ -1,0 +1,232 @@
+package transcript
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// geminiACPNormalizer reads what Gemini CLI prints in ACP mode (gemini
+// --acp): the agent's side of a JSON-RPC 2.0 conversation, one message a
+// line (Agent Client Protocol, as Gemini CLI 0.61.0 speaks it):
+//
+//   - session/update notifications: agent_message_chunk (text, in chunks),
+//     agent_thought_chunk (thinking), tool_call (a tool call that needed no
+//     approval) and tool_call_update (its end: status completed or
+//     failed, content a list of text, diff or other items);
+//   - session/request_permission requests: a tool call that needs approval
+//     (toolCall); the client's answer is not in this output, and a refused
+//     call gets no update;
+//   - responses to the client's requests: the prompt's has stopReason and
+//     the turn's tokens in _meta.quota.token_count; an error response is a
+//     failure.
+//
+// A loaded session's history is replayed as session/update notifications,
+// from a user_message_chunk (the live turn sends none) to the
+// available_commands_update that follows: those are left out. The reply is
+// the text of the turn's agent_message_chunk updates; every block but a
+// text or thinking still receiving chunks is final.
+type geminiACPNormalizer struct {
+	blocks []Block
+	// chunk is the type of the last block while it still receives chunks.
+	chunk    BlockType
+	tools    map[string]bool // tool_use ids seen
+	results  map[string]bool // tool_result ids seen
+	usage    *Usage
+	notes    []string
+	skipped  map[string]int
+	replay   bool
+	replayed int
+	answered bool // the prompt's response was seen
+	reply    strings.Builder
+	handle   string // a new session's id
+	failure  string
+}
+
+func (n *geminiACPNormalizer) event(obj map[string]json.RawMessage) {
+	method := str(obj, "method")
+	_, isRequest := obj["id"]
+	switch {
+	case method == "session/update":
+		n.update(object(object(obj, "params"), "update"))
+		return
+	case method == "session/request_permission" && isRequest:
+		n.toolUse(object(object(obj, "params"), "toolCall"))
+	case method != "":
+		n.skip("requests", method)
+	case object(obj, "error") != nil:
+		e := object(obj, "error")
+		n.notes = append(n.notes, fmt.Sprintf("gemini answered an error (code %d): %s", integer(e, "code"), str(e, "message")))
+		n.failure = str(e, "message")
+		n.answered = true // a request failed: the conversation ends there
+	default:
+		n.response(object(obj, "result"))
+	}
+	n.chunk = ""
+}
+
+// response reads a result; the prompt's is the one with a stopReason.
+func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
+	if id := str(res, "sessionId"); id != "" {
+		n.handle = id
+	}
+	stop := str(res, "stopReason")
+	if stop == "" {
+		return
+	}
+	n.answered = true
+	if stop != "end_turn" {
+		n.notes = append(n.notes, "gemini ended the turn with stopReason "+stop)
+	}
+	if tc := object(object(object(res, "_meta"), "quota"), "token_count"); tc != nil {
+		n.usage = &Usage{InputTokens: integer(tc, "input_tokens"), OutputTokens: integer(tc, "output_tokens")}
+	}
+}
+
+func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
+	kind := str(u, "sessionUpdate")
+	switch {
+	case kind == "user_message_chunk":
+		n.replay = true
+	case kind == "available_commands_update":
+		n.replay = false
+		n.chunk = ""
+		return
+	}
+	if n.replay {
+		n.replayed++
+		return
+	}
+	switch kind {
+	case "agent_message_chunk":
+		if c := object(u, "content"); str(c, "type") == "text" {
+			n.reply.WriteString(str(c, "text"))
+		}
+		n.text(BlockText, object(u, "content"))
+		return
+	case "agent_thought_chunk":
+		n.text(BlockThinking, object(u, "content"))
+		return
+	case "tool_call":
+		n.toolUse(u)
+		if s := str(u, "status"); s == "completed" || s == "failed" {
+			n.toolResult(u)
+		}
+	case "tool_call_update":
+		switch str(u, "status") {
+		case "completed", "failed":
+			n.toolResult(u)
+		}
+	case "plan", "current_mode_update":
+	default:
+		n.skip("updates", kind)
+	}
+	n.chunk = ""
+}
+
+// text appends a chunk of text or thinking to the block it continues.
+func (n *geminiACPNormalizer) text(t BlockType, content map[string]json.RawMessage) {
+	if str(content, "type") != "text" {
+		n.skip("content blocks", str(content, "type"))
+		n.chunk = ""
+		return
+	}
+	s := str(content, "text")
+	if n.chunk == t {
+		n.blocks[len(n.blocks)-1].Text += s
+		return
+	}
+	n.blocks = append(n.blocks, Block{Type: t, Fidelity: Native, Text: s})
+	n.chunk = t
+}
+
+// toolUse records a tool call once: its name is the ACP tool kind (edit,
+// execute, read…), its input what ACP says of the call (title, locations,
+// and rawInput when the CLI sends it).
+func (n *geminiACPNormalizer) toolUse(tc map[string]json.RawMessage) {
+	id := str(tc, "toolCallId")
+	if n.tools[id] {
+		return
+	}
+	if n.tools == nil {
+		n.tools = map[string]bool{}
+	}
+	n.tools[id] = true
+	input := map[string]json.RawMessage{}
+	for _, k := range []string{"title", "locations", "rawInput"} {
+		if v, ok := tc[k]; ok {
+			input[k] = v
+		}
+	}
+	name := str(tc, "kind")
+	if name == "" {
+		name = "other"
+	}
+	n.blocks = append(n.blocks, Block{Type: BlockToolUse, Fidelity: Reconstructed, ID: id, Name: name, Input: rawObject(mustJSON(input))})
+}
+
+// toolResult records the end of a tool call: its content as text (text
+// items as they are, a diff as the new text of its path, others as JSON).
+func (n *geminiACPNormalizer) toolResult(u map[string]json.RawMessage) {
+	id := str(u, "toolCallId")
+	if !n.tools[id] {
+		n.toolUse(u)
+	}
+	if n.results == nil {
+		n.results = map[string]bool{}
+	}
+	n.results[id] = true
+	var items []map[string]json.RawMessage
+	_ = json.Unmarshal(u["content"], &items) // not a list: no content
+	texts := make([]string, 0, len(items))
+	for _, it := range items {
+		switch str(it, "type") {
+		case "content":
+			texts = append(texts, str(object(it, "content"), "text"))
+		case "diff":
+			texts = append(texts, "diff "+str(it, "path")+":\n"+str(it, "newText"))
+		default:
+			texts = append(texts, string(mustJSON(it)))
+		}
+	}
+	n.blocks = append(n.blocks, Block{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: id,
+		Content: strings.Join(texts, "\n"), IsError: str(u, "status") == "failed"})
+}
+
+func (n *geminiACPNormalizer) skip(what, kind string) {
+	if n.skipped == nil {
+		n.skipped = map[string]int{}
+	}
+	n.skipped[what+" "+kind]++
+}
+
+func (n *geminiACPNormalizer) final() []Block {
+	if n.chunk != "" {
+		return n.blocks[:len(n.blocks)-1]
+	}
+	return n.blocks
+}
+
+func (n *geminiACPNormalizer) finish() Decoded {
+	notes := n.notes
+	if n.replayed > 0 {
+		notes = append(notes, fmt.Sprintf("left out %d updates replaying the loaded session's history", n.replayed))
+	}
+	unanswered := 0
+	for id := range n.tools {
+		if !n.results[id] {
+			unanswered++
+		}
+	}
+	if unanswered > 0 {
+		notes = append(notes, fmt.Sprintf("%d tool calls have no result: refused, or the run was cut short", unanswered))
+	}
+	notes = append(notes, noteCounts("gemini ACP messages", n.skipped)...)
+	if !n.answered {
+		notes = append(notes, "no response to the gemini prompt: the run was cut short")
+	}
+	return Decoded{
+		Message: AssistantMessage{Blocks: n.blocks, Notes: notes},
+		Reply:   n.reply.String(), Handle: n.handle, Usage: n.usage, Failure: n.failure, Ended: n.answered,
+	}
+}
