@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -113,10 +114,10 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 		rel := fmt.Sprintf("d%d/n%03d.md", i%10, i)
 		e.write(rel, e.read(rel)+"edited\n")
 	}
-	waitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n })
+	testutil.WaitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n })
 	// A release while a run is under way may find its pages mapped again
 	// at once; the one after the last work leaves nothing resident.
-	waitFor(t, waitTimeout, "a release after the runs that leaves nothing of the state file resident", func() bool {
+	testutil.WaitFor(t, waitTimeout, "a release after the runs that leaves nothing of the state file resident", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(after[from:], 0)

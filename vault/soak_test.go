@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // soakBehaviour is the fake agent of the soak test: it fails, hangs past
@@ -164,9 +165,9 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 	if heapStart > 0 && heapEnd > heapStart+soakHeapSlack {
 		t.Errorf("heap in use grew from %d KiB to %d KiB (slack %d KiB)", heapStart>>10, heapEnd>>10, soakHeapSlack>>10)
 	}
-	waitFor(t, waitTimeout, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= baseGoroutines })
+	testutil.WaitFor(t, waitTimeout, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= baseGoroutines })
 	if baseFDs >= 0 {
-		waitFor(t, waitTimeout, "open files back to baseline", func() bool { return openFDs() <= baseFDs })
+		testutil.WaitFor(t, waitTimeout, "open files back to baseline", func() bool { return openFDs() <= baseFDs })
 	}
 }
 

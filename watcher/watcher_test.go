@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/ignore"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // These tests use the real kernel watcher. They wait on conditions with a
@@ -54,7 +55,7 @@ type kernel struct {
 	root string
 	w    *Watcher
 	rb   *recordingBackend
-	logs *lockedBuffer
+	logs *testutil.Buffer
 
 	mu      sync.Mutex
 	seen    map[Hint]int
@@ -64,7 +65,7 @@ type kernel struct {
 
 func startKernel(t *testing.T, root string, configure func(*Watcher, *recordingBackend)) *kernel {
 	t.Helper()
-	k := &kernel{t: t, root: root, logs: &lockedBuffer{}, seen: make(map[Hint]int), changed: make(chan struct{})}
+	k := &kernel{t: t, root: root, logs: &testutil.Buffer{}, seen: make(map[Hint]int), changed: make(chan struct{})}
 	k.rb = &recordingBackend{}
 	k.w = &Watcher{
 		Root:    root,

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,18 +29,6 @@ func TestMain(m *testing.M) {
 
 // waitTimeout bounds every wait of these tests.
 const waitTimeout = 20 * time.Second
-
-// waitFor polls cond until it holds, failing the test after waitTimeout.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
-	}
-}
 
 // setup isolates knotd's user configuration and state directory in a
 // temporary XDG_CONFIG_HOME and XDG_STATE_HOME and returns a new vault
@@ -66,25 +53,6 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in
-// different goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // knotd runs run in-process and returns its exit status and output.

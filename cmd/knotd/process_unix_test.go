@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // startWatching starts knotd watching the vault as its own process and
@@ -116,14 +117,14 @@ func TestKnotd_SecondSignalStopsAtOnce(t *testing.T) {
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	cmd, _ := startWatching(t, "--debounce", "50ms", v)
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited\n")
-	waitFor(t, "the agent to start", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the agent to start", func() bool {
 		calls, err := fakeagent.Calls(state)
 		return err == nil && len(calls) == 1
 	})
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var err error
-	waitFor(t, "knotd to end", func() bool {
+	testutil.WaitFor(t, waitTimeout, "knotd to end", func() bool {
 		select {
 		case err = <-exited:
 			return true
@@ -212,7 +213,7 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 // it runs longer than d.
 func runWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) ([]byte, error) {
 	t.Helper()
-	var out syncBuffer
+	var out testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/vault"
 )
@@ -289,14 +290,14 @@ func TestRun_WatchStopsCleanly(t *testing.T) {
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(ctx, []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &testutil.Buffer{}, &stderr)
 	}()
-	waitFor(t, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
+	testutil.WaitFor(t, waitTimeout, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited while watched\n")
-	waitFor(t, "the run", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
 		return strings.Contains(string(b), "## Event: Modified")
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/syncthingtest"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
 )
 
@@ -33,13 +34,13 @@ type knotdDevice struct {
 	vault, xdgConfig, xdgState string
 	agent                      string // the fake agent's state: its calls
 	cmd                        *exec.Cmd
-	log                        *syncBuffer
+	log                        *testutil.Buffer
 	done                       chan error
 }
 
 func newKnotdDevice(t *testing.T, name, vault string) *knotdDevice {
 	t.Helper()
-	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir(), log: &syncBuffer{}}
+	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir(), log: &testutil.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("knotd on %s logged:\n%s", name, d.log)
