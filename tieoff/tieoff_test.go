@@ -2,7 +2,6 @@ package tieoff
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/knotd/knotd/strand"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var t0 = time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
 
