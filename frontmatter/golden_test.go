@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
 )
 
 // corpusEdit is one edit applied to every strand of the corpus.
@@ -42,9 +43,7 @@ func TestCorpus(t *testing.T) {
 	}
 	for _, file := range files {
 		in, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		name := strings.TrimSuffix(filepath.Base(file), ".md")
 		for _, ed := range corpusEdits {
 			t.Run(name+"/"+ed.name, func(t *testing.T) {

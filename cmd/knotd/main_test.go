@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/stretchr/testify/require"
 )
 
 // asKnotd is the environment variable that makes the test binary run
@@ -39,20 +40,14 @@ func setup(t *testing.T) (vault, configDir string) {
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	vault, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return vault, filepath.Join(xdg, "knotd")
 }
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
 // knotd runs run in-process and returns its exit status and output.

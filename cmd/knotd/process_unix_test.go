@@ -16,6 +16,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
 )
 
 // startWatching starts knotd watching the vault as its own process and
@@ -25,12 +26,8 @@ func startWatching(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	cmd := knotdProcess(t, args...)
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait() // killed if still running: its status says nothing
@@ -93,9 +90,7 @@ func TestKnotd_SecondInstanceExits3(t *testing.T) {
 			t.Errorf("second knotd %q does not name the holder (%s):\n%s", args, want, out)
 		}
 	}
-	if err := first.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, first.Process.Signal(os.Interrupt))
 	err := first.Wait()
 	if code := exitStatus(t, err); code != exitOK {
 		t.Errorf("knotd after SIGINT: exit %d; want 0\n%s", code, <-rest)
@@ -165,13 +160,9 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 	for _, cfg := range []string{"fifo", "zero"} {
 		v, _ := setup(t)
 		p := filepath.Join(v, ".knot", "config.yaml")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		if cfg == "fifo" {
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, syscall.Mkfifo(p, 0o644))
 		} else if err := os.Symlink("/dev/zero", p); err != nil {
 			t.Fatal(err)
 		}
@@ -183,20 +174,12 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 	}
 
 	v, _ := setup(t)
-	if err := syscall.Mkfifo(filepath.Join(v, ".gitignore"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", filepath.Join(v, ".knotignore")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(v, ".gitignore"), 0o644))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(v, ".knotignore")))
 	writeFile(t, filepath.Join(v, "sub", "a.md"), "# A\n")
-	if err := syscall.Mkfifo(filepath.Join(v, "sub", ".ignore"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(v, "sub", ".ignore"), 0o644))
 	cmd, rest := startWatching(t, "--debounce", "50ms", v)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
@@ -215,9 +198,7 @@ func runWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) ([]byte, error) {
 	t.Helper()
 	var out testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

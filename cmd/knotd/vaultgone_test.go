@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/vault"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRun_WatchedVaultDeleted: when the vault directory is deleted under
@@ -30,9 +31,7 @@ func TestRun_WatchedVaultDeleted(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
 		return strings.Contains(string(b), "## Event: Modified")
 	})
-	if err := os.RemoveAll(v); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(v))
 	select {
 	case err := <-done:
 		if !errors.Is(err, vault.ErrVaultGone) || exitCode(err) != exitFailed {
