@@ -2,15 +2,15 @@ package frontmatter
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
 
 // corpusEdit is one edit applied to every strand of the corpus.
 type corpusEdit struct {
@@ -43,9 +43,7 @@ func TestCorpus(t *testing.T) {
 	}
 	for _, file := range files {
 		in, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		name := strings.TrimSuffix(filepath.Base(file), ".md")
 		for _, ed := range corpusEdits {
 			t.Run(name+"/"+ed.name, func(t *testing.T) {
@@ -54,19 +52,7 @@ func TestCorpus(t *testing.T) {
 				if err != nil {
 					got = []byte("ERROR: " + err.Error() + "\n")
 				}
-				golden := filepath.Join("testdata", "golden", name+"."+ed.name+".golden")
-				if *update {
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, rerr := os.ReadFile(golden)
-				if rerr != nil {
-					t.Fatalf("%v (run with -update to create it)", rerr)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s %s:\n got %q\nwant %q", ed.name, file, got, want)
-				}
+				testutil.Golden(t, filepath.Join("testdata", "golden", name+"."+ed.name+".golden"), got)
 				if err != nil {
 					return
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/strand"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRules_Walk(t *testing.T) {
@@ -124,9 +125,7 @@ func TestRules_LoadThenExplain(t *testing.T) {
 		}
 	}
 	// An ignore file removed from disk is dropped on the next Load.
-	if err := os.Remove(filepath.Join(root, "a/.knotignore")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Remove(filepath.Join(root, "a/.knotignore")))
 	if err := r.Load(root, "a/secret/b/c.md"); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -143,13 +142,9 @@ func FuzzRules(f *testing.F) {
 	f.Add("foo/**\n!foo/k\n", "foo", "", "foo/k", false)
 	f.Fuzz(func(t *testing.T, rootFile, dir, dirFile, rel string, isDir bool) {
 		r := &Rules{Patterns: []string{"*.tmp"}}
-		if err := r.setFile("", ".gitignore", []byte(rootFile)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, r.setFile("", ".gitignore", []byte(rootFile)))
 		if strand.ValidateRel(dir) == nil {
-			if err := r.setFile(dir, ".knotignore", []byte(dirFile)); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, r.setFile(dir, ".knotignore", []byte(dirFile)))
 		}
 		ignored := r.Ignored(rel, isDir)
 		p := rel
@@ -171,22 +166,14 @@ func TestWalk_SkipsNestedVault(t *testing.T) {
 	root := t.TempDir()
 	for _, p := range []string{"a.md", "sub/b.md", "inner/.knot/config.yaml", "inner/c.md", "inner/deep/d.md", "other/.knot"} {
 		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		if p == "other/.knot" {
-			if err := os.WriteFile(full, []byte("a file, not a vault"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, os.WriteFile(full, []byte("a file, not a vault"), 0o644))
 			continue
 		}
-		if err := os.WriteFile(full, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(full, nil, 0o644))
 	}
-	if err := os.MkdirAll(filepath.Join(root, ".knot"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, ".knot"), 0o755))
 	for _, o := range []WalkOptions{{}, {Concurrent: true}} {
 		walk := func(r *Rules, root, dir string, fn fs.WalkDirFunc) error { return r.Walk(root, dir, o, fn) }
 		var mu sync.Mutex

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestDecodeRecord_RoundTrip(t *testing.T) {
@@ -81,13 +83,9 @@ func TestDecodeRecord_Version1(t *testing.T) {
 func TestStampOf(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.md")
-	if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, []byte("hello"), 0o600))
 	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	st := StampOf(fi)
 	if st.Size != 5 || st.ModTime != fi.ModTime().UnixNano() {
 		t.Errorf("StampOf = %+v; want size 5 and mtime %d", st, fi.ModTime().UnixNano())
@@ -95,13 +93,9 @@ func TestStampOf(t *testing.T) {
 	// Renaming keeps the inode; replacing the file (a new inode) changes
 	// the stamp even with the same size and mtime.
 	q := filepath.Join(dir, "b.md")
-	if err := os.Rename(p, q); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Rename(p, q))
 	fi2, err := os.Lstat(q)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if got := StampOf(fi2); got.Size != st.Size || got.ModTime != st.ModTime || got.Inode != st.Inode || got.Device != st.Device {
 		t.Errorf("StampOf after rename = %+v; want %+v (the change time aside)", got, st)
 	}
@@ -109,16 +103,10 @@ func TestStampOf(t *testing.T) {
 	// modification time back (touch -r, rsync -t) changes the stamp: its
 	// change time moved.
 	if st.Ctime != 0 {
-		if err := os.WriteFile(q, []byte("HELLO"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(q, fi.ModTime(), fi.ModTime()); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(q, []byte("HELLO"), 0o600))
+		require.NoError(t, os.Chtimes(q, fi.ModTime(), fi.ModTime()))
 		fi4, err := os.Lstat(q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if got := StampOf(fi4); got == StampOf(fi2) || got.ModTime != st.ModTime {
 			t.Errorf("StampOf after a same-size edit with the time put back = %+v; want it to differ from %+v", got, StampOf(fi2))
 		}
@@ -126,16 +114,10 @@ func TestStampOf(t *testing.T) {
 	if st.Inode == 0 {
 		return // no inodes on this platform
 	}
-	if err := os.WriteFile(p, []byte("hello"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(p, []byte("hello"), 0o600))
+	require.NoError(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
 	fi3, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if got := StampOf(fi3); got == st {
 		t.Errorf("StampOf(new file, same size and mtime) = %+v; want a different inode", got)
 	}
@@ -186,13 +168,9 @@ func BenchmarkRecordCodec(b *testing.B) {
 		var n int
 		for b.Loop() {
 			buf, err := json.Marshal(&r)
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			var got Record
-			if err := json.Unmarshal(buf, &got); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, json.Unmarshal(buf, &got))
 			n = len(buf)
 		}
 		b.ReportMetric(float64(n), "bytes/record")

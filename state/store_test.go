@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/strand"
+	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -102,18 +103,12 @@ func TestStore_RoundTrip(t *testing.T) {
 func TestStore_ReopenPersists(t *testing.T) {
 	path := statePath(t)
 	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := rec("a/b.md", "hello")
 	mustPut(t, s, want, "hello")
 	adopted := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
-	if err := s.Update(func(tx *Tx) error { return tx.SetAdopted(adopted) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Update(func(tx *Tx) error { return tx.SetAdopted(adopted) }))
+	require.NoError(t, s.Close())
 
 	s = mustOpenStore(t, path)
 	if got := mustGet(t, s, "a/b.md"); !reflect.DeepEqual(got, want) {
@@ -142,9 +137,7 @@ func TestStore_FileModes(t *testing.T) {
 	mustOpenStore(t, path)
 	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): 0o700} {
 		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("mode of %s = %v; want %v", p, got, want)
 		}
@@ -203,9 +196,7 @@ func TestStore_SessionTaken(t *testing.T) {
 		t.Fatalf("Put(copy with a's session) = %v; want ErrSessionTaken", err)
 	}
 	// Once a.md is gone, its session is free for the strand that has it.
-	if err := s.Delete("a.md"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Delete("a.md"))
 	mustPut(t, s, copied, "x")
 	if got, ok, _ := s.BySession(a.Session); !ok || got.Path != "copy.md" {
 		t.Errorf("BySession = %s, %v; want copy.md", got.Path, ok)
@@ -282,9 +273,7 @@ func TestStore_Restamp(t *testing.T) {
 	r := rec("a.md", "x")
 	mustPut(t, s, r, "x")
 	st := Stamp{Size: 1, ModTime: 99, Inode: 3, Device: 4}
-	if err := s.Update(func(tx *Tx) error { return tx.Restamp("a.md", st) }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Update(func(tx *Tx) error { return tx.Restamp("a.md", st) }))
 	want := r
 	want.Stamp = st
 	if got := mustGet(t, s, "a.md"); !reflect.DeepEqual(got, want) {
@@ -311,9 +300,7 @@ func TestStore_UpdateIsAtomic(t *testing.T) {
 		t.Fatalf("Update = %v; want boom", err)
 	}
 	n := 0
-	if err := s.ForEach(func(Record) error { n++; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.ForEach(func(Record) error { n++; return nil }))
 	if n != 0 {
 		t.Errorf("%d records after a failed Update; want 0", n)
 	}
@@ -417,9 +404,7 @@ func TestStore_RecordsBelow(t *testing.T) {
 			it := s.Records(tt.dir)
 			for {
 				r, err := it.Peek()
-				if err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, err)
 				if r == nil {
 					break
 				}
@@ -439,13 +424,9 @@ func TestStore_AdoptsManyInBatches(t *testing.T) {
 	// minute under the race detector).
 	s := mustOpenStore(t, statePath(t))
 	const n = 20_000
-	if err := adopt(s, n, 5_000); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, adopt(s, n, 5_000))
 	count := 0
-	if err := s.ForEach(func(Record) error { count++; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.ForEach(func(Record) error { count++; return nil }))
 	if count != n {
 		t.Errorf("ForEach counted %d records; want %d", count, n)
 	}
@@ -553,23 +534,15 @@ func TestStore_ContentCheckedAgainstHash(t *testing.T) {
 
 func mustWrite(t *testing.T, path string, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(path, b, 0o600))
 }
 
 func mustBolt(t *testing.T, path string, fn func(*bolt.Tx) error) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(fn); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, db.Update(fn))
+	require.NoError(t, db.Close())
 }
 
 // validDB returns the bytes of a store holding a few records.
@@ -577,21 +550,13 @@ func validDB(t *testing.T) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
 	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := range 50 {
 		c := strings.Repeat("content ", 100*i)
-		if err := s.Put(rec(fmt.Sprintf("n%d.md", i), c), []byte(c)); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Put(rec(fmt.Sprintf("n%d.md", i), c), []byte(c)))
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Close())
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }

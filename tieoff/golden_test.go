@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
+	"github.com/stretchr/testify/require"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
@@ -77,25 +79,12 @@ func buildGolden(t *testing.T, secs []Section) []byte {
 func TestGolden(t *testing.T) {
 	in := goldenSections()
 	got := buildGolden(t, in)
-	if *update {
-		if err := os.WriteFile(goldenPath, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.Golden(t, goldenPath, got)
 	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("tie-off differs from %s (go test -update rewrites it)\ngot:\n%s", goldenPath, got)
-	}
+	require.NoError(t, err)
 	secs, probs := Parse(want)
-	if len(probs) > 0 {
-		t.Fatalf("Parse(golden) problems: %v", probs)
-	}
-	if len(secs) != len(in) {
-		t.Fatalf("Parse(golden) = %d sections; want %d", len(secs), len(in))
-	}
+	require.Empty(t, probs, "Parse(golden) problems")
+	require.Len(t, secs, len(in), "Parse(golden) sections")
 	for i := range in {
 		if err := sameSection(secs[i], written(in[i])); err != nil {
 			t.Errorf("section %d: %v", i, err)

@@ -2,7 +2,6 @@ package tieoff
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/strand"
+	"github.com/stretchr/testify/require"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var t0 = time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
 
@@ -47,9 +45,7 @@ func testVault(t testing.TB) (root *os.Root, dir string) {
 func openRoot(t testing.TB, dir string) *os.Root {
 	t.Helper()
 	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = root.Close() })
 	return root
 }
@@ -88,9 +84,7 @@ func mustRead(t testing.TB, root *os.Root, name string) []Section {
 func mustReadFile(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -140,17 +134,11 @@ func TestAppendModeCreatesFile(t *testing.T) {
 	}
 	// The new file gets the permissions an editor would give a note.
 	editor := filepath.Join(dir, "editor.md")
-	if err := os.WriteFile(editor, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(editor, nil, 0o644))
 	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ei, err := os.Stat(editor)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if fi.Mode() != ei.Mode() {
 		t.Errorf("tie-off mode = %v; want %v like a note an editor creates", fi.Mode(), ei.Mode())
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // normalizeCases are the fixtures under testdata/ and the format each is
@@ -77,7 +79,7 @@ func TestDecode_Golden(t *testing.T) {
 			}{d.Message, d.Usage, d.Reply, d.Handle, d.Failure, d.Ended}); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("normalize", tc.name+".golden"), out.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", "normalize", tc.name+".golden"), out.Bytes())
 		})
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // recordGoldenRun records one run with every event type and every block
@@ -48,7 +51,7 @@ func TestRecorder_Golden(t *testing.T) {
 	if bytes.Contains(got, []byte("golden-secret")) {
 		t.Errorf("the transcript holds the secret:\n%s", got)
 	}
-	checkGolden(t, "transcript.golden", got)
+	testutil.Golden(t, filepath.Join("testdata", "transcript.golden"), got)
 
 	// Idempotence: reading the golden file and writing its events again
 	// gives the same bytes.
@@ -88,5 +91,5 @@ func TestRender_Golden(t *testing.T) {
 	if bytes.Contains(out.Bytes(), []byte("\x1b")) {
 		t.Errorf("Render let a terminal escape through:\n%q", out.Bytes())
 	}
-	checkGolden(t, "render.golden", out.Bytes())
+	testutil.Golden(t, filepath.Join("testdata", "render.golden"), out.Bytes())
 }

@@ -1,16 +1,11 @@
 package transcript
 
 import (
-	"bytes"
-	"flag"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // TestMain lets the test binary act as a process that writes a transcript
 // until it is killed (see TestRecorder_KillMidRunLeavesWholeLines).
@@ -82,29 +77,6 @@ func startedPayload() Started {
 	return Started{Strand: "ideas/plan.md", Event: 2, Agent: "claude", Preset: "claude", Model: "sonnet",
 		Session: "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21", Resume: "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21", Turn: 3, FiredBy: "watch",
 		Argv: []string{"claude", "-p", "--output-format", "json", "--resume", "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"}}
-}
-
-// checkGolden compares got with testdata/<name>, or rewrites the file with
-// -update.
-func checkGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", path, got)
-	}
 }
 
 // seqOf returns the seq of the last line r wrote, 0 before the first.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // Two devices share a vault (DESIGN §2, invariant 7). These tests run both
@@ -154,15 +155,15 @@ func TestWatch_HandOver(t *testing.T) {
 		return e.watch(v, WatchOptions{})
 	}
 	wa := start(a)
-	waitFor(t, waitTimeout, "device A's claim", func() bool { return claimOf(t, a, a) })
+	testutil.WaitFor(t, waitTimeout, "device A's claim", func() bool { return claimOf(t, a, a) })
 	sb := startStandby(t, b, c, beat)
 	a.write("one.md", "# One\n")
 	wa.settle()
 	mustDo(t, wa.stop())
 	a.write("two.md", "# Two, written while A is stopped\n")
 	c.advance(6 * time.Minute)
-	waitFor(t, waitTimeout, "device B to take over", func() bool { return claimOf(t, b, b) })
-	waitFor(t, waitTimeout, "device B to answer two.md", func() bool { return len(a.sections("two.md")) == 1 })
+	testutil.WaitFor(t, waitTimeout, "device B to take over", func() bool { return claimOf(t, b, b) })
+	testutil.WaitFor(t, waitTimeout, "device B to answer two.md", func() bool { return len(a.sections("two.md")) == 1 })
 	mustDo(t, sb.stop())
 	if evs := a.events("one.md"); !slices.Equal(evs, []string{"Created"}) {
 		t.Errorf("one.md's tie-off = %v", evs)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
 )
 
@@ -150,7 +151,7 @@ func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
 		sum, _ := v.Once(context.Background(), OnceOptions{})
 		done <- sum
 	}()
-	waitFor(t, waitTimeout, "the agent to start", func() bool { return fileExists(gateStarted(e.state, 1)) })
+	testutil.WaitFor(t, waitTimeout, "the agent to start", func() bool { return fileExists(gateStarted(e.state, 1)) })
 	mustDo(t, os.Rename(e.abs("notes"), e.abs("notes.moved")))
 	mustDo(t, os.Symlink(outside, e.abs("notes")))
 	e.release(1)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestOnce_NotesThatMustWork: CRLF line ends, a byte order mark and odd
@@ -260,7 +261,7 @@ func TestOnce_BrokenAgents(t *testing.T) {
 	mustDo(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	mustDo(t, err)
-	waitFor(t, waitTimeout, "the stubborn agent's child to be gone", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the stubborn agent's child to be gone", func() bool {
 		err := syscall.Kill(pid, 0)
 		return errors.Is(err, syscall.ESRCH)
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -166,7 +167,7 @@ func TestWatch_PollReleasesMemoryOncePerCheck(t *testing.T) {
 	var releases atomic.Int64
 	v.hooks.released = func() { releases.Add(1) }
 	w := e.watch(v, WatchOptions{})
-	waitFor(t, waitTimeout, "ten polled passes", func() bool {
+	testutil.WaitFor(t, waitTimeout, "ten polled passes", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return len(w.batches) >= 10

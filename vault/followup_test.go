@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/watcher"
@@ -15,7 +16,7 @@ import (
 // waitCalls waits until the fake agents were called n times.
 func (e *env) waitCalls(n int) {
 	e.t.Helper()
-	waitFor(e.t, waitTimeout, fmt.Sprintf("%d agent calls", n), func() bool { return len(e.calls()) >= n })
+	testutil.WaitFor(e.t, waitTimeout, fmt.Sprintf("%d agent calls", n), func() bool { return len(e.calls()) >= n })
 }
 
 // waitHint waits until a batch reconciled after the from-th contains a
@@ -23,7 +24,7 @@ func (e *env) waitCalls(n int) {
 func (w *watching) waitHint(from int, rel string) int {
 	w.e.t.Helper()
 	n := 0
-	waitFor(w.e.t, waitTimeout, "a hint for "+rel, func() bool {
+	testutil.WaitFor(w.e.t, waitTimeout, "a hint for "+rel, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		n = len(w.batches)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -25,18 +26,6 @@ import (
 // waitTimeout bounds every wait of these tests: long enough never to be
 // reached on a loaded machine, short enough to fail a hung test.
 const waitTimeout = 90 * time.Second
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
-	}
-}
 
 // mustDo fails the test if err is not nil.
 func mustDo(t testing.TB, err error) {
@@ -395,7 +384,7 @@ func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 			e.t.Errorf("Watch: %v", err)
 		}
 	})
-	waitFor(e.t, waitTimeout, "the watcher's startup rescan", func() bool {
+	testutil.WaitFor(e.t, waitTimeout, "the watcher's startup rescan", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return slices.ContainsFunc(w.batches, func(b []watcher.Hint) bool { return slices.ContainsFunc(b, watcher.Hint.Full) })
@@ -467,7 +456,7 @@ func (w *watching) settle() {
 		// watcher sends after the hints of every path that settled
 		// before, or a full rescan, which saw everything written before.
 		turn := 0
-		waitFor(t, waitTimeout, "the barrier to be reconciled", func() bool {
+		testutil.WaitFor(t, waitTimeout, "the barrier to be reconciled", func() bool {
 			if rec, ok, err := w.v.store.Get(barrierPath); err != nil || !ok || rec.Hash != state.HashOf([]byte(content)) {
 				return false
 			}
@@ -481,7 +470,7 @@ func (w *watching) settle() {
 			}
 			return found
 		})
-		waitFor(t, waitTimeout, "gone strands to be scheduled", func() bool {
+		testutil.WaitFor(t, waitTimeout, "gone strands to be scheduled", func() bool {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			return w.turns > turn && w.waiting == 0 // the barrier's turn is over

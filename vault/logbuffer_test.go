@@ -1,34 +1,16 @@
 package vault
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
-
-// logBuffer is a log destination tests can read while knotd writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // onceLogged is onceFresh with knotd's log captured.
 func (e *env) onceLogged() (Summary, string) {
 	e.t.Helper()
-	var log logBuffer
+	var log testutil.Buffer
 	opts := e.options()
 	opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	v, err := Open(e.root, opts)

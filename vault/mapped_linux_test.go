@@ -2,6 +2,8 @@ package vault
 
 import (
 	"bufio"
+	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -12,18 +14,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 )
 
-// mappedRSS returns how many kilobytes of the file at path this process has
-// resident through its mappings of it, from /proc/self/smaps.
-func mappedRSS(t *testing.T, path string) int {
-	t.Helper()
+// errNoSmaps is readMappedRSS's error where /proc/self/smaps cannot be read.
+var errNoSmaps = errors.New("no /proc/self/smaps")
+
+// readMappedRSS returns how many kilobytes of the file at path this
+// process has resident through its mappings of it, from /proc/self/smaps.
+// It does not touch a testing.T, so that a hook can call it from knotd's
+// goroutines.
+func readMappedRSS(path string) (int, error) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
+		return 0, fmt.Errorf("%w: %v", errNoSmaps, err)
 	}
 	defer f.Close()
 	kb, in, found := 0, false, false
@@ -38,18 +45,37 @@ func mappedRSS(t *testing.T, path string) int {
 		case in && fields[0] == "Rss:":
 			n, err := strconv.Atoi(fields[1])
 			if err != nil {
-				t.Fatalf("smaps: %q: %v", sc.Text(), err)
+				return 0, fmt.Errorf("smaps: %q: %v", sc.Text(), err)
 			}
 			kb += n
 		}
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	if !found {
-		t.Fatalf("%s is not mapped", path)
+		return 0, fmt.Errorf("%s is not mapped", path)
 	}
+	return kb, nil
+}
+
+// mappedRSS is readMappedRSS for the test's goroutine: it skips the test
+// where smaps cannot be read and fails it on any other error.
+func mappedRSS(t *testing.T, path string) int {
+	t.Helper()
+	kb, err := readMappedRSS(path)
+	checkRSSErr(t, err)
 	return kb
+}
+
+func checkRSSErr(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, errNoSmaps) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestWatch_ReleasesStateAfterFullPass: the startup catch-up reads every
@@ -97,13 +123,27 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 	path := e.statePath()
 	// What is resident right after each release, measured in the loop
 	// before anything else can map a page again (a journal check does).
+	//
+	// The hook runs in Watch's goroutine, where t.Fatal (or t.Skip) must
+	// not be called: it only keeps the first error, which stops the
+	// waits below, and the test's goroutine fails with it.
 	var mu sync.Mutex
 	var after []int
+	var rssErr error
 	v.hooks.released = func() {
-		kb := mappedRSS(t, path)
+		kb, err := readMappedRSS(path)
 		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			rssErr = cmp.Or(rssErr, err)
+			return
+		}
 		after = append(after, kb)
-		mu.Unlock()
+	}
+	failed := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return rssErr
 	}
 	w := e.watch(v, WatchOptions{})
 	mu.Lock()
@@ -113,14 +153,16 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 		rel := fmt.Sprintf("d%d/n%03d.md", i%10, i)
 		e.write(rel, e.read(rel)+"edited\n")
 	}
-	waitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n })
+	testutil.WaitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n || failed() != nil })
+	checkRSSErr(t, failed())
 	// A release while a run is under way may find its pages mapped again
 	// at once; the one after the last work leaves nothing resident.
-	waitFor(t, waitTimeout, "a release after the runs that leaves nothing of the state file resident", func() bool {
+	testutil.WaitFor(t, waitTimeout, "a release after the runs that leaves nothing of the state file resident", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.Contains(after[from:], 0)
+		return slices.Contains(after[from:], 0) || rssErr != nil
 	})
+	checkRSSErr(t, failed())
 }
 
 // TestWatchLoop_ReleaseAfterWork: memory is given back when work was done

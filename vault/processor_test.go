@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestOnce_BadInputGetsFailureSection: a strand knotd cannot run gets a
@@ -274,7 +276,7 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 			e.onceFresh()
 			e.write("notes/a.md", tt.content)
 			v := e.open()
-			var log logBuffer
+			var log testutil.Buffer
 			v.log = slog.New(slog.NewTextHandler(&log, nil))
 			var got []string
 			v.hooks.syncDir = func(dir string) error {

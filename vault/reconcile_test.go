@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun"
@@ -100,7 +101,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	go func() { l.run(hints); close(loopDone) }()
 	hints <- watcher.Hint{Path: "new.md"}
 	hints <- watcher.Hint{Dir: true} // the overflow
-	waitFor(t, waitTimeout, "every lost change to run", func() bool {
+	testutil.WaitFor(t, waitTimeout, "every lost change to run", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(slices.Compact(slices.Sorted(slices.Values(worked)))) >= len(want)

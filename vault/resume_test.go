@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -78,13 +79,13 @@ func TestWatch_EditDuringARunIsFollowedUp(t *testing.T) {
 	v := e.open()
 	w := e.watch(v, WatchOptions{})
 	e.write("note.md", "# Note\n\nquestion\n")
-	waitFor(t, waitTimeout, "the agent to start", func() bool { return fileExists(gateStarted(e.state, 1)) })
+	testutil.WaitFor(t, waitTimeout, "the agent to start", func() bool { return fileExists(gateStarted(e.state, 1)) })
 	from := w.batchCount()
 	e.write("note.md", e.read("note.md")+"edit during the run\n")
 	w.waitHint(from, "note.md")
 	after := e.read("note.md")
 	e.release(1)
-	waitFor(t, waitTimeout, "the follow-up to start", func() bool { return fileExists(gateStarted(e.state, 2)) })
+	testutil.WaitFor(t, waitTimeout, "the follow-up to start", func() bool { return fileExists(gateStarted(e.state, 2)) })
 	e.release(2)
 	w.settle()
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestWatch_RetriesJournaledRunOnceSpaceReturns: in watch mode, a run
@@ -40,14 +41,14 @@ func TestWatch_RetriesJournaledRunOnceSpaceReturns(t *testing.T) {
 	mu.Unlock()
 	e.write("a.md", e.read("a.md")+"\nedited again\n")
 	// Not settle: while the disk is full the retries keep knotd busy.
-	waitFor(t, waitTimeout, "the run to fail", func() bool { return len(w.runs()) > 1 })
+	testutil.WaitFor(t, waitTimeout, "the run to fail", func() bool { return len(w.runs()) > 1 })
 	if runs := w.runs(); runs[0].Outcome != "ok" || runs[1].Outcome != "failed" {
 		t.Fatalf("runs %+v; want an ok run, then a failed one", runs)
 	}
 	mu.Lock()
 	full = false
 	mu.Unlock()
-	waitFor(t, waitTimeout, "the journaled run to be finished", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the journaled run to be finished", func() bool {
 		ps, err := v.store.Pendings()
 		return err == nil && len(ps) == 0
 	})
@@ -106,7 +107,7 @@ func TestWatch_PassingFailuresAreRetried(t *testing.T) {
 			}
 			w := e.watch(v, WatchOptions{})
 			e.write("a.md", "# A\n\nedited\n")
-			waitFor(t, waitTimeout, "the edit to be answered", func() bool { return len(e.events("a.md")) > 0 })
+			testutil.WaitFor(t, waitTimeout, "the edit to be answered", func() bool { return len(e.events("a.md")) > 0 })
 			w.settle()
 			if err := w.stop(); err != nil {
 				t.Fatal(err)
@@ -159,7 +160,7 @@ func TestWatch_FollowUpWaitsForQuiet(t *testing.T) {
 			e.waitCalls(1) // the run holds at the gate
 			e.write("note.md", e.read("note.md")+"during the run\n")
 			e.release(1)
-			waitFor(t, waitTimeout, "the run to end", func() bool { return len(e.events("note.md")) == 1 })
+			testutil.WaitFor(t, waitTimeout, "the run to end", func() bool { return len(e.events("note.md")) == 1 })
 			for n := 2; n <= tc.release; n++ {
 				e.release(n) // and any run that should not happen
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // Regression tests for what a review of the shared-ground change found.
@@ -27,7 +29,7 @@ func TestWatch_TakeOverDuringARunAnswersOnce(t *testing.T) {
 	mustDo(t, err)
 	t.Cleanup(func() { _ = v.Close() })
 	wa := a.watch(v, WatchOptions{})
-	waitFor(t, waitTimeout, "A's claim", func() bool { return claimOf(t, a, a) })
+	testutil.WaitFor(t, waitTimeout, "A's claim", func() bool { return claimOf(t, a, a) })
 	b.onceFresh() // B's first contact: it stands by
 	a.write("n.md", "# One\n")
 	a.waitCalls(1) // A's agent runs, held at its gate

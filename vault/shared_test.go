@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // A vault is shared ground (DESIGN §8, invariant 8): nothing of the
@@ -21,8 +22,8 @@ import (
 // tie-offs can rebuild. These tests hold knotd to that.
 
 // logged returns options whose logger writes into a buffer the test reads.
-func (e *env) logged() (Options, *logBuffer) {
-	var buf logBuffer
+func (e *env) logged() (Options, *testutil.Buffer) {
+	var buf testutil.Buffer
 	o := e.options()
 	o.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return o, &buf

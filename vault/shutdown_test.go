@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
 )
 
@@ -82,5 +83,5 @@ func TestWatch_NoGoroutineLeak(t *testing.T) {
 	if err := w.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, waitTimeout, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base })
+	testutil.WaitFor(t, waitTimeout, "goroutines back to the baseline", func() bool { return runtime.NumGoroutine() <= base })
 }

@@ -2,33 +2,68 @@ package vault
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // soakBehaviour is the fake agent of the soak test: it fails, hangs past
 // its timeout, is slow or replies at once, at random.
 const soakBehaviour = "soak"
 
+// soakSeedArg is the fake agent's argument that carries the soak's seed.
+const soakSeedArg = "--soak-seed="
+
+// soakVersion finds the version the soak wrote into a strand ("version
+// N"); in a prompt that also shows the one before, the new one is last.
+var soakVersion = regexp.MustCompile(`version (\d+)`)
+
 func init() {
 	fakes[soakBehaviour] = soakAgent
 }
 
+// soakAgent draws what it does from the soak's seed and the version of
+// the strand it was asked about, so that a soak run again with the same
+// seed gives each change the same fate.
 func soakAgent(inv *fakeagent.Invocation) int {
-	if _, err := io.Copy(io.Discard, inv.Stdin); err != nil {
+	prompt, err := io.ReadAll(inv.Stdin)
+	if err != nil {
 		fmt.Fprintln(inv.Stderr, "soak:", err)
 		return 125
 	}
-	switch r := rand.IntN(100); {
+	var seed uint64
+	for _, a := range inv.Args {
+		if v, ok := strings.CutPrefix(a, soakSeedArg); ok {
+			if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+				fmt.Fprintln(inv.Stderr, "soak:", err)
+				return 125
+			}
+		}
+	}
+	var change uint64
+	if m := soakVersion.FindAllSubmatch(prompt, -1); m != nil {
+		change, _ = strconv.ParseUint(string(m[len(m)-1][1]), 10, 64)
+	} else { // not a strand the soak wrote: its prompt, whole, names it
+		h := fnv.New64a()
+		h.Write(prompt)
+		change = h.Sum64()
+	}
+	rng := rand.New(rand.NewPCG(seed, change))
+	switch r := rng.IntN(100); {
 	case r < 8:
 		fmt.Fprintln(inv.Stderr, "soak: failing on purpose")
 		return 3
@@ -37,7 +72,7 @@ func soakAgent(inv *fakeagent.Invocation) int {
 			time.Sleep(time.Hour) // hangs until knotd's timeout kills it (select {} would be a deadlock the runtime reports)
 		}
 	case r < 40:
-		time.Sleep(time.Duration(20+rand.IntN(130)) * time.Millisecond) // a slow agent, not a wait
+		time.Sleep(time.Duration(20+rng.IntN(130)) * time.Millisecond) // a slow agent, not a wait
 	}
 	fmt.Fprintln(inv.Stdout, "SOAK reply")
 	return 0
@@ -55,6 +90,28 @@ func soakDuration(t *testing.T) time.Duration {
 		t.Fatalf("KNOT_SOAK=%q: %v", s, err)
 	}
 	return d
+}
+
+// soakSeed is the seed of all the soak's randomness: KNOT_SOAK_SEED, else a
+// random one. It is logged, so that a failing soak can be run again with
+// the same edits and the same agent's fates (the timing of knotd's
+// goroutines is the machine's).
+func soakSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := rand.Uint64()
+	if s := os.Getenv("KNOT_SOAK_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("KNOT_SOAK_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("soak seed %d", seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("run it again with KNOT_SOAK_SEED=%d", seed)
+		}
+	})
+	return seed
 }
 
 // openFDs counts this process's open file descriptors; -1 where /proc is
@@ -76,7 +133,8 @@ const soakHeapSlack = 4 << 20
 
 // TestSoak_RandomEditsUnderFlakyAgent edits a few hundred strands at random
 // in rounds, for KNOT_SOAK (20s by default), with an agent that sometimes
-// fails, hangs past its timeout or is slow. Each round writes each chosen
+// fails, hangs past its timeout or is slow; the choices come from the
+// seed KNOT_SOAK_SEED, random (and logged) when unset. Each round writes each chosen
 // strand once (atomically, as editors do) and then waits until knotd has
 // settled; that version is a settled change. At the end every strand has
 // exactly one tie-off section per settled change, and goroutines, open
@@ -86,10 +144,12 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 		t.Skip("the soak test is long; it is skipped with -short")
 	}
 	const strands = 300
+	seed := soakSeed(t)
+	rng := rand.New(rand.NewPCG(seed, 0))
 	e := newEnv(t)
 	conc := 4
 	e.flags.Concurrency = &conc
-	e.userConfig("default_agent: soak\nagents:\n" + e.fakeAgentYAML("soak", "", soakBehaviour) + "    timeout: 1s\n")
+	e.userConfig("default_agent: soak\nagents:\n" + e.fakeAgentYAML("soak", "", soakBehaviour, soakSeedArg+strconv.FormatUint(seed, 10)) + "    timeout: 1s\n")
 	name := func(i int) string { return fmt.Sprintf("d%d/s%03d.md", i%7, i) }
 	for i := range strands {
 		e.write(name(i), "# strand "+strconv.Itoa(i)+"\n")
@@ -117,10 +177,10 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 	rounds, deadline := 0, time.Now().Add(soakDuration(t))
 	for time.Now().Before(deadline) {
 		chosen := map[int]bool{}
-		for range 1 + rand.IntN(25) {
-			chosen[rand.IntN(strands)] = true
+		for range 1 + rng.IntN(25) {
+			chosen[rng.IntN(strands)] = true
 		}
-		for i := range chosen {
+		for _, i := range slices.Sorted(maps.Keys(chosen)) { // a map's order is random, and not the seed's
 			write(i)
 			settled[i]++
 		}
@@ -164,9 +224,9 @@ func TestSoak_RandomEditsUnderFlakyAgent(t *testing.T) {
 	if heapStart > 0 && heapEnd > heapStart+soakHeapSlack {
 		t.Errorf("heap in use grew from %d KiB to %d KiB (slack %d KiB)", heapStart>>10, heapEnd>>10, soakHeapSlack>>10)
 	}
-	waitFor(t, waitTimeout, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= baseGoroutines })
+	testutil.WaitFor(t, waitTimeout, "goroutines back to baseline", func() bool { return runtime.NumGoroutine() <= baseGoroutines })
 	if baseFDs >= 0 {
-		waitFor(t, waitTimeout, "open files back to baseline", func() bool { return openFDs() <= baseFDs })
+		testutil.WaitFor(t, waitTimeout, "open files back to baseline", func() bool { return openFDs() <= baseFDs })
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/transcript"
@@ -378,7 +379,7 @@ func TestWatch_TranscriptShowsOutputWhileRunning(t *testing.T) {
 	e.write("note.md", "# Note\n\nchanged\n")
 
 	var live []transcript.Event
-	waitFor(t, waitTimeout, "the assistant's message in the transcript while the agent runs", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the assistant's message in the transcript while the agent runs", func() bool {
 		runs, err := transcript.List(e.runsDir())
 		if err != nil || len(runs) != 1 {
 			return false

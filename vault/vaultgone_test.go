@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestWatch_VaultDeleted removes the whole vault under a running knotd:
@@ -21,7 +22,7 @@ func TestWatch_VaultDeleted(t *testing.T) {
 	e.useAgent("", fakeagent.Echo)
 	e.write("a.md", "# A\n")
 	v := e.open()
-	var log logBuffer
+	var log testutil.Buffer
 	v.log = slog.New(slog.NewTextHandler(&log, nil))
 	t.Cleanup(func() { t.Logf("log:\n%s", log.String()) })
 	w := e.watch(v, WatchOptions{})

@@ -1,7 +1,6 @@
 package watcher
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeBackend stands in for fsnotify in synctest tests: the test sends
@@ -85,24 +86,6 @@ func (f *fakeBackend) watched(root string) []string {
 	return out
 }
 
-// lockedBuffer is a log sink safe to read while Run writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func isMD(rel string) bool { return strings.HasSuffix(rel, ".md") }
 
 // harness runs a Watcher on a fake backend inside a synctest bubble, with
@@ -114,7 +97,7 @@ type harness struct {
 	w      *Watcher
 	done   chan error
 	cancel context.CancelFunc
-	logs   *lockedBuffer
+	logs   *testutil.Buffer
 	start  time.Time
 
 	mu       sync.Mutex
@@ -135,7 +118,7 @@ func (s seen) String() string { return fmt.Sprintf("%v@%v", s.h, s.at) }
 func startFake(t *testing.T, root string, configure func(*Watcher, *fakeBackend)) *harness {
 	t.Helper()
 	fb := newFakeBackend()
-	logs := &lockedBuffer{}
+	logs := &testutil.Buffer{}
 	w := &Watcher{
 		Root:       root,
 		Filter:     isMD,
@@ -213,17 +196,11 @@ func (h *harness) stop() {
 
 func mustMkdir(t *testing.T, path string) {
 	t.Helper()
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(path, 0o755))
 }
 
 func mustWrite(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/ignore"
+	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
 )
 
 // These tests use the real kernel watcher. They wait on conditions with a
@@ -54,7 +56,7 @@ type kernel struct {
 	root string
 	w    *Watcher
 	rb   *recordingBackend
-	logs *lockedBuffer
+	logs *testutil.Buffer
 
 	mu      sync.Mutex
 	seen    map[Hint]int
@@ -64,7 +66,7 @@ type kernel struct {
 
 func startKernel(t *testing.T, root string, configure func(*Watcher, *recordingBackend)) *kernel {
 	t.Helper()
-	k := &kernel{t: t, root: root, logs: &lockedBuffer{}, seen: make(map[Hint]int), changed: make(chan struct{})}
+	k := &kernel{t: t, root: root, logs: &testutil.Buffer{}, seen: make(map[Hint]int), changed: make(chan struct{})}
 	k.rb = &recordingBackend{}
 	k.w = &Watcher{
 		Root:    root,
@@ -174,27 +176,19 @@ func TestWatcher_Kernel_FileLifecycle(t *testing.T) {
 
 	m = k.mark()
 	f, err := os.OpenFile(k.path("a.md"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if _, err := f.WriteString(" two"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, f.Close())
 	k.waitHints(m, "a.md")
 
 	m = k.mark()
-	if err := os.Rename(k.path("a.md"), k.path("b.md")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Rename(k.path("a.md"), k.path("b.md")))
 	k.waitHints(m, "a.md", "b.md")
 
 	m = k.mark()
-	if err := os.Remove(k.path("b.md")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Remove(k.path("b.md")))
 	k.waitHints(m, "b.md")
 
 	// Files that are not strands give no hints: a.png was written before
@@ -218,9 +212,7 @@ func TestWatcher_Kernel_MkdirDeepThenWrite(t *testing.T) {
 	var want []string
 	for i := range rounds {
 		rel := fmt.Sprintf("r%02d/a/b/c/x.md", i)
-		if err := os.MkdirAll(filepath.Dir(k.path(rel)), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(k.path(rel)), 0o755))
 		mustWrite(t, k.path(rel), "x")
 		want = append(want, rel)
 	}
@@ -334,9 +326,7 @@ func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
 	}
 
 	m := k.mark()
-	if err := os.Rename(k.path("notes"), k.path("archive/notes2")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Rename(k.path("notes"), k.path("archive/notes2")))
 	k.waitHints(m, "archive/notes2/deep/a.md")
 	k.waitFor("a rescan of notes/", func(seen map[Hint]int) bool { return seen[Hint{Path: "notes", Dir: true}] > 0 })
 
@@ -351,9 +341,7 @@ func TestWatcher_Kernel_DirectoryRenameAndRemove(t *testing.T) {
 		t.Errorf("%d hints under the old name; want none", n)
 	}
 
-	if err := os.RemoveAll(k.path("archive")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(k.path("archive")))
 	k.waitFor("a rescan of archive/", func(seen map[Hint]int) bool { return seen[Hint{Path: "archive", Dir: true}] > 0 })
 	k.waitFor("the watches dropped", func(map[Hint]int) bool { return k.w.counts().Watched == 1 })
 }

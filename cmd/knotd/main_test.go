@@ -7,11 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/stretchr/testify/require"
 )
 
 // asKnotd is the environment variable that makes the test binary run
@@ -31,18 +31,6 @@ func TestMain(m *testing.M) {
 // waitTimeout bounds every wait of these tests.
 const waitTimeout = 20 * time.Second
 
-// waitFor polls cond until it holds, failing the test after waitTimeout.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", waitTimeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
-	}
-}
-
 // setup isolates knotd's user configuration and state directory in a
 // temporary XDG_CONFIG_HOME and XDG_STATE_HOME and returns a new vault
 // directory.
@@ -52,39 +40,14 @@ func setup(t *testing.T) (vault, configDir string) {
 	t.Setenv("XDG_CONFIG_HOME", xdg)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	vault, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return vault, filepath.Join(xdg, "knotd")
 }
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader in
-// different goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
 // knotd runs run in-process and returns its exit status and output.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
+	"github.com/stretchr/testify/require"
 )
 
 // startWatching starts knotd watching the vault as its own process and
@@ -24,12 +26,8 @@ func startWatching(t *testing.T, args ...string) (*exec.Cmd, <-chan string) {
 	t.Helper()
 	cmd := knotdProcess(t, args...)
 	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait() // killed if still running: its status says nothing
@@ -92,9 +90,7 @@ func TestKnotd_SecondInstanceExits3(t *testing.T) {
 			t.Errorf("second knotd %q does not name the holder (%s):\n%s", args, want, out)
 		}
 	}
-	if err := first.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, first.Process.Signal(os.Interrupt))
 	err := first.Wait()
 	if code := exitStatus(t, err); code != exitOK {
 		t.Errorf("knotd after SIGINT: exit %d; want 0\n%s", code, <-rest)
@@ -116,14 +112,14 @@ func TestKnotd_SecondSignalStopsAtOnce(t *testing.T) {
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	cmd, _ := startWatching(t, "--debounce", "50ms", v)
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited\n")
-	waitFor(t, "the agent to start", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the agent to start", func() bool {
 		calls, err := fakeagent.Calls(state)
 		return err == nil && len(calls) == 1
 	})
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var err error
-	waitFor(t, "knotd to end", func() bool {
+	testutil.WaitFor(t, waitTimeout, "knotd to end", func() bool {
 		select {
 		case err = <-exited:
 			return true
@@ -164,13 +160,9 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 	for _, cfg := range []string{"fifo", "zero"} {
 		v, _ := setup(t)
 		p := filepath.Join(v, ".knot", "config.yaml")
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		if cfg == "fifo" {
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, syscall.Mkfifo(p, 0o644))
 		} else if err := os.Symlink("/dev/zero", p); err != nil {
 			t.Fatal(err)
 		}
@@ -182,20 +174,12 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 	}
 
 	v, _ := setup(t)
-	if err := syscall.Mkfifo(filepath.Join(v, ".gitignore"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/dev/zero", filepath.Join(v, ".knotignore")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(v, ".gitignore"), 0o644))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(v, ".knotignore")))
 	writeFile(t, filepath.Join(v, "sub", "a.md"), "# A\n")
-	if err := syscall.Mkfifo(filepath.Join(v, "sub", ".ignore"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, syscall.Mkfifo(filepath.Join(v, "sub", ".ignore"), 0o644))
 	cmd, rest := startWatching(t, "--debounce", "50ms", v)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
@@ -212,11 +196,9 @@ func TestKnotd_HostileVaultFilesNeverBlock(t *testing.T) {
 // it runs longer than d.
 func runWithin(t *testing.T, cmd *exec.Cmd, d time.Duration) ([]byte, error) {
 	t.Helper()
-	var out syncBuffer
+	var out testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -13,8 +13,10 @@ import (
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/vault"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRun_HelpMentionsEveryFlag: knotd --help exits 0 and documents every
@@ -125,18 +127,14 @@ func TestRun_OnceExitStatus(t *testing.T) {
 		}, exitUsage, "knotd trust $VAULT"},
 		{"locked", func(t *testing.T, v, _ string) []string {
 			l, err := statedir.Acquire(filepath.Join(os.Getenv("XDG_STATE_HOME"), "knotd"), v)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			t.Cleanup(func() { _ = l.Release() })
 			return []string{"--once", v}
 		}, exitLocked, fmt.Sprintf("pid %d", os.Getpid())},
 		{"locked dry run", func(t *testing.T, v, _ string) []string {
 			knotd(t, "--once", v)
 			l, err := statedir.Acquire(filepath.Join(os.Getenv("XDG_STATE_HOME"), "knotd"), v)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			t.Cleanup(func() { _ = l.Release() })
 			return []string{"--once", "--dry-run", v}
 		}, exitLocked, "in use"},
@@ -267,9 +265,7 @@ func TestRun_Trust(t *testing.T) {
 		t.Errorf("the trusted vault agent did not run:\n%s", b)
 	}
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, err = f.WriteString("debounce: 1s\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -289,14 +285,14 @@ func TestRun_WatchStopsCleanly(t *testing.T) {
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(ctx, []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &testutil.Buffer{}, &stderr)
 	}()
-	waitFor(t, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
+	testutil.WaitFor(t, waitTimeout, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited while watched\n")
-	waitFor(t, "the run", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
 		return strings.Contains(string(b), "## Event: Modified")
 	})
@@ -334,13 +330,9 @@ func TestRun_Reset(t *testing.T) {
 	knotd(t, "--once", v)
 	sessionOf := func() string {
 		b, err := os.ReadFile(note)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		doc, err := frontmatter.Parse(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if doc.Fields.NewSession {
 			return "new"
 		}
@@ -368,9 +360,7 @@ func TestRun_Reset(t *testing.T) {
 
 	// Another knotd holds the vault.
 	held, err := vault.Open(v, vault.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	code, out, errOut = knotd(t, "reset", note)
 	if cerr := held.Close(); cerr != nil {
 		t.Fatal(cerr)
@@ -398,9 +388,7 @@ func TestRun_Reset(t *testing.T) {
 func tieoffSections(t *testing.T, path string) []tieoff.Section {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	secs, errs := tieoff.Parse(b)
 	if len(errs) > 0 {
 		t.Fatalf("tie-off %s: %v", path, errs)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"
 	"github.com/knotd/knotd/vault"
@@ -142,7 +143,7 @@ type scenario struct {
 	stateHome string
 	flags     []string // given to every knotd that watches or does a pass
 	config    string   // user config file, "" for none
-	logs      syncBuffer
+	logs      testutil.Buffer
 
 	watching *exec.Cmd
 	exited   chan error // the watching knotd's Wait
@@ -350,7 +351,7 @@ func (sc *scenario) knotdArgs(extra ...string) []string {
 // output runs cmd to its end, at most waitTimeout, and returns its
 // standard output, its standard error going to the scenario's log.
 func (sc *scenario) output(cmd *exec.Cmd) (string, error) {
-	var stdout syncBuffer
+	var stdout testutil.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &sc.logs
 	if err := cmd.Start(); err != nil {
 		return "", err

@@ -18,7 +18,9 @@ import (
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/syncthingtest"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/stretchr/testify/require"
 )
 
 // Two devices share a vault through real Syncthing (Debian's, on
@@ -33,13 +35,13 @@ type knotdDevice struct {
 	vault, xdgConfig, xdgState string
 	agent                      string // the fake agent's state: its calls
 	cmd                        *exec.Cmd
-	log                        *syncBuffer
+	log                        *testutil.Buffer
 	done                       chan error
 }
 
 func newKnotdDevice(t *testing.T, name, vault string) *knotdDevice {
 	t.Helper()
-	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir(), log: &syncBuffer{}}
+	d := &knotdDevice{name: name, vault: vault, xdgConfig: t.TempDir(), xdgState: t.TempDir(), agent: t.TempDir(), log: &testutil.Buffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("knotd on %s logged:\n%s", name, d.log)
@@ -57,9 +59,7 @@ func (d *knotdDevice) start(t *testing.T, args ...string) {
 	d.cmd = knotdProcess(t, append(append([]string{"--debounce", "200ms", "--log-level", "debug"}, args...), d.vault)...)
 	d.cmd.Env = append(d.cmd.Env, "XDG_CONFIG_HOME="+d.xdgConfig, "XDG_STATE_HOME="+d.xdgState)
 	d.cmd.Stderr = d.log
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.cmd.Start())
 	d.done = make(chan error, 1)
 	cmd, done := d.cmd, d.done
 	go func() { done <- cmd.Wait() }()
@@ -72,9 +72,7 @@ func (d *knotdDevice) start(t *testing.T, args ...string) {
 // stop stops the device's knotd with SIGTERM and checks it ended cleanly.
 func (d *knotdDevice) stop(t *testing.T) {
 	t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-d.done:
 		d.done <- err // for the cleanup
@@ -90,9 +88,7 @@ func (d *knotdDevice) stop(t *testing.T) {
 func (d *knotdDevice) id(t *testing.T) string {
 	t.Helper()
 	id, err := d.deviceID()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return id
 }
 
@@ -126,9 +122,7 @@ func (d *knotdDevice) claimsIn(t *testing.T, dir string) {
 func (d *knotdDevice) calls(t *testing.T) int {
 	t.Helper()
 	calls, err := fakeagent.Calls(d.agent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return len(calls)
 }
 
@@ -196,9 +190,7 @@ func noConflictCopies(t *testing.T, ds ...*knotdDevice) {
 	t.Helper()
 	for _, d := range ds {
 		cs, err := syncthingtest.ConflictCopies(d.vault)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		if len(cs) > 0 {
 			t.Errorf("conflict copies on %s: %v", d.name, cs)
 		}
@@ -277,9 +269,7 @@ func TestSyncthing_OneDeviceAnswers(t *testing.T) {
 func editFile(t *testing.T, path, text string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	writeFile(t, path, string(b)+text)
 }
 
@@ -399,9 +389,7 @@ func TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept(t *testing.T) {
 	syncthingtest.Synced(t, sa, sb)
 	for _, dir := range []string{dirA, dirB} {
 		got, err := os.ReadFile(filepath.Join(dir, "note.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, line := range []string{"knot_session:", "first, on B", "second, on B", "third, on B"} {
 			if !strings.Contains(string(got), line) {
 				t.Errorf("the note in %s lacks %q:\n%s", dir, line, got)

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/vault"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRun_WatchedVaultDeleted: when the vault directory is deleted under
@@ -18,20 +20,18 @@ import (
 func TestRun_WatchedVaultDeleted(t *testing.T) {
 	v, _ := setup(t)
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
-	var stderr syncBuffer
+	var stderr testutil.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &syncBuffer{}, &stderr)
+		done <- run(context.Background(), []string{"--debounce", "50ms", "--log-format", "json", v}, strings.NewReader(""), &testutil.Buffer{}, &stderr)
 	}()
-	waitFor(t, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
+	testutil.WaitFor(t, waitTimeout, "knotd to watch", func() bool { return strings.Contains(stderr.String(), `"msg":"watcher: watching"`) })
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n\nedited while watched\n")
-	waitFor(t, "the run", func() bool {
+	testutil.WaitFor(t, waitTimeout, "the run", func() bool {
 		b, _ := os.ReadFile(filepath.Join(v, "a.tieoff.md"))
 		return strings.Contains(string(b), "## Event: Modified")
 	})
-	if err := os.RemoveAll(v); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(v))
 	select {
 	case err := <-done:
 		if !errors.Is(err, vault.ErrVaultGone) || exitCode(err) != exitFailed {

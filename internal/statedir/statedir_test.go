@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/flock"
+	"github.com/stretchr/testify/require"
 )
 
 // newVault makes a vault directory and returns its path with symbolic
@@ -18,9 +19,7 @@ import (
 func newVault(t *testing.T) string {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return root
 }
 
@@ -71,9 +70,7 @@ func TestAcquire_OneFolderOneLock(t *testing.T) {
 	if !strings.Contains(err.Error(), root) || !strings.Contains(err.Error(), "pid") {
 		t.Errorf("LockedError %q does not say which vault and who", err)
 	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release())
 	l2 := mustAcquire(t, home, root)
 	if l2.Folder.Dir != l.Folder.Dir {
 		t.Errorf("after a release the vault got folder %s; want %s again", l2.Folder.Dir, l.Folder.Dir)
@@ -112,34 +109,22 @@ func TestAcquire_MovedVaultKeepsItsFolder(t *testing.T) {
 	}
 	home, parent := t.TempDir(), newVault(t)
 	root := filepath.Join(parent, "notes")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(root, 0o755))
 	l, err := Acquire(home, root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	dir := l.Folder.Dir
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release())
 	moved := filepath.Join(parent, "renamed notes")
-	if err := os.Rename(root, moved); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Rename(root, moved))
 	l = mustAcquire(t, home, moved)
 	if l.Folder.Dir != dir || l.Folder.MovedFrom != root {
 		t.Errorf("after a move Folder = %+v; want %s, moved from %s", l.Folder, dir, root)
 	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, l.Release())
 
 	// A new directory at the old path is another vault: it gets a folder
 	// of its own, and the moved vault keeps its folder.
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(root, 0o755))
 	other := mustAcquire(t, home, root)
 	if other.Folder.Dir == dir {
 		t.Errorf("a new directory at the vault's old path took the moved vault's folder %s", dir)
@@ -206,9 +191,7 @@ func TestLoadDevice(t *testing.T) {
 	if err != nil || other.ID == devs[0].ID {
 		t.Errorf("another state directory's device = %+v, %v; want another identity", other, err)
 	}
-	if err := os.WriteFile(filepath.Join(home, deviceFile), []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(filepath.Join(home, deviceFile), []byte("{"), 0o600))
 	if _, err := LoadDevice(home); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("LoadDevice of a damaged identity = %v; want an error saying so", err)
 	}
@@ -227,12 +210,8 @@ func legacyVault(t *testing.T) (root string, vr *os.Root) {
 	root = newVault(t)
 	write := func(rel, content string) {
 		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
 	}
 	write(".knot/state.db", "the old store")
 	write(".knot/lock", `{"pid":1,"host":"old"}`)
@@ -242,9 +221,7 @@ func legacyVault(t *testing.T) (root string, vr *os.Root) {
 	write(".knot/config.yaml", "debounce: 3s\n")
 	write("note.md", "a note\n")
 	vr, err := os.OpenRoot(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = vr.Close() })
 	return root, vr
 }
@@ -292,13 +269,9 @@ func TestMigrate_MovesMachineFilesOut(t *testing.T) {
 func TestMigrate_KeepsTheFolderStore(t *testing.T) {
 	root, vr := legacyVault(t)
 	l := mustAcquire(t, t.TempDir(), root)
-	if err := os.WriteFile(l.Folder.StateFile(), []byte("the new store"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(l.Folder.StateFile(), []byte("the new store"), 0o600))
 	m, err := l.Migrate(vr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if m.State || !strings.HasPrefix(m.OldState, StateFile+".legacy-") {
 		t.Errorf("Migration = %+v; want the vault's store kept beside the folder's", m)
 	}
@@ -315,13 +288,9 @@ func TestMigrate_KeepsTheFolderStore(t *testing.T) {
 func TestMigrate_WaitsForAnEarlierKnotd(t *testing.T) {
 	root, vr := legacyVault(t)
 	old, err := os.OpenFile(filepath.Join(root, ".knot", LockFile), os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer old.Close()
-	if err := flock.TryLock(old); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, flock.TryLock(old))
 	l := mustAcquire(t, t.TempDir(), root)
 	_, err = l.Migrate(vr)
 	var le *LockedError
@@ -344,24 +313,14 @@ func TestMigrate_LinksAreNotFollowed(t *testing.T) {
 	root, vr := legacyVault(t)
 	outside := t.TempDir()
 	victim := filepath.Join(outside, "victim")
-	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(victim, []byte("precious"), 0o600))
 	for _, name := range []string{LockFile, StateFile} {
 		p := filepath.Join(root, ".knot", name)
-		if err := os.Remove(p); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(victim, p); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Remove(p))
+		require.NoError(t, os.Symlink(victim, p))
 	}
-	if err := os.RemoveAll(filepath.Join(root, ".knot", RunsDir)); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(root, ".knot", RunsDir)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.RemoveAll(filepath.Join(root, ".knot", RunsDir)))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, ".knot", RunsDir)))
 	l := mustAcquire(t, t.TempDir(), root)
 	m, err := l.Migrate(vr)
 	if err != nil {
@@ -411,31 +370,19 @@ func TestIdentity_Same(t *testing.T) {
 func TestAcquire_DeletedVaultsInodeIsAnotherVault(t *testing.T) {
 	home, parent := t.TempDir(), newVault(t)
 	root := filepath.Join(parent, "notes")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(root, 0o755))
 	l := mustAcquire(t, home, root)
 	dir := l.Folder.Dir
 	old, err := rootIdentity(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(root); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	require.NoError(t, l.Release())
+	require.NoError(t, os.RemoveAll(root))
 	reused := false
 	for i := range 50 {
 		other := filepath.Join(parent, fmt.Sprintf("other-%d", i))
-		if err := os.Mkdir(other, 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.Mkdir(other, 0o755))
 		id, err := rootIdentity(other)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		reused = reused || id.inode == old.inode && id.device == old.device
 		if f, ok, err := Find(home, other); err != nil || ok {
 			t.Fatalf("Find(%s) = %+v, %v, %v; want no folder (inode reused: %v)", other, f, ok, err, reused)
@@ -444,9 +391,7 @@ func TestAcquire_DeletedVaultsInodeIsAnotherVault(t *testing.T) {
 	if !reused {
 		t.Logf("no new directory got the deleted vault's inode %d here: the check above held vacuously", old.inode)
 	}
-	if err := os.Mkdir(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Mkdir(root, 0o755))
 	if f := mustAcquire(t, home, root); f.Folder.Dir == dir {
 		t.Errorf("a new directory at the deleted vault's path took its folder %s", dir)
 	}

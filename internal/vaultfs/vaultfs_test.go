@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // vault makes a vault directory and an outside directory with a secret in
@@ -18,21 +20,15 @@ func vault(t *testing.T) (root *os.Root, dir, outside string) {
 	mustWrite(t, filepath.Join(outside, "secret.md"), "secret")
 	mustWrite(t, filepath.Join(dir, "note.md"), "note")
 	r, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r, dir, outside
 }
 
 func mustWrite(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
 
 func mustSymlink(t *testing.T, target, link string) {
@@ -97,9 +93,7 @@ func TestOpen(t *testing.T) {
 
 func mustMkdir(t *testing.T, dir string) {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
 }
 
 func TestOpen_FIFODoesNotBlock(t *testing.T) {
@@ -165,9 +159,7 @@ func TestOpenWrite(t *testing.T) {
 				if _, err := f.WriteString("x\n"); err != nil {
 					t.Fatal(err)
 				}
-				if err := f.Close(); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, f.Close())
 				return
 			}
 			if err == nil {
@@ -206,16 +198,12 @@ func TestReadFile_Limit(t *testing.T) {
 
 func TestReplace(t *testing.T) {
 	root, dir, out := vault(t)
-	if err := os.Chmod(filepath.Join(dir, "note.md"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Chmod(filepath.Join(dir, "note.md"), 0o600))
 	if err := Replace(root, "note.md", []byte("new"), ReplaceOptions{}); err != nil {
 		t.Fatalf("Replace = %v", err)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "note.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if b, _ := os.ReadFile(filepath.Join(dir, "note.md")); string(b) != "new" {
 		t.Errorf("after Replace the note holds %q", b)
 	}
@@ -258,9 +246,7 @@ func TestReplace(t *testing.T) {
 func assertNoTemp(t *testing.T, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, e := range entries {
 		if strings.Contains(e.Name(), TempInfix) {
 			t.Errorf("temporary file %s left in %s", e.Name(), dir)
@@ -288,9 +274,7 @@ func TestOpenDir(t *testing.T) {
 	if err != nil {
 		t.Fatalf("OpenDir(d) = %v", err)
 	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Close())
 	mustSymlink(t, "d", filepath.Join(dir, "in"))
 	if _, err := OpenDir(root, "in"); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("OpenDir(link inside) = %v; want ErrNotRegular", err)
