@@ -64,10 +64,10 @@ func TestLoad_Defaults(t *testing.T) {
 	c := newConfigEnv(t).mustLoad(t, Settings{})
 	want := &Config{
 		DefaultAgent:  DefaultAgent,
-		Debounce:      DefaultDebounce,
-		MaxWait:       DefaultMaxWait,
+		Debounce:      defaultDebounce,
+		MaxWait:       defaultMaxWait,
 		Concurrency:   DefaultConcurrency,
-		ObsidianDir:   DefaultObsidianDir,
+		ObsidianDir:   defaultObsidianDir,
 		MaxStrandSize: DefaultMaxStrandSize,
 		Agents:        map[string]agentrun.Agent{"digest": {Name: "digest", Preset: "digest"}},
 	}
