@@ -175,7 +175,7 @@ func VaultConfigPath(root string) string {
 // layer is one parsed Settings and where it came from.
 type layer struct {
 	Settings
-	name    string // the file, or "the command line"
+	name    string // the file, or "from the command line" (messages read "vault: config NAME: …")
 	data    []byte // the file's bytes (nil if absent)
 	trusted bool   // the user's own layer, or a trusted vault file
 }
@@ -209,7 +209,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, err
 		}
 	}
-	flags := layer{Settings: opts.Flags, name: "the command line", trusted: true}
+	flags := layer{Settings: opts.Flags, name: "from the command line", trusted: true}
 	if err := c.merge(user, vault, flags); err != nil {
 		return nil, err
 	}
