@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -121,7 +122,7 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 	cpuFile := fs.String("cpuprofile", "", "write a CPU profile to `FILE`")
 	memFile := fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
 	once := fs.Bool("once", false, "one pass, then exit")
-	config := fs.String("config", "", "user config `FILE`")
+	configFile := fs.String("config", "", "user config `FILE`")
 	debounce := fs.Duration("debounce", 0, "quiet period")
 	concurrency := fs.Int("concurrency", 0, "agents at once")
 	fs.String("log-format", "json", "accepted for knotd's command line; the log is always JSON")
@@ -141,7 +142,7 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 	if err != nil {
 		return err
 	}
-	var flags vault.Settings
+	var flags config.Settings
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "debounce":
@@ -169,7 +170,7 @@ func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err er
 	if *memFile != "" && !*once {
 		defer onHeapSignal(*memFile, log)()
 	}
-	v, err := vault.Open(root, vault.Options{Logger: log, ConfigFile: *config, Flags: flags})
+	v, err := vault.Open(root, vault.Options{Logger: log, ConfigFile: *configFile, Flags: flags})
 	if err != nil {
 		return err
 	}

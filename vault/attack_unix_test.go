@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/tieoff"
 )
@@ -99,7 +100,7 @@ func TestAttack_ConfigIsNotAFile(t *testing.T) {
 		{"FIFO", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o644)) }, "FIFO"},
 		{"too large", func(t *testing.T, p string) {
 			mustDo(t, os.WriteFile(p, nil, 0o644))
-			mustDo(t, os.Truncate(p, MaxConfigSize+1))
+			mustDo(t, os.Truncate(p, config.MaxConfigSize+1))
 		}, "larger than"},
 	}
 	for _, tt := range tests {

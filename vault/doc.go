@@ -7,11 +7,9 @@
 //   - Lock (lock.go): one knotd per vault. An OS file lock on
 //     <vault>/.knot/lock whose content names the holder, so a second knotd
 //     fails with a LockedError that says who holds the vault.
-//   - Config (config.go, trust.go): the user's config file, the vault's
-//     config file and the command-line flags, merged in that order. The
-//     vault file is synced with the notes and may come from someone else,
-//     so it may only define agents (commands knotd executes) if the user
-//     has trusted that exact file with `knotd trust`.
+//   - Config: loaded with package config (the user's and the vault's
+//     config files, the command-line flags, and the trust of vault config
+//     files); Open refuses a vault whose configuration does not load.
 //   - State store (store.go, tx.go, record.go, pending.go): what knotd
 //     remembers per strand, in <vault>/.knot/state.db (bbolt): the stamp,
 //     hash and content of the version it last processed, the session,
@@ -44,5 +42,5 @@
 //     (--explain-ignore).
 //
 // The state file format is described in store.go; the lock file format in
-// lock.go; the config and trust file formats in config.go and trust.go.
+// lock.go; the config and trust file formats in package config.
 package vault

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/strand"
 )
@@ -21,7 +22,7 @@ func ExplainPath(root string, opts Options, rel string) (string, error) {
 	if err := strand.ValidateRel(rel); err != nil {
 		return "", err
 	}
-	cfg, err := Load(LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
+	cfg, err := config.Load(config.LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrConfig, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/state"
@@ -44,7 +45,7 @@ type env struct {
 	home      string // knotd's state directory (this device's)
 	configDir string
 	state     string // fake agents' calls, conversations and gates
-	flags     Settings
+	flags     config.Settings
 	grace     time.Duration
 }
 
@@ -57,7 +58,7 @@ func newEnv(t testing.TB) *env {
 	debounce, maxWait, conc := 50*time.Millisecond, 2*time.Second, 2
 	e := &env{
 		t: t, root: root, home: t.TempDir(), configDir: t.TempDir(), state: t.TempDir(),
-		flags: Settings{Debounce: &debounce, MaxWait: &maxWait, Concurrency: &conc},
+		flags: config.Settings{Debounce: &debounce, MaxWait: &maxWait, Concurrency: &conc},
 		grace: 5 * time.Second,
 	}
 	// Registered first, so it runs last, after every vault of the test is
@@ -92,7 +93,7 @@ func (e *env) checkState() {
 // userConfig writes the user config file.
 func (e *env) userConfig(yaml string) {
 	e.t.Helper()
-	if err := os.WriteFile(filepath.Join(e.configDir, ConfigFile), []byte(yaml), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.configDir, config.ConfigFile), []byte(yaml), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/vaultfs"
@@ -128,7 +129,7 @@ func ResetNote(root, rel string) (Reset, error) {
 		return r, fmt.Errorf("vault: %w", err)
 	}
 	defer fsys.Close() // read only
-	content, _, err := vaultfs.ReadFile(fsys, rel, DefaultMaxStrandSize)
+	content, _, err := vaultfs.ReadFile(fsys, rel, config.DefaultMaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, fmt.Errorf("vault: %s: no such note", filepath.FromSlash(rel))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/knotd/knotd/config"
 )
 
 // Scheduler runs jobs keyed by strand path under three rules (DESIGN §3):
@@ -25,7 +27,7 @@ import (
 // are safe to call from any goroutine, before, during and after Run.
 type Scheduler[J any] struct {
 	// Concurrency is the most Work calls that run at once; zero or less
-	// means DefaultConcurrency. Run reads it when it starts.
+	// means config.DefaultConcurrency. Run reads it when it starts.
 	Concurrency int
 	// Work does one job for key. Run calls it from goroutines it owns and
 	// waits for; ctx is Run's context, so Work must return soon after ctx
@@ -140,7 +142,7 @@ func (s *Scheduler[J]) Run(ctx context.Context) error {
 
 	limit := s.Concurrency
 	if limit <= 0 {
-		limit = DefaultConcurrency
+		limit = config.DefaultConcurrency
 	}
 	var wg sync.WaitGroup
 	for {

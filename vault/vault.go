@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/state"
@@ -34,13 +35,13 @@ type Options struct {
 	// Logger receives knotd's log; nil discards it.
 	Logger *slog.Logger
 	// ConfigDir is knotd's directory in the user's config directory (""
-	// means UserConfigDir()).
+	// means config.UserConfigDir()).
 	ConfigDir string
 	// ConfigFile is the user config file given with --config.
 	ConfigFile string
 	// Flags holds the settings given on the command line; they win over
 	// both config files. Agent is --agent.
-	Flags Settings
+	Flags config.Settings
 	// Agent runs the agents; nil means an agentrun.Runner with the
 	// configured limits. Tests substitute their own.
 	Agent Agent
@@ -65,7 +66,7 @@ type Vault struct {
 	// in the vault is opened through it (package vaultfs), so that no
 	// symbolic link or ".." leads out of the vault.
 	fs     *os.Root
-	cfg    *Config
+	cfg    *config.Config
 	store  *state.Store
 	lock   *statedir.Lock
 	folder statedir.Folder // the vault's folder in the state directory
@@ -236,7 +237,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		_ = vfs.Close() // read only
 		return nil, err
 	}
-	cfg, err := Load(LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
+	cfg, err := config.Load(config.LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
 	if err == nil {
 		_, err = cfg.Agent("")
 	}
@@ -260,7 +261,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	}
 	for _, c := range cfg.Clamped {
 		v.log.Warn("the vault config asks for more than your own configuration allows, and yours applies: a vault config may tighten limits, never raise them (knotd trust lets it)",
-			"file", VaultConfigPath(root), "value", c)
+			"file", config.VaultConfigPath(root), "value", c)
 	}
 	if v.now == nil {
 		v.now = time.Now

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -247,8 +248,8 @@ func unwrapPath(err error) error {
 	return err
 }
 
-func overrides(o options) vault.Settings {
-	var f vault.Settings
+func overrides(o options) config.Settings {
+	var f config.Settings
 	if o.agent != "" {
 		f.DefaultAgent = &o.agent
 	}
@@ -306,11 +307,11 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := vault.UserConfigDir()
+	dir, err := config.UserConfigDir()
 	if err != nil {
 		return err
 	}
-	t, err := vault.Trust(dir, root)
+	t, err := config.Trust(dir, root)
 	if err != nil {
 		return err
 	}

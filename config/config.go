@@ -1,4 +1,4 @@
-package vault
+package config
 
 import (
 	"errors"
@@ -30,15 +30,15 @@ const (
 	// built-in digest, which runs offline inside knotd and executes
 	// nothing.
 	DefaultAgent = agentrun.PresetDigest
-	// DefaultDebounce is the quiet period before a change counts as
+	// defaultDebounce is the quiet period before a change counts as
 	// settled.
-	DefaultDebounce = 2 * time.Second
-	// DefaultMaxWait is the longest a continuously written strand waits.
-	DefaultMaxWait = 15 * time.Second
+	defaultDebounce = 2 * time.Second
+	// defaultMaxWait is the longest a continuously written strand waits.
+	defaultMaxWait = 15 * time.Second
 	// DefaultConcurrency is how many agents run at once.
 	DefaultConcurrency = 2
-	// DefaultObsidianDir is Obsidian's configuration folder.
-	DefaultObsidianDir = ".obsidian"
+	// defaultObsidianDir is Obsidian's configuration folder.
+	defaultObsidianDir = ".obsidian"
 	// DefaultMaxStrandSize is the largest strand processed, in bytes.
 	DefaultMaxStrandSize = 4 << 20
 
@@ -66,7 +66,7 @@ const (
 // so it is held to the trust rule: it may set anything above except
 // agents. A vault file with a non-empty agents section loads only if the
 // user trusted that exact file (Trust); otherwise Load fails with an
-// *UntrustedError and nothing of the vault file applies. Agent names are
+// error wrapping ErrUntrusted and nothing of the vault file applies. Agent names are
 // resolved only against trusted definitions: the vault's default_agent
 // and a strand's knot_agent may name an agent defined in the user's file
 // or a trusted vault file, or the built-in digest, but not a preset the
@@ -124,12 +124,13 @@ type LoadOptions struct {
 	Flags Settings
 }
 
-// ErrUntrusted is wrapped by UntrustedError.
+// ErrUntrusted is wrapped by the error Load returns for a vault config file
+// that defines agents but is not trusted in its current form.
 var ErrUntrusted = errors.New("vault: vault config not trusted")
 
-// UntrustedError reports a vault config file that defines agents but is
+// untrustedError reports a vault config file that defines agents but is
 // not trusted in its current form.
-type UntrustedError struct {
+type untrustedError struct {
 	Vault string // the vault root
 	File  string // the vault config file
 	// Agents are the names the file defines.
@@ -139,7 +140,7 @@ type UntrustedError struct {
 }
 
 // Error says what was refused and how to trust the file.
-func (e *UntrustedError) Error() string {
+func (e *untrustedError) Error() string {
 	why := "is not trusted"
 	if e.Changed {
 		why = "changed since you trusted it"
@@ -150,7 +151,7 @@ func (e *UntrustedError) Error() string {
 }
 
 // Unwrap returns ErrUntrusted.
-func (e *UntrustedError) Unwrap() error { return ErrUntrusted }
+func (e *untrustedError) Unwrap() error { return ErrUntrusted }
 
 // UserConfigDir returns knotd's directory in the user's config directory:
 // $XDG_CONFIG_HOME/knotd when XDG_CONFIG_HOME is set (on every platform),
@@ -174,7 +175,7 @@ func VaultConfigPath(root string) string {
 // layer is one parsed Settings and where it came from.
 type layer struct {
 	Settings
-	name    string // the file, or "the command line"
+	name    string // the file, or "from the command line" (messages read "vault: config NAME: …")
 	data    []byte // the file's bytes (nil if absent)
 	trusted bool   // the user's own layer, or a trusted vault file
 }
@@ -208,7 +209,7 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, err
 		}
 	}
-	flags := layer{Settings: opts.Flags, name: "the command line", trusted: true}
+	flags := layer{Settings: opts.Flags, name: "from the command line", trusted: true}
 	if err := c.merge(user, vault, flags); err != nil {
 		return nil, err
 	}
@@ -272,7 +273,7 @@ func (c *Config) readVaultLayer(root string) (layer, error) {
 
 // parseLayer parses one config file's bytes into a layer.
 func (c *Config) parseLayer(path string, data []byte) (layer, error) {
-	s, err := ParseSettings(path, data)
+	s, err := parseSettings(path, data)
 	if err != nil {
 		return layer{}, err
 	}
@@ -284,7 +285,7 @@ func (c *Config) parseLayer(path string, data []byte) (layer, error) {
 }
 
 // checkTrust sets vault.trusted if the user trusted the vault layer's
-// exact bytes, and returns an *UntrustedError if the layer defines agents
+// exact bytes, and returns an *untrustedError if the layer defines agents
 // and is not trusted.
 func checkTrust(dir, root string, vault *layer) error {
 	rec, ok, err := trustRecord(dir, root)
@@ -295,13 +296,13 @@ func checkTrust(dir, root string, vault *layer) error {
 	if vault.trusted || len(vault.Agents) == 0 {
 		return nil
 	}
-	return &UntrustedError{Vault: root, File: vault.name, Agents: slices.Sorted(maps.Keys(vault.Agents)), Changed: ok}
+	return &untrustedError{Vault: root, File: vault.name, Agents: slices.Sorted(maps.Keys(vault.Agents)), Changed: ok}
 }
 
 // merge applies the layers over the defaults and validates the result.
 func (c *Config) merge(user, vault, flags layer) error {
-	c.DefaultAgent, c.Debounce, c.MaxWait = DefaultAgent, DefaultDebounce, DefaultMaxWait
-	c.Concurrency, c.ObsidianDir, c.MaxStrandSize = DefaultConcurrency, DefaultObsidianDir, DefaultMaxStrandSize
+	c.DefaultAgent, c.Debounce, c.MaxWait = DefaultAgent, defaultDebounce, defaultMaxWait
+	c.Concurrency, c.ObsidianDir, c.MaxStrandSize = DefaultConcurrency, defaultObsidianDir, DefaultMaxStrandSize
 	c.Agents = map[string]agentrun.Agent{}
 	var timeout time.Duration
 	agentBy := layer{name: "the defaults", trusted: true}

@@ -1,4 +1,4 @@
-package vault
+package config
 
 import (
 	"bytes"
@@ -94,7 +94,7 @@ type Size int64
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	v, err := ParseSize(n.Value)
+	v, err := parseSize(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: %q is not a size (write bytes, or a number with KiB, MiB or GiB, for example 64KiB)", n.Line, n.Value)
 	}
@@ -102,8 +102,8 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseSize parses a size written as for YAML ("4096", "64KiB", "1MiB").
-func ParseSize(str string) (Size, error) {
+// parseSize parses a size written as for YAML ("4096", "64KiB", "1MiB").
+func parseSize(str string) (Size, error) {
 	num, mult := str, int64(1)
 	for _, u := range []struct {
 		suffix string
@@ -121,10 +121,10 @@ func ParseSize(str string) (Size, error) {
 	return Size(v * mult), nil
 }
 
-// ParseSettings parses one config file. name (the file's path) is only
+// parseSettings parses one config file. name (the file's path) is only
 // used in errors, which carry the YAML line where there is one. An empty
 // file, or one with only comments, is an empty Settings.
-func ParseSettings(name string, data []byte) (Settings, error) {
+func parseSettings(name string, data []byte) (Settings, error) {
 	var s Settings
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

@@ -1,4 +1,4 @@
-package vault
+package config
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// TrustFile is the file, in knotd's user config directory, that records
+// trustFile is the file, in knotd's user config directory, that records
 // which vault config files the user trusted (`knotd trust VAULT`). It is
 // knotd's own (mode 0600, replaced atomically) and looks like:
 //
@@ -28,7 +28,7 @@ import (
 // Keys are vault roots as absolute paths with symlinks resolved; sha256 is
 // the hash of the vault config file's exact bytes when it was trusted. Any
 // change to the file, even a comment, makes it untrusted again.
-const TrustFile = "trusted.yaml"
+const trustFile = "trusted.yaml"
 
 type trustEntry struct {
 	SHA256  string    `yaml:"sha256"`
@@ -66,7 +66,7 @@ func Trust(dir, root string) (Trusted, error) {
 		return Trusted{}, fmt.Errorf("vault: trust %s: there is no vault config file %s to trust", root, file)
 	}
 	data := l.data
-	s, err := ParseSettings(file, data)
+	s, err := parseSettings(file, data)
 	if err != nil {
 		return Trusted{}, fmt.Errorf("vault: trust %s: fix the file first: %w", root, err)
 	}
@@ -82,8 +82,8 @@ func Trust(dir, root string) (Trusted, error) {
 	return Trusted{File: file, Hash: h, Agents: slices.Sorted(maps.Keys(s.Agents))}, nil
 }
 
-// Untrust removes the trust record of the vault at root, if any.
-func Untrust(dir, root string) error {
+// untrust removes the trust record of the vault at root, if any.
+func untrust(dir, root string) error {
 	key, err := vaultKey(root)
 	if err != nil {
 		return err
@@ -99,9 +99,9 @@ func Untrust(dir, root string) error {
 	return writeTrust(dir, doc)
 }
 
-// IsTrusted reports whether content is exactly the vault config content
+// isTrusted reports whether content is exactly the vault config content
 // the user trusted for the vault at root.
-func IsTrusted(dir, root string, content []byte) (bool, error) {
+func isTrusted(dir, root string, content []byte) (bool, error) {
 	e, ok, err := trustRecord(dir, root)
 	return ok && e.SHA256 == state.HashOf(content).String(), err
 }
@@ -134,7 +134,7 @@ func vaultKey(root string) (string, error) {
 }
 
 func readTrust(dir string) (trustDoc, error) {
-	path := filepath.Join(dir, TrustFile)
+	path := filepath.Join(dir, trustFile)
 	doc := trustDoc{Vaults: map[string]trustEntry{}}
 	data, err := readBounded(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -166,7 +166,7 @@ func writeTrust(dir string, doc trustDoc) error {
 		return fmt.Errorf("vault: write trust records: %w", err)
 	}
 	defer r.Close()
-	if err := vaultfs.Replace(r, TrustFile, append(header, data...), vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
+	if err := vaultfs.Replace(r, trustFile, append(header, data...), vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
 		return fmt.Errorf("vault: write trust records: %w", err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package vault
+package config
 
 import (
 	"reflect"
@@ -78,12 +78,12 @@ agents:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseSettings("config.yaml", []byte(tt.yaml))
+			got, err := parseSettings("config.yaml", []byte(tt.yaml))
 			if err != nil {
-				t.Fatalf("ParseSettings(%q) = %v", tt.yaml, err)
+				t.Fatalf("parseSettings(%q) = %v", tt.yaml, err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ParseSettings(%q) =\n%+v; want\n%+v", tt.yaml, got, tt.want)
+				t.Errorf("parseSettings(%q) =\n%+v; want\n%+v", tt.yaml, got, tt.want)
 			}
 		})
 	}
@@ -109,13 +109,13 @@ func TestParseSettings_Errors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseSettings("config.yaml", []byte(tt.yaml))
+			_, err := parseSettings("config.yaml", []byte(tt.yaml))
 			if err == nil {
-				t.Fatalf("ParseSettings(%q) = nil error; want one", tt.yaml)
+				t.Fatalf("parseSettings(%q) = nil error; want one", tt.yaml)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("ParseSettings(%q) = %q; want it to mention %q", tt.yaml, err, w)
+					t.Errorf("parseSettings(%q) = %q; want it to mention %q", tt.yaml, err, w)
 				}
 			}
 		})
@@ -140,9 +140,9 @@ func TestParseSize(t *testing.T) {
 		{"99999999999GiB", 0, false},
 	}
 	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
+		got, err := parseSize(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
+			t.Errorf("parseSize(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
 }
@@ -152,13 +152,13 @@ func FuzzParseSettings(f *testing.F) {
 	f.Add([]byte("limits:\n  diff: 64KiB\n"))
 	f.Add([]byte("---\n---\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSettings("fuzz.yaml", b)
+		s, err := parseSettings("fuzz.yaml", b)
 		if err != nil {
 			return
 		}
 		for k := range s.Agents {
 			if checkAgentName(k) != nil {
-				t.Errorf("ParseSettings(%q) accepted agent name %q", b, k)
+				t.Errorf("parseSettings(%q) accepted agent name %q", b, k)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package vault
+package config
 
 import (
 	"errors"
@@ -21,9 +21,9 @@ func TestLoad_UntrustedVaultCommandRefused(t *testing.T) {
 	e := newConfigEnv(t)
 	e.writeVault(t, vaultAgents)
 	_, err := e.load(Settings{})
-	var ue *UntrustedError
+	var ue *untrustedError
 	if !errors.As(err, &ue) || !errors.Is(err, ErrUntrusted) {
-		t.Fatalf("Load = %v; want an *UntrustedError", err)
+		t.Fatalf("Load = %v; want an *untrustedError", err)
 	}
 	for _, want := range []string{VaultConfigPath(e.vault), "shared", "is not trusted", "knotd trust " + e.vault} {
 		if !strings.Contains(err.Error(), want) {
@@ -56,9 +56,9 @@ func TestLoad_EditUntrusts(t *testing.T) {
 	}
 	e.writeVault(t, strings.Replace(vaultAgents, "--reply", "--rm-rf", 1))
 	_, err := e.load(Settings{})
-	var ue *UntrustedError
+	var ue *untrustedError
 	if !errors.As(err, &ue) || !ue.Changed || !strings.Contains(err.Error(), "changed since you trusted it") {
-		t.Fatalf("Load after an edit = %v; want an *UntrustedError saying the file changed", err)
+		t.Fatalf("Load after an edit = %v; want an *untrustedError saying the file changed", err)
 	}
 	// Even a comment counts: trust is for the exact bytes.
 	e.writeVault(t, vaultAgents+"# harmless?\n")
@@ -96,7 +96,7 @@ func TestTrust_File(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(e.dir, TrustFile)
+	path := filepath.Join(e.dir, trustFile)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -111,23 +111,23 @@ func TestTrust_File(t *testing.T) {
 	for _, v := range []string{e.vault, other.vault} {
 		key, _ := vaultKey(v)
 		if !strings.Contains(string(b), key+":") {
-			t.Errorf("%s = %q; want a record for %s", TrustFile, b, key)
+			t.Errorf("%s = %q; want a record for %s", trustFile, b, key)
 		}
 	}
-	if ok, err := IsTrusted(e.dir, e.vault, []byte(vaultAgents)); !ok || err != nil {
-		t.Errorf("IsTrusted(trusted bytes) = %v, %v; want true", ok, err)
+	if ok, err := isTrusted(e.dir, e.vault, []byte(vaultAgents)); !ok || err != nil {
+		t.Errorf("isTrusted(trusted bytes) = %v, %v; want true", ok, err)
 	}
-	if ok, _ := IsTrusted(e.dir, e.vault, []byte(vaultAgents+"\n")); ok {
-		t.Error("IsTrusted(other bytes) = true; want false")
+	if ok, _ := isTrusted(e.dir, e.vault, []byte(vaultAgents+"\n")); ok {
+		t.Error("isTrusted(other bytes) = true; want false")
 	}
-	if err := Untrust(e.dir, e.vault); err != nil {
+	if err := untrust(e.dir, e.vault); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := IsTrusted(e.dir, e.vault, []byte(vaultAgents)); ok {
-		t.Error("IsTrusted after Untrust = true; want false")
+	if ok, _ := isTrusted(e.dir, e.vault, []byte(vaultAgents)); ok {
+		t.Error("isTrusted after untrust = true; want false")
 	}
-	if ok, _ := IsTrusted(e.dir, other.vault, []byte("debounce: 1s\n")); !ok {
-		t.Error("Untrust of one vault dropped another's record")
+	if ok, _ := isTrusted(e.dir, other.vault, []byte("debounce: 1s\n")); !ok {
+		t.Error("untrust of one vault dropped another's record")
 	}
 }
 
@@ -141,8 +141,8 @@ func TestTrust_SymlinkedVault(t *testing.T) {
 	if _, err := Trust(e.dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := IsTrusted(e.dir, e.vault, []byte(vaultAgents)); !ok || err != nil {
-		t.Errorf("IsTrusted(real path) after Trust(symlink) = %v, %v; want true", ok, err)
+	if ok, err := isTrusted(e.dir, e.vault, []byte(vaultAgents)); !ok || err != nil {
+		t.Errorf("isTrusted(real path) after Trust(symlink) = %v, %v; want true", ok, err)
 	}
 }
 
@@ -155,15 +155,15 @@ func TestTrust_Refuses(t *testing.T) {
 	if _, err := Trust(e.dir, e.vault); err == nil || !strings.Contains(err.Error(), "comand") {
 		t.Errorf("Trust(invalid file) = %v; want the parse error", err)
 	}
-	if _, err := os.Stat(filepath.Join(e.dir, TrustFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a refused Trust wrote %s (stat: %v)", TrustFile, err)
+	if _, err := os.Stat(filepath.Join(e.dir, trustFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Trust wrote %s (stat: %v)", trustFile, err)
 	}
 }
 
 func TestTrust_DamagedRecords(t *testing.T) {
 	e := newConfigEnv(t)
 	e.writeVault(t, vaultAgents)
-	writeFile(t, filepath.Join(e.dir, TrustFile), "vaults: [not, a, map]\n")
+	writeFile(t, filepath.Join(e.dir, trustFile), "vaults: [not, a, map]\n")
 	_, err := e.load(Settings{})
 	if err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Errorf("Load with damaged trust records = %v; want an error saying so", err)
