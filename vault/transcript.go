@@ -222,7 +222,9 @@ func (l *runLog) finish(w *work, req *agentrun.Request, res agentrun.Result, not
 	if msg := res.Message; msg != nil {
 		rest := *msg
 		rest.Blocks = msg.Blocks[min(l.streamed, len(msg.Blocks)):]
-		if l.streamed == 0 || len(rest.Blocks) > 0 || len(rest.Notes) > 0 || rest.Truncated {
+		// Nothing to add (all streamed, or an agent that printed
+		// nothing): no empty message.
+		if len(rest.Blocks) > 0 || len(rest.Notes) > 0 || rest.Truncated {
 			l.record(rest)
 		}
 	}

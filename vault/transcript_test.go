@@ -408,3 +408,21 @@ func TestWatch_TranscriptShowsOutputWhileRunning(t *testing.T) {
 		t.Errorf("transcript of the run = %v; want %v (the streamed message once, nothing left to add)", got, want)
 	}
 }
+
+// TestOnce_SilentPresetRunRecordsNoEmptyMessage: a preset agent that
+// printed nothing leaves no empty message.assistant in its transcript.
+func TestOnce_SilentPresetRunRecordsNoEmptyMessage(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("claude", fakeagent.Empty)
+	e.onceFresh()
+	e.write("note.md", "# Note\n")
+	sum := e.onceFresh()
+	if len(sum.Runs) != 1 || sum.Runs[0].Outcome != agentrun.OutcomeFailed {
+		t.Fatalf("runs = %+v; want one failed run", sum.Runs)
+	}
+	events := runTranscript(t, e, sum.Runs[0].RunID)
+	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.RunFinished, transcript.TieOffAppended}
+	if got := eventTypes(events); !slices.Equal(got, want) {
+		t.Errorf("transcript types = %v; want %v", got, want)
+	}
+}
