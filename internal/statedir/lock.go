@@ -94,7 +94,11 @@ func lockFile(path, root string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("statedir: lock %s: %w", root, err)
 	}
-	if err := flock.TryLock(f); err != nil {
+	err = flock.TryLock(f)
+	if errors.Is(err, flock.ErrLocked) && staleHolder(ReadHolder(f)) {
+		err = retryLock(f)
+	}
+	if err != nil {
 		h := ReadHolder(f)
 		_ = f.Close() // nothing was written; the lock error is what matters
 		if errors.Is(err, flock.ErrLocked) {
@@ -107,6 +111,37 @@ func lockFile(path, root string) (*os.File, error) {
 		return nil, fmt.Errorf("statedir: lock %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// staleWait is how long lockFile waits for a lock whose recorded holder is
+// no longer running.
+const staleWait = 2 * time.Second
+
+// staleHolder reports that h, the recorded holder of a lock found taken,
+// is a process of this machine that no longer runs. The lock is then held
+// by a process it was starting when it died (forked, not yet running its
+// program, which closes the lock file): knotd killed while it started an
+// agent, and started again at once.
+func staleHolder(h Holder) bool {
+	if h.PID <= 0 || h.PID == os.Getpid() {
+		return false
+	}
+	if host, err := os.Hostname(); err != nil || host != h.Host {
+		return false
+	}
+	return !processRunning(h.PID)
+}
+
+// retryLock tries to take f's lock again for up to staleWait.
+func retryLock(f *os.File) error {
+	deadline := time.Now().Add(staleWait)
+	for {
+		time.Sleep(10 * time.Millisecond) // a poll interval: nothing signals the release
+		err := flock.TryLock(f)
+		if !errors.Is(err, flock.ErrLocked) || time.Now().After(deadline) {
+			return err
+		}
+	}
 }
 
 // Release releases the lock. The file stays (removing it would let a
