@@ -1,7 +1,6 @@
 package agentrun
 
 import (
-	"flag"
 	"os"
 	"testing"
 
@@ -12,8 +11,5 @@ import (
 // fakeagent.EnvBehaviour set, it runs that fake agent instead of the tests.
 func TestMain(m *testing.M) {
 	fakeagent.Main(nil)
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/")
-	}
 	os.Exit(m.Run())
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -105,7 +107,7 @@ func TestBuildPrompt_Golden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkPromptGolden(t, "prompt-"+tt.name, []byte(got))
+			testutil.Golden(t, filepath.Join("testdata", "prompt-"+tt.name+".golden"), []byte(got))
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -66,18 +67,6 @@ func mustCalls(t *testing.T, state string) []fakeagent.Call {
 		t.Fatal(err)
 	}
 	return calls
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func sameDir(t *testing.T, a, b string) bool {
@@ -339,7 +328,7 @@ func TestRunner_Canceled(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, "the agent to start", func() bool { c, _ := fakeagent.Calls(state); return len(c) == 1 })
+	testutil.WaitFor(t, 30*time.Second, "the agent to start", func() bool { c, _ := fakeagent.Calls(state); return len(c) == 1 })
 	cancel()
 	res := <-done
 	if res.Outcome != OutcomeCanceled || !strings.HasPrefix(res.Reason, "canceled") {

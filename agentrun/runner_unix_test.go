@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // alive reports whether a process exists and is not a zombie.
@@ -61,7 +62,7 @@ func TestRunner_KillsStubbornAgent(t *testing.T) {
 			}()
 
 			pidFile := filepath.Join(state, fakeagent.GrandchildPIDFile)
-			waitFor(t, "the grandchild's pid file", func() bool { _, err := os.Stat(pidFile); return err == nil })
+			testutil.WaitFor(t, 30*time.Second, "the grandchild's pid file", func() bool { _, err := os.Stat(pidFile); return err == nil })
 			b, err := os.ReadFile(pidFile)
 			if err != nil {
 				t.Fatal(err)
@@ -96,7 +97,7 @@ func TestRunner_KillsStubbornAgent(t *testing.T) {
 			if elapsed > grace+20*time.Second {
 				t.Errorf("Run took %v after cancellation; want about the grace period %v", elapsed, grace)
 			}
-			waitFor(t, "the grandchild to be gone", func() bool { return !alive(pid) })
+			testutil.WaitFor(t, 30*time.Second, "the grandchild to be gone", func() bool { return !alive(pid) })
 		})
 	}
 }
