@@ -40,11 +40,13 @@ func TestAcquire_WaitsOutADeadHoldersChild(t *testing.T) {
 	require.NoError(t, child.Truncate(0))
 	_, err = child.WriteAt(b, 0)
 	require.NoError(t, err)
-	release := time.AfterFunc(100*time.Millisecond, func() { _ = flock.Unlock(child) }) // the child's exec
-	defer release.Stop()
+	// The child's exec, a moment later, closes its file: it unlocks.
+	unlocked := make(chan error, 1)
+	time.AfterFunc(100*time.Millisecond, func() { unlocked <- flock.Unlock(child) })
 
 	l2, err := Acquire(home, root)
 	require.NoError(t, err, "Acquire while a dead holder's child still holds the lock")
+	require.NoError(t, <-unlocked) // and the file is the test's again
 	require.NoError(t, l2.Release())
 
 	// A holder that runs is never waited for.
