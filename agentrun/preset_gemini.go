@@ -173,10 +173,10 @@ func (c *geminiConversation) open() [][]byte {
 }
 
 func (c *geminiConversation) line(b []byte) (send [][]byte, done bool) {
+	c.content.line(b) // all of the output, also what follows the end
 	if c.done {
 		return nil, true
 	}
-	c.content.line(b)
 	var m acpMessage
 	if err := json.Unmarshal(b, &m); err != nil {
 		c.badLines++

@@ -168,6 +168,25 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 	}
 }
 
+// TestGemini_OutputAfterTheEndIsRead: what the CLI prints after the
+// prompt's response (while it exits) is still read into the run's message.
+func TestGemini_OutputAfterTheEndIsRead(t *testing.T) {
+	c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p"})
+	out := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s-1"}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"late"}}}}`,
+	}
+	for _, l := range out {
+		c.line([]byte(l))
+	}
+	p, err := c.finish([]byte(strings.Join(out, "\n")), false, "")
+	if err != nil || p.message == nil || len(p.message.Blocks) != 1 || p.message.Blocks[0].Text != "late" {
+		t.Errorf("finish = %+v, %v; want the block printed after the end", p.message, err)
+	}
+}
+
 func TestGeminiPermit(t *testing.T) {
 	options := geminiPermissionRequest{}
 	for _, o := range []struct{ id, kind string }{{"proceed_always", "allow_always"}, {"proceed_once", "allow_once"}, {"cancel", "reject_once"}} {
