@@ -29,7 +29,7 @@ func (v *Vault) heartbeat() time.Duration {
 	return device.Check
 }
 
-// decide reads the devices' heartbeats, decides whether this device
+// decideAnswering reads the devices' heartbeats, decides whether this device
 // answers the vault, and writes this device's heartbeat when its claim
 // changes (kept, made, or dropped) or its last one is device.Interval old.
 // takeOver says the user asked this device to answer.
@@ -44,7 +44,7 @@ func (v *Vault) heartbeat() time.Duration {
 //
 // The error is set when the device stands by because its heartbeat could
 // not be written (a pass reports it as a failure).
-func (v *Vault) decide(takeOver bool) (device.Decision, error) {
+func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
 	others, rerr := device.Read(v.fs)
 	if rerr != nil {
 		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
@@ -212,7 +212,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	takeOver := opts.TakeOver
 	var said string
 	for {
-		d, _ := v.decide(takeOver) // a heartbeat that cannot be written is said, and tried again
+		d, _ := v.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
 		takeOver = false
 		if d.Why != said {
 			if d.Answer {
@@ -270,7 +270,7 @@ func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, 
 			return
 		case <-t.C:
 		}
-		d, _ := v.decide(false)
+		d, _ := v.decideAnswering(false)
 		if !d.Answer {
 			v.log.Warn("another device answers the vault now: this device stops answering (its runs in progress are stopped, their changes left to that device) and stands by; "+d.Why, "device", v.device.Name)
 			*said = d.Why

@@ -18,17 +18,21 @@ import (
 // on one machine, each with its own state directory (its own identity),
 // on one directory: a sync tool that never lags.
 
-// clock is a settable clock for both devices.
-type clock struct{ ns atomic.Int64 }
+// clock is a clock for both devices that runs at the speed of the real
+// one from where it was set, and can be moved forward: a machine whose
+// clock jumps. The daemon's timers (real ones) still fire in real time,
+// and the deadlines they wait for, read from this clock, pass when it
+// jumps past them.
+type clock struct{ skew atomic.Int64 }
 
 func newClock(t time.Time) *clock {
 	c := &clock{}
-	c.ns.Store(t.UnixNano())
+	c.skew.Store(int64(time.Until(t)))
 	return c
 }
 
-func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.skew.Load())).UTC() }
+func (c *clock) advance(d time.Duration) { c.skew.Add(int64(d)) }
 
 // otherDevice returns an env on the same vault with a state directory of
 // its own: another device.

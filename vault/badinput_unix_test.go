@@ -154,7 +154,7 @@ func TestOnce_StrandDeletedBeforeRead(t *testing.T) {
 	e.write("fleeting.md", "# Here and gone\n")
 	e.write("kept.md", "# Kept, edited\n")
 	v := e.open()
-	v.hooks.scheduler = func(*Scheduler[Job]) { e.remove("fleeting.md") }
+	probeOf(v).scheduledFn = func(*Scheduler[Job]) { e.remove("fleeting.md") }
 	sum := e.once(v, false)
 	e.close(v)
 	if sum.Ran != 1 || sum.OK != 1 || sum.Runs[0].Strand != "kept.md" {

@@ -163,9 +163,9 @@ func TestWatch_PollReleasesMemoryOncePerCheck(t *testing.T) {
 	e.flags.Poll = &poll
 	e.write("a.md", "# A\n")
 	v := e.open()
-	v.hooks.tick = time.Hour
+	v.checkEvery = time.Hour
 	var releases atomic.Int64
-	v.hooks.released = func() { releases.Add(1) }
+	probeOf(v).releasedFn = func() { releases.Add(1) }
 	w := e.watch(v, WatchOptions{})
 	testutil.WaitFor(t, waitTimeout, "ten polled passes", func() bool {
 		w.mu.Lock()

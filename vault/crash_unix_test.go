@@ -86,11 +86,11 @@ func helperCrash() int {
 	case crashReplyReceived:
 		v.agent = crashingAgent{inner: v.agent, die: die}
 	case crashJournaled:
-		v.hooks.journaled = func(string) { die() }
+		probeOf(v).journaledFn = func(string) { die() }
 	case crashAppended:
-		v.hooks.completing = func(string) error { die(); return nil }
+		probeOf(v).completingFn = func(string) error { die(); return nil }
 	case crashCommitted:
-		v.hooks.completed = func(string) { die() }
+		probeOf(v).completedFn = func(string) { die() }
 	default:
 		fmt.Fprintf(os.Stderr, "crash helper: unknown point %q\n", at)
 		return 2

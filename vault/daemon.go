@@ -80,7 +80,7 @@ func (t *tally) add(rep RunReport) {
 // runs every strand that changed since the last pass, then waits for the
 // runs to finish. Canceling ctx stops it early; runs cut short stay pending.
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
-	start := time.Now()
+	start := v.now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
 	defer v.stopBeat()
 	defer func() {
@@ -100,7 +100,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		}
 		t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
 	}
-	d, derr := v.decide(opts.TakeOver)
+	d, derr := v.decideAnswering(opts.TakeOver)
 	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
 		t.sum.Standby = standbyReason(d)
@@ -157,7 +157,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		opts.Progress(total, total, "")
 	}
 	slices.SortFunc(t.sum.Runs, func(a, b RunReport) int { return strings.Compare(a.Strand, b.Strand) })
-	t.sum.Duration = time.Since(start)
+	t.sum.Duration = v.now().Sub(start)
 	if idleErr != nil {
 		return t.sum, idleErr
 	}
@@ -210,42 +210,6 @@ func (v *Vault) firstContact() (Adoption, error) {
 	v.log.Info("first contact with this vault on this device: strands whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
 		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed)
 	return a, nil
-}
-
-// hooks are observation points for tests; nil fields are skipped. They are
-// set before Once or Watch starts and only read afterwards.
-type hooks struct {
-	// scheduler is called with the scheduler of a pass before it runs.
-	scheduler func(*Scheduler[Job])
-	// batch is called after Watch reconciled a batch of hints and
-	// submitted the paths that changed.
-	batch func(hints []watcher.Hint, submitted []string)
-	// worked is called after each Work call with what it did.
-	worked func(rel string, rep RunReport)
-	// looped is called at the end of each turn of Watch's loop with the
-	// number of gone strands still waiting for their delay.
-	looped func(waiting int)
-	// tick, when positive, replaces rootCheck: how often Watch checks the
-	// vault directory and retries journaled runs.
-	tick time.Duration
-	// released is called in Watch's loop right after it gave memory back.
-	released func()
-	// syncDir, when set, replaces vaultfs.SyncDir for the directory (vault-
-	// relative) of a strand knotd wrote.
-	syncDir func(dir string) error
-	// opening, when set, is called before a strand is opened to be read;
-	// an error fails the open (too many open files, say).
-	opening func(rel string) error
-	// journaling, when set, is called before a run is journaled; an error
-	// fails the journal write (a full disk, say).
-	journaling func(runID string) error
-	// journaled is called after a run's journal entry is durable.
-	journaled func(runID string)
-	// completing is called before a run's record is committed (its
-	// section is in the tie-off); an error fails the commit.
-	completing func(runID string) error
-	// completed is called after a run's record is committed.
-	completed func(runID string)
 }
 
 // scheduler builds the per-strand scheduler whose work is process. Each
@@ -314,13 +278,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 				s.Submit(rel, Job{FiredBy: job.FiredBy})
 			}
 		}
-		if v.hooks.worked != nil {
-			v.hooks.worked(rel, rep)
-		}
+		v.observe.worked(rel, rep)
 	}
-	if v.hooks.scheduler != nil {
-		v.hooks.scheduler(s)
-	}
+	v.observe.scheduled(s)
 	return s, release
 }
 
@@ -330,13 +290,15 @@ func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *Scheduler[J
 	quiet := v.cfg.Debounce
 	wait := quiet
 	if info, where, err := v.lstatStrand(rel); err == nil && where == present {
+		// The file system's clock, not v.now: the quiet period is
+		// measured from the time the file system stamped.
 		wait = time.Until(info.ModTime().Add(quiet))
 	}
 	if wait <= 0 || !v.now().Before(deadline) {
 		s.Submit(rel, job)
 		return
 	}
-	wait = min(wait, time.Until(deadline))
+	wait = min(wait, deadline.Sub(v.now()))
 	later.after(ctx, rel, wait, func() { v.followUp(ctx, later, s, rel, job, deadline) })
 }
 

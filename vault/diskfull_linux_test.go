@@ -183,7 +183,7 @@ func TestStateCommitFails_RetriedOnce(t *testing.T) {
 	e.write("a.md", "# A\n")
 	v := e.open()
 	failed := 0
-	v.hooks.completing = func(string) error {
+	probeOf(v).completingFn = func(string) error {
 		if failed == 0 {
 			failed++
 			return fmt.Errorf("commit: %w", syscall.ENOSPC)

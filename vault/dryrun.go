@@ -127,7 +127,7 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 // dryShow prints what processing rel would do: its event and full prompt,
 // or why it would not run.
 func (v *Vault) dryShow(w io.Writer, rel string, job Job) {
-	wk, skip, err := v.prepare(rel, job, false)
+	wk, skip, err := v.plan(rel, job, false)
 	defer v.sessions.release(rel)
 	switch {
 	case err != nil:

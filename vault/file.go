@@ -24,10 +24,8 @@ func (v *Vault) openStrand(rel string) (*os.File, os.FileInfo, error) {
 	if err := strand.ValidateRel(rel); err != nil {
 		return nil, nil, err
 	}
-	if v.hooks.opening != nil {
-		if err := v.hooks.opening(rel); err != nil {
-			return nil, nil, &fs.PathError{Op: "open", Path: rel, Err: err}
-		}
+	if err := v.faults.opening(rel); err != nil {
+		return nil, nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return vaultfs.Open(v.fs, rel)
 }

@@ -329,7 +329,7 @@ func record(t testing.TB, v *Vault, rel string) (state.Record, bool) {
 const barrierPath = "zz-barrier.md"
 
 // watching is a Watch running in the background, with what the test
-// hooks saw.
+// probe saw.
 type watching struct {
 	e      *env
 	v      *Vault
@@ -352,18 +352,18 @@ type watching struct {
 func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 	e.t.Helper()
 	w := &watching{e: e, v: v, done: make(chan error, 1)}
-	v.hooks.scheduler = func(s *Scheduler[Job]) {
+	probeOf(v).scheduledFn = func(s *Scheduler[Job]) {
 		w.mu.Lock()
 		w.sched = s
 		w.mu.Unlock()
 	}
-	v.hooks.batch = func(hints []watcher.Hint, _ []string) {
+	probeOf(v).reconciledFn = func(hints []watcher.Hint, _ []string) {
 		w.mu.Lock()
 		w.batches = append(w.batches, slices.Clone(hints))
 		w.atTurn = append(w.atTurn, w.turns)
 		w.mu.Unlock()
 	}
-	v.hooks.worked = func(rel string, rep RunReport) {
+	probeOf(v).workedFn = func(rel string, rep RunReport) {
 		if rel == barrierPath {
 			return
 		}
@@ -371,7 +371,7 @@ func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 		w.reports = append(w.reports, rep)
 		w.mu.Unlock()
 	}
-	v.hooks.looped = func(waiting int) {
+	probeOf(v).loopedFn = func(waiting int) {
 		w.mu.Lock()
 		w.waiting = waiting
 		w.turns++

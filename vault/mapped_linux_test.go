@@ -119,7 +119,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 	}
 	e.onceFresh()
 	v := e.open()
-	v.hooks.tick = 20 * time.Millisecond
+	v.checkEvery = 20 * time.Millisecond
 	path := e.statePath()
 	// What is resident right after each release, measured in the loop
 	// before anything else can map a page again (a journal check does).
@@ -130,7 +130,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 	var mu sync.Mutex
 	var after []int
 	var rssErr error
-	v.hooks.released = func() {
+	probeOf(v).releasedFn = func() {
 		kb, err := readMappedRSS(path)
 		mu.Lock()
 		defer mu.Unlock()

@@ -84,7 +84,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	var ran, worked []string
 	s, release := v.scheduler(ctx, func(RunReport) {})
 	defer release()
-	v.hooks.worked = func(rel string, rep RunReport) {
+	probeOf(v).workedFn = func(rel string, rep RunReport) {
 		mu.Lock()
 		defer mu.Unlock()
 		worked = append(worked, rel)

@@ -22,10 +22,10 @@ func TestWatch_RetriesJournaledRunOnceSpaceReturns(t *testing.T) {
 	e.useAgent("", fakeagent.Echo)
 	e.write("a.md", "# A\n")
 	v := e.open()
-	v.hooks.tick = 20 * time.Millisecond
+	v.checkEvery = 20 * time.Millisecond
 	var mu sync.Mutex
 	full := false
-	v.hooks.completing = func(string) error {
+	probeOf(v).completingFn = func(string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if full {
@@ -96,9 +96,9 @@ func TestWatch_PassingFailuresAreRetried(t *testing.T) {
 				return nil
 			}
 			if tc.journal {
-				v.hooks.journaling = func(string) error { return inject(syscall.ENOSPC) }
+				probeOf(v).journalingFn = func(string) error { return inject(syscall.ENOSPC) }
 			} else {
-				v.hooks.opening = func(rel string) error {
+				probeOf(v).openingFn = func(rel string) error {
 					if rel != "a.md" {
 						return nil
 					}

@@ -96,8 +96,12 @@ type Vault struct {
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
 
-	// hooks lets tests observe the daemon (see hooks).
-	hooks hooks
+	// observe and faults are the daemon's test seams (seams.go);
+	// checkEvery is how often Watch checks, when nothing happens, that
+	// the vault directory is there and retries journaled runs.
+	observe    observer
+	faults     faults
+	checkEvery time.Duration
 }
 
 // Open validates and locks the vault at root (an absolute directory path),
@@ -255,6 +259,10 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		now:   opts.Now,
 		grace: opts.Grace,
 		beat:  opts.Heartbeat,
+
+		observe:    quiet{},
+		faults:     quiet{},
+		checkEvery: rootCheck,
 	}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)

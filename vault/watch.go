@@ -245,10 +245,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	l.every = rootCheck
-	if l.v.hooks.tick > 0 {
-		l.every = l.v.hooks.tick
-	}
+	l.every = l.v.checkEvery
 	check := time.NewTicker(l.every)
 	defer check.Stop()
 	for {
@@ -286,13 +283,11 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		if len(batch) > 0 {
 			l.reconcile(batch)
 		}
-		l.due(time.Now())
+		l.due(l.v.now())
 		if next, ok := l.next(); ok {
-			timer.Reset(time.Until(next))
+			timer.Reset(next.Sub(l.v.now()))
 		}
-		if l.v.hooks.looped != nil {
-			l.v.hooks.looped(len(l.gone) + len(l.fresh))
-		}
+		l.v.observe.looped(len(l.gone) + len(l.fresh))
 	}
 }
 
@@ -333,7 +328,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		}
 		l.releaseAfterPass()
 	}
-	now := time.Now()
+	now := l.v.now()
 	for _, rel := range paths {
 		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
 			delete(l.fresh, rel)
@@ -353,9 +348,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		delete(l.fresh, rel)
 		l.s.Submit(rel, Job{FiredBy: fired})
 	}
-	if l.v.hooks.batch != nil {
-		l.v.hooks.batch(batch, paths)
-	}
+	l.v.observe.reconciled(batch, paths)
 }
 
 // retryHint is a hint whose reconcile failed, waiting to be tried again.
@@ -378,7 +371,7 @@ func retryKey(h watcher.Hint) string {
 // again after a pause that doubles while they keep failing, from a second
 // up to maxRetryPause. A full rescan is retried as a walk of the vault.
 func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
-	now := time.Now()
+	now := l.v.now()
 	var soonest time.Duration
 	for _, h := range hints {
 		if h.Full() {
@@ -510,7 +503,5 @@ func (v *Vault) releaseMemory() {
 		v.log.Warn("cannot release the state file's mapped pages; they stay resident", "err", err)
 	}
 	debug.FreeOSMemory()
-	if v.hooks.released != nil {
-		v.hooks.released()
-	}
+	v.observe.released()
 }

@@ -279,11 +279,11 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 			var log testutil.Buffer
 			v.log = slog.New(slog.NewTextHandler(&log, nil))
 			var got []string
-			v.hooks.syncDir = func(dir string) error {
+			probeOf(v).syncingFn = func(dir string) error {
 				got = append(got, "sync "+dir) // vault-relative
 				return tt.syncErr
 			}
-			v.hooks.journaled = func(string) { got = append(got, "journaled") }
+			probeOf(v).journaledFn = func(string) { got = append(got, "journaled") }
 			if sum := e.once(v, false); sum.Ran != 1 {
 				t.Fatalf("summary %+v; want one run", sum)
 			}

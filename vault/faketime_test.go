@@ -1,0 +1,77 @@
+package vault
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestWatch_InFakeTime runs a whole polling Watch in a synctest bubble.
+// Every time-dependent path of the daemon (the poller's passes, the
+// quiet period a gone strand waits, the heartbeat, the check of the vault
+// directory, retries) reads one clock, v.now (time.Now by default), and
+// waits on the time package's timers, both of which the bubble fakes: so
+// the periods hold exactly, and an hour of watching passes at once. Only
+// the file system's own clock (mtimes) stays real.
+func TestWatch_InFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		poll, debounce, maxWait := 10*time.Second, 30*time.Second, time.Minute
+		e.flags.Poll, e.flags.Debounce, e.flags.MaxWait = &poll, &debounce, &maxWait
+		e.onceFresh() // adopted: what follows is watched
+		v := e.open()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- v.Watch(ctx, WatchOptions{}) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Watch: %v", err)
+			}
+		})
+		// at waits until d after start, then until every goroutine of
+		// the daemon waits, and returns n.md's tie-off's events.
+		start := time.Now()
+		at := func(d time.Duration) []string {
+			time.Sleep(time.Until(start.Add(d)))
+			synctest.Wait()
+			return e.events("n.md")
+		}
+		at(time.Second) // the catch-up pass is over
+
+		tests := []struct {
+			at     time.Duration
+			change func()
+			want   []string
+		}{
+			// A pass every 10 s: a change is answered at the first pass
+			// after it, and not a moment before.
+			{at: 12 * time.Second, change: func() { e.write("n.md", "# One\n") }},
+			{at: 19 * time.Second, want: nil},
+			{at: 21 * time.Second, want: []string{"Created"}},
+			{at: 22 * time.Second, change: func() { e.write("n.md", "# One\n\nTwo\n") }},
+			{at: 29 * time.Second, want: []string{"Created"}},
+			{at: 31 * time.Second, want: []string{"Created", "Modified"}},
+			// A strand found gone waits one quiet period (30 s) before
+			// its deletion runs: it may have moved.
+			{at: 32 * time.Second, change: func() { e.remove("n.md") }},
+			{at: 69 * time.Second, want: []string{"Created", "Modified"}},
+			{at: 71 * time.Second, want: []string{"Created", "Modified", "Deleted"}},
+			// An hour of watching later: nothing more (no run of its
+			// own writes, no retry of anything).
+			{at: time.Hour, want: []string{"Created", "Modified", "Deleted"}},
+		}
+		for _, tt := range tests {
+			got := at(tt.at)
+			if tt.change != nil {
+				tt.change()
+				continue
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("n.md's tie-off at %v = %v; want %v", tt.at, got, tt.want)
+			}
+		}
+	})
+}

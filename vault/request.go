@@ -1,0 +1,234 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/tieoff"
+)
+
+// What step 4 of the pipeline (pipeline.go), run, gives the agent and
+// the tie-off: the agent request (the strand, its previous version, the
+// tie-off's newest sections), the failure section's text, and the journal
+// entry step 5 writes.
+
+// request builds the agent request for w.
+func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+	req := agentrun.Request{
+		RunID:    runID,
+		Vault:    v.root,
+		StateDir: v.folder.Dir,
+		Event:    strand.Event{Type: w.event, Strand: strand.Strand{Path: w.rel, Abs: w.abs, Content: w.content}, Time: now},
+		Previous: w.previous,
+		Session:  w.session,
+		Resume:   w.resume,
+		Turn:     w.rec.Turns + 1,
+		FiredBy:  job.FiredBy,
+		Agent:    w.agent,
+		Model:    w.fields.Model,
+		Now:      now,
+	}
+	if w.newSession {
+		req.Resume = ""
+	}
+	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
+		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
+			CacheReadTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, CostUSD: t.CostUSD}
+	}
+	if w.event == strand.Modified && w.previous != nil && !bytes.Equal(w.content, w.userContent) {
+		// knotd wrote the session into the strand for this run: diff
+		// against the previous version with the same edit, so that the
+		// Changes show what the user changed, not knotd's key.
+		if prev, err := frontmatter.SetSession(w.previous, w.session); err == nil {
+			req.Previous = prev
+		}
+	}
+	v.loadTail(w)
+	win := w.tail
+	if w.tailErr != nil {
+		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
+	}
+	if win != nil {
+		req.TieOff = sectionTexts(*win)
+		if win.Start > 0 {
+			// Turns counts the sections knotd appended; the exact count
+			// of older sections would cost a read of the whole history.
+			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
+		}
+	}
+	return req, nil
+}
+
+// readTail reads the newest sections of the strand's tie-off, as many as
+// a prompt shows and a little more (agentrun bounds them again and marks
+// what it leaves out); nil when there is no tie-off.
+func (v *Vault) readTail(rel string) (*tieoff.Window, error) {
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return nil, err
+	}
+	lim := v.cfg.Limits
+	def := agentrun.DefaultLimits()
+	if lim.TieOffSections <= 0 {
+		lim.TieOffSections = def.TieOffSections
+	}
+	if lim.TieOffBytes <= 0 {
+		lim.TieOffBytes = def.TieOffBytes
+	}
+	win, err := tieoff.Tail(v.fs, t, lim.TieOffSections, 2*lim.TieOffBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &win, nil
+}
+
+// newestAnswerBytes bounds how far back from the end of a tie-off knotd
+// reads to find its newest section's headers.
+const newestAnswerBytes = 16 << 20
+
+// newestAnswer returns the newest section of the strand's tie-off, from
+// win when it holds one (a window Tail read for the prompt) or else from
+// the file; ok is false when the tie-off has no section.
+func (v *Vault) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+	if win != nil && len(win.Sections) > 0 {
+		return win.Sections[len(win.Sections)-1], true, nil
+	}
+	if win != nil && win.Size == 0 {
+		return sec, false, nil
+	}
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return sec, false, err
+	}
+	w, err := tieoff.Tail(v.fs, t, 1, newestAnswerBytes)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && len(w.Sections) == 0 {
+		return sec, false, nil
+	}
+	if err != nil {
+		return sec, false, err
+	}
+	return w.Sections[len(w.Sections)-1], true, nil
+}
+
+// sectionTexts splits a tie-off window into the raw text of each section,
+// without the separators between them.
+func sectionTexts(win tieoff.Window) []string {
+	texts := make([]string, 0, len(win.Sections))
+	for i, s := range win.Sections {
+		start := s.Offset - win.Start
+		end := int64(len(win.Text))
+		if i+1 < len(win.Sections) {
+			end = win.Sections[i+1].Offset - win.Start
+		}
+		if start < 0 || start > end || end > int64(len(win.Text)) {
+			continue
+		}
+		text := strings.TrimRight(string(win.Text[start:end]), " \t\r\n")
+		text = strings.TrimSuffix(text, "\n---")
+		texts = append(texts, strings.TrimRight(text, " \t\r\n"))
+	}
+	return texts
+}
+
+// stateUsage is u as the state records it.
+func stateUsage(u *agentrun.Usage) *state.Usage {
+	if u == nil {
+		return nil
+	}
+	return &state.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+}
+
+// firstLine returns the first line of s.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// failureBody explains a failed run in the tie-off.
+func failureBody(w *work, res agentrun.Result) string {
+	what := fmt.Sprintf("The %s agent did not reply", w.agentName)
+	switch res.Outcome {
+	case agentrun.OutcomeTimeout:
+		what = fmt.Sprintf("The %s agent timed out", w.agentName)
+	case agentrun.OutcomeCanceled:
+		what = fmt.Sprintf("The %s agent was stopped", w.agentName)
+	}
+	if res.Reason != "" {
+		what += ": " + res.Reason
+	}
+	exit := tieoff.NoExitStatus
+	if res.ExitCode >= 0 && res.Outcome != agentrun.OutcomeTimeout && res.Outcome != agentrun.OutcomeCanceled {
+		exit = res.ExitCode
+	}
+	return tieoff.Failure{What: what, ExitStatus: exit, Duration: res.Duration, Stderr: res.Stderr}.Body()
+}
+
+// journal is what the pending journal keeps of a run's section: enough to
+// append it again after a crash.
+type journal struct {
+	Section tieoff.Section `json:"section"`
+	Replace bool           `json:"replace,omitempty"`
+}
+
+// decodeJournal reads what commit journaled.
+func decodeJournal(b []byte) (journal, error) {
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("journal entry: %w", err)
+	}
+	return j, nil
+}
+
+// maxProblemsShown bounds how many of a strand's settings problems its
+// failure section lists.
+const maxProblemsShown = 20
+
+// maxFailureBytes bounds the body of a failure section, whatever the
+// strand, its settings or the agent's messages: a short explanation and a
+// bounded excerpt, never the strand's bulk.
+const maxFailureBytes = 16 << 10
+
+// boundFailure cuts a failure section's body to maxFailureBytes at a line
+// break, saying how much it left out.
+func boundFailure(body string) string {
+	if len(body) <= maxFailureBytes {
+		return body
+	}
+	cut := maxFailureBytes
+	for cut > 0 && !utf8.RuneStart(body[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(body[:cut], '\n'); i > maxFailureBytes/2 {
+		cut = i + 1
+	}
+	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", byteSize(int64(len(body)-cut)))
+}
+
+// byteSize formats n bytes for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
