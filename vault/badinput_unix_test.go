@@ -17,6 +17,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/scheduler"
 )
 
 // TestOnce_NotesThatMustWork: CRLF line ends, a byte order mark and odd
@@ -154,7 +155,7 @@ func TestOnce_StrandDeletedBeforeRead(t *testing.T) {
 	e.write("fleeting.md", "# Here and gone\n")
 	e.write("kept.md", "# Kept, edited\n")
 	v := e.open()
-	probeOf(v).scheduledFn = func(*Scheduler[Job]) { e.remove("fleeting.md") }
+	probeOf(v).scheduledFn = func(*scheduler.Scheduler[Job]) { e.remove("fleeting.md") }
 	sum := e.once(v, false)
 	e.close(v)
 	if sum.Ran != 1 || sum.OK != 1 || sum.Runs[0].Strand != "kept.md" {

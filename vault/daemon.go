@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun"
@@ -217,7 +218,7 @@ func (v *Vault) firstContact() (Adoption, error) {
 // run is submitted again as its own follow-up. Runs get the grace period
 // after ctx ends before they are canceled. The caller must call release
 // once the scheduler's Run has returned.
-func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Scheduler[Job], release func()) {
+func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *scheduler.Scheduler[Job], release func()) {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	later := &laterTimers{}
 	var mu sync.Mutex
@@ -241,7 +242,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 		mu.Unlock()
 		cancelRuns()
 	}
-	s = &Scheduler[Job]{Concurrency: v.cfg.Concurrency}
+	s = &scheduler.Scheduler[Job]{Concurrency: v.cfg.Concurrency}
 	s.Merge = func(waiting, submitted Job) Job {
 		submitted.Force = submitted.Force || waiting.Force
 		return submitted
@@ -286,7 +287,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *Sched
 
 // followUp submits the follow-up of the strand rel once it has been quiet
 // (not modified) for the debounce, or at the latest at deadline.
-func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *Scheduler[Job], rel string, job Job, deadline time.Time) {
+func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
 	quiet := v.cfg.Debounce
 	wait := quiet
 	if info, where, err := v.lstatStrand(rel); err == nil && where == present {

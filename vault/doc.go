@@ -20,9 +20,10 @@
 //     --once, startup catch-up, overflow recovery and polling all go
 //     through it. claims.go keeps a moved strand's old and new paths away
 //     from the pipeline while the move is applied.
-//   - Scheduler (scheduler.go): runs work per strand, at most one run at a
-//     time for a strand, at most one follow-up for everything that arrived
-//     meanwhile, under a global concurrency limit.
+//   - Scheduling (daemon.go, with package scheduler): one run at a time
+//     for a strand, at most one follow-up for everything that arrived
+//     meanwhile, under a global concurrency limit; follow-ups wait for the
+//     strand to be quiet.
 //   - Sync conflicts and resets (conflict.go, reset.go): conflict copies
 //     of a strand or tie-off folded back; knotd reset.
 //   - Answering device (answering.go): which of the vault's devices

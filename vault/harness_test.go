@@ -16,6 +16,7 @@ import (
 	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -337,7 +338,7 @@ type watching struct {
 	done   chan error
 
 	mu       sync.Mutex
-	sched    *Scheduler[Job]
+	sched    *scheduler.Scheduler[Job]
 	batches  [][]watcher.Hint
 	atTurn   []int       // batches[i] was reconciled in turn atTurn[i] of Watch's loop
 	reports  []RunReport // every Work but the barrier's
@@ -352,7 +353,7 @@ type watching struct {
 func (e *env) watch(v *Vault, opts WatchOptions) *watching {
 	e.t.Helper()
 	w := &watching{e: e, v: v, done: make(chan error, 1)}
-	probeOf(v).scheduledFn = func(s *Scheduler[Job]) {
+	probeOf(v).scheduledFn = func(s *scheduler.Scheduler[Job]) {
 		w.mu.Lock()
 		w.sched = s
 		w.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun"
@@ -234,16 +235,18 @@ func TestWatchLoop_FiredBy(t *testing.T) {
 	e.write("a.md", "recorded")
 	e.onceFresh()
 	v := e.open()
-	s := &Scheduler[Job]{}
+	s := &scheduler.Scheduler[Job]{}
 	l := newWatchLoop(v, s, time.Hour)
 	var got []agentrun.FiredBy
 	for i, h := range []watcher.Hint{{Dir: true}, {Path: "a.md"}, {Dir: true}} {
 		e.write("a.md", string(rune('a'+i)))
 		l.reconcile([]watcher.Hint{h})
 		// The job waits in the scheduler (it is not running): read it.
-		s.mu.Lock()
-		got = append(got, s.entries["a.md"].job.FiredBy)
-		s.mu.Unlock()
+		snap := s.Snapshot()
+		if len(snap) != 1 || snap[0].Key != "a.md" || snap[0].Running {
+			t.Fatalf("scheduler holds %+v; want a.md waiting", snap)
+		}
+		got = append(got, snap[0].Job.FiredBy)
 	}
 	want := []agentrun.FiredBy{agentrun.FiredByCatchUp, agentrun.FiredByWatch, agentrun.FiredByRescan}
 	if !slices.Equal(got, want) {

@@ -1,6 +1,9 @@
 package vault
 
-import "github.com/knotd/knotd/watcher"
+import (
+	"github.com/knotd/knotd/scheduler"
+	"github.com/knotd/knotd/watcher"
+)
 
 // The daemon's test seams: two small interfaces it calls at the points
 // tests watch (observer) and at the steps where the operating system can
@@ -11,7 +14,7 @@ import "github.com/knotd/knotd/watcher"
 // observer is told what the daemon did.
 type observer interface {
 	// scheduled is given the scheduler of a pass before it runs.
-	scheduled(s *Scheduler[Job])
+	scheduled(s *scheduler.Scheduler[Job])
 	// reconciled is told the hints Watch reconciled in one batch and the
 	// paths it submitted for them.
 	reconciled(hints []watcher.Hint, submitted []string)
@@ -47,7 +50,7 @@ type faults interface {
 // quiet is the daemon's own observer and faults.
 type quiet struct{}
 
-func (quiet) scheduled(*Scheduler[Job])           {}
+func (quiet) scheduled(*scheduler.Scheduler[Job]) {}
 func (quiet) reconciled([]watcher.Hint, []string) {}
 func (quiet) worked(string, RunReport)            {}
 func (quiet) looped(int)                          {}

@@ -1,12 +1,15 @@
 package vault
 
-import "github.com/knotd/knotd/watcher"
+import (
+	"github.com/knotd/knotd/scheduler"
+	"github.com/knotd/knotd/watcher"
+)
 
 // probe is the tests' observer and faults (seams.go): each field, when
 // set, is called at its point; nil fields do nothing. Set the fields
 // before Once or Watch starts.
 type probe struct {
-	scheduledFn  func(*Scheduler[Job])
+	scheduledFn  func(*scheduler.Scheduler[Job])
 	reconciledFn func(hints []watcher.Hint, submitted []string)
 	workedFn     func(rel string, rep RunReport)
 	loopedFn     func(waiting int)
@@ -29,7 +32,7 @@ func probeOf(v *Vault) *probe {
 	return p
 }
 
-func (p *probe) scheduled(s *Scheduler[Job]) {
+func (p *probe) scheduled(s *scheduler.Scheduler[Job]) {
 	if p.scheduledFn != nil {
 		p.scheduledFn(s)
 	}

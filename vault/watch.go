@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -132,7 +133,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 // Watch's goroutine.
 type watchLoop struct {
 	v         *Vault
-	s         *Scheduler[Job]
+	s         *scheduler.Scheduler[Job]
 	delay     time.Duration         // how long a gone or new strand waits
 	gone      map[string]goneStrand // gone strands waiting for their delay
 	fresh     map[string]goneStrand // new strands waiting for their delay
@@ -153,7 +154,7 @@ type watchLoop struct {
 
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
-func newWatchLoop(v *Vault, s *Scheduler[Job], delay time.Duration) *watchLoop {
+func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
 	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
 }
 

@@ -1,4 +1,4 @@
-package vault
+package scheduler
 
 import (
 	"context"
@@ -451,4 +451,39 @@ func schedulerStats[J any](s *Scheduler[J]) (waiting, running int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.waiting, s.running
+}
+
+// TestScheduler_Snapshot: what runs, then what waits in the order it will
+// start, with a running key's follow-up said, not queued.
+func TestScheduler_Snapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGatedWork()
+		s := &Scheduler[int]{Concurrency: 2, Work: g.work}
+		if got := s.Snapshot(); len(got) != 0 {
+			t.Fatalf("a new scheduler's snapshot = %+v; want none", got)
+		}
+		stop := startScheduler(t, s)
+		defer stop()
+		for i, k := range []string{"b.md", "a.md", "d.md", "c.md"} {
+			s.Submit(k, i)
+		}
+		synctest.Wait() // b.md and a.md run
+		s.Submit("a.md", 9)
+		want := []Entry[int]{
+			{Key: "a.md", Job: 9, Running: true, FollowUp: true},
+			{Key: "b.md", Running: true},
+			{Key: "d.md", Job: 2},
+			{Key: "c.md", Job: 3},
+		}
+		if got := s.Snapshot(); !reflect.DeepEqual(got, want) {
+			t.Errorf("snapshot = %+v;\nwant %+v", got, want)
+		}
+		for _, k := range []string{"a.md", "b.md", "d.md", "c.md", "a.md"} {
+			g.release(k)
+			synctest.Wait()
+		}
+		if got := s.Snapshot(); len(got) != 0 {
+			t.Errorf("snapshot when idle = %+v; want none", got)
+		}
+	})
 }

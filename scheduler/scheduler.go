@@ -1,8 +1,13 @@
-package vault
+// Package scheduler runs work per key (a strand's path) under knotd's
+// three rules: one run at a time per key, at most one follow-up for
+// everything that arrived meanwhile, and a limit across keys.
+package scheduler
 
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/knotd/knotd/config"
@@ -60,7 +65,37 @@ type schedEntry[J any] struct {
 }
 
 // ErrSchedulerRunning is returned by Run when another Run is in progress.
-var ErrSchedulerRunning = errors.New("vault: scheduler is already running")
+var ErrSchedulerRunning = errors.New("scheduler: already running")
+
+// Entry is one key in a Snapshot: waiting with Job, or Running. A
+// running key's Job is that of its follow-up when FollowUp says one
+// waits behind it, and the zero job otherwise.
+type Entry[J any] struct {
+	Key      string
+	Job      J
+	Running  bool
+	FollowUp bool
+}
+
+// Snapshot returns the keys that run now, then those waiting to start
+// in the order they will start (a running key's follow-up is not
+// queued: FollowUp says it waits). The jobs are copies; the scheduler
+// goes on meanwhile.
+func (s *Scheduler[J]) Snapshot() []Entry[J] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Entry[J], 0, len(s.entries))
+	for k, e := range s.entries {
+		if e.running {
+			out = append(out, Entry[J]{Key: k, Job: e.job, Running: true, FollowUp: e.waiting})
+		}
+	}
+	slices.SortFunc(out, func(a, b Entry[J]) int { return strings.Compare(a.Key, b.Key) })
+	for _, k := range s.queue.keys[s.queue.head:] {
+		out = append(out, Entry[J]{Key: k, Job: s.entries[k].job})
+	}
+	return out
+}
 
 // Submit asks for a run of key with job. If key already has a job
 // waiting, the two are merged into one; if key is running, the job
@@ -121,7 +156,7 @@ func (s *Scheduler[J]) WaitIdle(ctx context.Context) error {
 // later Run. Only one Run may be in progress at a time.
 func (s *Scheduler[J]) Run(ctx context.Context) error {
 	if s.Work == nil {
-		return errors.New("vault: scheduler has no Work function")
+		return errors.New("scheduler: no Work function")
 	}
 	s.mu.Lock()
 	if s.active {
