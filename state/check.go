@@ -89,10 +89,15 @@ func (tx *Tx) check(content bool) error {
 	if _, err := tx.Pendings(); err != nil {
 		return err
 	}
-	return tx.notices.ForEach(func(k, v []byte) error {
+	err = tx.notices.ForEach(func(k, v []byte) error {
 		if _, err := decodeNotice(v); err != nil || len(k) == 0 {
 			return bad("notice %q: malformed", k)
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	_, err = tx.Paused()
+	return err
 }

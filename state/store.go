@@ -33,11 +33,14 @@ import (
 //	notices   a key chosen by the caller -> varint Unix nanoseconds: what
 //	          knotd has told the user once and must not tell again
 //	          (schema 2; a schema 1 store gets the bucket when it opens)
+//	paused    strand path -> varint Unix nanoseconds, then the reason
+//	          (UTF-8): the strands the user (knotd pause) or a limit
+//	          paused (schema 3; an older store gets the bucket)
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
 const (
-	schemaVersion = 2
+	schemaVersion = 3
 	// forEachChunk bounds how many records ForEach holds in one read
 	// transaction.
 	forEachChunk = 1024
@@ -50,7 +53,8 @@ var (
 	bucketSessions = []byte("sessions")
 	bucketPending  = []byte("pending")
 	bucketNotices  = []byte("notices")
-	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
+	bucketPaused   = []byte("paused")
+	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices, bucketPaused}
 
 	keySchema  = []byte("schema")
 	keyAdopted = []byte("adopted")
@@ -203,7 +207,7 @@ const (
 
 // bucketsSince lists the buckets each schema version added over the one
 // before it; version 1 had the rest of allBuckets.
-var bucketsSince = map[uint64][][]byte{2: {bucketNotices}}
+var bucketsSince = map[uint64][][]byte{2: {bucketNotices}, 3: {bucketPaused}}
 
 // checkSchema reports what the store needs: nothing, creating (an empty
 // file), or an upgrade from an older schema; it checks an existing

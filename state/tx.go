@@ -14,8 +14,8 @@ import (
 // returns, nor from another goroutine. Slices it returns are copies the
 // caller owns.
 type Tx struct {
-	tx                                                 *bolt.Tx
-	meta, strands, content, sessions, pending, notices *bolt.Bucket
+	tx                                                         *bolt.Tx
+	meta, strands, content, sessions, pending, notices, paused *bolt.Bucket
 }
 
 func newTx(btx *bolt.Tx) (*Tx, error) {
@@ -27,10 +27,11 @@ func newTx(btx *bolt.Tx) (*Tx, error) {
 		sessions: btx.Bucket(bucketSessions),
 		pending:  btx.Bucket(bucketPending),
 		notices:  btx.Bucket(bucketNotices),
+		paused:   btx.Bucket(bucketPaused),
 	}
 	// checkSchema and prepareSchema made every bucket when the store was
 	// opened: one missing now is a damaged page of the root bucket.
-	for i, b := range []*bolt.Bucket{tx.meta, tx.strands, tx.content, tx.sessions, tx.pending, tx.notices} {
+	for i, b := range []*bolt.Bucket{tx.meta, tx.strands, tx.content, tx.sessions, tx.pending, tx.notices, tx.paused} {
 		if b == nil {
 			return nil, fmt.Errorf("%w: bucket %s missing", ErrCorrupt, allBuckets[i])
 		}
@@ -197,6 +198,15 @@ func (tx *Tx) Rename(oldRel, newRel string) error {
 	content := bytes.Clone(tx.content.Get([]byte(oldRel)))
 	if err := tx.Delete(oldRel); err != nil {
 		return err
+	}
+	if p := tx.paused.Get([]byte(oldRel)); p != nil {
+		// A paused strand stays paused where it moved.
+		if err := tx.paused.Put([]byte(newRel), bytes.Clone(p)); err != nil {
+			return fmt.Errorf("state: rename %s: %w", oldRel, err)
+		}
+		if err := tx.paused.Delete([]byte(oldRel)); err != nil {
+			return fmt.Errorf("state: rename %s: %w", oldRel, err)
+		}
 	}
 	rec.Path = newRel
 	return tx.Put(rec, content)
