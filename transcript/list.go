@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -25,11 +26,13 @@ type Summary struct {
 	Strand string
 	Event  strand.EventType
 	Agent  string
-	// Finished reports that a run.finished line was found; Outcome and
-	// Duration come from it.
+	// Finished reports that a run.finished line was found; Outcome,
+	// Duration, Reason and Usage come from it.
 	Finished bool
 	Outcome  string
 	Duration time.Duration
+	Reason   string
+	Usage    *Usage
 	// Torn reports that the file ends in a torn line (a crash).
 	Torn bool
 	// Problem says why the file could not be fully summarised, empty when
@@ -53,6 +56,13 @@ const (
 // skipped. A file that cannot be read is listed with its Problem. A
 // missing dir has no runs.
 func List(dir string) ([]Summary, error) {
+	return ListSince(dir, time.Time{})
+}
+
+// ListSince is List of the runs started at or after since, told by their
+// ids (a UUID v7 carries the millisecond it was made) before any file is
+// read: the cost is that of the runs listed, not of every run kept.
+func ListSince(dir string, since time.Time) ([]Summary, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -66,6 +76,11 @@ func List(dir string) ([]Summary, error) {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
+		if !since.IsZero() {
+			if t, ok := idTime(id); ok && t.Before(since.Truncate(time.Millisecond)) {
+				continue
+			}
+		}
 		out = append(out, summarize(filepath.Join(dir, e.Name()), id))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
@@ -75,6 +90,29 @@ func List(dir string) ([]Summary, error) {
 		return cmp.Compare(b.RunID, a.RunID)
 	})
 	return out, nil
+}
+
+// Summarize is List's summary of the run runID in dir; ok is false when
+// the run has no transcript there (or the id is not a run id).
+func Summarize(dir, runID string) (s Summary, ok bool) {
+	if checkRunID(runID) != nil {
+		return s, false
+	}
+	p := Path(dir, runID)
+	if _, err := os.Lstat(p); err != nil {
+		return s, false
+	}
+	return summarize(p, runID), true
+}
+
+// idTime returns the time a UUID v7 run id was made.
+func idTime(id string) (time.Time, bool) {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}, false
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec), true
 }
 
 // runIDOf returns the run id of a transcript's file name.
@@ -162,7 +200,7 @@ func (s *Summary) findFinished(lines [][]byte, problem func(string)) bool {
 			problem(err.Error())
 		} else {
 			fin := pl.(Finished)
-			s.Finished, s.Outcome, s.Duration = true, fin.Outcome, fin.Duration
+			s.Finished, s.Outcome, s.Duration, s.Reason, s.Usage = true, fin.Outcome, fin.Duration, fin.Reason, fin.Usage
 		}
 		return true
 	}

@@ -2,9 +2,11 @@ package transcript
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +182,58 @@ func TestList_LongFinishedLine(t *testing.T) {
 	runs, err := List(dir)
 	if err != nil || len(runs) != 1 || !runs[0].Finished || runs[0].Outcome != "failed" {
 		t.Errorf("List = %+v, %v; want one failed run", runs, err)
+	}
+}
+
+// v7At returns a UUID v7 run id made at t, with n in its random part.
+func v7At(t time.Time, n int) string {
+	return fmt.Sprintf("%08x-%04x-7000-8000-%012x", uint64(t.UnixMilli())>>16, uint64(t.UnixMilli())&0xffff, n)
+}
+
+// TestListSince: the runs whose id was made before since are left out
+// without their files being read; Summarize finds one run, with the
+// reason and usage of its run.finished.
+func TestListSince(t *testing.T) {
+	dir := t.TempDir()
+	day := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for i, at := range []time.Time{day.Add(-time.Millisecond), day, day.Add(20 * time.Hour)} {
+		id := v7At(at, i)
+		r, err := Create(dir, id, &Options{Now: func() time.Time { return at }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustRecord(t, r, startedPayload())
+		mustRecord(t, r, Finished{Outcome: "failed", Reason: fmt.Sprintf("reason %d", i), Usage: &Usage{InputTokens: int64(i)}})
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A file of a run made yesterday that cannot be read: never opened.
+	if err := os.WriteFile(filepath.Join(dir, v7At(day.Add(-time.Hour), 9)+Ext), nil, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ListSince(dir, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range got {
+		if s.Problem != "" {
+			t.Errorf("%s: %s", s.RunID, s.Problem)
+		}
+		ids = append(ids, s.RunID)
+	}
+	if want := []string{v7At(day.Add(20*time.Hour), 2), v7At(day, 1)}; !slices.Equal(ids, want) {
+		t.Fatalf("ListSince = %v; want %v", ids, want)
+	}
+	s, ok := Summarize(dir, v7At(day, 1))
+	if !ok || s.Reason != "reason 1" || s.Usage == nil || s.Usage.InputTokens != 1 {
+		t.Errorf("Summarize = %+v, %v; want its reason and usage", s, ok)
+	}
+	if _, ok := Summarize(dir, v7At(day, 7)); ok {
+		t.Error("Summarize found a run that has no transcript")
+	}
+	if _, ok := Summarize(dir, "../x"); ok {
+		t.Error("Summarize took a path for a run id")
 	}
 }
