@@ -1,0 +1,105 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"syscall"
+	"time"
+)
+
+// Client reaches the daemon that serves the socket at Path. It is a
+// Backend; each call is one connection.
+type Client struct {
+	Path string
+}
+
+var _ Backend = (*Client)(nil)
+
+// Status asks the daemon what it is doing.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	resp, err := c.do(ctx, request{Op: "status"})
+	if err != nil {
+		return Status{}, err
+	}
+	if resp.Status == nil {
+		return Status{}, errors.New("control: the daemon sent no status")
+	}
+	return *resp.Status, nil
+}
+
+// Run asks the daemon to answer the notes now.
+func (c *Client) Run(ctx context.Context, notes []string) (Result, error) {
+	return c.result(ctx, request{Op: "run", Notes: notes})
+}
+
+// Retry asks the daemon to run again the notes whose last run failed
+// since since.
+func (c *Client) Retry(ctx context.Context, since time.Time) (Result, error) {
+	return c.result(ctx, request{Op: "retry", Since: since})
+}
+
+// Pause asks the daemon to pause the notes.
+func (c *Client) Pause(ctx context.Context, notes []string, why string) (Result, error) {
+	return c.result(ctx, request{Op: "pause", Notes: notes, Why: why})
+}
+
+// Resume asks the daemon to resume the notes (every paused one when notes
+// is empty).
+func (c *Client) Resume(ctx context.Context, notes []string) (Result, error) {
+	return c.result(ctx, request{Op: "resume", Notes: notes})
+}
+
+func (c *Client) result(ctx context.Context, req request) (Result, error) {
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	if resp.Result == nil {
+		return Result{}, fmt.Errorf("control: the daemon sent no result for %s", req.Op)
+	}
+	return *resp.Result, nil
+}
+
+// do sends req and reads the answer. It wraps ErrNoDaemon when nothing
+// listens at c.Path.
+func (c *Client) do(ctx context.Context, req request) (response, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+			return response{}, fmt.Errorf("%w (nothing listens on %s)", ErrNoDaemon, c.Path)
+		}
+		return response{}, fmt.Errorf("control: %w", err)
+	}
+	defer conn.Close() // read only after the write; the answer is what counts
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer stop()
+	b, err := json.Marshal(req)
+	if err != nil {
+		return response{}, fmt.Errorf("control: %w", err)
+	}
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return response{}, fmt.Errorf("control: send %s: %w", req.Op, err)
+	}
+	line, err := bufio.NewReader(io.LimitReader(conn, maxResponse)).ReadBytes('\n')
+	if err != nil {
+		if ctx.Err() != nil {
+			return response{}, ctx.Err()
+		}
+		return response{}, fmt.Errorf("control: read the answer to %s: %w", req.Op, err)
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return response{}, fmt.Errorf("control: read the answer to %s: %w", req.Op, err)
+	}
+	if resp.Error != "" {
+		return resp, errors.New(resp.Error)
+	}
+	return resp, nil
+}

@@ -1,0 +1,125 @@
+// Package control is how the knotd commands that steer a running daemon
+// (knotd status, run, retry, pause, resume, and the console) reach it: a
+// local socket in the vault's folder of the state directory, never the
+// network. The daemon serves a Backend on it; a Client is the same
+// Backend at the other end.
+//
+// The protocol is one JSON request and one JSON response per connection,
+// each on one line:
+//
+//	{"op":"status"}
+//	{"op":"run","notes":["ideas/plan.md"]}
+//	{"op":"retry","since":"2026-11-23T00:00:00Z"}
+//	{"op":"pause","notes":["journal/today.md"],"why":"…"}
+//	{"op":"resume","notes":[]}               (no notes: every paused note)
+//
+// answered by {"status":{…}} or {"result":{…}}, or {"error":"…"}.
+//
+// The socket is a Unix domain socket (on Windows too, which has them
+// since Windows 10 1803), made 0600 in a folder that is 0700: only the
+// user who runs knotd can connect.
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Backend is what the daemon does for the commands.
+type Backend interface {
+	// Status says what the daemon is doing.
+	Status(ctx context.Context) (Status, error)
+	// Run answers the notes now, changed or not (paused ones too).
+	Run(ctx context.Context, notes []string) (Result, error)
+	// Retry runs again every note whose last run failed at or after
+	// since.
+	Retry(ctx context.Context, since time.Time) (Result, error)
+	// Pause pauses the notes: their changes wait until they are resumed
+	// (or run by hand), and are never lost.
+	Pause(ctx context.Context, notes []string, why string) (Result, error)
+	// Resume resumes the notes, or every paused note when notes is
+	// empty; their changes made meanwhile are answered now.
+	Resume(ctx context.Context, notes []string) (Result, error)
+}
+
+// Status is what knotd status shows: the daemon, its work and its notes.
+// Times are UTC.
+type Status struct {
+	Vault string    `json:"vault"`
+	PID   int       `json:"pid"`
+	Since time.Time `json:"since"`
+	// Device is this device's name, DeviceID its identity.
+	Device   string `json:"device"`
+	DeviceID string `json:"device_id"`
+	// Answering says this device answers the vault; otherwise Standby
+	// says which device does, or why this one stands by.
+	Answering bool   `json:"answering"`
+	Standby   string `json:"standby,omitempty"`
+	// Agent is the default agent.
+	Agent    string    `json:"agent"`
+	Running  []Running `json:"running"`
+	Queued   []Queued  `json:"queued"`
+	Failures []Failure `json:"failures"`
+	Paused   []Paused  `json:"paused"`
+	Today    Totals    `json:"today"`
+	// Now is when the status was taken (elapsed times are to it).
+	Now time.Time `json:"now"`
+}
+
+// Running is a run in progress.
+type Running struct {
+	Note    string        `json:"note"`
+	RunID   string        `json:"run_id"`
+	Agent   string        `json:"agent"`
+	Event   string        `json:"event"`
+	Started time.Time     `json:"started"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Queued is a note waiting for its run: FollowUp when it waits behind a
+// run of its own in progress.
+type Queued struct {
+	Note     string `json:"note"`
+	FiredBy  string `json:"fired_by"`
+	FollowUp bool   `json:"follow_up,omitempty"`
+}
+
+// Failure is a note whose last run failed.
+type Failure struct {
+	Note   string    `json:"note"`
+	RunID  string    `json:"run_id"`
+	Time   time.Time `json:"time"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Paused is a paused note.
+type Paused struct {
+	Note  string    `json:"note"`
+	Since time.Time `json:"since"`
+	Why   string    `json:"why,omitempty"`
+}
+
+// Totals counts the runs of a day (UTC).
+type Totals struct {
+	Runs   int `json:"runs"`
+	OK     int `json:"ok"`
+	Failed int `json:"failed"`
+}
+
+// Result is what a command did: the notes it acted on, and those it did
+// not, each with why.
+type Result struct {
+	Done    []string  `json:"done"`
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is a note a command did not act on.
+type Refusal struct {
+	Note string `json:"note"`
+	Why  string `json:"why"`
+}
+
+// ErrNoDaemon is wrapped by a Client's errors when no daemon serves the
+// vault (nothing listens on its socket).
+var ErrNoDaemon = errors.New("no knotd is running for this vault")

@@ -1,0 +1,140 @@
+package control
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// request is one command on the wire.
+type request struct {
+	Op    string    `json:"op"`
+	Notes []string  `json:"notes,omitempty"`
+	Since time.Time `json:"since,omitzero"`
+	Why   string    `json:"why,omitempty"`
+}
+
+// response is one answer on the wire.
+type response struct {
+	Status *Status `json:"status,omitempty"`
+	Result *Result `json:"result,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// Bounds of the protocol: a request is a command and a few paths, a
+// response a status of a busy vault.
+const (
+	maxRequest  = 1 << 20
+	maxResponse = 64 << 20
+	// connTimeout bounds one exchange: a client that connects and says
+	// nothing does not hold a goroutine for long.
+	connTimeout = time.Minute
+)
+
+// Serve answers the commands that reach ln with b until ctx ends; then it
+// closes ln, lets the exchanges in progress end (their contexts are
+// canceled), and returns nil. An error is returned if accepting fails
+// otherwise.
+func Serve(ctx context.Context, ln net.Listener, b Backend, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() }) // Accept returns
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("control: accept: %w", err)
+		}
+		wg.Go(func() {
+			if err := serveConn(ctx, c, b); err != nil {
+				log.Warn("a control command failed", "err", err)
+			}
+		})
+	}
+}
+
+// serveConn answers the one request on c.
+func serveConn(ctx context.Context, c net.Conn, b Backend) (err error) {
+	defer func() {
+		if cerr := c.Close(); err == nil && cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = cerr
+		}
+	}()
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	if err := c.SetDeadline(time.Now().Add(connTimeout)); err != nil {
+		return err
+	}
+	var req request
+	line, err := bufio.NewReader(io.LimitReader(c, maxRequest)).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("read a request: %w", err)
+	}
+	var resp response
+	if err := json.Unmarshal(line, &req); err != nil {
+		resp.Error = "knotd cannot read this request: " + err.Error()
+	} else {
+		resp = answer(ctx, req, b)
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return fmt.Errorf("encode the answer to %q: %w", req.Op, err)
+	}
+	_, err = c.Write(append(out, '\n'))
+	return err
+}
+
+// answer asks b for what req says.
+func answer(ctx context.Context, req request, b Backend) response {
+	var resp response
+	var res Result
+	var err error
+	switch req.Op {
+	case "status":
+		var st Status
+		if st, err = b.Status(ctx); err == nil {
+			resp.Status = &st
+		}
+		return withError(resp, err)
+	case "run":
+		res, err = b.Run(ctx, req.Notes)
+	case "retry":
+		res, err = b.Retry(ctx, req.Since)
+	case "pause":
+		res, err = b.Pause(ctx, req.Notes, req.Why)
+	case "resume":
+		res, err = b.Resume(ctx, req.Notes)
+	default:
+		return response{Error: fmt.Sprintf("knotd does not know the command %q (a newer knotd's?)", req.Op)}
+	}
+	if err == nil {
+		resp.Result = &res
+	}
+	return withError(resp, err)
+}
+
+func withError(resp response, err error) response {
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	return resp
+}
