@@ -21,12 +21,13 @@ const (
 	FiredByOnce    FiredBy = "once"     // a knotd --once pass
 	FiredByCatchUp FiredBy = "catch-up" // the catch-up pass at startup
 	FiredByRescan  FiredBy = "rescan"   // a rescan after an overflow, or --poll
+	FiredByUser    FiredBy = "user"     // the user asked: knotd run, knotd retry, the console
 )
 
 // Valid reports whether f is one of the FiredBy values.
 func (f FiredBy) Valid() bool {
 	switch f {
-	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan:
+	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser:
 		return true
 	}
 	return false

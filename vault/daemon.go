@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 
@@ -26,6 +27,10 @@ type OnceOptions struct {
 	// Progress, if set, is called after each strand is done, and once at
 	// the end with done == total.
 	Progress func(done, total int, rel string)
+	// Notes, when set, makes the pass answer only these notes (vault-
+	// relative), changed or not, paused or not: knotd run and knotd retry
+	// when no daemon runs. The notes it cannot answer are Refused.
+	Notes []string
 }
 
 // Summary is what a --once pass did (printed as text or, with --json, as
@@ -49,6 +54,9 @@ type Summary struct {
 	// Standby, when set, says that another device answers the vault, and
 	// which: the pass ran nothing.
 	Standby string `json:"standby,omitempty"`
+	// Refused lists the notes of OnceOptions.Notes the pass could not
+	// answer, with why.
+	Refused []control.Refusal `json:"refused,omitempty"`
 }
 
 // tally collects run reports from the scheduler's goroutines.
@@ -128,11 +136,16 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		}
 	}()
 	ctx = passCtx
-	pending, _, err := v.catchUp(opts.All)
-	if err != nil {
+	job := Job{FiredBy: agentrun.FiredByOnce, Force: opts.All}
+	var pending []string
+	if opts.Notes != nil {
+		var res control.Result
+		pending, res = v.notesOf(opts.Notes)
+		t.sum.Refused = res.Refused
+		job = Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true}
+	} else if pending, _, err = v.catchUp(opts.All); err != nil {
 		return t.sum, err
 	}
-	job := Job{FiredBy: agentrun.FiredByOnce, Force: opts.All}
 	total := len(pending)
 	s, release := v.scheduler(ctx, func(rep RunReport) {
 		t.add(rep)
@@ -245,6 +258,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 	s = &scheduler.Scheduler[Job]{Concurrency: v.cfg.Concurrency}
 	s.Merge = func(waiting, submitted Job) Job {
 		submitted.Force = submitted.Force || waiting.Force
+		submitted.ByHand = submitted.ByHand || waiting.ByHand
 		return submitted
 	}
 	s.Work = func(_ context.Context, rel string, job Job) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/state"
@@ -54,8 +55,11 @@ type Job struct {
 	// FiredBy says what made knotd look at the strand.
 	FiredBy agentrun.FiredBy
 	// Force runs the strand even if its content is the processed one
-	// (--all).
+	// (--all, knotd run).
 	Force bool
+	// ByHand says the user asked for the run (knotd run, retry): it
+	// runs even if the strand is paused.
+	ByHand bool
 }
 
 // RunReport is what processing one strand did, for logs and the --once
@@ -80,6 +84,9 @@ func (r RunReport) Failed() bool { return r.Ran && r.Outcome != agentrun.Outcome
 
 // emptySkip is the reason an empty strand is not run.
 const emptySkip = "the strand is empty; it runs once it has content (run_empty: true runs it now)"
+
+// pausedSkip is the reason a paused strand's change is not run yet.
+const pausedSkip = "the strand is paused (knotd resume answers its changes)"
 
 // errRetry asks the processor to start over: the strand changed under it.
 var errRetry = errors.New("strand changed while knotd was working on it")
@@ -250,6 +257,7 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 		rep.Skipped = skip
 		return rep, v.commitSkip(w, skip)
 	}
+	defer v.active.done(rel)
 	rep, r, err := v.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
@@ -264,6 +272,16 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
 func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+	if !job.ByHand {
+		// A paused strand's change waits, unrecorded, until the strand
+		// is resumed (or run by hand): nothing is lost.
+		if _, paused, err := v.store.PausedOf(rel); err != nil || paused {
+			if paused {
+				skip = pausedSkip
+			}
+			return nil, skip, err
+		}
+	}
 	w, skip, err = v.look(rel, job)
 	if err != nil || w == nil || skip != "" {
 		return w, skip, err
@@ -522,6 +540,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 	}
 	now := v.now().UTC()
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
+	v.active.start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
 	r := &reply{sec: tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}, resume: w.resume}
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {

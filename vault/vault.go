@@ -16,6 +16,7 @@ import (
 	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/tieoff"
 
@@ -95,6 +96,12 @@ type Vault struct {
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
+
+	// since is when the vault was opened; live is the daemon's scheduler while
+	// this device answers; active the runs in progress (for status).
+	since  time.Time
+	live   atomic.Pointer[scheduler.Scheduler[Job]]
+	active active
 
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that
@@ -274,6 +281,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	if v.now == nil {
 		v.now = time.Now
 	}
+	v.since = v.now().UTC()
 	if v.grace <= 0 {
 		v.grace = 10 * time.Second
 	}

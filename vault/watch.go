@@ -71,6 +71,8 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	var processed atomic.Int64 // work the scheduler finished
 	s, release := v.scheduler(schedCtx, func(RunReport) { processed.Add(1) })
 	defer release()
+	v.live.Store(s)
+	defer v.live.Store(nil)
 	for _, rel := range all {
 		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
 	}

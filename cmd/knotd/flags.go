@@ -32,6 +32,14 @@ Usage:
                                  --help' says more)
   knotd reset NOTE...            start a new conversation for each NOTE at
                                  its next run (or set knot_session: new in it)
+  knotd status [--json] [VAULT]  what the running knotd does: runs in
+                                 progress and waiting, failures, paused notes
+  knotd run NOTE...              answer each NOTE now, changed or not
+  knotd retry [--since WHEN] [VAULT]
+                                 run again the notes whose last run failed
+  knotd pause [--why TEXT] NOTE... / knotd resume [NOTE...]
+                                 pause notes (their changes wait), resume them
+                                 ('knotd status --help' says more)
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 

@@ -20,7 +20,7 @@ import (
 const asKnotd = "KNOTD_TEST_AS_KNOTD"
 
 func TestMain(m *testing.M) {
-	fakeagent.Main(map[string]fakeagent.Behaviour{blockRunning: blockRunningBehaviour})
+	fakeagent.Main(map[string]fakeagent.Behaviour{blockRunning: blockRunningBehaviour, gated: gatedBehaviour})
 	if os.Getenv(asKnotd) == "1" {
 		main()
 		return

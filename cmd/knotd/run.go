@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "reset" {
 		return runReset(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && slices.Contains([]string{"status", "run", "retry", "pause", "resume"}, args[0]) {
+		return runControlCommand(ctx, args[0], args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
 		return nil
@@ -121,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.once {
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
-	return v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
+	return watch(ctx, v, o, log)
 }
 
 // runOnce does one pass and prints the summary.

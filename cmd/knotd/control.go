@@ -1,0 +1,399 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/vault"
+)
+
+// The commands that steer knotd: status, run, retry, pause and resume.
+// Each asks the daemon that answers the vault on this machine, through
+// its control socket; when none runs, each does its job on its own
+// (status reads what the state store says).
+
+const controlUsage = `usage: knotd status [--json] [VAULT]
+       knotd run NOTE...
+       knotd retry [--since WHEN] [VAULT]
+       knotd pause [--why TEXT] NOTE...
+       knotd resume [NOTE...] [--vault VAULT]
+
+status   whether a knotd answers the vault on this machine (pid, since when,
+         device, agent), the runs in progress and waiting, the notes whose
+         last run failed, the paused notes and today's runs (UTC);
+         --json for scripts
+run      answer each NOTE now, changed or not, paused or not
+retry    run again every note whose last run failed (--since: only those
+         that failed since WHEN: a time such as 2026-11-23 or
+         2026-11-23T10:00:00Z, or a duration back from now such as 2h)
+pause    pause each NOTE: knotd records nothing and runs nothing for it
+         until it is resumed (its changes wait; none is lost)
+resume   resume each NOTE, or every paused note of the vault (of the
+         current folder, or --vault); changes made meanwhile run now
+
+NOTE is a path to a note, from the current folder. They work through the
+running knotd when there is one (it runs them as it runs everything), and on
+their own otherwise (run and retry then run the notes and wait for them).
+
+Flags:
+`
+
+// runControlCommand is knotd status, run, retry, pause or resume.
+func runControlCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("knotd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var (
+		jsonOut         bool
+		since, why, dir string
+		cfg             string
+	)
+	switch cmd {
+	case "status":
+		fs.BoolVar(&jsonOut, "json", false, "print the status as JSON")
+	case "retry":
+		fs.StringVar(&since, "since", "", "only the notes that failed since `WHEN` (a time, or a duration back from now)")
+	case "pause":
+		fs.StringVar(&why, "why", "", "why, shown by knotd status (default: paused by knotd pause)")
+	case "resume":
+		fs.StringVar(&dir, "vault", "", "resume every paused note of `VAULT` (default: the current folder's)")
+	}
+	if cmd == "run" || cmd == "retry" {
+		fs.StringVar(&cfg, "config", "", "user config `FILE`, when knotd runs the notes on its own")
+	}
+	var pos []string
+	if err := parseInterspersed(fs, args, &pos); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, controlUsage)
+			printDefaults(stdout, fs)
+			return nil
+		}
+		return usageError{"knotd " + cmd + ": " + err.Error()}
+	}
+
+	var root string
+	var notes []string
+	var err error
+	switch cmd {
+	case "run", "pause":
+		if len(pos) == 0 {
+			return usageError{"knotd " + cmd + " needs at least one NOTE"}
+		}
+		root, notes, err = notesOf(pos)
+	case "resume":
+		if len(pos) > 0 {
+			if dir != "" {
+				return usageError{"knotd resume takes NOTEs or --vault, not both"}
+			}
+			root, notes, err = notesOf(pos)
+		} else {
+			root, err = vaultRoot(dir, nil)
+		}
+	default:
+		if len(pos) > 1 {
+			return usageError{fmt.Sprintf("knotd %s: one VAULT at most, got %s", cmd, strings.Join(pos, " "))}
+		}
+		var arg string
+		if len(pos) == 1 {
+			arg = pos[0]
+		}
+		root, err = vaultRoot(arg, nil)
+	}
+	if err != nil {
+		return err
+	}
+	var from time.Time
+	if since != "" {
+		if from, err = parseSince(since, time.Now()); err != nil {
+			return usageError{"knotd retry: --since: " + err.Error()}
+		}
+	}
+
+	sock, known, err := vault.ControlSocket("", root)
+	if err != nil {
+		return err
+	}
+	var c *control.Client
+	if known {
+		c = &control.Client{Path: sock}
+	}
+	switch cmd {
+	case "status":
+		return showStatus(ctx, c, root, jsonOut, stdout)
+	case "run":
+		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
+			func(b control.Backend) (control.Result, error) { return b.Run(ctx, notes) },
+			func(v *vault.Vault) ([]string, error) { return notes, nil })
+	case "retry":
+		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
+			func(b control.Backend) (control.Result, error) { return b.Retry(ctx, from) },
+			func(v *vault.Vault) ([]string, error) { return v.Failed(from) })
+	case "pause":
+		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
+			func(b control.Backend) (control.Result, error) { return b.Pause(ctx, notes, why) }, nil)
+	default:
+		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
+			func(b control.Backend) (control.Result, error) { return b.Resume(ctx, notes) }, nil)
+	}
+}
+
+// steer does a command through the daemon (c, when knotd ran on the vault
+// here), or on its own when no daemon runs: then ask runs on the vault
+// itself, unless pass is set: then the pass answers the notes pass
+// returns and waits for them.
+func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, stderr io.Writer, cmd string,
+	ask func(control.Backend) (control.Result, error), pass func(*vault.Vault) ([]string, error)) error {
+	if c != nil {
+		res, err := ask(c)
+		if err == nil {
+			return printResult(cmd, res, true, stdout, stderr)
+		}
+		if !errors.Is(err, control.ErrNoDaemon) {
+			return fmt.Errorf("knotd %s: the running knotd says: %w", cmd, err)
+		}
+	}
+	v, err := vault.Open(root, vault.Options{Logger: slog.New(slog.DiscardHandler), ConfigFile: cfg})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := v.Close(); cerr != nil {
+			fmt.Fprintf(stderr, "knotd %s: %v\n", cmd, cerr)
+		}
+	}()
+	if pass == nil {
+		res, err := ask(v)
+		if err != nil {
+			return err
+		}
+		return printResult(cmd, res, false, stdout, stderr)
+	}
+	notes, err := pass(v)
+	if err != nil {
+		return err
+	}
+	if len(notes) == 0 {
+		fmt.Fprintln(stdout, "nothing to run")
+		return nil
+	}
+	sum, err := v.Once(ctx, vault.OnceOptions{Notes: notes})
+	if err != nil {
+		return err
+	}
+	if sum.Standby != "" {
+		fmt.Fprintf(stdout, "ran nothing: %s\n", sum.Standby)
+		return nil
+	}
+	for _, r := range sum.Refused {
+		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
+	}
+	for _, r := range sum.Runs {
+		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, r.RunID)
+	}
+	if sum.Failed > 0 || len(sum.Refused) > 0 {
+		return errSilent
+	}
+	return nil
+}
+
+// printResult says what a command did; a note it could not act on makes
+// the command fail (after the others were done).
+func printResult(cmd string, res control.Result, daemon bool, stdout, stderr io.Writer) error {
+	did := map[string]string{"run": "queued", "retry": "queued", "pause": "paused", "resume": "resumed"}[cmd]
+	for _, n := range res.Done {
+		fmt.Fprintf(stdout, "%s %s\n", did, n)
+	}
+	if len(res.Done) == 0 && len(res.Refused) == 0 {
+		fmt.Fprintf(stdout, "nothing to %s\n", cmd)
+	}
+	if daemon && (cmd == "run" || cmd == "retry") && len(res.Done) > 0 {
+		fmt.Fprintln(stdout, "(the running knotd answers them; knotd status shows them)")
+	}
+	for _, r := range res.Refused {
+		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
+	}
+	if len(res.Refused) > 0 && cmd != "pause" && cmd != "resume" {
+		return errSilent
+	}
+	return nil
+}
+
+// showStatus prints the daemon's status, or the stored one when no
+// daemon runs.
+func showStatus(ctx context.Context, c *control.Client, root string, jsonOut bool, stdout io.Writer) error {
+	var st control.Status
+	running := false
+	if c != nil {
+		var err error
+		st, err = c.Status(ctx)
+		switch {
+		case err == nil:
+			running = true
+		case !errors.Is(err, control.ErrNoDaemon):
+			return fmt.Errorf("knotd status: the running knotd says: %w", err)
+		}
+	}
+	if !running {
+		var err error
+		var known bool
+		if st, known, err = vault.StoredStatus("", root); err != nil {
+			return err
+		}
+		if !known {
+			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}}
+		}
+	}
+	if jsonOut {
+		b, err := json.MarshalIndent(struct {
+			Daemon bool `json:"daemon"`
+			control.Status
+		}{running, st}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	return printStatus(st, running, stdout)
+}
+
+// printStatus prints st for people.
+func printStatus(st control.Status, running bool, w io.Writer) error {
+	ts := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	switch {
+	case !running:
+		fmt.Fprintf(w, "no knotd is running for %s on this machine\n", st.Vault)
+	case st.Answering:
+		fmt.Fprintf(w, "knotd answers %s\n  pid %d, since %s, on %s, agent %s\n", st.Vault, st.PID, ts(st.Since), st.Device, st.Agent)
+	default:
+		fmt.Fprintf(w, "knotd stands by for %s: %s\n  pid %d, since %s, on %s\n", st.Vault, st.Standby, st.PID, ts(st.Since), st.Device)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	section := func(title string, n int) bool {
+		if n == 0 {
+			return false
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "\n%s (%d):\n", title, n)
+		return true
+	}
+	if section("running", len(st.Running)) {
+		for _, r := range st.Running {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\trun %s\t%s\n", r.Note, r.Event, r.Agent, r.RunID, r.Elapsed.Round(time.Second))
+		}
+	}
+	if section("waiting", len(st.Queued)) {
+		for _, q := range st.Queued {
+			how := q.FiredBy
+			if q.FollowUp {
+				how += ", after its run in progress"
+			}
+			fmt.Fprintf(tw, "  %s\t(%s)\n", q.Note, how)
+		}
+	}
+	if section("last run failed", len(st.Failures)) {
+		for _, f := range st.Failures {
+			fmt.Fprintf(tw, "  %s\t%s\trun %s\t%s\n", ts(f.Time), f.Note, f.RunID, firstLineOf(f.Reason))
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (knotd retry runs them again; knotd runs show RUN_ID says more)")
+	}
+	if section("paused", len(st.Paused)) {
+		for _, p := range st.Paused {
+			fmt.Fprintf(tw, "  %s\tsince %s\t%s\n", p.Note, ts(p.Since), p.Why)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (knotd resume NOTE, or knotd resume for all)")
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ntoday (UTC): %d runs, %d ok, %d failed\n", st.Today.Runs, st.Today.OK, st.Today.Failed)
+	return nil
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// notesOf resolves paths to notes, given from the current folder, to
+// their vault and vault-relative paths; they must be in one vault.
+func notesOf(args []string) (root string, rels []string, err error) {
+	for _, arg := range args {
+		abs, err := filepath.Abs(arg)
+		if err == nil {
+			abs, err = evalParent(abs)
+		}
+		if err != nil {
+			return "", nil, usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		r, _, err := vault.FindRoot(filepath.Dir(abs))
+		if err != nil {
+			return "", nil, usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		if root != "" && r != root {
+			return "", nil, usageError{fmt.Sprintf("%s is in the vault %s, the notes before it in %s: one vault at a time", arg, r, root)}
+		}
+		root = r
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || !filepath.IsLocal(rel) {
+			return "", nil, usageError{fmt.Sprintf("%s is not inside the vault %s", arg, root)}
+		}
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	return root, rels, nil
+}
+
+// evalParent resolves the symbolic links of abs's folder (the note itself
+// may be gone: a deleted note can still be run, or resumed).
+func evalParent(abs string) (string, error) {
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.Base(abs)), nil
+}
+
+// parseSince reads --since: an RFC 3339 time, a date (midnight UTC), or a
+// duration back from now.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a time (2026-11-23, 2026-11-23T10:00:00Z) nor a duration back from now (2h, 30m)", s)
+}
+
+// watch runs the daemon, serving the control socket (knotd status and
+// the commands that steer it) while it watches. A socket that cannot be
+// made is said, and the daemon runs without it.
+func watch(ctx context.Context, v *vault.Vault, o options, log *slog.Logger) error {
+	ln, err := control.Listen(v.ControlSocket())
+	if err != nil {
+		log.Warn("knotd status and the commands that steer knotd will not reach this knotd", "err", err)
+		return v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
+	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- control.Serve(serveCtx, ln, v, log) }()
+	err = v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
+	stopServing()
+	if serr := <-served; serr != nil {
+		log.Error("the control socket stopped", "err", serr)
+	}
+	return err
+}
