@@ -54,7 +54,7 @@ func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
 	}
 	me := v.me()
 	now := v.now().UTC()
-	d := device.Decide(me, others, device.Policy{Runner: v.cfg.Runner, TakeoverAfter: v.cfg.TakeoverAfter}, now, takeOver)
+	d := device.Decide(me, others, device.Policy{Runner: v.config().Runner, TakeoverAfter: v.config().TakeoverAfter}, now, takeOver)
 	if d.Warning != "" {
 		v.warnOnce(device.Dir, d.Warning)
 	}
@@ -248,6 +248,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 
 // standBy waits one heartbeat, or returns when ctx ends.
 func (v *Vault) standBy(ctx context.Context) error {
+	v.reloadIfChanged()
 	t := time.NewTimer(v.heartbeat())
 	defer t.Stop()
 	select {

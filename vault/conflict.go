@@ -156,14 +156,14 @@ const (
 // the note holds, knotd's keys aside, is removed. Any other copy is left
 // as it is (noFold).
 func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
-	note, _, _, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
+	note, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || tooBig {
 		return noFold, nil
 	}
 	if err != nil {
 		return noFold, err
 	}
-	cp, _, err := vaultfs.ReadFile(v.fs, filepath.FromSlash(c), v.cfg.MaxStrandSize)
+	cp, _, err := vaultfs.ReadFile(v.fs, filepath.FromSlash(c), v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, vaultfs.ErrTooLarge) {
 		return noFold, nil
 	}

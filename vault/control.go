@@ -88,7 +88,7 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 	now := v.now().UTC()
 	st := control.Status{
 		Vault: v.root, PID: os.Getpid(), Since: v.since, Now: now,
-		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.cfg.DefaultAgent,
+		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
 		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{},
 	}
 	switch d := v.lastDecision(); {

@@ -255,7 +255,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		mu.Unlock()
 		cancelRuns()
 	}
-	s = &scheduler.Scheduler[Job]{Concurrency: v.cfg.Concurrency}
+	s = &scheduler.Scheduler[Job]{Concurrency: v.config().Concurrency}
 	s.Merge = func(waiting, submitted Job) Job {
 		submitted.Force = submitted.Force || waiting.Force
 		submitted.ByHand = submitted.ByHand || waiting.ByHand
@@ -288,7 +288,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			// like any change, and no longer than max_wait after the run;
 			// a pass (--once) runs it before it ends.
 			if v.watching.Load() {
-				v.followUp(ctx, later, s, rel, Job{FiredBy: job.FiredBy}, v.now().Add(v.cfg.MaxWait))
+				v.followUp(ctx, later, s, rel, Job{FiredBy: job.FiredBy}, v.now().Add(v.config().MaxWait))
 			} else {
 				s.Submit(rel, Job{FiredBy: job.FiredBy})
 			}
@@ -302,7 +302,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 // followUp submits the follow-up of the strand rel once it has been quiet
 // (not modified) for the debounce, or at the latest at deadline.
 func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
-	quiet := v.cfg.Debounce
+	quiet := v.config().Debounce
 	wait := quiet
 	if info, where, err := v.lstatStrand(rel); err == nil && where == present {
 		// The file system's clock, not v.now: the quiet period is

@@ -155,9 +155,5 @@ func (v *Vault) dryShow(w io.Writer, rel string, job Job) {
 
 // prompt returns the prompt req would send.
 func (v *Vault) prompt(req agentrun.Request) (string, error) {
-	r := v.runner
-	if r == nil {
-		r = &agentrun.Runner{Limits: v.cfg.Limits, Now: v.now}
-	}
-	return r.Prompt(req)
+	return v.runner.Load().Prompt(req)
 }

@@ -337,7 +337,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 	if w.has {
 		w.event = strand.Modified
 	}
-	content, hash, info, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
+	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", errRetry // deleted between the look and the read
 	}
@@ -396,7 +396,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	switch {
 	case w.tooBig:
 		w.failure = fmt.Sprintf("The strand is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
-			byteSize(w.info.Size()), byteSize(v.cfg.MaxStrandSize))
+			byteSize(w.info.Size()), byteSize(v.config().MaxStrandSize))
 		w.content = nil
 		return "", nil
 	case bytes.IndexByte(content, 0) >= 0:
@@ -405,7 +405,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	case !utf8.Valid(content):
 		w.failure = "The strand is not valid UTF-8 text, so no agent was run. Save it as UTF-8 in your editor."
 		return "", nil
-	case !v.cfg.RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0:
+	case !v.config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0:
 		// A note being created (Obsidian's Untitled.md, a touch) or
 		// emptied: nothing to answer, and nothing is written into it
 		// while the user is still naming it. It runs once it has
@@ -569,7 +569,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		req.OnStart = r.log.onStart(w, &req)
 		req.OnOutput = r.log.onOutput
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
-		res, err := v.agent.Run(ctx, req)
+		res, err := v.runAgent().Run(ctx, req)
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1}
 		}

@@ -77,7 +77,7 @@ func (v *Vault) readTail(rel string) (*tieoff.Window, error) {
 	if err != nil {
 		return nil, err
 	}
-	lim := v.cfg.Limits
+	lim := v.config().Limits
 	def := agentrun.DefaultLimits()
 	if lim.TieOffSections <= 0 {
 		lim.TieOffSections = def.TieOffSections

@@ -44,7 +44,7 @@ func (v *Vault) ResetStrand(rel string) (Reset, error) {
 	}
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
-	content, _, _, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
+	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if err != nil {
 		return r, fmt.Errorf("vault: %w", err)
 	}

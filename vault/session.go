@@ -28,7 +28,7 @@ import (
 // into it: for an agent that keeps a conversation, unless the user keeps
 // knotd out of notes (write_session: false).
 func (v *Vault) writesSession(w *work) bool {
-	return w.keeps && !v.cfg.NoSessionWrites
+	return w.keeps && !v.config().NoSessionWrites
 }
 
 // newConversation gives the strand, whose knot_session is "new", a new
@@ -337,7 +337,7 @@ func (v *Vault) rescue(rel string, content []byte) (string, error) {
 // save of the user's in between shows as different content (ok false),
 // never as knotd's version with the user's stamp.
 func (v *Vault) statWritten(rel string, want []byte) (os.FileInfo, bool, error) {
-	got, _, info, tooBig, err := v.readStrand(rel, max(v.cfg.MaxStrandSize, int64(len(want))))
+	got, _, info, tooBig, err := v.readStrand(rel, max(v.config().MaxStrandSize, int64(len(want))))
 	if err != nil {
 		return nil, false, err
 	}

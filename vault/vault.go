@@ -66,15 +66,24 @@ type Vault struct {
 	// fs is the vault directory, opened: every file knotd reads or writes
 	// in the vault is opened through it (package vaultfs), so that no
 	// symbolic link or ".." leads out of the vault.
-	fs     *os.Root
-	cfg    *config.Config
-	store  *state.Store
-	lock   *statedir.Lock
-	folder statedir.Folder // the vault's folder in the state directory
-	device statedir.Device // this device
-	rules  *ignore.Rules
+	fs *os.Root
+	// conf is the configuration, replaced whole when it is reloaded
+	// (Reload); loadOpts is where it was loaded from.
+	conf     atomic.Pointer[config.Config]
+	loadOpts config.LoadOptions
+	// confStamps are the config files as last looked at (by the watch
+	// loop's goroutine, and Reload on it or on SIGHUP's: see reloads).
+	reloadMu   sync.Mutex
+	confStamps []configStamp
+	store      *state.Store
+	lock       *statedir.Lock
+	folder     statedir.Folder // the vault's folder in the state directory
+	device     statedir.Device // this device
+	rules      *ignore.Rules
+	// agent is the Agent tests gave (Options.Agent); otherwise runner,
+	// replaced when the configuration is reloaded, runs the agents.
 	agent  Agent
-	runner *agentrun.Runner // for prompts (--dry-run); nil when Agent was given
+	runner atomic.Pointer[agentrun.Runner]
 	log    *slog.Logger
 	now    func() time.Time // the clock of sections, records and devices' heartbeats (the watch loop's delays run on its timers' clock)
 	grace  time.Duration
@@ -248,7 +257,8 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		_ = vfs.Close() // read only
 		return nil, err
 	}
-	cfg, err := config.Load(config.LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags})
+	loadOpts := config.LoadOptions{Vault: root, ConfigDir: opts.ConfigDir, UserFile: opts.ConfigFile, Flags: opts.Flags}
+	cfg, err := config.Load(loadOpts)
 	if err == nil {
 		_, err = cfg.Agent("")
 	}
@@ -259,7 +269,6 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	v = &Vault{
 		root:  root,
 		fs:    vfs,
-		cfg:   cfg,
 		rules: &ignore.Rules{ConfigDir: cfg.ObsidianDir, Patterns: cfg.Ignore},
 		agent: opts.Agent,
 		log:   opts.Logger,
@@ -271,6 +280,9 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		faults:     quiet{},
 		checkEvery: rootCheck,
 	}
+	v.conf.Store(cfg)
+	v.loadOpts = loadOpts
+	v.confStamps = v.configStamps()
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -285,10 +297,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	if v.grace <= 0 {
 		v.grace = 10 * time.Second
 	}
-	if v.agent == nil {
-		v.runner = &agentrun.Runner{Limits: cfg.Limits, Now: v.now}
-		v.agent = v.runner
-	}
+	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
 	return v, nil
 }
 
@@ -392,12 +401,12 @@ func (v *Vault) recover() error {
 // agentFor resolves a strand's knot_agent (or the default) to an agent
 // and the name reports use.
 func (v *Vault) agentFor(name string) (string, agentrun.Agent, error) {
-	a, err := v.cfg.Agent(name)
+	a, err := v.config().Agent(name)
 	if err != nil {
 		return "", a, err
 	}
 	if name == "" {
-		name = v.cfg.DefaultAgent
+		name = v.config().DefaultAgent
 	}
 	return name, a, nil
 }
@@ -551,7 +560,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 // surveyStrand is survey's look at the strand rel on disk; ok is false
 // when it cannot be read (it is said, and processed when it can be).
 func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
-	content, hash, info, tooBig, err := v.readStrand(rel, v.cfg.MaxStrandSize)
+	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if err != nil {
 		v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)
 		return adoptee{}, false
@@ -623,4 +632,16 @@ func adoptSession(tx *state.Tx, rec *state.Record, content []byte) error {
 	}
 	rec.Session, rec.Resume = doc.Fields.Session, doc.Fields.Resume
 	return nil
+}
+
+// config returns the configuration in force.
+func (v *Vault) config() *config.Config { return v.conf.Load() }
+
+// runAgent returns what runs the agents: the runner of the configuration
+// in force, or the Agent tests gave.
+func (v *Vault) runAgent() Agent {
+	if v.agent != nil {
+		return v.agent
+	}
+	return v.runner.Load()
 }

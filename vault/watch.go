@@ -83,17 +83,17 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	var wg sync.WaitGroup
 	var schedErr, watchErr error
 	wg.Go(func() { schedErr = s.Run(schedCtx) })
-	if v.cfg.Poll > 0 {
-		p := &watcher.Poller{Interval: v.cfg.Poll}
+	if v.config().Poll > 0 {
+		p := &watcher.Poller{Interval: v.config().Poll}
 		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })
-		v.log.Info("watching by polling", "vault", v.root, "interval", v.cfg.Poll)
+		v.log.Info("watching by polling", "vault", v.root, "interval", v.config().Poll)
 	} else {
 		w := &watcher.Watcher{
-			Root: v.root, Quiet: v.cfg.Debounce, MaxWait: v.cfg.MaxWait,
+			Root: v.root, Quiet: v.config().Debounce, MaxWait: v.config().MaxWait,
 			Filter: isWatched, Rules: v.rules, Logger: v.log,
 		}
 		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
-		v.log.Info("watching", "vault", v.root, "debounce", v.cfg.Debounce, "agent", v.cfg.DefaultAgent)
+		v.log.Info("watching", "vault", v.root, "debounce", v.config().Debounce, "agent", v.config().DefaultAgent)
 	}
 
 	rootInfo, err := os.Stat(v.root)
@@ -103,7 +103,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 		wg.Wait()
 		return fmt.Errorf("vault: watch %s: %w", v.root, err)
 	}
-	delay := v.cfg.Debounce
+	delay := v.config().Debounce
 	if delay <= 0 {
 		delay = watcher.DefaultQuiet
 	}
@@ -283,6 +283,9 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		if err := l.rootGone(); err != nil {
 			return err
 		}
+		// A changed config file applies before the changes that came
+		// with it are run (two stats a turn).
+		l.v.reloadIfChanged()
 		if len(batch) > 0 {
 			l.reconcile(batch)
 		}

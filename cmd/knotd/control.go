@@ -186,6 +186,9 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		fmt.Fprintln(stdout, "nothing to run")
 		return nil
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer onHangUp(cancel)()
 	sum, err := v.Once(ctx, vault.OnceOptions{Notes: notes})
 	if err != nil {
 		return err
@@ -385,8 +388,10 @@ func watch(ctx context.Context, v *vault.Vault, o options, log *slog.Logger) err
 	ln, err := control.Listen(v.ControlSocket())
 	if err != nil {
 		log.Warn("knotd status and the commands that steer knotd will not reach this knotd", "err", err)
+		defer onHangUp(func() { _, _ = v.Reload("SIGHUP") })()
 		return v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
 	}
+	defer onHangUp(func() { _, _ = v.Reload("SIGHUP") })() // an error is logged; the configuration in force stays
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- control.Serve(serveCtx, ln, v, log) }()

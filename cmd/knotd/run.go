@@ -123,6 +123,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}()
 	if o.once {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer onHangUp(cancel)()
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
 	return watch(ctx, v, o, log)

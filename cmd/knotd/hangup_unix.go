@@ -1,0 +1,10 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+var hangUpSignals = []os.Signal{syscall.SIGHUP}

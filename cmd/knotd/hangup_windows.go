@@ -1,0 +1,6 @@
+package main
+
+import "os"
+
+// Windows sends no SIGHUP.
+var hangUpSignals []os.Signal

@@ -1,0 +1,164 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/config"
+)
+
+// Reloaded says what a reload of the configuration changed.
+type Reloaded struct {
+	// Files are the config files read.
+	Files []string
+	// AtNextStart names the changed settings that take effect only when
+	// knotd starts again (the watcher and the scheduler are built with
+	// them); every other setting applies from the next run on.
+	AtNextStart []string
+}
+
+// Reload loads the user's and the vault's configuration again, re-checking
+// the trust of the vault's, and says in the log what happened; why is what
+// asked for it (SIGHUP, a config file that changed while knotd watches).
+// Work queued or running is kept: runs in progress finish with the
+// configuration they started with. If the configuration does not load (a
+// mistake in a file, an untrusted vault config), the one in force stays,
+// and the error says why.
+func (v *Vault) Reload(why string) (Reloaded, error) {
+	v.reloadMu.Lock()
+	defer v.reloadMu.Unlock()
+	r, err := v.reload()
+	if err != nil {
+		v.log.Error("cannot reload the configuration; knotd goes on with the one it had", "why", why, "err", err)
+		return r, err
+	}
+	v.log.Info("configuration reloaded", "why", why, "files", r.Files, "default_agent", v.config().DefaultAgent)
+	if len(r.AtNextStart) > 0 {
+		v.log.Warn("some changed settings take effect only when knotd starts again", "settings", r.AtNextStart)
+	}
+	return r, nil
+}
+
+// reload is Reload, without the log; v.reloadMu is held.
+func (v *Vault) reload() (Reloaded, error) {
+	v.confStamps = v.configStamps() // a file that does not load is not tried again until it changes
+	old := v.config()
+	cfg, err := config.Load(v.loadOpts)
+	if err == nil {
+		_, err = cfg.Agent("")
+	}
+	if err != nil {
+		return Reloaded{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var r Reloaded
+	r.Files = cfg.Files
+	for _, c := range []struct {
+		name string
+		same bool
+	}{
+		{"debounce", old.Debounce == cfg.Debounce},
+		{"max_wait", old.MaxWait == cfg.MaxWait},
+		{"concurrency", old.Concurrency == cfg.Concurrency},
+		{"poll", old.Poll == cfg.Poll},
+		{"ignore", slices.Equal(old.Ignore, cfg.Ignore)},
+		{"obsidian_dir", old.ObsidianDir == cfg.ObsidianDir},
+	} {
+		if !c.same {
+			r.AtNextStart = append(r.AtNextStart, c.name)
+		}
+	}
+	if len(r.AtNextStart) > 0 {
+		// They keep their running values until the restart, so that what
+		// the daemon says and what it does agree.
+		cfg.Debounce, cfg.MaxWait, cfg.Concurrency, cfg.Poll = old.Debounce, old.MaxWait, old.Concurrency, old.Poll
+		cfg.Ignore, cfg.ObsidianDir = old.Ignore, old.ObsidianDir
+	}
+	for _, c := range cfg.Clamped {
+		v.log.Warn("the vault config asks for more than your own configuration allows, and yours applies: a vault config may tighten limits, never raise them (knotd trust lets it)",
+			"file", config.VaultConfigPath(v.root), "value", c)
+	}
+	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
+	v.conf.Store(cfg)
+	return r, nil
+}
+
+// reloadIfChanged reloads the configuration if a config file changed
+// since it was loaded (or last looked at).
+func (v *Vault) reloadIfChanged() {
+	v.reloadMu.Lock()
+	changed := v.configChanged()
+	v.reloadMu.Unlock()
+	if changed {
+		_, _ = v.Reload("a config file changed") // an error is logged; the configuration in force stays
+	}
+}
+
+// configStamp is what tells that a config file changed: its size, time
+// and identity (a file replaced by a rename is a change), or its absence.
+type configStamp struct {
+	exists  bool
+	size    int64
+	modTime time.Time
+	info    os.FileInfo
+}
+
+// configPaths are the files a change of which changes the configuration:
+// the user's config file and the vault's.
+func (v *Vault) configPaths() []string {
+	user := v.loadOpts.UserFile
+	if user == "" {
+		dir := v.loadOpts.ConfigDir
+		if dir == "" {
+			var err error
+			if dir, err = config.UserConfigDir(); err != nil {
+				return []string{config.VaultConfigPath(v.root)}
+			}
+		}
+		user = filepath.Join(dir, config.ConfigFile)
+	}
+	return []string{user, config.VaultConfigPath(v.root)}
+}
+
+// configStamps stats the config files.
+func (v *Vault) configStamps() []configStamp {
+	paths := v.configPaths()
+	out := make([]configStamp, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil:
+			out[i] = configStamp{exists: true, size: fi.Size(), modTime: fi.ModTime(), info: fi}
+		case !errors.Is(err, fs.ErrNotExist):
+			// Unreadable: compared as it is; a change shows when it
+			// can be read again.
+			out[i] = configStamp{exists: true, size: -1}
+		}
+	}
+	return out
+}
+
+// configChanged reports whether a config file changed since the
+// configuration in force was loaded (or last looked at); v.reloadMu is
+// held.
+func (v *Vault) configChanged() bool {
+	now := v.configStamps()
+	if v.confStamps == nil {
+		v.confStamps = now
+		return false
+	}
+	changed := false
+	for i, s := range now {
+		o := v.confStamps[i]
+		same := s.exists == o.exists && s.size == o.size && s.modTime.Equal(o.modTime) &&
+			(s.info == nil || o.info == nil || os.SameFile(s.info, o.info))
+		changed = changed || !same
+	}
+	v.confStamps = now
+	return changed
+}
