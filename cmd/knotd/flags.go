@@ -69,8 +69,8 @@ trust it with 'knotd trust VAULT'. Notes choose agents with knot_agent in
 their frontmatter. See the README for every key.
 `
 
-func parseFlags(args []string, stdout io.Writer) (options, error) {
-	o := options{set: map[string]bool{}}
+// mainFlagSet returns knotd's flags, bound to o.
+func mainFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("knotd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.once, "once", false, "process every pending note once, then exit")
@@ -89,26 +89,33 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before")
+	return fs
+}
+
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	o := options{set: map[string]bool{}}
+	fs := mainFlagSet(&o)
 	// The flag package calls Usage itself on every parse error; knotd
 	// prints the usage once, for -h and --help only, and a one-line error
 	// otherwise.
 	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usageText)
-			printDefaults(stdout, fs)
-			fmt.Fprint(stdout, usageTail)
-			return o, errSilentHelp
-		}
-		return o, usageError{err.Error()}
+	pos, err := parseArgs(fs, "", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageText)
+		printDefaults(stdout, fs)
+		fmt.Fprint(stdout, usageTail)
+		return o, errSilentHelp
+	}
+	if err != nil {
+		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	switch fs.NArg() {
+	switch len(pos) {
 	case 0:
 	case 1:
-		o.vault = fs.Arg(0)
+		o.vault = pos[0]
 	default:
-		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))}
+		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))}
 	}
 	if o.jsonOut && !o.once {
 		return o, usageError{"--json goes with --once"}
@@ -157,10 +164,46 @@ type errHelp struct{}
 
 func (errHelp) Error() string { return "help printed" }
 
+// version says which knotd this is: the module version (a tag when
+// installed with go install ...@version, "(devel)" for a build from a
+// checkout), the VCS revision and its time when the build recorded them,
+// "+ local changes" when the checkout had any, and the Go release.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(devel)"
+	if !ok {
+		return "(devel; no build information)"
 	}
-	return bi.Main.Version
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	var parts []string
+	if rev := settings["vcs.revision"]; rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		p := "commit " + rev
+		if t := settings["vcs.time"]; t != "" {
+			p += " (" + t + ")"
+		}
+		if settings["vcs.modified"] == "true" {
+			p += " + local changes"
+		}
+		parts = append(parts, p)
+	}
+	if bi.GoVersion != "" {
+		parts = append(parts, "built with "+bi.GoVersion)
+	}
+	if len(parts) == 0 {
+		return v
+	}
+	return v + ", " + strings.Join(parts, ", ")
 }

@@ -220,7 +220,8 @@ func TestRun_DryRun(t *testing.T) {
 }
 
 // TestRun_ExplainIgnore: --explain-ignore answers for a path given
-// relative to the vault or absolute inside it, and refuses one outside.
+// relative to the current directory or to the vault, or absolute inside
+// it, and refuses one outside.
 func TestRun_ExplainIgnore(t *testing.T) {
 	v, _ := setup(t)
 	writeFile(t, filepath.Join(v, ".knotignore"), "drafts/\n")
@@ -238,6 +239,31 @@ func TestRun_ExplainIgnore(t *testing.T) {
 	}
 	if code, _, errOut := knotd(t, "--explain-ignore", filepath.Dir(v), v); code != exitUsage || !strings.Contains(errOut, "not inside the vault") {
 		t.Errorf("a path outside the vault: exit %d, %s", code, errOut)
+	}
+
+	// A relative PATH is read from the current directory when that leads
+	// inside the vault, else from the vault's root.
+	writeFile(t, filepath.Join(v, "notes", "a.md"), "# A\n")
+	writeFile(t, filepath.Join(v, "drafts", "x.md"), "# X\n")
+	for _, tt := range []struct {
+		cwd, path, want string
+	}{
+		{filepath.Join(v, "notes"), "a.md", "notes/a.md: not ignored"},
+		{filepath.Join(v, "notes"), "../drafts/x.md", "drafts/x.md: ignored"},
+		{filepath.Join(v, "notes"), "drafts/x.md", "drafts/x.md: ignored"}, // not in notes/: the vault's
+		{filepath.Dir(v), filepath.Join(filepath.Base(v), "drafts", "x.md"), "drafts/x.md: ignored"},
+		{t.TempDir(), "notes/a.md", "notes/a.md: not ignored"},
+		{v, "notes/new.md", "notes/new.md: not ignored"},
+	} {
+		t.Chdir(tt.cwd)
+		code, out, errOut := knotd(t, "--explain-ignore", tt.path, v)
+		if code != exitOK || !strings.HasPrefix(out, tt.want) {
+			t.Errorf("in %s, --explain-ignore %s: exit %d, %q %q; want %q", tt.cwd, tt.path, code, out, errOut, tt.want)
+		}
+	}
+	t.Chdir(filepath.Join(v, "notes"))
+	if code, _, errOut := knotd(t, "--explain-ignore", "../../elsewhere.md", v); code != exitUsage || !strings.Contains(errOut, "not inside the vault") {
+		t.Errorf("a relative path outside the vault: exit %d, %s", code, errOut)
 	}
 }
 
