@@ -175,7 +175,7 @@ func VaultConfigPath(root string) string {
 // layer is one parsed Settings and where it came from.
 type layer struct {
 	Settings
-	name    string // the file, or "from the command line" (messages read "vault: config NAME: …")
+	name    string // the file, or "from the command line" (messages read "config NAME: …")
 	data    []byte // the file's bytes (nil if absent)
 	trusted bool   // the user's own layer, or a trusted vault file
 }
@@ -227,7 +227,7 @@ func (c *Config) readLayer(path string, required bool) (layer, error) {
 	case errors.Is(err, fs.ErrNotExist) && !required:
 		return layer{name: path}, nil
 	case err != nil:
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	return c.parseLayer(path, data)
 }
@@ -254,7 +254,7 @@ func (c *Config) readVaultLayer(root string) (layer, error) {
 	path := VaultConfigPath(root)
 	vr, err := os.OpenRoot(root)
 	if err != nil {
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	defer vr.Close()
 	data, _, err := vaultfs.ReadFile(vr, strand.StateDir+"/"+ConfigFile, MaxConfigSize)
@@ -262,11 +262,11 @@ func (c *Config) readVaultLayer(root string) (layer, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return layer{name: path}, nil
 	case errors.Is(err, vaultfs.ErrNotRegular):
-		return layer{}, fmt.Errorf("vault: config %s: %w: knotd reads only a regular file there; replace it with the file itself, or remove it", path, err)
+		return layer{}, fmt.Errorf("config %s: %w: knotd reads only a regular file there; replace it with the file itself, or remove it", path, err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return layer{}, fmt.Errorf("vault: config %s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
+		return layer{}, fmt.Errorf("config %s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
 	case err != nil:
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	return c.parseLayer(path, data)
 }
@@ -342,7 +342,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 	}
 	if c.MaxWait < c.Debounce {
 		if user.MaxWait != nil || vault.MaxWait != nil || flags.MaxWait != nil {
-			return fmt.Errorf("vault: config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
+			return fmt.Errorf("config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
 		}
 		c.MaxWait = c.Debounce // only the debounce was raised: the default max_wait follows it
 	}
@@ -363,7 +363,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 			a.Timeout = timeout
 		}
 		if err := a.Validate(); err != nil {
-			return fmt.Errorf("vault: config %s: %w", source[name], err)
+			return fmt.Errorf("config %s: %w", source[name], err)
 		}
 		c.Agents[name] = a
 	}
@@ -372,7 +372,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 		if slices.Contains(agentrun.Presets(), c.DefaultAgent) {
 			hint = fmt.Sprintf(" (for the %[1]s preset: agents: {%[1]s: {preset: %[1]s}})", c.DefaultAgent)
 		}
-		return fmt.Errorf("vault: config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
+		return fmt.Errorf("config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
 			agentBy.name, c.DefaultAgent, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "), user.name, hint)
 	}
 	return nil
@@ -498,7 +498,7 @@ func (l *layer) validate() error {
 	if len(probs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("vault: config %s: %s", l.name, strings.Join(probs, "; "))
+	return fmt.Errorf("config %s: %s", l.name, strings.Join(probs, "; "))
 }
 
 const maxInt = int(^uint(0) >> 1)

@@ -242,7 +242,7 @@ func TestLoad_InvalidValues(t *testing.T) {
 		want       string
 	}{
 		{"concurrency zero", "concurrency: 0\n", Settings{}, "concurrency 0"},
-		{"concurrency flag", "", Settings{Concurrency: ptr(1000)}, "vault: config from the command line: concurrency 1000"},
+		{"concurrency flag", "", Settings{Concurrency: ptr(1000)}, "config from the command line: concurrency 1000"},
 		{"negative debounce", "debounce: -1s\n", Settings{}, "debounce -1s is negative"},
 		{"max_wait under debounce", "debounce: 10s\nmax_wait: 5s\n", Settings{}, "max_wait 5s is shorter than debounce 10s"},
 		{"poll too fast", "poll: 1ms\n", Settings{}, "poll 1ms"},

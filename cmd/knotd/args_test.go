@@ -104,3 +104,22 @@ func TestVersionOf(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigErrors: a configuration mistake is reported by knotd with the
+// file, the line where it is, the key and what was expected: exit 2.
+func TestConfigErrors(t *testing.T) {
+	v, _ := setup(t)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	for _, tt := range []struct{ yaml, want string }{
+		{"default_agent: mine\nagents:\n  mine:\n    command: [echo]\n   prompt: stdin\n",
+			"knotd: configuration error: config " + cfg + ": line 5: this line is indented differently from the lines above it (the keys of one map, and the '- ' items of one list, start in the same column; a key's value is indented under it)\n"},
+		{"debounce: 2s\nagents:\n  - claude\n",
+			"knotd: configuration error: config " + cfg + ": line 3: agents: expected agents by name, each with its keys (mine: {command: [mytool]}), found a list\n"},
+	} {
+		writeFile(t, cfg, tt.yaml)
+		code, _, errOut := knotd(t, "--once", v, "--config", cfg)
+		if code != exitUsage || errOut != tt.want {
+			t.Errorf("config\n%s: exit %d, stderr\n%q; want exit 2 and\n%q", tt.yaml, code, errOut, tt.want)
+		}
+	}
+}
