@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "reset" {
 		return runReset(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "service" {
+		return runService(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
 		return nil
