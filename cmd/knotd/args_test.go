@@ -123,3 +123,23 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestLogLevelDebug: --log-level debug says more than info: which knotd,
+// on which vault, with which configuration.
+func TestLogLevelDebug(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(c, "config.yaml"), "debounce: 3s\n")
+	_, _, info := knotd(t, "--once", v)
+	code, _, debug := knotd(t, "--once", "--log-level", "debug", v)
+	if code != exitOK {
+		t.Fatalf("--log-level debug: exit %d: %s", code, debug)
+	}
+	for _, want := range []string{`level=DEBUG msg="knotd starting" version=`, "vault=" + v, `level=DEBUG msg=configuration files=[` + filepath.Join(c, "config.yaml") + `]`, "debounce=3s", `agents="[digest=digest]"`, `msg="run transcripts" dir=`} {
+		if !strings.Contains(debug, want) {
+			t.Errorf("--log-level debug does not say %q:\n%s", want, debug)
+		}
+		if strings.Contains(info, want) {
+			t.Errorf("--log-level info says %q too:\n%s", want, info)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,7 +101,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "knotd", version())
 		return nil
 	}
-	log, err := newLogger(stderr, o.logLevel, o.logFormat)
+	log, runs, err := newLogger(stderr, o.logLevel, o.logFormat)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:     log,
 		ConfigFile: o.config,
 		Flags:      overrides(o),
+		Grace:      agentGrace,
 	}
+	logDebug(log, root, o, args)
 	if o.dryRun {
 		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all, TakeOver: o.takeOver}, stdout)
 	}
@@ -128,6 +131,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = cerr
 		}
 	}()
+	defer sayStopping(ctx, log, runs)()
 	if o.once {
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
@@ -205,19 +209,57 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+// newLogger returns knotd's logger, and the counter of runs in flight
+// that it feeds (see runCounter).
+func newLogger(w io.Writer, level, format string) (*slog.Logger, *runCounter, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
+		return nil, nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
 	hopts := &slog.HandlerOptions{Level: lv, ReplaceAttr: utcTimes}
+	var h slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
+		h = slog.NewTextHandler(w, hopts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+		h = slog.NewJSONHandler(w, hopts)
+	default:
+		return nil, nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
 	}
-	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+	runs := newRunCounter(h)
+	return slog.New(runs), runs, nil
+}
+
+// logDebug says, at the debug level, which knotd runs on which vault with
+// which configuration: what a report of a problem needs first.
+func logDebug(log *slog.Logger, root string, o options, args []string) {
+	ctx := context.Background()
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	log.Debug("knotd starting", "version", version(), "pid", os.Getpid(), "args", args, "vault", root)
+	if dir, ok, err := vault.RunsDir("", root); err == nil {
+		if ok {
+			log.Debug("run transcripts", "dir", dir)
+		} else {
+			log.Debug("first run on this vault on this machine: its state folder is made now")
+		}
+	}
+	c, err := config.Load(config.LoadOptions{Vault: root, UserFile: o.config, Flags: overrides(o)})
+	if err != nil {
+		return // the vault reports it
+	}
+	agents := make([]string, 0, len(c.Agents))
+	for name, a := range c.Agents {
+		what := a.Preset
+		if what == "" && len(a.Command) > 0 {
+			what = a.Command[0]
+		}
+		agents = append(agents, name+"="+what)
+	}
+	slices.Sort(agents)
+	log.Debug("configuration", "files", c.Files, "default_agent", c.DefaultAgent, "debounce", c.Debounce, "max_wait", c.MaxWait,
+		"concurrency", c.Concurrency, "poll", c.Poll, "ignore", c.Ignore, "agents", agents, "runner", c.Runner, "clamped", c.Clamped)
 }
 
 // utcTimes is the loggers' ReplaceAttr: every time knotd logs, the
