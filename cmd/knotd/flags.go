@@ -20,20 +20,28 @@ Usage:
   knotd --once [flags] [VAULT]   process every note that changed since the
                                  last pass, then exit (for scripts and cron)
   knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
-  knotd runs [--strand PATH] [--json] [VAULT]
+  knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]
                                  list the runs, newest first, from their
-                                 transcripts in knotd's state directory
+                                 transcripts in knotd's state directory;
+                                 -f keeps printing new runs until Ctrl-C
   knotd runs show RUN_ID [--json] [VAULT]
                                  print one run: command line, prompt, output,
-                                 outcome; RUN_ID is in the tie-off's
+                                 outcome; RUN_ID (or a prefix of it naming
+                                 one run) is in the tie-off's
                                  <!-- knot:run RUN_ID --> marker
   knotd runs --keep DAYS [--keep-count N] [VAULT]
                                  delete older run transcripts ('knotd runs
                                  --help' says more)
   knotd reset NOTE...            start a new conversation for each NOTE at
                                  its next run (or set knot_session: new in it)
+  knotd service install|uninstall [--dry-run] [--no-start] [VAULT]
+                                 run knotd on VAULT as a service of your user
+                                 (systemd on Linux, launchd on macOS)
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
+
+Flags may come before or after VAULT, for every command. knotd prints and
+logs every time in UTC.
 
 On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows
@@ -60,7 +68,9 @@ Flags:
 const usageTail = `
 Exit status (--once): 0 every run succeeded or nothing to do, 1 at least one
 run failed, 2 usage or configuration error, 3 the vault is in use by another
-knotd. In watch mode knotd exits 0 after a clean shutdown.
+knotd. In watch mode knotd exits 0 after a clean shutdown: on SIGINT or
+SIGTERM it says how many running agents it waits for, gives them 10s, kills
+what remains; a second signal stops it at once.
 
 Configuration: $XDG_CONFIG_HOME/knotd/config.yaml (or --config FILE), then
 VAULT/.knot/config.yaml, then flags. A vault's config may choose agents and
@@ -84,10 +94,10 @@ func mainFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing")
 	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
 	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds the version, vault and configuration), info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit; a relative PATH is\nread from the current directory, or else from the vault's root")
+	fs.BoolVar(&o.version, "version", false, "print the version (module version, commit, Go release) and exit")
 	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before")
 	return fs
 }
@@ -132,7 +142,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 }
 
 // printDefaults prints the flags as knotd's documentation spells them,
-// with two dashes: "--once", "--agent NAME".
+// with two dashes ("--once", "--agent NAME"), one for a one-letter flag
+// ("-f").
 func printDefaults(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
@@ -145,6 +156,9 @@ func printDefaults(w io.Writer, fs *flag.FlagSet) {
 			name = strings.ToUpper(f.Name[strings.LastIndexByte(f.Name, '-')+1:]) // --log-level LEVEL
 		}
 		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name // -f
+		}
 		if name != "" {
 			line += " " + name
 		}

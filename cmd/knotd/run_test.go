@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -420,4 +421,41 @@ func tieoffSections(t *testing.T, path string) []tieoff.Section {
 		t.Fatalf("tie-off %s: %v", path, errs)
 	}
 	return secs
+}
+
+// TestRun_HelpAndReadmeAgree: knotd --help and the README's command-line
+// table name the same flags.
+func TestRun_HelpAndReadmeAgree(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Command line\n")
+	require.True(t, ok, "README.md has no Command line section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	flagName := regexp.MustCompile("`(--[a-z-]+)")
+	inReadme := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "| `--") {
+			for _, m := range flagName.FindAllStringSubmatch(strings.SplitN(line, "|", 3)[1], -1) {
+				inReadme[m[1]] = true
+			}
+		}
+	}
+	_, help, _ := knotd(t, "--help")
+	inHelp := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\n  (--[a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		inHelp[m[1]] = true
+	}
+	for f := range inHelp {
+		if !inReadme[f] {
+			t.Errorf("knotd --help has %s; README's table does not", f)
+		}
+	}
+	for f := range inReadme {
+		if !inHelp[f] {
+			t.Errorf("README's table has %s; knotd --help does not", f)
+		}
+	}
+	if len(inHelp) < 10 {
+		t.Errorf("found only %d flags in knotd --help:\n%s", len(inHelp), help)
+	}
 }
