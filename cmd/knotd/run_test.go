@@ -86,7 +86,7 @@ func TestRun_OnceExitStatus(t *testing.T) {
 		}, exitFailed, ""},
 		{"unknown flag", func(t *testing.T, v, _ string) []string {
 			return []string{"--once", "--bogus", v}
-		}, exitUsage, "flag provided but not defined: -bogus"},
+		}, exitUsage, "unknown flag --bogus"},
 		{"two vaults", func(t *testing.T, v, _ string) []string {
 			return []string{"--once", v, v}
 		}, exitUsage, "one VAULT at most"},
