@@ -326,3 +326,30 @@ func distance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// keyLines returns the line of every key of the file whose node tree is
+// root, by its path: debounce, limits.content, agents.mine.timeout.
+func keyLines(root *yaml.Node) map[string]int {
+	lines := map[string]int{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				lines[p] = k.Line
+				walk(n.Content[i+1], p)
+			}
+		}
+	}
+	walk(root, "")
+	return lines
+}
