@@ -26,7 +26,7 @@ func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 			}
 			msg := flagError(fs, err)
 			if cmd != "" {
-				msg = fmt.Sprintf("%s: %s (see knotd %s --help)", cmd, msg, cmd)
+				msg = fmt.Sprintf("knotd %s: %s (see knotd %s --help)", cmd, msg, cmd)
 			}
 			return nil, usageError{msg}
 		}

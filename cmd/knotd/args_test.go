@@ -28,10 +28,10 @@ func TestArgs_Errors(t *testing.T) {
 		{[]string{"--frobnicate", v}, "knotd: unknown flag --frobnicate (see knotd --help)\n"},
 		{[]string{"--vresion"}, "knotd: unknown flag --vresion; did you mean --version? (see knotd --help)\n"},
 		{[]string{"--dry", v}, "knotd: unknown flag --dry; did you mean --dry-run? (see knotd --help)\n"},
-		{[]string{"runs", v, "--jsn"}, "knotd: runs: unknown flag --jsn; did you mean --json? (see knotd runs --help)\n"},
-		{[]string{"runs", "--limit", "5m", v}, "knotd: runs: --limit 5m: not a whole number (see knotd runs --help)\n"},
-		{[]string{"trust", v, "--force"}, "knotd: trust: unknown flag --force (see knotd trust --help)\n"},
-		{[]string{"reset", "a.md", "--confg", "x"}, "knotd: reset: unknown flag --confg; did you mean --config? (see knotd reset --help)\n"},
+		{[]string{"runs", v, "--jsn"}, "knotd runs: unknown flag --jsn; did you mean --json? (see knotd runs --help)\n"},
+		{[]string{"runs", "--limit", "5m", v}, "knotd runs: --limit 5m: not a whole number (see knotd runs --help)\n"},
+		{[]string{"trust", v, "--force"}, "knotd trust: unknown flag --force (see knotd trust --help)\n"},
+		{[]string{"reset", "a.md", "--confg", "x"}, "knotd reset: unknown flag --confg; did you mean --config? (see knotd reset --help)\n"},
 		{[]string{v, v}, "knotd: one VAULT at most, got 2: " + v + " " + v + " (see knotd --help)\n"},
 	}
 	for _, tt := range tests {

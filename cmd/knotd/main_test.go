@@ -93,7 +93,7 @@ func knotd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	if err != nil {
-		errOut.WriteString("knotd: " + err.Error() + "\n")
+		errOut.WriteString(errorLine(err) + "\n")
 	}
 	return exitCode(err), out.String(), errOut.String()
 }

@@ -36,11 +36,16 @@ var (
 // usageError is a mistake on the command line.
 type usageError struct{ msg string }
 
-// Error is the message, pointing to knotd --help unless it names a help
-// already (a subcommand's).
+// Error is the message, pointing to knotd's --help, or to the subcommand's
+// for a message that begins with it, unless it names a help already.
 func (e usageError) Error() string {
 	if strings.Contains(e.msg, "--help") {
 		return e.msg
+	}
+	if rest, ok := strings.CutPrefix(e.msg, "knotd "); ok {
+		// A subcommand's ("knotd runs show: ..."): its own help.
+		cmd, _, _ := strings.Cut(rest, " ")
+		return e.msg + " (see knotd " + strings.TrimSuffix(cmd, ":") + " --help)"
 	}
 	return e.msg + " (see knotd --help)"
 }

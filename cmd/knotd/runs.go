@@ -303,7 +303,7 @@ func resolveRunID(dir, arg string) (string, error) {
 	if len(list) > shown {
 		list, more = list[:shown], fmt.Sprintf(" and %d more", len(ids)-shown)
 	}
-	return "", usageError{fmt.Sprintf("knotd runs show: %s is the beginning of %d run ids: %s%s; give more of the id", arg, len(ids), strings.Join(list, ", "), more)}
+	return "", usageError{fmt.Sprintf("knotd runs show: %s is the beginning of %d run ids: %s%s; give more of the id (see knotd runs --help)", arg, len(ids), strings.Join(list, ", "), more)}
 }
 
 func showRun(dir, arg string, jsonOut bool, stdout, stderr io.Writer) error {

@@ -229,7 +229,7 @@ func TestRuns_PrefixLimitAndUTC(t *testing.T) {
 	if n > 0 {
 		code, _, errOut = knotd(t, "runs", "show", runA[:n], v)
 		lo, hi := min(runA, runB), max(runA, runB)
-		want := fmt.Sprintf("knotd: knotd runs show: %s is the beginning of 2 run ids: %s, %s; give more of the id (see knotd --help)\n", runA[:n], lo, hi)
+		want := fmt.Sprintf("knotd runs show: %s is the beginning of 2 run ids: %s, %s; give more of the id (see knotd runs --help)\n", runA[:n], lo, hi)
 		if code != exitUsage || errOut != want {
 			t.Errorf("knotd runs show %s (ambiguous): exit %d, stderr\n%q; want\n%q", runA[:n], code, errOut, want)
 		}
