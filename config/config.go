@@ -175,9 +175,10 @@ func VaultConfigPath(root string) string {
 // layer is one parsed Settings and where it came from.
 type layer struct {
 	Settings
-	name    string // the file, or "from the command line" (messages read "vault: config NAME: …")
-	data    []byte // the file's bytes (nil if absent)
-	trusted bool   // the user's own layer, or a trusted vault file
+	name    string         // the file, or "from the command line" (messages read "config NAME: …")
+	data    []byte         // the file's bytes (nil if absent)
+	lines   map[string]int // the line of each key by its path (limits.content), for messages
+	trusted bool           // the user's own layer, or a trusted vault file
 }
 
 // Load reads, checks and merges the configuration layers described by
@@ -227,7 +228,7 @@ func (c *Config) readLayer(path string, required bool) (layer, error) {
 	case errors.Is(err, fs.ErrNotExist) && !required:
 		return layer{name: path}, nil
 	case err != nil:
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	return c.parseLayer(path, data)
 }
@@ -254,7 +255,7 @@ func (c *Config) readVaultLayer(root string) (layer, error) {
 	path := VaultConfigPath(root)
 	vr, err := os.OpenRoot(root)
 	if err != nil {
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	defer vr.Close()
 	data, _, err := vaultfs.ReadFile(vr, strand.StateDir+"/"+ConfigFile, MaxConfigSize)
@@ -262,18 +263,18 @@ func (c *Config) readVaultLayer(root string) (layer, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return layer{name: path}, nil
 	case errors.Is(err, vaultfs.ErrNotRegular):
-		return layer{}, fmt.Errorf("vault: config %s: %w: knotd reads only a regular file there; replace it with the file itself, or remove it", path, err)
+		return layer{}, fmt.Errorf("config %s: %w: knotd reads only a regular file there; replace it with the file itself, or remove it", path, err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return layer{}, fmt.Errorf("vault: config %s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
+		return layer{}, fmt.Errorf("config %s is larger than %d bytes: knotd reads no config that big", path, MaxConfigSize)
 	case err != nil:
-		return layer{}, fmt.Errorf("vault: config: %w", err)
+		return layer{}, fmt.Errorf("config: %w", err)
 	}
 	return c.parseLayer(path, data)
 }
 
 // parseLayer parses one config file's bytes into a layer.
 func (c *Config) parseLayer(path string, data []byte) (layer, error) {
-	s, err := parseSettings(path, data)
+	s, lines, err := parseSettingsLines(path, data)
 	if err != nil {
 		return layer{}, err
 	}
@@ -281,7 +282,7 @@ func (c *Config) parseLayer(path string, data []byte) (layer, error) {
 	if data == nil {
 		data = []byte{}
 	}
-	return layer{Settings: s, name: path, data: data}, nil
+	return layer{Settings: s, name: path, data: data, lines: lines}, nil
 }
 
 // checkTrust sets vault.trusted if the user trusted the vault layer's
@@ -306,7 +307,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 	c.Agents = map[string]agentrun.Agent{}
 	var timeout time.Duration
 	agentBy := layer{name: "the defaults", trusted: true}
-	source := map[string]string{} // agent name -> file that defined it
+	source := map[string]layer{} // agent name -> the layer that defined it
 	for _, l := range []layer{user, vault, flags} {
 		if err := l.validate(); err != nil {
 			return err
@@ -337,12 +338,12 @@ func (c *Config) merge(user, vault, flags layer) error {
 		for name, a := range s.Agents {
 			a.Name = name
 			c.Agents[name] = a
-			source[name] = l.name
+			source[name] = l
 		}
 	}
 	if c.MaxWait < c.Debounce {
 		if user.MaxWait != nil || vault.MaxWait != nil || flags.MaxWait != nil {
-			return fmt.Errorf("vault: config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
+			return fmt.Errorf("config: max_wait %v is shorter than debounce %v", c.MaxWait, c.Debounce)
 		}
 		c.MaxWait = c.Debounce // only the debounce was raised: the default max_wait follows it
 	}
@@ -350,7 +351,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 	// vault file may not (see Config).
 	if _, ok := c.Agents[c.DefaultAgent]; !ok && agentBy.trusted && slices.Contains(agentrun.Presets(), c.DefaultAgent) {
 		c.Agents[c.DefaultAgent] = agentrun.Agent{Name: c.DefaultAgent, Preset: c.DefaultAgent}
-		source[c.DefaultAgent] = agentBy.name
+		source[c.DefaultAgent] = agentBy
 	}
 	if _, ok := c.Agents[agentrun.PresetDigest]; !ok {
 		c.Agents[agentrun.PresetDigest] = agentrun.Agent{Name: agentrun.PresetDigest, Preset: agentrun.PresetDigest}
@@ -363,7 +364,8 @@ func (c *Config) merge(user, vault, flags layer) error {
 			a.Timeout = timeout
 		}
 		if err := a.Validate(); err != nil {
-			return fmt.Errorf("vault: config %s: %w", source[name], err)
+			l := source[name]
+			return fmt.Errorf("config %s: %s%w", l.name, l.at("agents."+name), err)
 		}
 		c.Agents[name] = a
 	}
@@ -372,7 +374,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 		if slices.Contains(agentrun.Presets(), c.DefaultAgent) {
 			hint = fmt.Sprintf(" (for the %[1]s preset: agents: {%[1]s: {preset: %[1]s}})", c.DefaultAgent)
 		}
-		return fmt.Errorf("vault: config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
+		return fmt.Errorf("config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
 			agentBy.name, c.DefaultAgent, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "), user.name, hint)
 	}
 	return nil
@@ -447,36 +449,38 @@ func setIf[T any](dst *T, v *T) {
 // once under the layer's name.
 func (l *layer) validate() error {
 	var probs []string
-	add := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+	// add says what is wrong with the value of key (limits.content), at
+	// its line when it comes from a file.
+	add := func(key, format string, args ...any) { probs = append(probs, l.at(key)+fmt.Sprintf(format, args...)) }
 	s := &l.Settings
 	if s.DefaultAgent != nil && checkAgentName(*s.DefaultAgent) != nil {
-		add("default_agent %q is not an agent name", *s.DefaultAgent)
+		add("default_agent", "default_agent %q is not an agent name", *s.DefaultAgent)
 	}
 	for _, d := range []struct {
 		key string
 		v   *time.Duration
 	}{{"debounce", s.Debounce}, {"max_wait", s.MaxWait}} {
 		if d.v != nil && *d.v < 0 {
-			add("%s %v is negative", d.key, *d.v)
+			add(d.key, "%s %v is negative", d.key, *d.v)
 		}
 	}
 	if s.TakeoverAfter != nil && *s.TakeoverAfter != 0 && *s.TakeoverAfter < device.MinTakeoverAfter {
-		add("takeover_after %v is under %v (a few heartbeats, so that a sync delay never passes for silence; 0 turns it off)", *s.TakeoverAfter, device.MinTakeoverAfter)
+		add("takeover_after", "takeover_after %v is under %v (a few heartbeats, so that a sync delay never passes for silence; 0 turns it off)", *s.TakeoverAfter, device.MinTakeoverAfter)
 	}
 	if s.Runner != nil && (strings.TrimSpace(*s.Runner) != *s.Runner || *s.Runner == "" || strings.ContainsAny(*s.Runner, "\x00\n")) {
-		add("runner %q is not a device name or id", *s.Runner)
+		add("runner", "runner %q is not a device name or id", *s.Runner)
 	}
 	if s.Timeout != nil && *s.Timeout <= 0 {
-		add("timeout %v is not positive", *s.Timeout)
+		add("timeout", "timeout %v is not positive", *s.Timeout)
 	}
 	if s.Concurrency != nil && (*s.Concurrency < 1 || *s.Concurrency > maxConcurrency) {
-		add("concurrency %d is not between 1 and %d", *s.Concurrency, maxConcurrency)
+		add("concurrency", "concurrency %d is not between 1 and %d", *s.Concurrency, maxConcurrency)
 	}
 	if s.Poll != nil && *s.Poll != 0 && *s.Poll < minPoll {
-		add("poll %v is under %v (0 turns polling off)", *s.Poll, minPoll)
+		add("poll", "poll %v is under %v (0 turns polling off)", *s.Poll, minPoll)
 	}
 	if d := s.ObsidianDir; d != nil && (*d == "" || *d == "." || *d == ".." || strings.ContainsAny(*d, "/\\\x00")) {
-		add("obsidian_dir %q is not a folder name", *d)
+		add("obsidian_dir", "obsidian_dir %q is not a folder name", *d)
 	}
 	lim := &s.Limits
 	for _, v := range []struct {
@@ -484,21 +488,30 @@ func (l *layer) validate() error {
 		v   *Size
 	}{{"max_strand_size", lim.MaxStrandSize}, {"content", lim.Content}, {"diff", lim.Diff}, {"tieoff_bytes", lim.TieOffBytes}, {"prompt", lim.Prompt}} {
 		if v.v != nil && (*v.v <= 0 || int64(*v.v) > int64(maxInt)) {
-			add("limits: %s %d is out of range", v.key, *v.v)
+			add("limits."+v.key, "limits: %s %d is out of range", v.key, *v.v)
 		}
 	}
 	if lim.TieOffSections != nil && *lim.TieOffSections < 0 {
-		add("limits: tieoff_sections %d is negative", *lim.TieOffSections)
+		add("limits.tieoff_sections", "limits: tieoff_sections %d is negative", *lim.TieOffSections)
 	}
 	for _, p := range s.Ignore {
 		if strings.TrimSpace(p) == "" {
-			add("ignore has an empty pattern")
+			add("ignore", "ignore has an empty pattern")
 		}
 	}
 	if len(probs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("vault: config %s: %s", l.name, strings.Join(probs, "; "))
+	return fmt.Errorf("config %s: %s", l.name, strings.Join(probs, "; "))
+}
+
+// at is "line N: " for the key at path in the layer's file, "" when the
+// layer is not a file or the key is not in it.
+func (l *layer) at(path string) string {
+	if n, ok := l.lines[path]; ok {
+		return fmt.Sprintf("line %d: ", n)
+	}
+	return ""
 }
 
 const maxInt = int(^uint(0) >> 1)

@@ -242,7 +242,7 @@ func TestLoad_InvalidValues(t *testing.T) {
 		want       string
 	}{
 		{"concurrency zero", "concurrency: 0\n", Settings{}, "concurrency 0"},
-		{"concurrency flag", "", Settings{Concurrency: ptr(1000)}, "vault: config from the command line: concurrency 1000"},
+		{"concurrency flag", "", Settings{Concurrency: ptr(1000)}, "config from the command line: concurrency 1000"},
 		{"negative debounce", "debounce: -1s\n", Settings{}, "debounce -1s is negative"},
 		{"max_wait under debounce", "debounce: 10s\nmax_wait: 5s\n", Settings{}, "max_wait 5s is shorter than debounce 10s"},
 		{"poll too fast", "poll: 1ms\n", Settings{}, "poll 1ms"},
@@ -340,5 +340,28 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 				t.Errorf("Clamped = %q; want %q", said, tt.clamped)
 			}
 		})
+	}
+}
+
+// TestLoad_ValueErrorsNameTheLine: a value of the right kind that knotd
+// refuses is reported at its line in the file.
+func TestLoad_ValueErrorsNameTheLine(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"debounce: 1s\nconcurrency: 1000\n", "config FILE: line 2: concurrency 1000 is not between 1 and 64"},
+		{"limits:\n  content: 0\npoll: 1ms\n", "config FILE: line 3: poll 1ms is under 100ms (0 turns polling off); line 2: limits: content 0 is out of range"},
+		{"ignore: [\"  \"]\n", "config FILE: line 1: ignore has an empty pattern"},
+	} {
+		e := newConfigEnv(t)
+		e.writeUser(t, tt.yaml)
+		_, err := e.load(Settings{})
+		want := strings.ReplaceAll(tt.want, "FILE", filepath.Join(e.dir, ConfigFile))
+		if err == nil || err.Error() != want {
+			t.Errorf("Load with\n%s= %v; want %s", tt.yaml, err, want)
+		}
+	}
+	e := newConfigEnv(t)
+	e.writeUser(t, "debounce: 1s\nagents:\n  mine:\n    prompt: stdin\n")
+	if _, err := e.load(Settings{}); err == nil || !strings.HasPrefix(err.Error(), "config "+filepath.Join(e.dir, ConfigFile)+": line 3: ") {
+		t.Errorf("an agent without a command: %v; want it at line 3", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +95,13 @@ type Size int64
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	v, err := parseSize(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: %q is not a size (write bytes, or a number with KiB, MiB or GiB, for example 64KiB)", n.Line, n.Value)
+		// A TypeError, so that yaml.v3 reports it with the file's other
+		// mistakes.
+		found := strconv.Quote(n.Value)
+		if n.Kind != yaml.ScalarNode {
+			found = "a list or a map"
+		}
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: expected a size, bytes or a number with KiB, MiB or GiB (64KiB), found %s", n.Line, found)}}
 	}
 	*s = v
 	return nil
@@ -125,46 +130,49 @@ func parseSize(str string) (Size, error) {
 // used in errors, which carry the YAML line where there is one. An empty
 // file, or one with only comments, is an empty Settings.
 func parseSettings(name string, data []byte) (Settings, error) {
+	s, _, err := parseSettingsLines(name, data)
+	return s, err
+}
+
+// parseSettingsLines is parseSettings, and also returns the line of each
+// key of the file by its path (debounce, limits.content, agents.mine), so
+// that a later check can say where a value it refuses is.
+func parseSettingsLines(name string, data []byte) (Settings, map[string]int, error) {
 	var s Settings
+	// The node tree first: a syntax error is found there, and a type
+	// error's key is looked up in it.
+	var root yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Settings{}, nil, nil
+		}
+		return Settings{}, nil, syntaxError(name, data, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
 		if errors.Is(err, io.EOF) {
-			return Settings{}, nil
+			return Settings{}, nil, nil
 		}
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
-			return Settings{}, fmt.Errorf("vault: config %s: %s", name, typeErrors(te))
+			return Settings{}, nil, fmt.Errorf("config %s: %s", name, typeErrors(&root, te))
 		}
-		return Settings{}, fmt.Errorf("vault: config %s: %w", name, err)
+		return Settings{}, nil, syntaxError(name, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Settings{}, fmt.Errorf("vault: config %s: more than one YAML document (remove the second ---)", name)
+		return Settings{}, nil, fmt.Errorf("config %s: more than one YAML document (remove the second ---)", name)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Agents)) {
 		if err := checkAgentName(k); err != nil {
-			return Settings{}, fmt.Errorf("vault: config %s: agents: %w", name, err)
+			return Settings{}, nil, fmt.Errorf("config %s: agents: %w", name, err)
 		}
 		if a := s.Agents[k]; a.Name != "" && a.Name != k {
-			return Settings{}, fmt.Errorf("vault: config %s: agents: %s has name %q; the key is the name (remove name:)", name, k, a.Name)
+			return Settings{}, nil, fmt.Errorf("config %s: agents: %s has name %q; the key is the name (remove name:)", name, k, a.Name)
 		}
 	}
-	return s, nil
-}
-
-// unknownField matches yaml.v3's message for a key that KnownFields
-// refused.
-var unknownField = regexp.MustCompile(`^(line \d+: )field (.+) not found in type \S+$`)
-
-// typeErrors words yaml.v3's type errors for people: one per problem,
-// each with its line, an unknown key named as such.
-func typeErrors(te *yaml.TypeError) string {
-	msgs := make([]string, len(te.Errors))
-	for i, m := range te.Errors {
-		msgs[i] = unknownField.ReplaceAllString(m, `${1}unknown key "$2"`)
-	}
-	return strings.Join(msgs, "; ")
+	return s, keyLines(&root), nil
 }
 
 // checkAgentName checks a name under agents:, which strands name in

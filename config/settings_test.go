@@ -1,12 +1,14 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -101,7 +103,7 @@ func TestParseSettings_Errors(t *testing.T) {
 		{"bad size", "limits:\n  diff: 64KB\n", []string{"line 2", "64KB", "KiB"}},
 		{"negative size", "limits:\n  diff: -1\n", []string{"line 2"}},
 		{"not a mapping", "- a\n- b\n", []string{"config.yaml"}},
-		{"duplicate key", "debounce: 1s\ndebounce: 2s\n", []string{"line 2", "already defined"}},
+		{"duplicate key", "debounce: 1s\ndebounce: 2s\n", []string{"line 2", "given twice (first at line 1)"}},
 		{"two documents", "debounce: 1s\n---\ndebounce: 2s\n", []string{"more than one YAML document"}},
 		{"bad agent name", "agents:\n  -x:\n    command: [x]\n", []string{`"-x" is not a valid agent name`}},
 		{"agent name mismatch", "agents:\n  a:\n    name: b\n    command: [x]\n", []string{"the key is the name"}},
@@ -120,6 +122,59 @@ func TestParseSettings_Errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParseSettings_Messages: the exact message of each kind of mistake,
+// in testdata/errors.golden: the file, the line where the mistake is
+// (also for indentation mistakes, which yaml.v3 reports at the line where
+// the enclosing block begins), the key, and what was expected, with no Go
+// type names.
+func TestParseSettings_Messages(t *testing.T) {
+	tests := []struct{ name, yaml string }{
+		{"agents as a list", "debounce: 2s\nagents:\n  - claude\n"},
+		{"key indented less than its siblings", "default_agent: mine\nagents:\n  mine:\n    command: [echo]\n   prompt: stdin\ndebounce: 2s\n"},
+		{"key indented more than its siblings", "debounce: 2s\nagents:\n  mine:\n    command: [echo]\n    prompt: stdin\n      output: text\n"},
+		{"top-level key indented", "debounce: 2s\n  max_wait: 5s\n"},
+		{"tab in the indentation", "agents:\n  mine:\n    command: [echo]\n\tprompt: stdin\n"},
+		{"list item dedented", "ignore:\n  - drafts/\n - old/\n"},
+		{"list not closed", "ignore: [drafts/, old/\ndebounce: 2s\n"},
+		{"quote not closed", "default_agent: \"mine\ndebounce: 2s\n"},
+		{"reserved character", "default_agent: @mine\n"},
+		{"value with a colon", "agents:\n  mine:\n    command: [echo]\n    instructions: note: be brief\n"},
+		{"duration without a unit", "debounce: 2\n"},
+		{"not a duration", "max_wait: soon\n"},
+		{"not a whole number", "concurrency: lots\n"},
+		{"not true or false", "run_empty: sometimes\n"},
+		{"a string where a list goes", "ignore: drafts/\n"},
+		{"a command as a string", "agents:\n  mine:\n    command: mytool --reply\n"},
+		{"an agent's timeout without a unit", "agents:\n  mine:\n    preset: claude\n    timeout: 600\n"},
+		{"env as a list", "agents:\n  mine:\n    preset: claude\n    env: [A=1]\n"},
+		{"an agent as a string", "agents:\n  mine: claude\n"},
+		{"a bad size", "limits:\n  content: big\n"},
+		{"a list as a size", "limits:\n  content: [1]\n"},
+		{"unknown key", "debounse: 3s\n"},
+		{"unknown agent key", "agents:\n  mine:\n    comand: [x]\n"},
+		{"unknown limit", "limits:\n  contents: 1KiB\n"},
+		{"unknown key far from any", "frobnicate: 1\n"},
+		{"the file is a list", "- a\n- b\n"},
+		{"duplicate key", "debounce: 1s\ndebounce: 2s\n"},
+		{"several mistakes", "debounce: 2\nconcurrency: lots\nlimits:\n  content: big\nagents:\n  mine:\n    command: echo hi\n"},
+	}
+	var golden strings.Builder
+	for _, tt := range tests {
+		_, err := parseSettings("/home/me/.config/knotd/config.yaml", []byte(tt.yaml))
+		if err == nil {
+			t.Errorf("%s: parseSettings(%q) = nil error", tt.name, tt.yaml)
+			continue
+		}
+		for _, goName := range []string{"agentrun.", "config.Settings", "config.LimitSettings", "map[", "[]", "time.Duration", "!!", "unmarshal"} {
+			if strings.Contains(err.Error(), goName) {
+				t.Errorf("%s: the message names Go or YAML internals (%s): %v", tt.name, goName, err)
+			}
+		}
+		fmt.Fprintf(&golden, "== %s\n%s-- \n%v\n\n", tt.name, tt.yaml, err)
+	}
+	testutil.Golden(t, "testdata/errors.golden", []byte(golden.String()))
 }
 
 func TestParseSize(t *testing.T) {

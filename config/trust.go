@@ -60,15 +60,15 @@ func Trust(dir, root string) (Trusted, error) {
 	var c Config
 	l, err := c.readVaultLayer(root)
 	if err != nil {
-		return Trusted{}, fmt.Errorf("vault: trust %s: %w", root, err)
+		return Trusted{}, fmt.Errorf("trust %s: %w", root, err)
 	}
 	if l.data == nil {
-		return Trusted{}, fmt.Errorf("vault: trust %s: there is no vault config file %s to trust", root, file)
+		return Trusted{}, fmt.Errorf("trust %s: there is no vault config file %s to trust", root, file)
 	}
 	data := l.data
 	s, err := parseSettings(file, data)
 	if err != nil {
-		return Trusted{}, fmt.Errorf("vault: trust %s: fix the file first: %w", root, err)
+		return Trusted{}, fmt.Errorf("trust %s: fix the file first: %w", root, err)
 	}
 	doc, err := readTrust(dir)
 	if err != nil {
@@ -128,7 +128,7 @@ func vaultKey(root string) (string, error) {
 		abs, err = filepath.EvalSymlinks(abs)
 	}
 	if err != nil {
-		return "", fmt.Errorf("vault: resolve vault path: %w", err)
+		return "", fmt.Errorf("resolve the vault path: %w", err)
 	}
 	return abs, nil
 }
@@ -141,10 +141,10 @@ func readTrust(dir string) (trustDoc, error) {
 		return doc, nil
 	}
 	if err != nil {
-		return doc, fmt.Errorf("vault: read trust records: %w", err)
+		return doc, fmt.Errorf("read trust records: %w", err)
 	}
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return doc, fmt.Errorf("vault: trust records %s are damaged (delete the file and trust your vaults again): %w", path, err)
+		return doc, fmt.Errorf("trust records %s are damaged (delete the file and trust your vaults again): %w", path, err)
 	}
 	if doc.Vaults == nil {
 		doc.Vaults = map[string]trustEntry{}
@@ -155,19 +155,19 @@ func readTrust(dir string) (trustDoc, error) {
 func writeTrust(dir string, doc trustDoc) error {
 	data, err := yaml.Marshal(&doc)
 	if err != nil {
-		return fmt.Errorf("vault: write trust records: %w", err)
+		return fmt.Errorf("write trust records: %w", err)
 	}
 	header := []byte("# Vault config files you trusted with `knotd trust`, by content hash.\n")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("vault: write trust records: %w", err)
+		return fmt.Errorf("write trust records: %w", err)
 	}
 	r, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("vault: write trust records: %w", err)
+		return fmt.Errorf("write trust records: %w", err)
 	}
 	defer r.Close()
 	if err := vaultfs.Replace(r, trustFile, append(header, data...), vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
-		return fmt.Errorf("vault: write trust records: %w", err)
+		return fmt.Errorf("write trust records: %w", err)
 	}
 	return nil
 }

@@ -81,6 +81,13 @@ func (a *active) list(now time.Time) []control.Running {
 	return out
 }
 
+// Running returns how many runs are in progress.
+func (v *Vault) Running() int {
+	v.active.mu.Lock()
+	defer v.active.mu.Unlock()
+	return len(v.active.runs)
+}
+
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
 // paused notes and the day's runs.

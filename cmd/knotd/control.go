@@ -71,19 +71,18 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	if cmd == "run" || cmd == "retry" {
 		fs.StringVar(&cfg, "config", "", "user config `FILE`, when knotd runs the notes on its own")
 	}
-	var pos []string
-	if err := parseInterspersed(fs, args, &pos); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, controlUsage)
-			printDefaults(stdout, fs)
-			return nil
-		}
-		return usageError{"knotd " + cmd + ": " + err.Error()}
+	pos, err := parseArgs(fs, cmd, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, controlUsage)
+		printDefaults(stdout, fs)
+		return nil
+	}
+	if err != nil {
+		return err
 	}
 
 	var root string
 	var notes []string
-	var err error
 	switch cmd {
 	case "run", "pause":
 		if len(pos) == 0 {

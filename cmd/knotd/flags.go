@@ -20,12 +20,14 @@ Usage:
   knotd --once [flags] [VAULT]   process every note that changed since the
                                  last pass, then exit (for scripts and cron)
   knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
-  knotd runs [--strand PATH] [--json] [VAULT]
+  knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]
                                  list the runs, newest first, from their
-                                 transcripts in knotd's state directory
+                                 transcripts in knotd's state directory;
+                                 -f keeps printing new runs until Ctrl-C
   knotd runs show RUN_ID [--json] [VAULT]
                                  print one run: command line, prompt, output,
-                                 outcome; RUN_ID is in the tie-off's
+                                 outcome; RUN_ID (or a prefix of it naming
+                                 one run) is in the tie-off's
                                  <!-- knot:run RUN_ID --> marker
   knotd runs --keep DAYS [--keep-count N] [VAULT]
                                  delete older run transcripts ('knotd runs
@@ -40,8 +42,14 @@ Usage:
   knotd pause [--why TEXT] NOTE... / knotd resume [NOTE...]
                                  pause notes (their changes wait), resume them
                                  ('knotd status --help' says more)
+  knotd service install|uninstall [--dry-run] [--no-start] [VAULT]
+                                 run knotd on VAULT as a service of your user
+                                 (systemd on Linux, launchd on macOS)
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
+
+Flags may come before or after VAULT, for every command. knotd prints and
+logs every time in UTC.
 
 On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows
@@ -68,7 +76,9 @@ Flags:
 const usageTail = `
 Exit status (--once): 0 every run succeeded or nothing to do, 1 at least one
 run failed, 2 usage or configuration error, 3 the vault is in use by another
-knotd. In watch mode knotd exits 0 after a clean shutdown.
+knotd. In watch mode knotd exits 0 after a clean shutdown: on SIGINT or
+SIGTERM it says how many running agents it waits for, gives them 10s, kills
+what remains; a second signal stops it at once.
 
 Configuration: $XDG_CONFIG_HOME/knotd/config.yaml (or --config FILE), then
 VAULT/.knot/config.yaml, then flags. A vault's config may choose agents and
@@ -77,8 +87,8 @@ trust it with 'knotd trust VAULT'. Notes choose agents with knot_agent in
 their frontmatter. See the README for every key.
 `
 
-func parseFlags(args []string, stdout io.Writer) (options, error) {
-	o := options{set: map[string]bool{}}
+// mainFlagSet returns knotd's flags, bound to o.
+func mainFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("knotd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.BoolVar(&o.once, "once", false, "process every pending note once, then exit")
@@ -92,31 +102,38 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing")
 	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
 	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds the version, vault and configuration), info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit; a relative PATH is\nread from the current directory, or else from the vault's root")
+	fs.BoolVar(&o.version, "version", false, "print the version (module version, commit, Go release) and exit")
 	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before")
+	return fs
+}
+
+func parseFlags(args []string, stdout io.Writer) (options, error) {
+	o := options{set: map[string]bool{}}
+	fs := mainFlagSet(&o)
 	// The flag package calls Usage itself on every parse error; knotd
 	// prints the usage once, for -h and --help only, and a one-line error
 	// otherwise.
 	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usageText)
-			printDefaults(stdout, fs)
-			fmt.Fprint(stdout, usageTail)
-			return o, errSilentHelp
-		}
-		return o, usageError{err.Error()}
+	pos, err := parseArgs(fs, "", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageText)
+		printDefaults(stdout, fs)
+		fmt.Fprint(stdout, usageTail)
+		return o, errSilentHelp
+	}
+	if err != nil {
+		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	switch fs.NArg() {
+	switch len(pos) {
 	case 0:
 	case 1:
-		o.vault = fs.Arg(0)
+		o.vault = pos[0]
 	default:
-		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", fs.NArg(), strings.Join(fs.Args(), " "))}
+		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))}
 	}
 	if o.jsonOut && !o.once {
 		return o, usageError{"--json goes with --once"}
@@ -133,7 +150,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 }
 
 // printDefaults prints the flags as knotd's documentation spells them,
-// with two dashes: "--once", "--agent NAME".
+// with two dashes ("--once", "--agent NAME"), one for a one-letter flag
+// ("-f").
 func printDefaults(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
@@ -146,6 +164,9 @@ func printDefaults(w io.Writer, fs *flag.FlagSet) {
 			name = strings.ToUpper(f.Name[strings.LastIndexByte(f.Name, '-')+1:]) // --log-level LEVEL
 		}
 		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name // -f
+		}
 		if name != "" {
 			line += " " + name
 		}
@@ -165,10 +186,46 @@ type errHelp struct{}
 
 func (errHelp) Error() string { return "help printed" }
 
+// version says which knotd this is: the module version (a tag when
+// installed with go install ...@version, "(devel)" for a build from a
+// checkout), the VCS revision and its time when the build recorded them,
+// "+ local changes" when the checkout had any, and the Go release.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(devel)"
+	if !ok {
+		return "(devel; no build information)"
 	}
-	return bi.Main.Version
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	var parts []string
+	if rev := settings["vcs.revision"]; rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		p := "commit " + rev
+		if t := settings["vcs.time"]; t != "" {
+			p += " (" + t + ")"
+		}
+		if settings["vcs.modified"] == "true" {
+			p += " + local changes"
+		}
+		parts = append(parts, p)
+	}
+	if bi.GoVersion != "" {
+		parts = append(parts, "built with "+bi.GoVersion)
+	}
+	if len(parts) == 0 {
+		return v
+	}
+	return v + ", " + strings.Join(parts, ", ")
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -36,7 +37,17 @@ func main() {
 	stop()
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, errSilent) {
-		fmt.Fprintln(os.Stderr, "knotd:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 	}
 	os.Exit(code)
+}
+
+// errorLine is how knotd reports err on standard error: after "knotd: ",
+// unless the message names its command already ("knotd runs show: ...").
+func errorLine(err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "knotd ") {
+		return msg
+	}
+	return "knotd: " + msg
 }

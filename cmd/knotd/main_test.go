@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,12 +22,47 @@ import (
 const asKnotd = "KNOTD_TEST_AS_KNOTD"
 
 func TestMain(m *testing.M) {
+	fakeTool()
 	fakeagent.Main(map[string]fakeagent.Behaviour{blockRunning: blockRunningBehaviour, gated: gatedBehaviour})
 	if os.Getenv(asKnotd) == "1" {
 		main()
 		return
 	}
 	os.Exit(m.Run())
+}
+
+// Environment of the fake service manager tools (systemctl, launchctl)
+// that tests put first on PATH: links to the test binary, which records
+// its arguments, a line each, in the file envFakeToolLog and exits with
+// envFakeToolExit (0 if unset), saying envFakeToolSay on standard error.
+const (
+	envFakeToolLog  = "KNOTD_TEST_FAKE_TOOL_LOG"
+	envFakeToolExit = "KNOTD_TEST_FAKE_TOOL_EXIT"
+	envFakeToolSay  = "KNOTD_TEST_FAKE_TOOL_SAY"
+)
+
+// fakeTool is the fake systemctl or launchctl when the test binary runs
+// under either name; otherwise it returns.
+func fakeTool() {
+	name := filepath.Base(os.Args[0])
+	logFile := os.Getenv(envFakeToolLog)
+	if (name != "systemctl" && name != "launchctl") || logFile == "" {
+		return
+	}
+	f, err := os.OpenFile(logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = fmt.Fprintf(f, "%s %s\n", name, strings.Join(os.Args[1:], " "))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake", name+":", err)
+		os.Exit(125)
+	}
+	fmt.Fprint(os.Stderr, os.Getenv(envFakeToolSay))
+	code, _ := strconv.Atoi(os.Getenv(envFakeToolExit))
+	os.Exit(code)
 }
 
 // waitTimeout bounds every wait of these tests.
@@ -56,7 +93,7 @@ func knotd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	if err != nil {
-		errOut.WriteString("knotd: " + err.Error() + "\n")
+		errOut.WriteString(errorLine(err) + "\n")
 	}
 	return exitCode(err), out.String(), errOut.String()
 }

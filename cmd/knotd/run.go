@@ -36,7 +36,19 @@ var (
 // usageError is a mistake on the command line.
 type usageError struct{ msg string }
 
-func (e usageError) Error() string { return e.msg + " (see knotd --help)" }
+// Error is the message, pointing to knotd's --help, or to the subcommand's
+// for a message that begins with it, unless it names a help already.
+func (e usageError) Error() string {
+	if strings.Contains(e.msg, "--help") {
+		return e.msg
+	}
+	if rest, ok := strings.CutPrefix(e.msg, "knotd "); ok {
+		// A subcommand's ("knotd runs show: ..."): its own help.
+		cmd, _, _ := strings.Cut(rest, " ")
+		return e.msg + " (see knotd " + strings.TrimSuffix(cmd, ":") + " --help)"
+	}
+	return e.msg + " (see knotd --help)"
+}
 
 // exitCode maps run's error to knotd's exit status.
 func exitCode(err error) int {
@@ -75,13 +87,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runTrust(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "runs" {
-		return runRuns(args[1:], stdout, stderr)
+		return runRuns(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "reset" {
 		return runReset(args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && slices.Contains([]string{"status", "run", "retry", "pause", "resume"}, args[0]) {
 		return runControlCommand(ctx, args[0], args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "service" {
+		return runService(ctx, args[1:], stdout, stderr)
 	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
@@ -109,7 +124,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:     log,
 		ConfigFile: o.config,
 		Flags:      overrides(o),
+		Grace:      agentGrace,
 	}
+	logDebug(log, root, o, args)
 	if o.dryRun {
 		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all, TakeOver: o.takeOver}, stdout)
 	}
@@ -122,6 +139,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = cerr
 		}
 	}()
+	defer sayStopping(ctx, log, v.Running)()
 	if o.once {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -202,19 +220,65 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// newLogger returns knotd's logger.
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
-	hopts := &slog.HandlerOptions{Level: lv}
+	hopts := &slog.HandlerOptions{Level: lv, ReplaceAttr: utcTimes}
+	var h slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, hopts)), nil
+		h = slog.NewTextHandler(w, hopts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+		h = slog.NewJSONHandler(w, hopts)
+	default:
+		return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
 	}
-	return nil, usageError{fmt.Sprintf("--log-format %q: want text or json", format)}
+	return slog.New(h), nil
+}
+
+// logDebug says, at the debug level, which knotd runs on which vault with
+// which configuration: what a report of a problem needs first.
+func logDebug(log *slog.Logger, root string, o options, args []string) {
+	ctx := context.Background()
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	log.Debug("knotd starting", "version", version(), "pid", os.Getpid(), "args", args, "vault", root)
+	if dir, ok, err := vault.RunsDir("", root); err == nil {
+		if ok {
+			log.Debug("run transcripts", "dir", dir)
+		} else {
+			log.Debug("first run on this vault on this machine: its state folder is made now")
+		}
+	}
+	c, err := config.Load(config.LoadOptions{Vault: root, UserFile: o.config, Flags: overrides(o)})
+	if err != nil {
+		return // the vault reports it
+	}
+	agents := make([]string, 0, len(c.Agents))
+	for name, a := range c.Agents {
+		what := a.Preset
+		if what == "" && len(a.Command) > 0 {
+			what = a.Command[0]
+		}
+		agents = append(agents, name+"="+what)
+	}
+	slices.Sort(agents)
+	log.Debug("configuration", "files", c.Files, "default_agent", c.DefaultAgent, "debounce", c.Debounce, "max_wait", c.MaxWait,
+		"concurrency", c.Concurrency, "poll", c.Poll, "ignore", c.Ignore, "agents", agents, "runner", c.Runner, "clamped", c.Clamped)
+}
+
+// utcTimes is the loggers' ReplaceAttr: every time knotd logs, the
+// record's own and any time attribute, is in UTC, as is every time knotd
+// prints or writes.
+func utcTimes(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindTime {
+		a.Value = slog.TimeValue(a.Value.Time().UTC())
+	}
+	return a
 }
 
 // vaultRoot resolves the VAULT argument (default: the current directory)
@@ -278,16 +342,19 @@ func overrides(o options) config.Settings {
 	return f
 }
 
+// explainIgnore is --explain-ignore PATH. An absolute PATH must be inside
+// the vault. A relative PATH is read as every other command-line path is,
+// relative to the current directory, when that leads inside the vault;
+// otherwise (the current directory is outside the vault, say) it is read
+// relative to the vault's root, the form in which knotd's logs and ignore
+// files name paths. Where both lead inside the vault, the one that exists
+// wins, the current directory's when both or neither do.
 func explainIgnore(root string, o options, w io.Writer) error {
-	rel := o.explain
-	if filepath.IsAbs(rel) {
-		r, err := filepath.Rel(root, rel)
-		if err != nil || strings.HasPrefix(r, "..") {
-			return usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s", rel, root)}
-		}
-		rel = r
+	rel, err := explainPath(root, o.explain)
+	if err != nil {
+		return err
 	}
-	msg, err := vault.ExplainPath(root, vault.Options{ConfigFile: o.config}, filepath.ToSlash(rel))
+	msg, err := vault.ExplainPath(root, vault.Options{ConfigFile: o.config}, rel)
 	if err != nil {
 		return err
 	}
@@ -295,22 +362,103 @@ func explainIgnore(root string, o options, w io.Writer) error {
 	return nil
 }
 
+// explainPath turns --explain-ignore's PATH into a slash-separated path
+// relative to root (see explainIgnore).
+func explainPath(root, path string) (string, error) {
+	inside := func(abs string) (string, bool) {
+		r, err := filepath.Rel(root, resolveExisting(abs))
+		if err != nil || !filepath.IsLocal(r) {
+			if r == "." {
+				return r, true
+			}
+			return "", false
+		}
+		return filepath.ToSlash(r), true
+	}
+	if filepath.IsAbs(path) {
+		if r, ok := inside(path); ok {
+			return r, nil
+		}
+		return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s", path, root)}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", usageError{fmt.Sprintf("--explain-ignore %s: %v", path, err)}
+	}
+	fromCwd, cwdOK := inside(abs)
+	vaultRel := filepath.ToSlash(filepath.Clean(path))
+	vaultOK := filepath.IsLocal(path)
+	switch {
+	case cwdOK && vaultOK && fromCwd != vaultRel && !exists(abs) && exists(filepath.Join(root, path)):
+		return vaultRel, nil
+	case cwdOK:
+		return fromCwd, nil
+	case vaultOK:
+		return vaultRel, nil
+	}
+	return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s (a relative PATH is read from the current directory, or else from the vault's root)", path, root)}
+}
+
+// resolveExisting resolves the symbolic links of abs's longest existing
+// leading part, as vaultRoot does for the vault, so that the two compare.
+func resolveExisting(abs string) string {
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(p) == p {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+const trustUsage = `usage: knotd trust [VAULT]
+
+Trust the vault's .knot/config.yaml as it is now, so that the agents it defines may run.
+The file's SHA-256 is recorded in your user config directory; any later change to it
+makes it untrusted again.
+`
+
+const resetUsage = `usage: knotd reset [--config FILE] NOTE...
+
+Start a new conversation for each NOTE (a path to a note in a vault): its next
+run starts afresh, in a new session, without the agent's memory of the old one.
+Nothing runs now. knotd gives the note a new session in its state and, where the
+note holds a knot_session, writes the new one there (so that it travels with
+the note). While another knotd holds the vault, the note gets knot_session: new,
+which that knotd turns into a new session. Setting knot_session: new in a note's
+frontmatter yourself does the same.
+
+Flags:
+`
+
 func runTrust(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd trust", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: knotd trust [VAULT]\n\nTrust the vault's .knot/config.yaml as it is now, so that the agents it defines may run.\nThe file's SHA-256 is recorded in your user config directory; any later change to it\nmakes it untrusted again.\n")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	pos, err := parseArgs(fs, "trust", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, trustUsage)
+		return nil
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 1 {
+	if len(pos) > 1 {
 		return usageError{"knotd trust takes at most one VAULT"}
 	}
-	root, err := vaultRoot(fs.Arg(0), nil)
+	var arg string
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	root, err := vaultRoot(arg, nil)
 	if err != nil {
 		return err
 	}
@@ -333,32 +481,24 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 // runReset is knotd reset: a new conversation for each note named.
 func runReset(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd reset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", "", "user config file (default: knotd's file in your config directory)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: knotd reset [--config FILE] NOTE...
-
-Start a new conversation for each NOTE (a path to a note in a vault): its next
-run starts afresh, in a new session, without the agent's memory of the old one.
-Nothing runs now. knotd gives the note a new session in its state and, where the
-note holds a knot_session, writes the new one there (so that it travels with
-the note). While another knotd holds the vault, the note gets knot_session: new,
-which that knotd turns into a new session. Setting knot_session: new in a note's
-frontmatter yourself does the same.
-`)
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "user config `FILE` (default: knotd's file in your config directory)")
+	fs.Usage = func() {}
+	notes, err := parseArgs(fs, "reset", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, resetUsage)
+		printDefaults(stdout, fs)
+		return nil
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err.Error()}
+	if err != nil {
+		return err
 	}
-	if fs.NArg() == 0 {
+	if len(notes) == 0 {
 		return usageError{"knotd reset needs at least one NOTE"}
 	}
 	type target struct{ root, rel, arg string }
 	var targets []target
-	for _, arg := range fs.Args() {
+	for _, arg := range notes {
 		abs, err := filepath.Abs(arg)
 		if err == nil {
 			abs, err = filepath.EvalSymlinks(abs)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -85,7 +86,7 @@ func TestRun_OnceExitStatus(t *testing.T) {
 		}, exitFailed, ""},
 		{"unknown flag", func(t *testing.T, v, _ string) []string {
 			return []string{"--once", "--bogus", v}
-		}, exitUsage, "flag provided but not defined: -bogus"},
+		}, exitUsage, "unknown flag --bogus"},
 		{"two vaults", func(t *testing.T, v, _ string) []string {
 			return []string{"--once", v, v}
 		}, exitUsage, "one VAULT at most"},
@@ -220,7 +221,8 @@ func TestRun_DryRun(t *testing.T) {
 }
 
 // TestRun_ExplainIgnore: --explain-ignore answers for a path given
-// relative to the vault or absolute inside it, and refuses one outside.
+// relative to the current directory or to the vault, or absolute inside
+// it, and refuses one outside.
 func TestRun_ExplainIgnore(t *testing.T) {
 	v, _ := setup(t)
 	writeFile(t, filepath.Join(v, ".knotignore"), "drafts/\n")
@@ -238,6 +240,31 @@ func TestRun_ExplainIgnore(t *testing.T) {
 	}
 	if code, _, errOut := knotd(t, "--explain-ignore", filepath.Dir(v), v); code != exitUsage || !strings.Contains(errOut, "not inside the vault") {
 		t.Errorf("a path outside the vault: exit %d, %s", code, errOut)
+	}
+
+	// A relative PATH is read from the current directory when that leads
+	// inside the vault, else from the vault's root.
+	writeFile(t, filepath.Join(v, "notes", "a.md"), "# A\n")
+	writeFile(t, filepath.Join(v, "drafts", "x.md"), "# X\n")
+	for _, tt := range []struct {
+		cwd, path, want string
+	}{
+		{filepath.Join(v, "notes"), "a.md", "notes/a.md: not ignored"},
+		{filepath.Join(v, "notes"), "../drafts/x.md", "drafts/x.md: ignored"},
+		{filepath.Join(v, "notes"), "drafts/x.md", "drafts/x.md: ignored"}, // not in notes/: the vault's
+		{filepath.Dir(v), filepath.Join(filepath.Base(v), "drafts", "x.md"), "drafts/x.md: ignored"},
+		{t.TempDir(), "notes/a.md", "notes/a.md: not ignored"},
+		{v, "notes/new.md", "notes/new.md: not ignored"},
+	} {
+		t.Chdir(tt.cwd)
+		code, out, errOut := knotd(t, "--explain-ignore", tt.path, v)
+		if code != exitOK || !strings.HasPrefix(out, tt.want) {
+			t.Errorf("in %s, --explain-ignore %s: exit %d, %q %q; want %q", tt.cwd, tt.path, code, out, errOut, tt.want)
+		}
+	}
+	t.Chdir(filepath.Join(v, "notes"))
+	if code, _, errOut := knotd(t, "--explain-ignore", "../../elsewhere.md", v); code != exitUsage || !strings.Contains(errOut, "not inside the vault") {
+		t.Errorf("a relative path outside the vault: exit %d, %s", code, errOut)
 	}
 }
 
@@ -394,4 +421,41 @@ func tieoffSections(t *testing.T, path string) []tieoff.Section {
 		t.Fatalf("tie-off %s: %v", path, errs)
 	}
 	return secs
+}
+
+// TestRun_HelpAndReadmeAgree: knotd --help and the README's command-line
+// table name the same flags.
+func TestRun_HelpAndReadmeAgree(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Command line\n")
+	require.True(t, ok, "README.md has no Command line section")
+	section, _, _ = strings.Cut(section, "\n## ")
+	flagName := regexp.MustCompile("`(--[a-z-]+)")
+	inReadme := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "| `--") {
+			for _, m := range flagName.FindAllStringSubmatch(strings.SplitN(line, "|", 3)[1], -1) {
+				inReadme[m[1]] = true
+			}
+		}
+	}
+	_, help, _ := knotd(t, "--help")
+	inHelp := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\n  (--[a-z-]+)`).FindAllStringSubmatch(help, -1) {
+		inHelp[m[1]] = true
+	}
+	for f := range inHelp {
+		if !inReadme[f] {
+			t.Errorf("knotd --help has %s; README's table does not", f)
+		}
+	}
+	for f := range inReadme {
+		if !inHelp[f] {
+			t.Errorf("README's table has %s; knotd --help does not", f)
+		}
+	}
+	if len(inHelp) < 10 {
+		t.Errorf("found only %d flags in knotd --help:\n%s", len(inHelp), help)
+	}
 }

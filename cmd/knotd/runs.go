@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +19,7 @@ import (
 	"github.com/knotd/knotd/vault"
 )
 
-const runsUsage = `usage: knotd runs [--strand PATH] [--json] [VAULT]
+const runsUsage = `usage: knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]
        knotd runs show RUN_ID [--json] [VAULT]
        knotd runs --keep DAYS [--keep-count N] [VAULT]
 
@@ -26,10 +29,15 @@ knotd's state directory on the machine that ran it (not in the vault: see
 masked), the prompt as sent, the agent's output as content blocks, how the
 run ended, and where its section went in the tie-off.
 
-'knotd runs' lists the runs, newest first: time, run id, outcome, duration,
-event, agent and strand. 'knotd runs show RUN_ID' prints one run; RUN_ID is
-the id in the run's tie-off marker (<!-- knot:run RUN_ID ... -->) and in
-the list. --json prints the list as JSON, or a run's raw transcript lines.
+'knotd runs' lists the runs, newest first: time (UTC), run id, outcome,
+duration, event, agent and strand; --limit N lists the newest N. With -f
+(--follow) it lists the newest runs (10 unless --limit says otherwise),
+oldest first, then keeps printing a line for every run that starts or ends
+until interrupted (Ctrl-C). 'knotd runs show RUN_ID' prints one run; RUN_ID
+is the id in the run's tie-off marker (<!-- knot:run RUN_ID ... -->) and in
+the list, or any prefix of it that names one run only. --json prints the
+list as JSON (with -f: one JSON object a line), or a run's raw transcript
+lines.
 
 Transcripts are kept until you prune them: --keep DAYS deletes those older
 than DAYS days, --keep-count N all but the newest N (with both, a transcript
@@ -41,15 +49,16 @@ Flags:
 // runsOptions are the flags of knotd runs.
 type runsOptions struct {
 	strand            string
-	jsonOut           bool
+	jsonOut, follow   bool
 	keepDays, keepNum int
+	limit             int
 	args              []string // positional: [show RUN_ID] [VAULT]
 }
 
 // runRuns is knotd runs: list, show or prune run transcripts. It reads the
 // transcripts in the vault's folder of the state directory only, so it
 // works while knotd is running.
-func runRuns(args []string, stdout, stderr io.Writer) error {
+func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o runsOptions
 	fs := flag.NewFlagSet("knotd runs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -57,27 +66,35 @@ func runRuns(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON: the list, or the run's raw transcript lines")
 	fs.IntVar(&o.keepDays, "keep", 0, "delete transcripts older than `DAYS` days")
 	fs.IntVar(&o.keepNum, "keep-count", 0, "delete all transcripts but the newest `N`")
+	fs.IntVar(&o.limit, "limit", 0, "list only the newest `N` runs")
+	fs.BoolVar(&o.follow, "f", false, "follow: after the list, print runs as they start and end, until interrupted")
+	fs.BoolVar(&o.follow, "follow", false, "the same as -f")
 	fs.Usage = func() {}
-	if err := parseInterspersed(fs, args, &o.args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, runsUsage)
-			printDefaults(stdout, fs)
-			return nil
-		}
-		return usageError{"knotd runs: " + err.Error()}
+	args, err := parseArgs(fs, "runs", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, runsUsage)
+		printDefaults(stdout, fs)
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	o.args = args
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if (set["keep"] && o.keepDays < 1) || (set["keep-count"] && o.keepNum < 1) {
 		return usageError{"knotd runs: --keep and --keep-count must be at least 1"}
 	}
+	if set["limit"] && o.limit < 1 {
+		return usageError{"knotd runs: --limit must be at least 1"}
+	}
 	prune := set["keep"] || set["keep-count"]
 	show := len(o.args) > 0 && o.args[0] == "show"
 	switch {
-	case show && (prune || o.strand != ""):
+	case show && (prune || o.strand != "" || o.follow || set["limit"]):
 		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
-	case prune && (o.jsonOut || o.strand != ""):
-		return usageError{"knotd runs --keep/--keep-count take no --json or --strand"}
+	case prune && (o.jsonOut || o.strand != "" || o.follow || set["limit"]):
+		return usageError{"knotd runs --keep/--keep-count take no --json, --strand, --limit or -f"}
 	case show && len(o.args) < 2:
 		return usageError{"knotd runs show needs a RUN_ID (from 'knotd runs' or a tie-off's <!-- knot:run RUN_ID --> marker)"}
 	}
@@ -96,6 +113,9 @@ func runRuns(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.follow {
+		return followRuns(ctx, root, o, stdout)
+	}
 	dir, found, err := vault.RunsDir("", root)
 	if err != nil {
 		return err
@@ -104,7 +124,7 @@ func runRuns(args []string, stdout, stderr io.Writer) error {
 		// knotd never ran on this vault on this machine: there is no
 		// transcript to list, show or prune.
 		switch {
-		case show && transcript.CheckRunID(o.args[1]) != nil:
+		case show && transcript.CheckRunID(o.args[1]) != nil && !isRunIDPrefix(o.args[1]):
 			return badRunID(o.args[1])
 		case show:
 			return fmt.Errorf("no run %s: knotd has not run on the vault %s on this machine (transcripts stay on the machine that ran them)", o.args[1], root)
@@ -126,26 +146,6 @@ func runRuns(args []string, stdout, stderr io.Writer) error {
 	return listRuns(root, dir, o, stdout)
 }
 
-// parseInterspersed parses fs from args, allowing flags after positional
-// arguments ("runs show ID --json"), and appends the positional ones to pos.
-func parseInterspersed(fs *flag.FlagSet, args []string, pos *[]string) error {
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return nil
-		}
-		if args[0] == "--" {
-			*pos = append(*pos, args[1:]...)
-			return nil
-		}
-		*pos = append(*pos, args[0])
-		args = args[1:]
-	}
-}
-
 // runJSON is one run in the JSON list of knotd runs --json.
 type runJSON struct {
 	RunID    string        `json:"run_id"`
@@ -161,15 +161,17 @@ type runJSON struct {
 	Path     string        `json:"path"`
 }
 
-func listRuns(root, dir string, o runsOptions, w io.Writer) error {
+// listedRuns returns the runs in dir that o asks for (--strand, --limit),
+// newest first.
+func listedRuns(root, dir string, o runsOptions) ([]transcript.Summary, error) {
 	runs, err := transcript.List(dir)
 	if err != nil {
-		return fmt.Errorf("list runs: %w", err)
+		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	if o.strand != "" {
 		rel, err := strandArg(root, o.strand)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		kept := runs[:0]
 		for _, r := range runs {
@@ -179,11 +181,43 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 		}
 		runs = kept
 	}
+	if o.limit > 0 && len(runs) > o.limit {
+		runs = runs[:o.limit]
+	}
+	return runs, nil
+}
+
+func toJSON(r transcript.Summary) runJSON {
+	return runJSON{RunID: r.RunID, Time: r.Time.UTC(), Strand: r.Strand, Event: r.Event.String(), Agent: r.Agent,
+		Finished: r.Finished, Outcome: r.Outcome, Duration: r.Duration, Torn: r.Torn, Problem: r.Problem, Path: r.Path}
+}
+
+// timeLayout is how knotd prints a time for people: in UTC, always.
+const timeLayout = "2006-01-02 15:04:05Z"
+
+// runColumns are a run's columns in the list, after its time and id.
+func runColumns(r transcript.Summary) (outcome, dur string) {
+	outcome, dur = r.Outcome, roundDuration(r.Duration).String()
+	switch {
+	case r.Problem != "":
+		outcome, dur = "unreadable", "-"
+	case r.Torn:
+		outcome, dur = "torn", "-"
+	case !r.Finished:
+		outcome, dur = "unfinished", "-"
+	}
+	return outcome, dur
+}
+
+func listRuns(root, dir string, o runsOptions, w io.Writer) error {
+	runs, err := listedRuns(root, dir, o)
+	if err != nil {
+		return err
+	}
 	if o.jsonOut {
 		list := make([]runJSON, 0, len(runs))
 		for _, r := range runs {
-			list = append(list, runJSON{RunID: r.RunID, Time: r.Time, Strand: r.Strand, Event: r.Event.String(), Agent: r.Agent,
-				Finished: r.Finished, Outcome: r.Outcome, Duration: r.Duration, Torn: r.Torn, Problem: r.Problem, Path: r.Path})
+			list = append(list, toJSON(r))
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -199,16 +233,8 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tRUN ID\tOUTCOME\tDURATION\tEVENT\tAGENT\tSTRAND")
 	for _, r := range runs {
-		outcome, dur := r.Outcome, roundDuration(r.Duration).String()
-		switch {
-		case r.Problem != "":
-			outcome, dur = "unreadable", "-"
-		case r.Torn:
-			outcome, dur = "torn", "-"
-		case !r.Finished:
-			outcome, dur = "unfinished", "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"), r.RunID, outcome, dur,
+		outcome, dur := runColumns(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(timeLayout), r.RunID, outcome, dur,
 			r.Event, orDash(r.Agent), orDash(r.Strand))
 	}
 	if err := tw.Flush(); err != nil {
@@ -230,7 +256,61 @@ func strandArg(root, path string) (string, error) {
 	return filepath.ToSlash(filepath.Clean(path)), nil
 }
 
-func showRun(dir, runID string, jsonOut bool, stdout, stderr io.Writer) error {
+// isRunIDPrefix reports whether s may begin a run id: lower-case
+// hexadecimal digits and dashes, at most a run id long.
+func isRunIDPrefix(s string) bool {
+	if s == "" || len(s) > 36 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveRunID returns the run id in dir that arg names: a whole run id,
+// or a prefix that begins one run id only.
+func resolveRunID(dir, arg string) (string, error) {
+	if transcript.CheckRunID(arg) == nil {
+		return arg, nil
+	}
+	if !isRunIDPrefix(arg) {
+		return "", badRunID(arg)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("find run %s: %w", arg, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), transcript.Ext)
+		if ok && strings.HasPrefix(id, arg) && transcript.CheckRunID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("no run begins with %s in %s (it may have been pruned; 'knotd runs' lists the runs)", arg, dir)
+	case 1:
+		return ids[0], nil
+	}
+	slices.Sort(ids)
+	const shown = 10
+	list := ids
+	more := ""
+	if len(list) > shown {
+		list, more = list[:shown], fmt.Sprintf(" and %d more", len(ids)-shown)
+	}
+	return "", usageError{fmt.Sprintf("knotd runs show: %s is the beginning of %d run ids: %s%s; give more of the id (see knotd runs --help)", arg, len(ids), strings.Join(list, ", "), more)}
+}
+
+func showRun(dir, arg string, jsonOut bool, stdout, stderr io.Writer) error {
+	runID, err := resolveRunID(dir, arg)
+	if err != nil {
+		return err
+	}
 	events, warns, err := transcript.ReadRun(dir, runID)
 	switch {
 	case errors.Is(err, transcript.ErrBadRunID):

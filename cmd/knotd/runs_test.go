@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -127,7 +128,7 @@ func TestRuns_Errors(t *testing.T) {
 		{[]string{"runs", "show", "01a1ffd2-2797-7eef-b460-c7d42f598d8c", "--strand", "a.md", v}, exitUsage, "takes only"},
 		{[]string{"runs", v, v}, exitUsage, "one VAULT at most"},
 		{[]string{"runs", "--strand", "/elsewhere/a.md", v}, exitUsage, "not inside the vault"},
-		{[]string{"runs", "--nope", v}, exitUsage, "flag provided but not defined"},
+		{[]string{"runs", "--nope", v}, exitUsage, "unknown flag --nope"},
 	}
 	for _, tt := range tests {
 		code, _, errOut := knotd(t, tt.args...)
@@ -199,15 +200,72 @@ func TestRuns_Keep(t *testing.T) {
 // comes from; knotd --help names them.
 func TestRuns_Help(t *testing.T) {
 	code, out, _ := knotd(t, "runs", "--help")
-	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json"} {
+	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json", "--limit N", "  -f\n", "--follow"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("knotd runs --help (exit %d) does not say %q:\n%s", code, want, out)
 		}
 	}
 	_, out, _ = knotd(t, "--help")
-	for _, want := range []string{"knotd runs [--strand PATH] [--json] [VAULT]", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
+	for _, want := range []string{"knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("knotd --help does not name %q", want)
 		}
+	}
+}
+
+// TestRuns_PrefixLimitAndUTC: runs show takes a unique prefix of a run
+// id and names the candidates of an ambiguous one; --limit N lists the
+// newest N; times are printed in UTC whatever TZ says.
+func TestRuns_PrefixLimitAndUTC(t *testing.T) {
+	v, runA, runB := runsVault(t)
+	n := 0
+	for n < len(runA) && runA[n] == runB[n] {
+		n++
+	}
+	code, out, errOut := knotd(t, "runs", "show", runA[:n+1], v)
+	if code != exitOK || !strings.Contains(out, "strand    a.md (Created)") {
+		t.Errorf("knotd runs show %s (a unique prefix): exit %d, %q %q", runA[:n+1], code, out, errOut)
+	}
+	if n > 0 {
+		code, _, errOut = knotd(t, "runs", "show", runA[:n], v)
+		lo, hi := min(runA, runB), max(runA, runB)
+		want := fmt.Sprintf("knotd runs show: %s is the beginning of 2 run ids: %s, %s; give more of the id (see knotd runs --help)\n", runA[:n], lo, hi)
+		if code != exitUsage || errOut != want {
+			t.Errorf("knotd runs show %s (ambiguous): exit %d, stderr\n%q; want\n%q", runA[:n], code, errOut, want)
+		}
+	}
+	if code, _, errOut := knotd(t, "runs", "show", "fff", v); code != exitFailed || !strings.Contains(errOut, "no run begins with fff") {
+		t.Errorf("knotd runs show fff: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := knotd(t, "runs", "show", "FFF", v); code != exitUsage || !strings.Contains(errOut, "not a run id") {
+		t.Errorf("knotd runs show FFF: exit %d, %q", code, errOut)
+	}
+
+	t.Setenv("TZ", "Asia/Kolkata") // +05:30: a local time would show
+	code, out, _ = knotd(t, "runs", "--limit", "1", v)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[1], runB) {
+		t.Fatalf("knotd runs --limit 1: exit %d:\n%s\nwant the heading and b's run", code, out)
+	}
+	dir, _, err := vault.RunsDir("", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, runB+transcript.Ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ `).FindString(lines[1])
+	when, err := time.Parse("2006-01-02 15:04:05Z ", stamp)
+	if err != nil || when.Sub(fi.ModTime().UTC()).Abs() > time.Minute {
+		t.Errorf("knotd runs prints %q; want the run's time in UTC (the file's is %v)", lines[1], fi.ModTime().UTC())
+	}
+	code, out, _ = knotd(t, "runs", "--limit", "1", "--json", v)
+	var list []runJSON
+	if code != exitOK || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].RunID != runB || !regexp.MustCompile(`"time": "[^"]+Z"`).MatchString(out) {
+		t.Errorf("knotd runs --limit 1 --json: exit %d:\n%s\nwant b's run, its time in UTC", code, out)
+	}
+	if code, _, errOut := knotd(t, "runs", "--limit", "0", v); code != exitUsage || !strings.Contains(errOut, "--limit must be at least 1") {
+		t.Errorf("knotd runs --limit 0: exit %d, %q", code, errOut)
 	}
 }
