@@ -212,6 +212,7 @@ Documentation=https://github.com/knotd/knotd#running-it-as-a-service
 [Service]
 ExecStart={{q .Exe}} {{q .Vault}}
 Environment={{qenv (print "PATH=" .Path)}}
+ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure
 KillSignal=SIGTERM
 TimeoutStopSec=30
