@@ -12,7 +12,6 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/control"
-	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
@@ -30,14 +29,9 @@ var _ control.Backend = (*Vault)(nil)
 // root in the state directory home ("" for the user's): where its daemon
 // listens. ok is false when knotd never ran on the vault on this machine.
 func ControlSocket(home, root string) (path string, ok bool, err error) {
-	if home == "" {
-		if home, err = statedir.Home(); err != nil {
-			return "", false, err
-		}
-	}
-	f, ok, err := statedir.Find(home, root)
-	if err != nil || !ok {
-		return "", ok, err
+	f, ok, err := folderOf(home, root)
+	if !ok {
+		return "", false, err
 	}
 	return control.SocketPath(f.Dir), true, nil
 }
@@ -122,14 +116,9 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 // runs). It changes nothing; ok is false when knotd never ran on the
 // vault on this machine.
 func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
-	if home == "" {
-		if home, err = statedir.Home(); err != nil {
-			return st, false, err
-		}
-	}
-	f, ok, err := statedir.Find(home, root)
-	if err != nil || !ok {
-		return st, ok, err
+	f, ok, err := folderOf(home, root)
+	if !ok {
+		return st, false, err
 	}
 	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}}
 	s, err := state.Open(f.StateFile())

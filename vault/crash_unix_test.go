@@ -84,7 +84,7 @@ func helperCrash() int {
 	switch at := os.Getenv(crashAtEnv); at {
 	case "", crashAgentRunning:
 	case crashReplyReceived:
-		v.agent = crashingAgent{inner: v.agent, die: die}
+		v.agent = crashingAgent{inner: v.runAgent(), die: die}
 	case crashJournaled:
 		probeOf(v).journaledFn = func(string) { die() }
 	case crashAppended:

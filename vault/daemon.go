@@ -262,6 +262,13 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		return submitted
 	}
 	s.Work = func(_ context.Context, rel string, job Job) {
+		if !job.ByHand && later.hold(rel, job, s.Merge) {
+			// The strand failed and its retry waits: this change goes
+			// with the retry (the strand is read afresh then), so that
+			// a failure that lasts (a full disk) is not met again at
+			// every save or pass, only as the pauses allow.
+			return
+		}
 		rep, again, err := v.process(runCtx, rel, job)
 		if err != nil {
 			rep.Strand = rel
@@ -272,7 +279,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 				// after a pause that grows while it keeps failing.
 				pause := later.failed(rel)
 				v.log.Error("cannot process strand; trying again", "strand", rel, "in", pause, "err", err)
-				later.after(ctx, rel, pause, func() { s.Submit(rel, job) })
+				later.after(ctx, rel, pause, func() { s.Submit(rel, later.release(rel, job, s.Merge)) })
 			} else {
 				v.log.Error("cannot process strand", "strand", rel, "err", err)
 			}
@@ -324,7 +331,39 @@ type laterTimers struct {
 	mu       sync.Mutex
 	timers   map[string]*time.Timer
 	failures map[string]int
+	held     map[string]Job // work held for a failed strand's retry
 	stopped  bool
+}
+
+// hold keeps job for the retry of the strand rel if it failed and its
+// retry waits, merged with what is held already, and reports whether it
+// did.
+func (l *laterTimers) hold(rel string, job Job, merge func(waiting, submitted Job) Job) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, waits := l.timers[rel]; !waits || l.failures[rel] == 0 {
+		return false
+	}
+	if l.held == nil {
+		l.held = make(map[string]Job)
+	}
+	if h, ok := l.held[rel]; ok {
+		job = merge(h, job)
+	}
+	l.held[rel] = job
+	return true
+}
+
+// release returns job merged with the work held for the strand rel's
+// retry, and forgets it.
+func (l *laterTimers) release(rel string, job Job, merge func(waiting, submitted Job) Job) Job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[rel]; ok {
+		job = merge(job, h)
+		delete(l.held, rel)
+	}
+	return job
 }
 
 // after calls submit after d, unless ctx is done by then or the timers

@@ -139,7 +139,7 @@ func TestDiskFull_TieOffAppend(t *testing.T) {
 			v, err := Open(e.root, e.options())
 			if err == nil {
 				if tt.afterReply {
-					v.agent = fillingAgent{inner: v.agent, once: new(sync.Once), fill: doFill}
+					v.agent = fillingAgent{inner: v.runAgent(), once: new(sync.Once), fill: doFill}
 				}
 				var sum Summary
 				sum, err = v.Once(context.Background(), OnceOptions{})

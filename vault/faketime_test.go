@@ -2,7 +2,10 @@ package vault
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,20 +20,8 @@ import (
 // the file system's own clock (mtimes) stays real.
 func TestWatch_InFakeTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		poll, debounce, maxWait := 10*time.Second, 30*time.Second, time.Minute
-		e.flags.Poll, e.flags.Debounce, e.flags.MaxWait = &poll, &debounce, &maxWait
-		e.onceFresh() // adopted: what follows is watched
-		v := e.open()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- v.Watch(ctx, WatchOptions{}) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Watch: %v", err)
-			}
-		})
+		e, v := pollingVault(t)
+		watchInBubble(t, v)
 		// at waits until d after start, then until every goroutine of
 		// the daemon waits, and returns n.md's tie-off's events.
 		start := time.Now()
@@ -72,6 +63,77 @@ func TestWatch_InFakeTime(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("n.md's tie-off at %v = %v; want %v", tt.at, got, tt.want)
 			}
+		}
+	})
+}
+
+// TestWatch_JournaledRetriesBackOff: a reply that cannot be committed (a
+// disk that stays full) is tried again with pauses that double up to
+// maxRetryPause, not at every check: over an hour, a few dozen tries,
+// not hundreds. Once the disk has room, it is finished within one
+// longest pause, and the agent ran once.
+func TestWatch_JournaledRetriesBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, v := pollingVault(t)
+		var mu sync.Mutex
+		full, tries := true, 0
+		probeOf(v).completingFn = func(string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			tries++
+			if full {
+				return fmt.Errorf("commit: %w", syscall.ENOSPC)
+			}
+			return nil
+		}
+		watchInBubble(t, v)
+		e.write("n.md", "# One\n")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		mu.Lock()
+		n := tries
+		full = false
+		mu.Unlock()
+		t.Logf("%d tries to commit in an hour of a full disk", n)
+		// Every check (10 s) would be 360 tries; the pauses of the
+		// journal's retries and of the strand's failures, doubling to 5
+		// minutes, leave about 30.
+		if n < 5 || n > 60 {
+			t.Errorf("%d tries to commit in an hour of a full disk; want a backed-off few (5 to 60)", n)
+		}
+		time.Sleep(maxRetryPause + 2*v.checkEvery)
+		synctest.Wait()
+		ps, err := v.store.Pendings()
+		mustDo(t, err)
+		if len(ps) != 0 {
+			t.Fatalf("%d runs still journaled %v after the disk had room again", len(ps), maxRetryPause+2*v.checkEvery)
+		}
+		if evs := e.events("n.md"); !slices.Equal(evs, []string{"Created"}) {
+			t.Errorf("n.md's tie-off = %v; want one Created", evs)
+		}
+	})
+}
+
+// pollingVault returns an adopted vault that polls every 10 s, with a
+// quiet period of 30 s.
+func pollingVault(t *testing.T) (*env, *Vault) {
+	e := newEnv(t)
+	poll, debounce, maxWait := 10*time.Second, 30*time.Second, time.Minute
+	e.flags.Poll, e.flags.Debounce, e.flags.MaxWait = &poll, &debounce, &maxWait
+	e.onceFresh() // adopted: what follows is watched
+	return e, e.open()
+}
+
+// watchInBubble runs v.Watch until the test ends, in the test's synctest
+// bubble.
+func watchInBubble(t *testing.T, v *Vault) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Watch(ctx, WatchOptions{}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch: %v", err)
 		}
 	})
 }

@@ -134,12 +134,16 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 // watchLoop turns the watcher's hints into scheduled work. It is owned by
 // Watch's goroutine.
 type watchLoop struct {
-	v         *Vault
-	s         *scheduler.Scheduler[Job]
-	delay     time.Duration         // how long a gone or new strand waits
-	gone      map[string]goneStrand // gone strands waiting for their delay
-	fresh     map[string]goneStrand // new strands waiting for their delay
-	retry     map[string]retryHint  // hints whose reconcile failed, tried again after a pause
+	v     *Vault
+	s     *scheduler.Scheduler[Job]
+	delay time.Duration         // how long a gone or new strand waits
+	gone  map[string]goneStrand // gone strands waiting for their delay
+	fresh map[string]goneStrand // new strands waiting for their delay
+	retry map[string]retryHint  // hints whose reconcile failed, tried again after a pause
+	// journaled are the strands with runs still journaled (their reply
+	// could not be appended or committed: a full disk): when each is
+	// tried again, with a pause that doubles while it stays journaled.
+	journaled map[string]retryHint
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
@@ -157,7 +161,7 @@ type watchLoop struct {
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
 func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
+	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, journaled: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -173,15 +177,35 @@ var ErrVaultGone = errors.New("vault directory is gone")
 
 // retryJournaled schedules the strands whose runs are still journaled:
 // their processing appends each reply once (finishJournaled) and runs
-// nothing unless the strand changed again.
+// nothing unless the strand changed again. A strand is tried at the first
+// check that finds it journaled, then after pauses that double while it
+// stays journaled (two checks, four, …), up to maxRetryPause: a disk that
+// stays full is not written to, nor logged about, every check forever.
 func (l *watchLoop) retryJournaled() {
 	ps, err := l.v.store.Pendings()
 	if err != nil {
 		l.v.log.Error("cannot read the journal of unfinished runs; retrying later", "err", err)
 		return
 	}
+	now := l.v.now()
+	still := make(map[string]bool, len(ps))
 	for _, p := range ps {
-		l.s.Submit(p.Record.Path, Job{FiredBy: agentrun.FiredByRescan})
+		rel := p.Record.Path
+		if still[rel] {
+			continue
+		}
+		still[rel] = true
+		r := l.journaled[rel]
+		if now.Before(r.due) {
+			continue
+		}
+		l.journaled[rel] = retryHint{due: now.Add(min(l.every<<min(r.tries, 20), maxRetryPause)), tries: r.tries + 1}
+		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
+	}
+	for rel := range l.journaled {
+		if !still[rel] {
+			delete(l.journaled, rel) // finished
+		}
 	}
 }
 
