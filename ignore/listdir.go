@@ -12,9 +12,10 @@ import (
 // platform allows): a folder swapped for a link after its parent was
 // listed is not listed through the link.
 // The entries' Info looks at a file relative to the open directory (one
-// fstatat on Linux) instead of resolving its whole path again, which is
-// most of what a walk over a large vault costs. Directory entries keep
-// os's own Info, whose result os.SameFile understands.
+// fstatat on Linux) instead of resolving its whole path again, and
+// returns a FileInfo smaller than os's (see statAt for why that matters).
+// Directory entries keep os's own Info, whose result os.SameFile
+// understands.
 //
 // The directory stays open until done is called; Info must not be called
 // after that.

@@ -8,29 +8,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openDir opens the directory abs for listing. os.Open would also set the
-// descriptor non-blocking, try to add it to the runtime's poller (which
-// refuses a directory) and set it blocking again: four more system calls
-// per directory, which a walk over ten thousand directories feels.
+// openDir opens the directory abs for listing, without following a
+// symbolic link at abs unless follow is set.
 func openDir(abs string, follow bool) (*os.File, error) {
-	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
+	flag := os.O_RDONLY | unix.O_DIRECTORY
 	if !follow {
-		flags |= unix.O_NOFOLLOW
+		flag |= unix.O_NOFOLLOW
 	}
-	for {
-		fd, err := unix.Open(abs, flags, 0)
-		switch err {
-		case nil:
-			return os.NewFile(uintptr(fd), abs), nil
-		case unix.EINTR:
-			continue
-		}
-		return nil, &fs.PathError{Op: "open", Path: abs, Err: err}
-	}
+	return os.OpenFile(abs, flag, 0)
 }
 
 // statAt returns an lstat of the entries of the open directory dir: one
 // fstatat(2) relative to it, without following a final symbolic link.
+//
+// Its FileInfo (statInfo) is the walk's own, not os's: this file is the
+// one place in knotd that converts a stat(2) result the way os does, and
+// TestReadDir_OwnInfoAgreesWithOS fails when the two disagree. It stays
+// for memory more than for speed: os's FileInfo (208 bytes, a copy of the
+// whole stat_t) shares its size class with the directories' FileInfos the
+// watcher keeps, so after a walk the 10,101 directories of the 100k bench
+// vault hold nearly every span the 100,000 notes' infos filled resident.
+// Measured in the bench at 100,000 strands, 12 s after watch start-up:
+// 20 MiB resident (13 MiB anonymous) with statInfo, 38 MiB (31 MiB) with
+// os's; at 10,000 strands 12 against 15 MiB. The walk's CPU time differs
+// by about 3%.
 func statAt(dir *os.File) func(name string) (fs.FileInfo, error) {
 	fd := int(dir.Fd())
 	return func(name string) (fs.FileInfo, error) {

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/strand"
@@ -86,10 +85,6 @@ type Store struct {
 	db   *bolt.DB
 	path string
 
-	// wrote is set once a write transaction has committed: Close then
-	// saves the free-page list.
-	wrote atomic.Bool
-
 	damageOnce sync.Once
 	damage     error         // the first damage found; set before damaged closes
 	damaged    chan struct{} // closed when damage is first found
@@ -134,8 +129,9 @@ func openStore(path string, o storeOptions) (s *Store, err error) {
 		return nil, fmt.Errorf("state: open state store: %w", err)
 	}
 	// An existing store is only read here: opening it writes nothing (a
-	// dry run leaves the file as it was, and a free-page list that Close
-	// saved stays valid until the first real commit).
+	// dry run leaves the file as it was). bbolt itself commits once when
+	// it opens a file without a free-page list, which only an older knotd
+	// (one that skipped the list at each commit) leaves, after a crash.
 	var need schemaNeed
 	err = db.View(func(btx *bolt.Tx) (err error) {
 		need, err = checkSchema(btx)
@@ -151,7 +147,6 @@ func openStore(path string, o storeOptions) (s *Store, err error) {
 		return nil, fmt.Errorf("state: open state store %s: %w", path, err)
 	}
 	s = &Store{db: db, path: path, damaged: make(chan struct{})}
-	s.wrote.Store(need != schemaReady)
 	return s, nil
 }
 
@@ -164,15 +159,9 @@ func openBolt(path string, o storeOptions) (db *bolt.DB, err error) {
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: o.timeout,
-		// Not writing the freelist at every commit keeps a commit's cost
-		// independent of how fragmented the file is (bbolt otherwise
-		// sorts and writes every free page id each time); the freelist is
-		// rebuilt by scanning the file when it is opened. The data pages'
-		// crash safety is the same.
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-		NoSync:         o.noSync,
+		Timeout:      o.timeout,
+		FreelistType: bolt.FreelistMapType,
+		NoSync:       o.noSync,
 	})
 	switch {
 	case err == nil:
@@ -267,27 +256,7 @@ func prepareSchema(btx *bolt.Tx) error {
 }
 
 // Close closes the store. Transactions in progress finish first.
-//
-// If the store was written since it was opened, Close first commits the
-// free-page list to the file. Commits skip that list (bbolt's
-// NoFreelistSync keeps a commit's cost independent of the free pages), so
-// an open must otherwise rebuild it by reading every page of the file,
-// which costs the time and the resident memory of the whole file. A store
-// closed this way opens by reading the list from one page; after a crash
-// the next open rebuilds it as before.
 func (s *Store) Close() error {
-	if s.wrote.Swap(false) {
-		err := s.db.Update(func(*bolt.Tx) error {
-			// bbolt reads the field only under its writer lock, which
-			// this transaction holds.
-			s.db.NoFreelistSync = false
-			return nil
-		})
-		if err != nil {
-			_ = s.db.Close() // the commit error is the one to report
-			return fmt.Errorf("state: close state store %s: save the free-page list: %w", s.path, err)
-		}
-	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("state: close state store %s: %w", s.path, err)
 	}
@@ -311,9 +280,6 @@ func (s *Store) Update(fn func(*Tx) error) (err error) {
 		fnErr = fn(tx)
 		return fnErr
 	})
-	if err == nil {
-		s.wrote.Store(true)
-	}
 	if err != nil && fnErr == nil {
 		err = fmt.Errorf("state: commit state %s: %w", s.path, err)
 	}

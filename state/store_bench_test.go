@@ -74,7 +74,7 @@ func BenchmarkStore_ForEach(b *testing.B) {
 }
 
 // BenchmarkOpenStore measures opening a store of 100,000 records, which
-// rebuilds bbolt's freelist by scanning the file.
+// reads bbolt's free-page list from its page (every commit writes it).
 func BenchmarkOpenStore(b *testing.B) {
 	path := statePath(b)
 	s, err := Open(path)

@@ -528,6 +528,14 @@ func (l *watchLoop) next() (time.Time, bool) {
 // state file's pages it mapped and the heap it freed. Without it an idle
 // daemon keeps the high-water mark of its last full pass for as long as it
 // runs (the Go runtime returns freed heap only gradually).
+//
+// It is the one caller of debug.FreeOSMemory in knotd, and the watch
+// loop calls it at most once a check interval (releaseAfterPass,
+// releaseAfterWork). In the bench at 100,000 strands the call is the
+// difference between 20 and 52 MiB resident (13 and 45 MiB anonymous)
+// 12 s after start-up, and 21 against 28 MiB a minute later;
+// TestRuntime_KeepsFreedHeapUntilFreeOSMemory fails when the runtime no
+// longer behaves in the way that makes it worth its garbage collection.
 func (v *Vault) releaseMemory() {
 	if err := v.store.DropMapped(); err != nil {
 		v.log.Warn("cannot release the state file's mapped pages; they stay resident", "err", err)
