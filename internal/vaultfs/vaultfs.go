@@ -201,6 +201,9 @@ type ReplaceOptions struct {
 	// leaves the old file or the new one, but the rename itself may be
 	// undone by a crash until the directory is synced.
 	DeferDirSync bool
+
+	// hooks are ReplaceIfUnchanged's test hooks; nil outside the tests.
+	hooks *exchangeHooks
 }
 
 // Replace replaces the file name with data, atomically: data goes to a
