@@ -331,23 +331,33 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 	}
 }
 
+// atNote names a vault file with "@"; atSecret is what writeAtSecret puts
+// in that file.
+const (
+	atNote   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
+	atSecret = "TOP SECRET CONTENT 7f3a\n"
+)
+
+// writeAtSecret writes the file atNote names into vault.
+func writeAtSecret(t *testing.T, vault string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(atSecret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGemini_RealCLIVerbatim: the note reaches the model byte for byte
 // through the preset, "@" and all, and a vault file it names is not read:
 // the fix for what TestGemini_RealCLIAtReferences pins.
 func TestGemini_RealCLIVerbatim(t *testing.T) {
 	t.Parallel()
-	const (
-		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
-		secret = "TOP SECRET CONTENT 7f3a\n"
-	)
+	const note, secret = atNote, atSecret
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAtSecret(t, vault)
 	req := rg.firstTurn(vault)
 	req.Event.Strand.Content = []byte(note)
 	res, calls := rg.run(t, req)
@@ -452,10 +462,7 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 // The test runs the CLI headless itself, as the preset did before.
 func TestGemini_RealCLIAtReferences(t *testing.T) {
 	t.Parallel()
-	const (
-		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
-		secret = "TOP SECRET CONTENT 7f3a\n"
-	)
+	const note, secret = atNote, atSecret
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
 	// headless runs the CLI as the gemini preset did before it used ACP.
@@ -479,12 +486,7 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 	})
 
 	t.Run("referenced file exists: rewritten, file sent", func(t *testing.T) {
-		if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeAtSecret(t, vault)
 		call := mustOneCall(t, 1, headless(t))
 		got := strings.Join(call.UserTexts(), "\n")
 		if strings.Contains(got, note) {
