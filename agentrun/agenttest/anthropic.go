@@ -25,7 +25,6 @@ package agenttest
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 )
@@ -147,13 +146,7 @@ func (s *Server) respond(req *Request, n int) func(http.ResponseWriter) error {
 		answerFn = func(r Request) Reply { return Reply{Text: DefaultReply(r)} }
 	}
 	id := fmt.Sprintf("msg_%024x", n)
-	reply := answerFn(*req)
-	reply.ToolCalls = slices.Clone(reply.ToolCalls)
-	for i := range reply.ToolCalls {
-		if reply.ToolCalls[i].ID == "" {
-			reply.ToolCalls[i].ID = fmt.Sprintf("toolu_%020x%02x", n, i)
-		}
-	}
+	reply := answerFn(*req).withCallIDs("toolu", n)
 	model, stream := req.Model, req.Stream
 	if stream {
 		return func(w http.ResponseWriter) error { return writeStream(w, id, model, reply) }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,13 +220,7 @@ func (s *OpenAI) respond(req *ResponsesRequest, n int) func(http.ResponseWriter)
 	if answerFn == nil {
 		answerFn = func(r ResponsesRequest) Reply { return Reply{Text: DefaultResponsesReply(r)} }
 	}
-	reply := answerFn(*req)
-	reply.ToolCalls = slices.Clone(reply.ToolCalls)
-	for i := range reply.ToolCalls {
-		if reply.ToolCalls[i].ID == "" {
-			reply.ToolCalls[i].ID = fmt.Sprintf("call_%020x%02x", n, i)
-		}
-	}
+	reply := answerFn(*req).withCallIDs("call", n)
 	in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
 	model := req.Model
 	return func(w http.ResponseWriter) error { return writeResponsesStream(w, n, model, reply, in) }
