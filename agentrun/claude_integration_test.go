@@ -1,115 +1,31 @@
 package agentrun_test
 
 import (
-	"context"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
-	"github.com/knotd/knotd/strand"
 )
 
 // These tests drive the real Claude Code CLI (agenttest.ClaudeCLI) through
 // the claude preset against a loopback stand-in for the Anthropic API.
 
-const (
-	realSession = "11111111-2222-4333-8444-555555555555"
-	realPlanV1  = "# Plan\n\n- [ ] draft the outline\n"
-	realPlanV2  = "# Plan\n\n- [x] draft the outline\n- [ ] ask Sam\n"
-)
-
-// realClaude is the setup shared by the tests: the stand-in, and a Runner
-// and agent that run the real CLI against it with a throwaway home.
+// realClaude runs the real CLI against the stand-in with a throwaway home.
 type realClaude struct {
-	api    *agenttest.Server
-	runner *agentrun.Runner
-	agent  agentrun.Agent
+	api *agenttest.Server
+	realCLI[agenttest.Request]
 }
 
 func newRealClaude(t *testing.T) *realClaude {
 	t.Helper()
 	bin := agenttest.ClaudeCLI(t)
 	api := agenttest.NewAnthropic(t)
-	env := api.ClaudeEnv(t.TempDir())
-	fresh := 0
-	return &realClaude{
-		api: api,
-		runner: &agentrun.Runner{
-			Environ: func() []string { return env },
-			NewSessionID: func() string {
-				fresh++
-				return fmt.Sprintf("33333333-2222-4333-8444-%012d", fresh)
-			},
-		},
-		agent: agentrun.Agent{
-			Name:    "claude",
-			Preset:  agentrun.PresetClaude,
-			Command: []string{bin},
-			Timeout: 2 * time.Minute,
-		},
-	}
-}
-
-// firstTurn is the request for a strand's first run in vault.
-func (rc *realClaude) firstTurn(vault string) agentrun.Request {
-	return agentrun.Request{
-		RunID: "run-1",
-		Vault: vault,
-		Event: strand.Event{
-			Type:   strand.Created,
-			Strand: strand.Strand{Path: "ideas/plan.md", Abs: filepath.Join(vault, "ideas", "plan.md"), Content: []byte(realPlanV1)},
-			Time:   time.Date(2026, 11, 21, 19, 30, 0, 0, time.UTC),
-		},
-		Session: realSession,
-		Turn:    1,
-		FiredBy: agentrun.FiredByWatch,
-		Agent:   rc.agent,
-		Now:     time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC),
-	}
-}
-
-// realNextTurn turns req into the strand's next turn, resuming handle.
-func realNextTurn(req agentrun.Request, handle string) agentrun.Request {
-	req.Event.Type = strand.Modified
-	req.Previous = req.Event.Strand.Content
-	req.Event.Strand.Content = []byte(realPlanV2)
-	req.Resume = handle
-	req.Turn++
-	req.RunID = fmt.Sprintf("run-%d", req.Turn)
-	req.Now = req.Now.Add(time.Minute)
-	return req
-}
-
-// run runs req and returns its result and the model calls the stand-in saw
-// during the run.
-func (rc *realClaude) run(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.Request) {
-	t.Helper()
-	before := len(rc.api.MessageRequests())
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	res, err := rc.runner.Run(ctx, req)
-	if err != nil {
-		t.Fatalf("Run(turn %d) error: %v", req.Turn, err)
-	}
-	if res.Outcome != agentrun.OutcomeOK {
-		t.Fatalf("Run(turn %d) = %s %q; want ok\nargv %q\nstdout %s\nstderr %s",
-			req.Turn, res.Outcome, res.Reason, res.Argv, res.Stdout, res.Stderr)
-	}
-	return res, rc.api.MessageRequests()[before:]
-}
-
-// mustOneCall returns the only model call of a run.
-func mustOneCall(t *testing.T, turn int, calls []agenttest.Request) agenttest.Request {
-	t.Helper()
-	if len(calls) != 1 {
-		t.Fatalf("turn %d made %d model calls; want 1", turn, len(calls))
-	}
-	return calls[0]
+	rc := &realClaude{api: api, realCLI: newRealCLI(agentrun.PresetClaude, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)}
+	rc.runner.NewSessionID = freshSessionIDs()
+	return rc
 }
 
 // assistantTexts returns the text of the assistant messages of a call.

@@ -1,13 +1,11 @@
 package agentrun_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
@@ -18,13 +16,12 @@ import (
 // codex preset against a loopback stand-in for the OpenAI Responses API,
 // each with a throwaway CODEX_HOME.
 
-// realCodex is the setup shared by the tests: the stand-in, and a Runner
-// and agent that run the real CLI against it.
+// realCodex runs the real CLI against the stand-in with a throwaway
+// CODEX_HOME, dir.
 type realCodex struct {
-	api    *agenttest.OpenAI
-	dir    string // the CodexEnv directory
-	runner *agentrun.Runner
-	agent  agentrun.Agent
+	api *agenttest.OpenAI
+	dir string // the CodexEnv directory
+	realCLI[agenttest.ResponsesRequest]
 }
 
 func newRealCodex(t *testing.T) *realCodex {
@@ -32,38 +29,7 @@ func newRealCodex(t *testing.T) *realCodex {
 	bin := agenttest.CodexCLI(t)
 	api := agenttest.NewOpenAI(t)
 	dir := t.TempDir()
-	env := api.CodexEnv(t, dir)
-	return &realCodex{
-		api: api,
-		dir: dir,
-		runner: &agentrun.Runner{
-			Environ: func() []string { return env },
-		},
-		agent: agentrun.Agent{
-			Name:    "codex",
-			Preset:  agentrun.PresetCodex,
-			Command: []string{bin},
-			Timeout: 2 * time.Minute,
-		},
-	}
-}
-
-// firstTurn is the request for a strand's first run in vault.
-func (rc *realCodex) firstTurn(vault string) agentrun.Request {
-	return agentrun.Request{
-		RunID: "run-1",
-		Vault: vault,
-		Event: strand.Event{
-			Type:   strand.Created,
-			Strand: strand.Strand{Path: "ideas/plan.md", Abs: filepath.Join(vault, "ideas", "plan.md"), Content: []byte(realPlanV1)},
-			Time:   time.Date(2026, 11, 21, 19, 30, 0, 0, time.UTC),
-		},
-		Session: realSession,
-		Turn:    1,
-		FiredBy: agentrun.FiredByWatch,
-		Agent:   rc.agent,
-		Now:     time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC),
-	}
+	return &realCodex{api: api, dir: dir, realCLI: newRealCLI(agentrun.PresetCodex, bin, api.CodexEnv(t, dir), api.ResponseRequests)}
 }
 
 // codexNextTurn turns req, which ran with result res, into the strand's
@@ -72,40 +38,6 @@ func codexNextTurn(req agentrun.Request, res agentrun.Result) agentrun.Request {
 	req = realNextTurn(req, res.Resume)
 	req.TotalsBefore = res.Totals
 	return req
-}
-
-// attempt runs req and returns its result and the model calls the
-// stand-in saw during the run, whatever the outcome.
-func (rc *realCodex) attempt(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.ResponsesRequest) {
-	t.Helper()
-	before := len(rc.api.ResponseRequests())
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	res, err := rc.runner.Run(ctx, req)
-	if err != nil {
-		t.Fatalf("Run(turn %d) error: %v", req.Turn, err)
-	}
-	return res, rc.api.ResponseRequests()[before:]
-}
-
-// run is attempt for a run that must succeed.
-func (rc *realCodex) run(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.ResponsesRequest) {
-	t.Helper()
-	res, calls := rc.attempt(t, req)
-	if res.Outcome != agentrun.OutcomeOK {
-		t.Fatalf("Run(turn %d) = %s %q; want ok\nargv %q\nstdout %s\nstderr %s",
-			req.Turn, res.Outcome, res.Reason, res.Argv, res.Stdout, res.Stderr)
-	}
-	return res, calls
-}
-
-// mustOneResponse returns the only model call of a run.
-func mustOneResponse(t *testing.T, turn int, calls []agenttest.ResponsesRequest) agenttest.ResponsesRequest {
-	t.Helper()
-	if len(calls) != 1 {
-		t.Fatalf("turn %d made %d model calls; want 1", turn, len(calls))
-	}
-	return calls[0]
 }
 
 // wantUsage checks a run's Usage and Totals.
@@ -139,7 +71,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 			res1.Reply, thread, res1.Restarted)
 	}
 	wantUsage(t, 1, res1, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
-	call1 := mustOneResponse(t, 1, calls)
+	call1 := mustOneCall(t, 1, calls)
 	if !call1.Stream || call1.Model != "gpt-5.5" {
 		t.Errorf("turn 1: model call stream %v model %q; want a streamed call for gpt-5.5", call1.Stream, call1.Model)
 	}
@@ -183,7 +115,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	// Codex reports the thread's running total (300 in, 18 out); the
 	// run's own use is the difference from turn 1's.
 	wantUsage(t, 2, res2, agentrun.Usage{InputTokens: 200, OutputTokens: 9}, agentrun.Usage{InputTokens: 300, OutputTokens: 18})
-	call2 := mustOneResponse(t, 2, calls)
+	call2 := mustOneCall(t, 2, calls)
 	if got, want := call2.UserPrompts(), []string{res1.Prompt, res2.Prompt}; !slices.Equal(got, want) {
 		t.Errorf("turn 2: the model saw user prompts %q; want turn 1's and turn 2's prompts %q", got, want)
 	}
@@ -210,7 +142,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 			res3.Reply, res3.Resume, res3.Restarted, thread)
 	}
 	wantUsage(t, 3, res3, agentrun.Usage{InputTokens: 300, OutputTokens: 9}, agentrun.Usage{InputTokens: 600, OutputTokens: 27})
-	call3 := mustOneResponse(t, 3, calls)
+	call3 := mustOneCall(t, 3, calls)
 	if got, want := call3.UserPrompts(), []string{res1.Prompt, res2.Prompt, res3.Prompt}; !slices.Equal(got, want) {
 		t.Errorf("deleted turn: the model saw user prompts %q; want %q", got, want)
 	}
@@ -253,7 +185,7 @@ func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 	wantUsage(t, req.Turn, res, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
 	// The refused attempt never reached the model; the fresh thread holds
 	// only this turn, and its Event Context says what happened.
-	call := mustOneResponse(t, req.Turn, calls)
+	call := mustOneCall(t, req.Turn, calls)
 	if got := call.UserPrompts(); !slices.Equal(got, []string{res.Prompt}) {
 		t.Errorf("the model saw user prompts %q; want only this run's prompt %q", got, res.Prompt)
 	}
@@ -343,5 +275,5 @@ func TestCodex_RealCLIUnknownThread(t *testing.T) {
 	}
 	// TotalsBefore belonged to the lost thread: the fresh one's totals are the run's.
 	wantUsage(t, req.Turn, res, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
-	mustOneResponse(t, req.Turn, calls)
+	mustOneCall(t, req.Turn, calls)
 }

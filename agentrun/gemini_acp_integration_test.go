@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -25,17 +23,12 @@ import (
 // through the preset.
 func TestGemini_RealCLIACPPassesTextVerbatim(t *testing.T) {
 	t.Parallel()
-	const note = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
+	const note = atNote
 	bin := agenttest.GeminiCLI(t)
 	api := agenttest.NewGemini(t)
 	env := api.GeminiEnv(t.TempDir(), true)
 	vault := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte("TOP SECRET CONTENT 7f3a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAtSecret(t, vault)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()

@@ -22,14 +22,13 @@ import (
 // gemini preset against a loopback stand-in for the Gemini API, with a
 // throwaway home (agenttest.GeminiServer.GeminiEnv). A run takes 2–3 s.
 
-// realGemini is the setup shared by the tests: the stand-in, the CLI's
-// home, and a Runner and agent that run the real CLI against it.
+// realGemini runs the real CLI against the stand-in with a throwaway
+// home.
 type realGemini struct {
-	api    *agenttest.GeminiServer
-	home   string
-	runner *agentrun.Runner
-	agent  agentrun.Agent
-	aged   int // calls of ageChats
+	api  *agenttest.GeminiServer
+	home string
+	aged int // calls of ageChats
+	realCLI[agenttest.GeminiRequest]
 }
 
 // newRealGemini sets up a realGemini; trust sets
@@ -39,68 +38,9 @@ func newRealGemini(t *testing.T, trust bool) *realGemini {
 	bin := agenttest.GeminiCLI(t)
 	api := agenttest.NewGemini(t)
 	home := t.TempDir()
-	env := api.GeminiEnv(home, trust)
-	fresh := 0
-	return &realGemini{
-		api:  api,
-		home: home,
-		runner: &agentrun.Runner{
-			Environ: func() []string { return env },
-			NewSessionID: func() string {
-				fresh++
-				return fmt.Sprintf("33333333-2222-4333-8444-%012d", fresh)
-			},
-		},
-		agent: agentrun.Agent{
-			Name:    "gemini",
-			Preset:  agentrun.PresetGemini,
-			Command: []string{bin},
-			Timeout: 2 * time.Minute,
-		},
-	}
-}
-
-// firstTurn is the request for a strand's first run in vault.
-func (rg *realGemini) firstTurn(vault string) agentrun.Request {
-	return agentrun.Request{
-		RunID: "run-1",
-		Vault: vault,
-		Event: strand.Event{
-			Type:   strand.Created,
-			Strand: strand.Strand{Path: "ideas/plan.md", Abs: filepath.Join(vault, "ideas", "plan.md"), Content: []byte(realPlanV1)},
-			Time:   time.Date(2026, 11, 21, 19, 30, 0, 0, time.UTC),
-		},
-		Session: realSession,
-		Turn:    1,
-		FiredBy: agentrun.FiredByWatch,
-		Agent:   rg.agent,
-		Now:     time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC),
-	}
-}
-
-// try runs req and returns its result and the conversation's model calls
-// the stand-in saw during the run, whatever the outcome.
-func (rg *realGemini) try(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.GeminiRequest) {
-	t.Helper()
-	before := len(rg.api.ChatRequests())
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	res, err := rg.runner.Run(ctx, req)
-	if err != nil {
-		t.Fatalf("Run(turn %d) error: %v", req.Turn, err)
-	}
-	return res, rg.api.ChatRequests()[before:]
-}
-
-// run is try for a run that must succeed.
-func (rg *realGemini) run(t *testing.T, req agentrun.Request) (agentrun.Result, []agenttest.GeminiRequest) {
-	t.Helper()
-	res, calls := rg.try(t, req)
-	if res.Outcome != agentrun.OutcomeOK {
-		t.Fatalf("Run(turn %d) = %s %q; want ok\nargv %q\nstdout %s\nstderr %s",
-			req.Turn, res.Outcome, res.Reason, res.Argv, res.Stdout, res.Stderr)
-	}
-	return res, calls
+	rg := &realGemini{api: api, home: home, realCLI: newRealCLI(agentrun.PresetGemini, bin, api.GeminiEnv(home, trust), api.ChatRequests)}
+	rg.runner.NewSessionID = freshSessionIDs()
+	return rg
 }
 
 // wipeChats removes Gemini CLI's stored conversations, as
@@ -116,15 +56,6 @@ func (rg *realGemini) wipeChats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// mustOneChat returns the only conversation call of a run.
-func mustOneChat(t *testing.T, turn int, calls []agenttest.GeminiRequest) agenttest.GeminiRequest {
-	t.Helper()
-	if len(calls) != 1 {
-		t.Fatalf("turn %d made %d conversation calls; want 1", turn, len(calls))
-	}
-	return calls[0]
 }
 
 // wantOnlyPrompts checks that the model saw exactly prompts, byte for
@@ -207,7 +138,7 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	if u := res1.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 100, OutputTokens: 9}) {
 		t.Errorf("turn 1 usage = %+v; want 100 in, 9 out", u)
 	}
-	call1 := mustOneChat(t, 1, calls)
+	call1 := mustOneCall(t, 1, calls)
 	wantOnlyPrompts(t, "turn 1", call1, res1.Prompt)
 	for _, want := range []string{
 		rg.agent.Instructions + "\n\n## Event Context\nEvent: Created\nStrand: ideas/plan.md\n",
@@ -233,7 +164,7 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	if u := res2.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 200, OutputTokens: 9}) {
 		t.Errorf("turn 2 usage = %+v; want 200 in (the whole conversation is the turn's prompt), 9 out", u)
 	}
-	call2 := mustOneChat(t, 2, calls)
+	call2 := mustOneCall(t, 2, calls)
 	wantOnlyPrompts(t, "turn 2", call2, res1.Prompt, res2.Prompt)
 	if !strings.Contains(res2.Prompt, "Session: "+realSession+" (resumed)\nTurn: 2\n") {
 		t.Errorf("turn 2 prompt does not say the session was resumed:\n%s", res2.Prompt)
@@ -250,7 +181,7 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 		t.Errorf("deleted turn reply %q resume %q restarted %+v; want the mock reply for 3 user turns in %s",
 			res3.Reply, res3.Resume, res3.Restarted, res1.Resume)
 	}
-	call3 := mustOneChat(t, 3, calls)
+	call3 := mustOneCall(t, 3, calls)
 	wantOnlyPrompts(t, "deleted turn", call3, res1.Prompt, res2.Prompt, res3.Prompt)
 
 	for _, r := range rg.api.Requests() {
@@ -331,7 +262,7 @@ func TestGemini_RealCLIRecoversLostSessions(t *testing.T) {
 		if res.Resume == "" || res.Resume == tc.handle || res.Reply != "MOCK REPLY (user messages seen: 1)" {
 			t.Errorf("%s: reply %q resume %q; want the mock reply for 1 user turn in a fresh session", tc.name, res.Reply, res.Resume)
 		}
-		call := mustOneChat(t, req.Turn, calls)
+		call := mustOneCall(t, req.Turn, calls)
 		wantOnlyPrompts(t, tc.name, call, res.Prompt)
 		if res.Restarted != nil && !strings.Contains(res.Prompt, "could not be continued: "+res.Restarted.Reason+")\n") {
 			t.Errorf("%s: the prompt does not say the session was restarted:\n%s", tc.name, res.Prompt)
@@ -370,7 +301,7 @@ func TestGemini_RealCLIAuthError(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	rg.api.SetStatus(401)
-	res, _ := rg.try(t, rg.firstTurn(t.TempDir()))
+	res, _ := rg.attempt(t, rg.firstTurn(t.TempDir()))
 	if res.Outcome != agentrun.OutcomeFailed || res.ExitCode != 0 {
 		t.Fatalf("Run = %s (exit %d) %q; want failed, exit 0\nstderr %s", res.Outcome, res.ExitCode, res.Reason, res.Stderr)
 	}
@@ -400,30 +331,40 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 	}
 }
 
+// atNote names a vault file with "@"; atSecret is what writeAtSecret puts
+// in that file.
+const (
+	atNote   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
+	atSecret = "TOP SECRET CONTENT 7f3a\n"
+)
+
+// writeAtSecret writes the file atNote names into vault.
+func writeAtSecret(t *testing.T, vault string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(atSecret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestGemini_RealCLIVerbatim: the note reaches the model byte for byte
 // through the preset, "@" and all, and a vault file it names is not read:
 // the fix for what TestGemini_RealCLIAtReferences pins.
 func TestGemini_RealCLIVerbatim(t *testing.T) {
 	t.Parallel()
-	const (
-		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
-		secret = "TOP SECRET CONTENT 7f3a\n"
-	)
+	const note, secret = atNote, atSecret
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAtSecret(t, vault)
 	req := rg.firstTurn(vault)
 	req.Event.Strand.Content = []byte(note)
 	res, calls := rg.run(t, req)
 	if !strings.Contains(res.Prompt, note) {
 		t.Fatalf("the prompt does not hold the note:\n%s", res.Prompt)
 	}
-	call := mustOneChat(t, 1, calls)
+	call := mustOneCall(t, 1, calls)
 	wantOnlyPrompts(t, "the note's turn", call, res.Prompt)
 	for _, r := range rg.api.Requests() {
 		if bytes.Contains(r.Body, []byte("TOP SECRET")) {
@@ -521,10 +462,7 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 // The test runs the CLI headless itself, as the preset did before.
 func TestGemini_RealCLIAtReferences(t *testing.T) {
 	t.Parallel()
-	const (
-		note   = "# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
-		secret = "TOP SECRET CONTENT 7f3a\n"
-	)
+	const note, secret = atNote, atSecret
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
 	// headless runs the CLI as the gemini preset did before it used ACP.
@@ -543,18 +481,13 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 	}
 
 	t.Run("no such file: verbatim", func(t *testing.T) {
-		call := mustOneChat(t, 1, headless(t))
+		call := mustOneCall(t, 1, headless(t))
 		wantOnlyPrompts(t, "no referenced file", call, note)
 	})
 
 	t.Run("referenced file exists: rewritten, file sent", func(t *testing.T) {
-		if err := os.MkdirAll(filepath.Join(vault, "notes"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(vault, "notes", "secret.txt"), []byte(secret), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		call := mustOneChat(t, 1, headless(t))
+		writeAtSecret(t, vault)
+		call := mustOneCall(t, 1, headless(t))
 		got := strings.Join(call.UserTexts(), "\n")
 		if strings.Contains(got, note) {
 			t.Errorf("the note reached the model verbatim; Gemini CLI 0.61.0 was seen to rewrite it. Has @ processing changed?\n%s", got)

@@ -105,41 +105,62 @@ func checkWrite(t *testing.T, turn int, target string, want bool, res agentrun.R
 	}
 }
 
+// runPermCase runs c's two turns with cli in a new vault, the second
+// resuming the first (next makes its request from the first's and its
+// result). Before each turn n, ask has the stand-in call a tool that writes
+// target, and returns the call's id; after it, check checks the turn, given
+// the result the CLI sent for the call.
+func runPermCase[R interface{ ToolResults() []agenttest.ToolResult }](t *testing.T, c permCase, cli *realCLI[R],
+	next func(agentrun.Request, agentrun.Result) agentrun.Request,
+	ask func(n int, target string) string,
+	check func(n int, turn permTurn, target string, res agentrun.Result, result *agenttest.ToolResult),
+) {
+	t.Helper()
+	cli.agent.Env = c.env
+	vault := t.TempDir()
+	req := cli.firstTurn(vault)
+	var res agentrun.Result
+	for i, turn := range c.turns {
+		n := i + 1
+		target := permTarget(t, c, vault, n)
+		id := ask(n, target)
+		if n == 2 {
+			req = next(req, res)
+		}
+		req.Agent = cli.agent
+		req.Agent.Permissions = turn.perm
+		var calls []R
+		res, calls = cli.run(t, req)
+		if res.Reply != "FINISHED" {
+			t.Errorf("turn %d reply %q; want the stand-in's final text", n, res.Reply)
+		}
+		check(n, turn, target, res, resultOf(calls, id))
+	}
+}
+
 func TestClaude_RealCLIPermissions(t *testing.T) {
 	for _, c := range permCases {
 		t.Run(c.name, func(t *testing.T) {
 			rc := newRealClaude(t)
-			rc.agent.Env = c.env
-			vault := t.TempDir()
-			req := rc.firstTurn(vault)
-			var res agentrun.Result
-			for i, turn := range c.turns {
-				n := i + 1
-				target := permTarget(t, c, vault, n)
-				write := agenttest.ToolCall{ID: fmt.Sprintf("toolu_turn%d", n), Name: "Write",
-					Input: map[string]string{"file_path": target, "content": permContent}}
-				rc.api.SetAnswer(agenttest.CallTool[agenttest.Request](write, finished))
-				if n == 2 {
-					req = realNextTurn(req, res.Resume)
-				}
-				req.Agent = rc.agent
-				req.Agent.Permissions = turn.perm
-				var calls []agenttest.Request
-				res, calls = rc.run(t, req)
-				result := resultOf(calls, write.ID)
-				if res.Reply != "FINISHED" {
-					t.Errorf("turn %d reply %q; want the stand-in's final text", n, res.Reply)
-				}
-				// Claude Code marks a refused tool use is_error and says
-				// it was denied: "Permission to use Write has been denied
-				// because Claude Code is running in don't ask mode", or,
-				// with --permission-prompts none, "Permission for this
-				// tool use was denied".
-				checkWrite(t, n, target, turn.written, res, result, []string{"denied"})
-				if result != nil && result.IsError == turn.written {
-					t.Errorf("turn %d: tool result is_error %t; want %t", n, result.IsError, !turn.written)
-				}
-			}
+			runPermCase(t, c, &rc.realCLI,
+				func(req agentrun.Request, res agentrun.Result) agentrun.Request { return realNextTurn(req, res.Resume) },
+				func(n int, target string) string {
+					write := agenttest.ToolCall{ID: fmt.Sprintf("toolu_turn%d", n), Name: "Write",
+						Input: map[string]string{"file_path": target, "content": permContent}}
+					rc.api.SetAnswer(agenttest.CallTool[agenttest.Request](write, finished))
+					return write.ID
+				},
+				func(n int, turn permTurn, target string, res agentrun.Result, result *agenttest.ToolResult) {
+					// Claude Code marks a refused tool use is_error and
+					// says it was denied: "Permission to use Write has been
+					// denied because Claude Code is running in don't ask
+					// mode", or, with --permission-prompts none,
+					// "Permission for this tool use was denied".
+					checkWrite(t, n, target, turn.written, res, result, []string{"denied"})
+					if result != nil && result.IsError == turn.written {
+						t.Errorf("turn %d: tool result is_error %t; want %t", n, result.IsError, !turn.written)
+					}
+				})
 		})
 	}
 }
@@ -197,29 +218,16 @@ func TestCodex_RealCLIPermissions(t *testing.T) {
 		for _, c := range permCases {
 			t.Run(tool.name+"/"+c.name, func(t *testing.T) {
 				rc := newRealCodex(t)
-				rc.agent.Env = c.env
-				vault := t.TempDir()
-				req := rc.firstTurn(vault)
-				var res agentrun.Result
-				for i, turn := range c.turns {
-					n := i + 1
-					target := permTarget(t, c, vault, n)
-					call := agenttest.ToolCall{ID: fmt.Sprintf("call_turn%d", n), Name: "exec", Namespace: "functions",
-						Input: tool.js(target)}
-					rc.api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, finished))
-					if n == 2 {
-						req = codexNextTurn(req, res)
-					}
-					req.Agent = rc.agent
-					req.Agent.Permissions = turn.perm
-					var calls []agenttest.ResponsesRequest
-					res, calls = rc.run(t, req)
-					result := resultOf(calls, call.ID)
-					if res.Reply != "FINISHED" {
-						t.Errorf("turn %d reply %q; want the stand-in's final text", n, res.Reply)
-					}
-					checkWrite(t, n, target, turn.written, res, result, tool.refusal)
-				}
+				runPermCase(t, c, &rc.realCLI, codexNextTurn,
+					func(n int, target string) string {
+						call := agenttest.ToolCall{ID: fmt.Sprintf("call_turn%d", n), Name: "exec", Namespace: "functions",
+							Input: tool.js(target)}
+						rc.api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, finished))
+						return call.ID
+					},
+					func(n int, turn permTurn, target string, res agentrun.Result, result *agenttest.ToolResult) {
+						checkWrite(t, n, target, turn.written, res, result, tool.refusal)
+					})
 			})
 		}
 	}
@@ -240,7 +248,7 @@ func TestCodex_RealCLIResumedTurnSandboxAndInstructions(t *testing.T) {
 	req = codexNextTurn(req, res)
 	req.Agent.Permissions, req.Agent.Instructions = agentrun.PermReadOnly, "CHANGED INSTRUCTIONS"
 	_, calls := rc.run(t, req)
-	call := mustOneResponse(t, 2, calls)
+	call := mustOneCall(t, 2, calls)
 	var modes []string
 	instructions := map[string]int{}
 	for _, m := range call.Input {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,18 +234,17 @@ func (e *env) once(v *Vault, all bool) Summary {
 // onceFresh opens the vault, runs a pass and closes it: a knotd --once.
 func (e *env) onceFresh() Summary {
 	e.t.Helper()
-	v, err := Open(e.root, e.options())
-	if err != nil {
-		e.t.Fatalf("Open: %v", err)
-	}
-	sum, err := v.Once(context.Background(), OnceOptions{})
-	if cerr := v.Close(); cerr != nil {
-		e.t.Fatalf("Close: %v", cerr)
-	}
-	if err != nil {
-		e.t.Fatalf("Once: %v", err)
-	}
-	return sum
+	return e.onceWith(e.options(), OnceOptions{})
+}
+
+// onceLogged is onceFresh with knotd's log captured.
+func (e *env) onceLogged() (Summary, string) {
+	e.t.Helper()
+	var log testutil.Buffer
+	opts := e.options()
+	opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	sum := e.onceWith(opts, OnceOptions{})
+	return sum, log.String()
 }
 
 // sections reads the tie-off of the strand rel; none if it has none.

@@ -23,19 +23,11 @@
 package agenttest
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"sync"
 	"testing"
 )
-
-// maxBody bounds the request bodies the stand-in reads (Claude Code's are
-// about 50 KB for a short conversation).
-const maxBody = 64 << 20
 
 // ReplyFunc returns the text the stand-in answers a Messages API request with.
 // It is called from the server's handler goroutines, possibly concurrently.
@@ -54,32 +46,20 @@ type Server struct {
 	// ANTHROPIC_BASE_URL.
 	URL string
 
-	tb        testing.TB
-	srv       *httptest.Server
-	closeOnce sync.Once
+	*standIn[Request]
 
 	mu     sync.Mutex
-	reqs   []Request
 	answer func(Request) Reply
-	status int
-	nextID int
 }
 
 // NewAnthropic starts a Server on a loopback port. It is closed when tb's
 // test ends (t.Cleanup); Close may also be called earlier.
 func NewAnthropic(tb testing.TB) *Server {
 	tb.Helper()
-	s := &Server{tb: tb}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{}
+	s.standIn = newStandIn[Request](tb, s)
 	s.URL = s.srv.URL
-	tb.Cleanup(s.Close)
 	return s
-}
-
-// Close stops the server: it closes the listener and idle connections and
-// waits for the requests being answered. It may be called more than once.
-func (s *Server) Close() {
-	s.closeOnce.Do(s.srv.Close)
 }
 
 // SetReply makes the server answer later Messages API requests with
@@ -108,18 +88,7 @@ func (s *Server) SetAnswer(answer func(Request) Reply) {
 // with the HTTP status code and a Messages API error object (for example
 // http.StatusUnauthorized). 0 restores normal answers.
 func (s *Server) SetStatus(code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status = code
-}
-
-// Requests returns every request received so far, in arrival order. A
-// request is recorded before its answer is written, so a client that has
-// read an answer finds its request here.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs)
+	s.force(code, -1)
 }
 
 // MessageRequests returns the POST /v1/messages requests received so far
@@ -134,9 +103,13 @@ func (s *Server) MessageRequests() []Request {
 	return calls
 }
 
-// serve records r, then answers it.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+func (s *Server) apiName() string { return "Anthropic" }
+
+func (s *Server) setStatus(r *Request, status int) { r.Status = status }
+
+// record records r; its routes are POST /v1/messages and
+// /v1/messages/count_tokens, whose bodies it parses, and GET and HEAD.
+func (s *Server) record(r *http.Request, body []byte, parse bool) (Request, bool, error) {
 	req := Request{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -144,78 +117,47 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Header: r.Header.Clone(),
 		Body:   body,
 	}
-	messages := r.Method == http.MethodPost && r.URL.Path == "/v1/messages"
-	counting := r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens"
-
-	var parseErr error
-	if (messages || counting) && readErr == nil {
-		parseErr = req.parseBody(body)
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return req, true, nil
 	}
+	if r.Method != http.MethodPost || (r.URL.Path != "/v1/messages" && r.URL.Path != "/v1/messages/count_tokens") {
+		return req, false, nil
+	}
+	var err error
+	if parse {
+		err = req.parseBody(body)
+	}
+	return req, true, err
+}
 
+func (s *Server) respond(req *Request, n int) func(http.ResponseWriter) error {
+	switch {
+	case req.Method == http.MethodGet || req.Method == http.MethodHead:
+		return func(w http.ResponseWriter) error { return writeJSON(w, http.StatusOK, struct{}{}) }
+	case req.Path == "/v1/messages/count_tokens":
+		return func(w http.ResponseWriter) error {
+			return writeJSON(w, http.StatusOK, map[string]int{"input_tokens": replyInputTokens})
+		}
+	}
 	s.mu.Lock()
-	forced, answerFn := s.status, s.answer
-	s.nextID++
-	n := s.nextID
+	answerFn := s.answer
 	s.mu.Unlock()
-	id := fmt.Sprintf("msg_%024x", n)
 	if answerFn == nil {
 		answerFn = func(r Request) Reply { return Reply{Text: DefaultReply(r)} }
 	}
-
-	// Decide the answer, record the request with its status, then write.
-	var answer func() error
-	var tooLarge *http.MaxBytesError
-	switch {
-	case forced != 0:
-		req.Status = forced
-		answer = func() error {
-			return writeError(w, forced, fmt.Sprintf("agenttest: status %d set by the test", forced))
-		}
-	case errors.As(readErr, &tooLarge):
-		req.Status = http.StatusRequestEntityTooLarge
-		answer = func() error { return writeError(w, req.Status, readErr.Error()) }
-	case readErr != nil:
-		req.Status = http.StatusBadRequest
-		answer = func() error { return writeError(w, req.Status, readErr.Error()) }
-	case parseErr != nil:
-		req.Status = http.StatusBadRequest
-		answer = func() error { return writeError(w, req.Status, parseErr.Error()) }
-	case r.Method == http.MethodGet || r.Method == http.MethodHead:
-		req.Status = http.StatusOK
-		answer = func() error { return writeJSON(w, http.StatusOK, struct{}{}) }
-	case counting:
-		req.Status = http.StatusOK
-		answer = func() error {
-			return writeJSON(w, http.StatusOK, map[string]int{"input_tokens": replyInputTokens})
-		}
-	case messages:
-		req.Status = http.StatusOK
-		reply := answerFn(req)
-		reply.ToolCalls = slices.Clone(reply.ToolCalls)
-		for i := range reply.ToolCalls {
-			if reply.ToolCalls[i].ID == "" {
-				reply.ToolCalls[i].ID = fmt.Sprintf("toolu_%020x%02x", n, i)
-			}
-		}
-		if req.Stream {
-			answer = func() error { return writeStream(w, id, req.Model, reply) }
-		} else {
-			answer = func() error { return writeMessage(w, id, req.Model, reply) }
-		}
-	default:
-		req.Status = http.StatusNotFound
-		s.tb.Logf("agenttest: Anthropic stand-in: no route for %s %s: answered 404", r.Method, r.URL)
-		answer = func() error {
-			return writeError(w, http.StatusNotFound, fmt.Sprintf("agenttest: no route for %s %s", r.Method, r.URL.Path))
-		}
+	id := fmt.Sprintf("msg_%024x", n)
+	reply := answerFn(*req).withCallIDs("toolu", n)
+	model, stream := req.Model, req.Stream
+	if stream {
+		return func(w http.ResponseWriter) error { return writeStream(w, id, model, reply) }
 	}
+	return func(w http.ResponseWriter) error { return writeMessage(w, id, model, reply) }
+}
 
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+func (s *Server) writeError(w http.ResponseWriter, status int, msg string) error {
+	return writeError(w, status, msg)
+}
 
-	if err := answer(); err != nil {
-		// The client went away mid-answer; nothing else to tell it.
-		s.tb.Logf("agenttest: Anthropic stand-in: answer %s %s: %v", r.Method, r.URL, err)
-	}
+func (s *Server) writeForced(w http.ResponseWriter, status int) error {
+	return writeError(w, status, fmt.Sprintf("agenttest: status %d set by the test", status))
 }

@@ -2,11 +2,8 @@ package agenttest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,15 +38,10 @@ type GeminiServer struct {
 	// GOOGLE_GEMINI_BASE_URL.
 	URL string
 
-	tb        testing.TB
-	srv       *httptest.Server
-	closeOnce sync.Once
+	*standIn[GeminiRequest]
 
-	mu       sync.Mutex
-	reqs     []GeminiRequest
-	status   int
-	failNext int
-	calls    []GeminiFunctionCall
+	mu    sync.Mutex
+	calls []GeminiFunctionCall
 }
 
 // GeminiFunctionCall is a call of one of the CLI's tools (functions), as
@@ -140,35 +132,27 @@ func (r GeminiRequest) UserTexts() []string {
 // tb's test ends (t.Cleanup); Close may also be called earlier.
 func NewGemini(tb testing.TB) *GeminiServer {
 	tb.Helper()
-	s := &GeminiServer{tb: tb}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &GeminiServer{}
+	s.standIn = newStandIn[GeminiRequest](tb, s)
 	s.URL = s.srv.URL
-	tb.Cleanup(s.Close)
 	return s
-}
-
-// Close stops the server and waits for the requests being answered. It may
-// be called more than once.
-func (s *GeminiServer) Close() {
-	s.closeOnce.Do(s.srv.Close)
 }
 
 // SetStatus makes the server answer every later request with the HTTP
 // status code and a Gemini API error object (401 UNAUTHENTICATED, 500
 // INTERNAL…). 0 restores normal answers.
 func (s *GeminiServer) SetStatus(code int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status, s.failNext = code, 0
+	s.force(code, -1)
 }
 
 // FailNext makes the server answer the next n requests with the HTTP
 // status code, and later ones normally (Gemini CLI retries a 500 with
-// backoff: failing once keeps a test fast).
+// backoff: failing once keeps a test fast). n <= 0 means every request.
 func (s *GeminiServer) FailNext(code, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status, s.failNext = code, n
+	if n <= 0 {
+		n = -1
+	}
+	s.force(code, n)
 }
 
 // QueueFunctionCall makes the server answer the next conversation call
@@ -227,8 +211,14 @@ var geminiStatus = map[int]struct{ status, message string }{
 	http.StatusServiceUnavailable:  {"UNAVAILABLE", "The service is currently unavailable."},
 }
 
-func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+func (s *GeminiServer) apiName() string { return "Gemini" }
+
+func (s *GeminiServer) setStatus(r *GeminiRequest, status int) { r.Status = status }
+
+// record records r; its routes are the generate calls, POST
+// /v1beta/models/M:streamGenerateContent and M:generateContent, whose bodies
+// it parses.
+func (s *GeminiServer) record(r *http.Request, body []byte, parse bool) (GeminiRequest, bool, error) {
 	req := GeminiRequest{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -236,72 +226,48 @@ func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
 		Header: r.Header.Clone(),
 		Body:   body,
 	}
-	var parseErr error
-	if rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/"); ok && r.Method == http.MethodPost {
-		if model, action, ok := strings.Cut(rest, ":"); ok && (action == "streamGenerateContent" || action == "generateContent") {
-			req.Model, req.Action = model, action
-			if readErr == nil {
-				parseErr = req.parseBody(body)
-			}
-		}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
+	if !ok || r.Method != http.MethodPost {
+		return req, false, nil
 	}
+	model, action, ok := strings.Cut(rest, ":")
+	if !ok || (action != "streamGenerateContent" && action != "generateContent") {
+		return req, false, nil
+	}
+	req.Model, req.Action = model, action
+	var err error
+	if parse {
+		err = req.parseBody(body)
+	}
+	return req, true, err
+}
 
-	s.mu.Lock()
-	forced := s.status
-	if forced != 0 && s.failNext > 0 {
-		s.failNext--
-		if s.failNext == 0 {
-			s.status = 0
-		}
-	}
+// respond answers a generate call with the text reply, or with the first
+// queued function call when it is a conversation call.
+func (s *GeminiServer) respond(req *GeminiRequest, _ int) func(http.ResponseWriter) error {
 	var call *GeminiFunctionCall
-	if forced == 0 && readErr == nil && parseErr == nil && req.Action != "" && !req.JSON && len(s.calls) > 0 {
+	s.mu.Lock()
+	if !req.JSON && len(s.calls) > 0 {
 		call = &s.calls[0]
 		s.calls = s.calls[1:]
 	}
 	s.mu.Unlock()
-
-	var answer func() error
-	switch {
-	case forced != 0:
-		req.Status = forced
-		answer = func() error { return writeGeminiError(w, forced, "") }
-	case readErr != nil:
-		req.Status = http.StatusBadRequest
-		var tooLarge *http.MaxBytesError
-		if errors.As(readErr, &tooLarge) {
-			req.Status = http.StatusRequestEntityTooLarge
-		}
-		answer = func() error { return writeGeminiError(w, req.Status, readErr.Error()) }
-	case parseErr != nil:
-		req.Status = http.StatusBadRequest
-		answer = func() error { return writeGeminiError(w, req.Status, parseErr.Error()) }
-	case req.Action != "":
-		req.Status = http.StatusOK
-		resp := req.response()
-		if call != nil {
-			resp = req.callResponse(*call)
-		}
-		if req.Action == "streamGenerateContent" {
-			answer = func() error { return writeGeminiStream(w, resp) }
-		} else {
-			answer = func() error { return writeJSON(w, http.StatusOK, resp) }
-		}
-	default:
-		req.Status = http.StatusNotFound
-		s.tb.Logf("agenttest: Gemini stand-in: no route for %s %s: answered 404", r.Method, r.URL)
-		answer = func() error {
-			return writeGeminiError(w, http.StatusNotFound, fmt.Sprintf("agenttest: no route for %s %s", r.Method, r.URL.Path))
-		}
+	resp := req.response()
+	if call != nil {
+		resp = req.callResponse(*call)
 	}
-
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
-
-	if err := answer(); err != nil {
-		s.tb.Logf("agenttest: Gemini stand-in: answer %s %s: %v", r.Method, r.URL, err)
+	if req.Action == "streamGenerateContent" {
+		return func(w http.ResponseWriter) error { return writeGeminiStream(w, resp) }
 	}
+	return func(w http.ResponseWriter) error { return writeJSON(w, http.StatusOK, resp) }
+}
+
+func (s *GeminiServer) writeError(w http.ResponseWriter, status int, msg string) error {
+	return writeGeminiError(w, status, msg)
+}
+
+func (s *GeminiServer) writeForced(w http.ResponseWriter, status int) error {
+	return writeGeminiError(w, status, "")
 }
 
 // parseBody fills the parsed fields of r from a generate call's body.

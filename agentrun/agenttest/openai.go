@@ -3,12 +3,8 @@ package agenttest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,16 +35,10 @@ type OpenAI struct {
 	// API is under URL+"/v1".
 	URL string
 
-	tb        testing.TB
-	srv       *httptest.Server
-	closeOnce sync.Once
+	*standIn[ResponsesRequest]
 
 	mu     sync.Mutex
-	reqs   []ResponsesRequest
 	answer func(ResponsesRequest) Reply
-	status int
-	times  int // answers left with status; <0: all of them
-	nextID int
 }
 
 // The usage every reply reports, as the recording's stand-in did.
@@ -143,17 +133,10 @@ func DefaultResponsesReply(r ResponsesRequest) string {
 // tb's test ends (t.Cleanup); Close may also be called earlier.
 func NewOpenAI(tb testing.TB) *OpenAI {
 	tb.Helper()
-	s := &OpenAI{tb: tb}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &OpenAI{}
+	s.standIn = newStandIn[ResponsesRequest](tb, s)
 	s.URL = s.srv.URL
-	tb.Cleanup(s.Close)
 	return s
-}
-
-// Close stops the server: it closes the listener and idle connections and
-// waits for the requests being answered. It may be called more than once.
-func (s *OpenAI) Close() {
-	s.closeOnce.Do(s.srv.Close)
 }
 
 // SetReply makes the server answer later requests with reply's text; nil
@@ -191,20 +174,7 @@ func (s *OpenAI) SetStatus(code int) {
 // SetStatusTimes is SetStatus for the next n requests only; after them the
 // server answers normally again. n < 0 means every request.
 func (s *OpenAI) SetStatusTimes(code, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status, s.times = code, n
-	if code == 0 || n == 0 {
-		s.status, s.times = 0, 0
-	}
-}
-
-// Requests returns every request received so far, in arrival order. A
-// request is recorded before its answer is written.
-func (s *OpenAI) Requests() []ResponsesRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs)
+	s.force(code, n)
 }
 
 // ResponseRequests returns the POST /v1/responses requests received so far
@@ -219,9 +189,13 @@ func (s *OpenAI) ResponseRequests() []ResponsesRequest {
 	return calls
 }
 
-// serve records r, then answers it.
-func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
-	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+func (s *OpenAI) apiName() string { return "OpenAI" }
+
+func (s *OpenAI) setStatus(r *ResponsesRequest, status int) { r.Status = status }
+
+// record records r; its one route is POST /v1/responses, whose body it
+// parses.
+func (s *OpenAI) record(r *http.Request, body []byte, parse bool) (ResponsesRequest, bool, error) {
 	req := ResponsesRequest{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -229,72 +203,39 @@ func (s *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		Header: r.Header.Clone(),
 		Body:   body,
 	}
-	responses := r.Method == http.MethodPost && r.URL.Path == "/v1/responses"
-	var parseErr error
-	if responses && readErr == nil {
-		parseErr = req.parseBody(body)
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+		return req, false, nil
 	}
+	var err error
+	if parse {
+		err = req.parseBody(body)
+	}
+	return req, true, err
+}
 
+func (s *OpenAI) respond(req *ResponsesRequest, n int) func(http.ResponseWriter) error {
 	s.mu.Lock()
-	forced, answerFn := s.status, s.answer
-	if s.times > 0 {
-		s.times--
-		if s.times == 0 {
-			s.status = 0
-		}
-	}
-	s.nextID++
-	id := s.nextID
+	answerFn := s.answer
 	s.mu.Unlock()
 	if answerFn == nil {
 		answerFn = func(r ResponsesRequest) Reply { return Reply{Text: DefaultResponsesReply(r)} }
 	}
+	reply := answerFn(*req).withCallIDs("call", n)
+	in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
+	model := req.Model
+	return func(w http.ResponseWriter) error { return writeResponsesStream(w, n, model, reply, in) }
+}
 
-	var answer func() error
-	var tooLarge *http.MaxBytesError
-	switch {
-	case forced != 0:
-		req.Status = forced
-		msg := fmt.Sprintf("agenttest: status %d set by the test", forced)
-		if forced == http.StatusUnauthorized {
-			msg = "Incorrect API key provided: dummy."
-		}
-		answer = func() error { return writeOpenAIError(w, forced, msg) }
-	case errors.As(readErr, &tooLarge):
-		req.Status = http.StatusRequestEntityTooLarge
-		answer = func() error { return writeOpenAIError(w, req.Status, readErr.Error()) }
-	case readErr != nil:
-		req.Status = http.StatusBadRequest
-		answer = func() error { return writeOpenAIError(w, req.Status, readErr.Error()) }
-	case parseErr != nil:
-		req.Status = http.StatusBadRequest
-		answer = func() error { return writeOpenAIError(w, req.Status, parseErr.Error()) }
-	case responses:
-		req.Status = http.StatusOK
-		reply := answerFn(req)
-		reply.ToolCalls = slices.Clone(reply.ToolCalls)
-		for i := range reply.ToolCalls {
-			if reply.ToolCalls[i].ID == "" {
-				reply.ToolCalls[i].ID = fmt.Sprintf("call_%020x%02x", id, i)
-			}
-		}
-		in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
-		answer = func() error { return writeResponsesStream(w, id, req.Model, reply, in) }
-	default:
-		req.Status = http.StatusNotFound
-		s.tb.Logf("agenttest: OpenAI stand-in: no route for %s %s: answered 404", r.Method, r.URL)
-		answer = func() error {
-			return writeOpenAIError(w, http.StatusNotFound, fmt.Sprintf("agenttest: no route for %s %s", r.Method, r.URL.Path))
-		}
+func (s *OpenAI) writeError(w http.ResponseWriter, status int, msg string) error {
+	return writeOpenAIError(w, status, msg)
+}
+
+func (s *OpenAI) writeForced(w http.ResponseWriter, status int) error {
+	msg := fmt.Sprintf("agenttest: status %d set by the test", status)
+	if status == http.StatusUnauthorized {
+		msg = "Incorrect API key provided: dummy."
 	}
-
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
-
-	if err := answer(); err != nil {
-		s.tb.Logf("agenttest: OpenAI stand-in: answer %s %s: %v", r.Method, r.URL, err)
-	}
+	return writeOpenAIError(w, status, msg)
 }
 
 // wireResponsesRequest is the part of a Responses API request body the

@@ -1,6 +1,10 @@
 package agenttest
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
 
 // Reply is one answer of a stand-in to a model call: text, tool calls, or
 // both (the text first). A reply with tool calls ends the model's turn with
@@ -10,6 +14,19 @@ import "encoding/json"
 type Reply struct {
 	Text      string
 	ToolCalls []ToolCall
+}
+
+// withCallIDs returns r with its own copy of its tool calls, each call
+// without an ID given one made up of prefix, n (the stand-in's number for
+// the request) and the call's index: "toolu_…", "call_…".
+func (r Reply) withCallIDs(prefix string, n int) Reply {
+	r.ToolCalls = slices.Clone(r.ToolCalls)
+	for i := range r.ToolCalls {
+		if r.ToolCalls[i].ID == "" {
+			r.ToolCalls[i].ID = fmt.Sprintf("%s_%020x%02x", prefix, n, i)
+		}
+	}
+	return r
 }
 
 // ToolCall is a call of one of the CLI's tools by the model.

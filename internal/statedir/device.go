@@ -51,11 +51,13 @@ func LoadDevice(home string) (Device, error) {
 	d = Device{ID: uuid.NewString(), Name: host, Created: time.Now().UTC().Truncate(time.Second)}
 	b, err := json.MarshalIndent(d, "", "  ")
 	if err != nil {
-		return Device{}, err
+		return Device{}, fmt.Errorf("statedir: encode the device identity: %w", err)
 	}
 	// Written whole beside its name, then linked to it: a link fails if
 	// the name exists, so the first knotd to finish wins and every other
-	// one reads its identity.
+	// one reads its identity. This is why it is not vaultfs.Replace, whose
+	// rename would let the last writer win: two knotd would each have used
+	// an identity of their own.
 	tmp, err := os.CreateTemp(home, ".device-*.tmp")
 	if err != nil {
 		return Device{}, fmt.Errorf("statedir: %w", err)

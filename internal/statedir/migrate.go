@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knotd/knotd/internal/durable"
 	"github.com/knotd/knotd/internal/flock"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
@@ -158,9 +157,9 @@ func regular(vault *os.Root, name string) (bool, error) {
 	return fi.Mode().IsRegular(), nil
 }
 
-// moveOut copies the vault's file name to dir/dst (a new file, synced,
-// mode 0600, renamed into place, the directory synced), then removes it
-// from the vault.
+// moveOut copies the vault's file name to dir/dst (vaultfs.ReplaceFrom:
+// a new file, synced, mode 0600, renamed into place, the directory
+// synced), then removes it from the vault.
 func moveOut(vault *os.Root, name, dir, dst string) error {
 	src, fi, err := vaultfs.Open(vault, name)
 	if err != nil {
@@ -170,25 +169,12 @@ func moveOut(vault *os.Root, name, dir, dst string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("statedir: migrate: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+dst+".*.tmp")
+	to, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("statedir: migrate: %w", err)
 	}
-	_, err = io.Copy(tmp, io.LimitReader(src, fi.Size()))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, dst))
-	}
-	if err == nil {
-		err = durable.SyncDir(dir)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name()) // a stray temporary file is all that is left
+	defer to.Close() // a directory handle: nothing written through it
+	if err := vaultfs.ReplaceFrom(to, dst, io.LimitReader(src, fi.Size()), vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
 		return fmt.Errorf("statedir: migrate %s: %w", name, err)
 	}
 	if err := vault.Remove(filepath.FromSlash(name)); err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 // FolderID is the ID (and label) of the folder the two devices share.
@@ -56,12 +58,12 @@ func writeConfig(home string, root *xmlNode) error {
 		return fmt.Errorf("encode syncthing config: %w", err)
 	}
 	data = append(data, '\n')
-	path := filepath.Join(home, "config.xml")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	dir, err := os.OpenRoot(home)
+	if err != nil {
 		return fmt.Errorf("write syncthing config: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	defer dir.Close() // a directory handle: nothing written through it
+	if err := vaultfs.Replace(dir, "config.xml", data, vaultfs.ReplaceOptions{Perm: 0o600}); err != nil {
 		return fmt.Errorf("write syncthing config: %w", err)
 	}
 	return nil

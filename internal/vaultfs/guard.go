@@ -34,15 +34,32 @@ type Guard struct {
 	base   []byte   // what the name held then (nil: not known)
 	limit  int64    // bounds what is read
 	done   bool
+	hooks  *exchangeHooks // passed on to the replaces that put saves back
 	// changed: a late save was found (what the replace put at the name
 	// is no longer what it holds); err: the first error of a look.
 	changed bool
 	err     error
 }
 
-// Test hooks: called, when set, with the file read and the new one just
-// before the exchange, and just after it.
-var testHookBeforeExchange, testHookAfterExchange func(f0, ours *os.File)
+// exchangeHooks are called, when set, with the file read and the new one
+// just before ReplaceIfUnchanged's exchange, and just after it. Only the
+// tests set them (ReplaceOptions.hooks), to race a save against a replace;
+// a Guard passes them on to the replaces that put a late save back.
+type exchangeHooks struct {
+	before, after func(f0, ours *os.File)
+}
+
+func (h *exchangeHooks) beforeExchange(f0, ours *os.File) {
+	if h != nil && h.before != nil {
+		h.before(f0, ours)
+	}
+}
+
+func (h *exchangeHooks) afterExchange(f0, ours *os.File) {
+	if h != nil && h.after != nil {
+		h.after(f0, ours)
+	}
+}
 
 // useExchange turns the exchange off, for the tests of what systems
 // without one do.
@@ -195,9 +212,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 	}()
 
 	tmpBase, osBase := filepath.Base(tmpName), filepath.FromSlash(base)
-	if testHookBeforeExchange != nil {
-		testHookBeforeExchange(f0, ours)
-	}
+	opts.hooks.beforeExchange(f0, ours)
 	exchanged := false
 	if useExchange {
 		if exchanged, err = exchange(d, tmpBase, osBase); err != nil {
@@ -216,9 +231,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 		}
 		removeTmp = false
 	} else {
-		if testHookAfterExchange != nil {
-			testHookAfterExchange(f0, ours)
-		}
+		opts.hooks.afterExchange(f0, ours)
 		// tmpName now holds what was at name: the file read, untouched,
 		// and nobody on their way to write into it?
 		same, err := isFile(root, filepath.ToSlash(tmpName), fi0, f0, original, limit)
@@ -228,7 +241,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 			same = !broken
 		}
 		if err != nil || !same {
-			og, uerr := undoExchange(root, d, tmpName, tmpBase, osBase, ours, &oursLease, updated, limit, release)
+			og, uerr := undoExchange(root, d, tmpName, tmpBase, osBase, ours, &oursLease, updated, limit, release, opts.hooks)
 			if uerr != nil {
 				return fail(fmt.Errorf("the file changed on disk during the replace, and putting the save back failed: %w", uerr))
 			}
@@ -263,7 +276,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 		}
 	}
 	keep = true
-	g = &Guard{root: root, name: name, file: f0, leases: leases, seen: original, base: updated, limit: limit + maxLateGrowth}
+	g = &Guard{root: root, name: name, file: f0, leases: leases, seen: original, base: updated, limit: limit + maxLateGrowth, hooks: opts.hooks}
 	if leases {
 		g.look() // a writer who got in before the lease was released
 	}
@@ -315,7 +328,7 @@ func waitWriters(f *os.File) (bool, error) {
 // exchange, and unbroken it says that nobody did, and undoExchange
 // returns no guard. Otherwise it returns a Guard over ours, as if S had
 // replaced it, which puts such a write back once settled.
-func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File, oursLease *bool, updated []byte, limit int64, release func() error) (*Guard, error) {
+func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File, oursLease *bool, updated []byte, limit int64, release func() error, hooks *exchangeHooks) (*Guard, error) {
 	if err := exchangeBack(root, d, tmpName, tmpBase, osBase, ours); err != nil {
 		return nil, err
 	}
@@ -353,7 +366,7 @@ func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ou
 			return nil, err
 		}
 	}
-	g := &Guard{root: root, name: name, file: ours, leases: leases, seen: updated, base: base, limit: limit + maxLateGrowth}
+	g := &Guard{root: root, name: name, file: ours, leases: leases, seen: updated, base: base, limit: limit + maxLateGrowth, hooks: hooks}
 	if leases {
 		g.look() // they are writing, or have written: put it back now
 	}
@@ -464,7 +477,7 @@ func (g *Guard) look() {
 		return
 	}
 	g.changed = true
-	put, err := putBack(g.root, g.name, g.seen, now, g.base, g.limit)
+	put, err := putBack(g.root, g.name, g.seen, now, g.base, g.limit, g.hooks)
 	g.seen = now
 	if put != nil {
 		g.base = put
@@ -486,7 +499,7 @@ func (g *Guard) look() {
 //     carries it, for the caller to keep and report.
 //
 // It returns what it put at the name, if it put anything.
-func putBack(root *os.Root, name string, left, late, base []byte, limit int64) ([]byte, error) {
+func putBack(root *os.Root, name string, left, late, base []byte, limit int64, hooks *exchangeHooks) ([]byte, error) {
 	appended, isAppend := bytes.CutPrefix(late, left)
 	deadline := time.Now().Add(writerWait)
 	for pause := 50 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
@@ -518,7 +531,7 @@ func putBack(root *os.Root, name string, left, late, base []byte, limit int64) (
 		default:
 			return nil, &LateSave{Name: name, Content: late}
 		}
-		ng, err := ReplaceIfUnchanged(root, name, cur, next, ReplaceOptions{})
+		ng, err := ReplaceIfUnchanged(root, name, cur, next, ReplaceOptions{hooks: hooks})
 		if err != nil {
 			// A Guard may come with the error (an exchange undone):
 			// settled, it closes its file and puts back what went into it.

@@ -224,20 +224,19 @@ func TestGuard_PutBackErrorSettlesItsGuard(t *testing.T) {
 	editor, err := os.OpenFile(filepath.Join(dir, "note.md"), os.O_RDWR, 0)
 	mustDo(t, err)
 	defer editor.Close()
-	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
+	hooks := &exchangeHooks{} // the Guard passes them on to its put-back
+	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: hooks})
 	mustDo(t, err)
 	mustDo(t, appendTo1("+late")(editor))
 	// The put-back's replace cannot look at what its exchange took away.
 	var ours *os.File
-	testHookAfterExchange = func(f0, o *os.File) {
+	hooks.after = func(f0, o *os.File) {
 		if ours == nil {
 			ours = o
 			_ = f0.Close()
 		}
 	}
-	t.Cleanup(func() { testHookAfterExchange = nil })
 	_, err = g.Settle()
-	testHookAfterExchange = nil
 	if ours == nil {
 		t.Skip("no exchange on this system")
 	}
@@ -357,10 +356,8 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 						}
 					}
 				}
-				testHookBeforeExchange, testHookAfterExchange = hook(tc.before), hook(tc.after)
-				t.Cleanup(func() { testHookBeforeExchange, testHookAfterExchange = nil, nil })
-				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
-				testHookBeforeExchange, testHookAfterExchange = nil, nil
+				hooks := &exchangeHooks{before: hook(tc.before), after: hook(tc.after)}
+				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: hooks})
 				if tc.wantChanged != errors.Is(err, ErrChanged) {
 					t.Fatalf("ReplaceIfUnchanged = %v; want ErrChanged: %v", err, tc.wantChanged)
 				}

@@ -21,6 +21,7 @@
 package vaultfs
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -200,6 +201,9 @@ type ReplaceOptions struct {
 	// leaves the old file or the new one, but the rename itself may be
 	// undone by a crash until the directory is synced.
 	DeferDirSync bool
+
+	// hooks are ReplaceIfUnchanged's test hooks; nil outside the tests.
+	hooks *exchangeHooks
 }
 
 // Replace replaces the file name with data, atomically: data goes to a
@@ -212,7 +216,14 @@ type ReplaceOptions struct {
 //
 // Because the file is replaced, not written through, a hard link to it
 // keeps the old content.
-func Replace(root *os.Root, name string, data []byte, opts ReplaceOptions) (err error) {
+func Replace(root *os.Root, name string, data []byte, opts ReplaceOptions) error {
+	return ReplaceFrom(root, name, bytes.NewReader(data), opts)
+}
+
+// ReplaceFrom is Replace with the new content read from r to its end, for
+// content too large to hold in memory (a file copied from elsewhere). An
+// error reading r replaces nothing.
+func ReplaceFrom(root *os.Root, name string, r io.Reader, opts ReplaceOptions) (err error) {
 	fail := func(err error) error { return &fs.PathError{Op: "replace", Path: name, Err: err} }
 	osName := filepath.FromSlash(name)
 	perm, keep := opts.Perm, opts.Perm != 0
@@ -244,7 +255,7 @@ func Replace(root *os.Root, name string, data []byte, opts ReplaceOptions) (err 
 			err = errors.Join(err, fail(fmt.Errorf("remove the temporary file: %w", rerr)))
 		}
 	}()
-	if _, err := tmp.Write(data); err != nil {
+	if _, err := io.Copy(tmp, r); err != nil {
 		return fail(err)
 	}
 	if keep {
