@@ -32,6 +32,13 @@ func (tx *Tx) Pause(rel string, t time.Time, why string) (isNew bool, err error)
 	if len(why) > maxPauseWhy || !utf8.ValidString(why) {
 		return false, fmt.Errorf("state: pause %s: the reason must be UTF-8 of at most %d bytes", rel, maxPauseWhy)
 	}
+	if tx.paused == nil {
+		b, err := tx.tx.CreateBucket(bucketPaused)
+		if err != nil {
+			return false, fmt.Errorf("state: pause %s: %w", rel, err)
+		}
+		tx.paused = b
+	}
 	v := append(binary.AppendVarint(nil, t.UnixNano()), why...)
 	if err := tx.paused.Put([]byte(rel), v); err != nil {
 		return false, fmt.Errorf("state: pause %s: %w", rel, err)
@@ -41,7 +48,7 @@ func (tx *Tx) Pause(rel string, t time.Time, why string) (isNew bool, err error)
 
 // Resume resumes the strand at rel and reports whether it was paused.
 func (tx *Tx) Resume(rel string) (was bool, err error) {
-	if tx.paused.Get([]byte(rel)) == nil {
+	if tx.pausedValue(rel) == nil {
 		return false, nil
 	}
 	if err := tx.paused.Delete([]byte(rel)); err != nil {
@@ -53,7 +60,7 @@ func (tx *Tx) Resume(rel string) (was bool, err error) {
 // PausedOf returns the pause of the strand at rel; ok is false when it
 // is not paused.
 func (tx *Tx) PausedOf(rel string) (p Pause, ok bool, err error) {
-	v := tx.paused.Get([]byte(rel))
+	v := tx.pausedValue(rel)
 	if v == nil {
 		return Pause{}, false, nil
 	}
@@ -64,6 +71,9 @@ func (tx *Tx) PausedOf(rel string) (p Pause, ok bool, err error) {
 // Paused returns every paused strand, in path order.
 func (tx *Tx) Paused() ([]Pause, error) {
 	var ps []Pause
+	if tx.paused == nil {
+		return nil, nil
+	}
 	err := tx.paused.ForEach(func(k, v []byte) error {
 		p, err := decodePause(string(k), v)
 		if err == nil {
@@ -72,6 +82,14 @@ func (tx *Tx) Paused() ([]Pause, error) {
 		return err
 	})
 	return ps, err
+}
+
+// pausedValue is the stored pause of rel, nil when it has none.
+func (tx *Tx) pausedValue(rel string) []byte {
+	if tx.paused == nil {
+		return nil
+	}
+	return tx.paused.Get([]byte(rel))
 }
 
 func decodePause(rel string, v []byte) (Pause, error) {

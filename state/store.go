@@ -34,12 +34,14 @@ import (
 //	          (schema 2; a schema 1 store gets the bucket when it opens)
 //	paused    strand path -> varint Unix nanoseconds, then the reason
 //	          (UTF-8): the strands the user (knotd pause) or a limit
-//	          paused (schema 3; an older store gets the bucket)
+//	          paused. Made by the first pause, not by an upgrade: the
+//	          schema stays 2, so that an older knotd still opens the
+//	          store (and, not knowing pauses, runs paused notes)
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
 const (
-	schemaVersion = 3
+	schemaVersion = 2
 	// forEachChunk bounds how many records ForEach holds in one read
 	// transaction.
 	forEachChunk = 1024
@@ -53,7 +55,7 @@ var (
 	bucketPending  = []byte("pending")
 	bucketNotices  = []byte("notices")
 	bucketPaused   = []byte("paused")
-	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices, bucketPaused}
+	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")
 	keyAdopted = []byte("adopted")
@@ -196,7 +198,7 @@ const (
 
 // bucketsSince lists the buckets each schema version added over the one
 // before it; version 1 had the rest of allBuckets.
-var bucketsSince = map[uint64][][]byte{2: {bucketNotices}, 3: {bucketPaused}}
+var bucketsSince = map[uint64][][]byte{2: {bucketNotices}}
 
 // checkSchema reports what the store needs: nothing, creating (an empty
 // file), or an upgrade from an older schema; it checks an existing

@@ -27,11 +27,11 @@ func newTx(btx *bolt.Tx) (*Tx, error) {
 		sessions: btx.Bucket(bucketSessions),
 		pending:  btx.Bucket(bucketPending),
 		notices:  btx.Bucket(bucketNotices),
-		paused:   btx.Bucket(bucketPaused),
+		paused:   btx.Bucket(bucketPaused), // nil until the first pause
 	}
 	// checkSchema and prepareSchema made every bucket when the store was
 	// opened: one missing now is a damaged page of the root bucket.
-	for i, b := range []*bolt.Bucket{tx.meta, tx.strands, tx.content, tx.sessions, tx.pending, tx.notices, tx.paused} {
+	for i, b := range []*bolt.Bucket{tx.meta, tx.strands, tx.content, tx.sessions, tx.pending, tx.notices} {
 		if b == nil {
 			return nil, fmt.Errorf("%w: bucket %s missing", ErrCorrupt, allBuckets[i])
 		}
@@ -199,7 +199,7 @@ func (tx *Tx) Rename(oldRel, newRel string) error {
 	if err := tx.Delete(oldRel); err != nil {
 		return err
 	}
-	if p := tx.paused.Get([]byte(oldRel)); p != nil {
+	if p := tx.pausedValue(oldRel); p != nil {
 		// A paused strand stays paused where it moved.
 		if err := tx.paused.Put([]byte(newRel), bytes.Clone(p)); err != nil {
 			return fmt.Errorf("state: rename %s: %w", oldRel, err)
