@@ -100,11 +100,17 @@ type Paused struct {
 	Why   string    `json:"why,omitempty"`
 }
 
-// Totals counts the runs of a day (UTC).
+// Totals counts the runs of a day (UTC), and their tokens and cost as
+// the CLIs reported them: CostUSD is the sum over the Priced runs, whose
+// CLI reported a cost; the others' cost is not known.
 type Totals struct {
-	Runs   int `json:"runs"`
-	OK     int `json:"ok"`
-	Failed int `json:"failed"`
+	Runs         int     `json:"runs"`
+	OK           int     `json:"ok"`
+	Failed       int     `json:"failed"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	Priced       int     `json:"priced_runs"`
 }
 
 // Result is what a command did: the notes it acted on, and those it did

@@ -163,6 +163,7 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 	if err != nil {
 		return err
 	}
+	var l transcript.Ledger
 	for _, r := range today {
 		st.Today.Runs++
 		switch {
@@ -171,7 +172,10 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 		case r.Finished:
 			st.Today.Failed++
 		}
+		l.Add(r)
 	}
+	st.Today.InputTokens, st.Today.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
+	st.Today.CostUSD, st.Today.Priced = l.Usage.CostUSD, l.Priced
 	return nil
 }
 

@@ -318,7 +318,12 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		fmt.Fprintln(w, "  (knotd resume NOTE, or knotd resume for all)")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\ntoday (UTC): %d runs, %d ok, %d failed\n", st.Today.Runs, st.Today.OK, st.Today.Failed)
+	d := st.Today
+	fmt.Fprintf(w, "\ntoday (UTC): %d runs, %d ok, %d failed; %d tokens in, %d out", d.Runs, d.OK, d.Failed, d.InputTokens, d.OutputTokens)
+	if d.Priced > 0 {
+		fmt.Fprintf(w, "; $%.4f reported by the CLIs of %d runs", d.CostUSD, d.Priced)
+	}
+	fmt.Fprintln(w, " (knotd runs --cost says more)")
 	return nil
 }
 

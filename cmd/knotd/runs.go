@@ -19,7 +19,8 @@ import (
 	"github.com/knotd/knotd/vault"
 )
 
-const runsUsage = `usage: knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]
+const runsUsage = `usage: knotd runs [--strand PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]
+       knotd runs --cost [--strand PATH] [--since WHEN] [--json] [VAULT]
        knotd runs show RUN_ID [--json] [VAULT]
        knotd runs --keep DAYS [--keep-count N] [VAULT]
 
@@ -37,7 +38,14 @@ until interrupted (Ctrl-C). 'knotd runs show RUN_ID' prints one run; RUN_ID
 is the id in the run's tie-off marker (<!-- knot:run RUN_ID ... -->) and in
 the list, or any prefix of it that names one run only. --json prints the
 list as JSON (with -f: one JSON object a line), or a run's raw transcript
-lines.
+lines. --since WHEN lists only the runs started since WHEN (2026-11-23,
+2026-11-23T10:00:00Z, or a duration back from now: 24h).
+
+'knotd runs --cost' totals the runs' tokens and cost, as the agents' CLIs
+reported them, per day (UTC), agent, folder and note, then in all. A CLI
+that reports no cost (Gemini, Codex, llm, ollama, the digest) shows its
+tokens only: knotd never makes up a price. Runs still in progress are not
+counted.
 
 Transcripts are kept until you prune them: --keep DAYS deletes those older
 than DAYS days, --keep-count N all but the newest N (with both, a transcript
@@ -50,6 +58,8 @@ Flags:
 type runsOptions struct {
 	strand            string
 	jsonOut, follow   bool
+	cost              bool
+	since             string
 	keepDays, keepNum int
 	limit             int
 	args              []string // positional: [show RUN_ID] [VAULT]
@@ -67,6 +77,8 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&o.keepDays, "keep", 0, "delete transcripts older than `DAYS` days")
 	fs.IntVar(&o.keepNum, "keep-count", 0, "delete all transcripts but the newest `N`")
 	fs.IntVar(&o.limit, "limit", 0, "list only the newest `N` runs")
+	fs.BoolVar(&o.cost, "cost", false, "total tokens and cost per day, agent, folder and note")
+	fs.StringVar(&o.since, "since", "", "only the runs started since `WHEN` (a time, or a duration back from now)")
 	fs.BoolVar(&o.follow, "f", false, "follow: after the list, print runs as they start and end, until interrupted")
 	fs.BoolVar(&o.follow, "follow", false, "the same as -f")
 	fs.Usage = func() {}
@@ -93,8 +105,12 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch {
 	case show && (prune || o.strand != "" || o.follow || set["limit"]):
 		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
-	case prune && (o.jsonOut || o.strand != "" || o.follow || set["limit"]):
-		return usageError{"knotd runs --keep/--keep-count take no --json, --strand, --limit or -f"}
+	case prune && (o.jsonOut || o.strand != "" || o.follow || set["limit"] || o.cost || o.since != ""):
+		return usageError{"knotd runs --keep/--keep-count take no --json, --strand, --since, --limit, --cost or -f"}
+	case show && (o.cost || o.since != ""):
+		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
+	case o.cost && (o.follow || set["limit"]):
+		return usageError{"knotd runs --cost totals every run (--since and --strand choose which): it takes no --limit or -f"}
 	case show && len(o.args) < 2:
 		return usageError{"knotd runs show needs a RUN_ID (from 'knotd runs' or a tie-off's <!-- knot:run RUN_ID --> marker)"}
 	}
@@ -142,6 +158,8 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return showRun(dir, o.args[1], o.jsonOut, stdout, stderr)
 	case prune:
 		return pruneRuns(dir, o, stdout)
+	case o.cost:
+		return costOfRuns(root, dir, o, stdout)
 	}
 	return listRuns(root, dir, o, stdout)
 }
@@ -164,7 +182,14 @@ type runJSON struct {
 // listedRuns returns the runs in dir that o asks for (--strand, --limit),
 // newest first.
 func listedRuns(root, dir string, o runsOptions) ([]transcript.Summary, error) {
-	runs, err := transcript.List(dir)
+	var since time.Time
+	if o.since != "" {
+		var err error
+		if since, err = parseSince(o.since, time.Now()); err != nil {
+			return nil, usageError{"knotd runs: --since: " + err.Error()}
+		}
+	}
+	runs, err := transcript.ListSince(dir, since)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}

@@ -200,13 +200,13 @@ func TestRuns_Keep(t *testing.T) {
 // comes from; knotd --help names them.
 func TestRuns_Help(t *testing.T) {
 	code, out, _ := knotd(t, "runs", "--help")
-	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json", "--limit N", "  -f\n", "--follow"} {
+	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json", "--limit N", "  -f\n", "--follow", "--cost", "--since WHEN", "never makes up a price"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("knotd runs --help (exit %d) does not say %q:\n%s", code, want, out)
 		}
 	}
 	_, out, _ = knotd(t, "--help")
-	for _, want := range []string{"knotd runs [--strand PATH] [--limit N] [-f] [--json] [VAULT]", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
+	for _, want := range []string{"knotd runs [--strand PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]", "knotd runs --cost", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("knotd --help does not name %q", want)
 		}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/transcript"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRuns_Cost: knotd runs --cost totals what the CLIs reported: a run
+// of a Claude fake (which reports its cost) and one of the digest (which
+// reports none) give a total priced for one run, and tokens only for the
+// other, per agent, folder, note and day.
+func TestRuns_Cost(t *testing.T) {
+	v, c := setup(t)
+	state := t.TempDir()
+	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
+		"default_agent: claude\nagents:\n  claude:\n    preset: claude\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Claude, fakeagent.EnvState, state))
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("adopting: exit %d\n%s", code, stderr)
+	}
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	writeFile(t, filepath.Join(v, "notes", "b.md"), "---\nknot_agent: digest\n---\n# B\n")
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("knotd --once: exit %d\n%s", code, stderr)
+	}
+
+	code, out, stderr := knotd(t, "runs", "--cost", "--json", v)
+	require.Equal(t, exitOK, code, stderr)
+	var r costReport
+	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
+	claude := transcript.Ledger{Runs: 1, Priced: 1, Usage: transcript.Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}}
+	require.Equal(t, []transcript.LedgerRow{{Key: "claude", Ledger: claude}, {Key: "digest", Ledger: transcript.Ledger{Runs: 1}}}, r.ByAgent)
+	require.Equal(t, []transcript.LedgerRow{{Key: "(top level)", Ledger: claude}, {Key: "notes/", Ledger: transcript.Ledger{Runs: 1}}}, r.ByFolder)
+	require.Equal(t, transcript.Ledger{Runs: 2, Priced: 1, Usage: claude.Usage}, r.Total)
+	require.Len(t, r.ByDay, 1)
+
+	code, out, stderr = knotd(t, "runs", "--cost", v, "--strand", "a.md")
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "$0.0002")
+	require.NotContains(t, out, "unpriced")
+	code, out, _ = knotd(t, "runs", "--cost", v)
+	require.Equal(t, exitOK, code)
+	require.Contains(t, out, "$0.0002 (+1 unpriced)")
+	require.Contains(t, out, "TOTAL")
+
+	code, _, stderr = knotd(t, "runs", "--cost", "--limit", "3", v)
+	require.Equal(t, exitUsage, code, stderr)
+
+	// knotd status shows the day's.
+	code, out, stderr = knotd(t, "status", "--json", v)
+	require.Equal(t, exitOK, code, stderr)
+	var st struct {
+		Today control.Totals `json:"today"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Equal(t, control.Totals{Runs: 2, OK: 2, InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002, Priced: 1}, st.Today)
+}
