@@ -101,6 +101,8 @@ type Config struct {
 	// Settings.WriteSession); RunEmpty runs empty strands.
 	NoSessionWrites bool
 	RunEmpty        bool
+	// Breakers say when knotd pauses a note (see BreakerSettings).
+	Breakers Breakers
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config were above
@@ -300,10 +302,24 @@ func checkTrust(dir, root string, vault *layer) error {
 	return &untrustedError{Vault: root, File: vault.name, Agents: slices.Sorted(maps.Keys(vault.Agents)), Changed: ok}
 }
 
+// Breakers say when knotd pauses a note: after more than Runs runs
+// within Within, or after Failures failed runs in a row (0: never).
+type Breakers struct {
+	Runs     int
+	Within   time.Duration
+	Failures int
+}
+
+// DefaultBreakers are the breakers when no layer sets them: a note that
+// runs more than 20 times in 10 minutes is in a loop, not being written;
+// five failures in a row will not pass by themselves.
+var DefaultBreakers = Breakers{Runs: 20, Within: 10 * time.Minute, Failures: 5}
+
 // merge applies the layers over the defaults and validates the result.
 func (c *Config) merge(user, vault, flags layer) error {
 	c.DefaultAgent, c.Debounce, c.MaxWait = DefaultAgent, defaultDebounce, defaultMaxWait
 	c.Concurrency, c.ObsidianDir, c.MaxStrandSize = DefaultConcurrency, defaultObsidianDir, DefaultMaxStrandSize
+	c.Breakers = DefaultBreakers
 	c.Agents = map[string]agentrun.Agent{}
 	var timeout time.Duration
 	agentBy := layer{name: "the defaults", trusted: true}
@@ -330,6 +346,9 @@ func (c *Config) merge(user, vault, flags layer) error {
 			c.NoSessionWrites = !*s.WriteSession
 		}
 		setIf(&c.RunEmpty, s.RunEmpty)
+		setIf(&c.Breakers.Runs, s.Breakers.Runs)
+		setIf(&c.Breakers.Within, s.Breakers.Within)
+		setIf(&c.Breakers.Failures, s.Breakers.Failures)
 		if l.name != flags.name {
 			setIf(&timeout, s.Timeout)
 		}
@@ -409,6 +428,20 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 		said = append(said, fmt.Sprintf("limits: tieoff_sections %d is above yours (%d)", *v, limit))
 		s.Limits.TieOffSections = &limit
 	}
+	// A breaker trips sooner, never later: fewer runs, a longer window,
+	// fewer failures; off (0) only when yours is off too.
+	tighter := func(key string, v **int, mine int) {
+		if *v != nil && mine > 0 && (**v == 0 || **v > mine) {
+			said = append(said, fmt.Sprintf("breakers: %s %d is looser than yours (%d)", key, **v, mine))
+			*v = &mine
+		}
+	}
+	tighter("runs", &s.Breakers.Runs, c.Breakers.Runs)
+	tighter("failures", &s.Breakers.Failures, c.Breakers.Failures)
+	if v, mine := s.Breakers.Within, c.Breakers.Within; v != nil && *v < mine {
+		said = append(said, fmt.Sprintf("breakers: within %v is shorter than yours (%v)", *v, mine))
+		s.Breakers.Within = &mine
+	}
 	if v, limit := s.Concurrency, c.Concurrency; v != nil && *v > limit {
 		said = append(said, fmt.Sprintf("concurrency %d is above yours (%d)", *v, limit))
 		s.Concurrency = &limit
@@ -469,6 +502,15 @@ func (l *layer) validate() error {
 	}
 	if s.Runner != nil && (strings.TrimSpace(*s.Runner) != *s.Runner || *s.Runner == "" || strings.ContainsAny(*s.Runner, "\x00\n")) {
 		add("runner", "runner %q is not a device name or id", *s.Runner)
+	}
+	if b := s.Breakers; b.Runs != nil && *b.Runs < 0 {
+		add("breakers.runs", "breakers: runs %d is negative (0 turns the breaker off)", *b.Runs)
+	}
+	if b := s.Breakers; b.Failures != nil && *b.Failures < 0 {
+		add("breakers.failures", "breakers: failures %d is negative (0 turns the breaker off)", *b.Failures)
+	}
+	if b := s.Breakers; b.Within != nil && *b.Within <= 0 {
+		add("breakers.within", "breakers: within %v is not positive", *b.Within)
 	}
 	if s.Timeout != nil && *s.Timeout <= 0 {
 		add("timeout", "timeout %v is not positive", *s.Timeout)

@@ -70,6 +70,7 @@ func TestLoad_Defaults(t *testing.T) {
 		ObsidianDir:   defaultObsidianDir,
 		MaxStrandSize: DefaultMaxStrandSize,
 		Agents:        map[string]agentrun.Agent{"digest": {Name: "digest", Preset: "digest"}},
+		Breakers:      DefaultBreakers,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load() with no files =\n%+v; want\n%+v", c, want)
@@ -316,6 +317,14 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.Concurrency == 3 }, "concurrency 64 is above yours (3)"},
 		{"raise timeout", "", "timeout: 100h\n", false,
 			func(c *Config) bool { a, _ := c.Agent(""); return a.Timeout == agentrun.DefaultTimeout }, "timeout"},
+		{"tighten the breakers", "", "breakers: {runs: 3, within: 1h, failures: 1}\n", false,
+			func(c *Config) bool { return c.Breakers == Breakers{Runs: 3, Within: time.Hour, Failures: 1} }, ""},
+		{"loosen the breakers", "", "breakers: {runs: 100, within: 1m, failures: 50}\n", false,
+			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: runs 100 is looser than yours (20)"},
+		{"turn a breaker off", "", "breakers: {failures: 0}\n", false,
+			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: failures 0 is looser than yours (5)"},
+		{"turn on a breaker the user turned off", "breakers: {runs: 0}\n", "breakers: {runs: 9}\n", false,
+			func(c *Config) bool { return c.Breakers.Runs == 9 }, ""},
 		{"a trusted vault config may raise", "", "limits: {content: 10MiB}\n", true,
 			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
 	}
@@ -347,6 +356,8 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 // refuses is reported at its line in the file.
 func TestLoad_ValueErrorsNameTheLine(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
+		{"breakers:\n  runs: -1\n", "config FILE: line 2: breakers: runs -1 is negative (0 turns the breaker off)"},
+		{"breakers:\n  within: 0s\n", "config FILE: line 2: breakers: within 0s is not positive"},
 		{"debounce: 1s\nconcurrency: 1000\n", "config FILE: line 2: concurrency 1000 is not between 1 and 64"},
 		{"limits:\n  content: 0\npoll: 1ms\n", "config FILE: line 3: poll 1ms is under 100ms (0 turns polling off); line 2: limits: content 0 is out of range"},
 		{"ignore: [\"  \"]\n", "config FILE: line 1: ignore has an empty pattern"},

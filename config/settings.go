@@ -68,6 +68,19 @@ type Settings struct {
 	// (and knotd's own keys); by default such a strand waits for content,
 	// and knotd writes nothing into it.
 	RunEmpty *bool `yaml:"run_empty"`
+	// Breakers pause a note that runs too often, or fails too often.
+	Breakers BreakerSettings `yaml:"breakers"`
+}
+
+// BreakerSettings is the breakers section of a Settings layer: knotd
+// pauses a note (its changes wait, none lost, until knotd resume) that
+// runs more than Runs times within Within (a loop: an agent that edits
+// the note it answers, a sync tool fighting an editor), or whose last
+// Failures runs failed. Zero turns a breaker off.
+type BreakerSettings struct {
+	Runs     *int           `yaml:"runs"`
+	Within   *time.Duration `yaml:"within"`
+	Failures *int           `yaml:"failures"`
 }
 
 // LimitSettings is the limits section of a Settings layer.

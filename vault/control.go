@@ -284,6 +284,7 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 	}
 	s := v.live.Load()
 	for _, rel := range res.Done {
+		v.breakers.reset(rel)
 		v.log.Info("strand resumed", "strand", rel)
 		if s != nil {
 			// A change made while it was paused runs now; an unchanged

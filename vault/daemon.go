@@ -12,6 +12,7 @@ import (
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/strand"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/watcher"
@@ -285,6 +286,11 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			}
 		} else {
 			later.succeeded(rel)
+			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
+				if why := v.breakers.ran(rel, v.now(), rep.Failed(), v.config().Breakers); why != "" {
+					v.trip(rel, rep, why)
+				}
+			}
 		}
 		if rep.Ran || rep.Skipped != "" {
 			report(rep)

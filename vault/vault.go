@@ -111,6 +111,9 @@ type Vault struct {
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
 	active active
+	// breakers count runs and failures, to pause a strand that loops
+	// or keeps failing.
+	breakers breakers
 
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that

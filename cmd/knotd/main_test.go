@@ -23,7 +23,7 @@ const asKnotd = "KNOTD_TEST_AS_KNOTD"
 
 func TestMain(m *testing.M) {
 	fakeTool()
-	fakeagent.Main(map[string]fakeagent.Behaviour{blockRunning: blockRunningBehaviour, gated: gatedBehaviour})
+	fakeagent.Main(map[string]fakeagent.Behaviour{blockRunning: blockRunningBehaviour, gated: gatedBehaviour, looper: looperBehaviour})
 	if os.Getenv(asKnotd) == "1" {
 		main()
 		return
