@@ -2,6 +2,7 @@ package agentrun
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/knotd/knotd/transcript"
@@ -9,8 +10,8 @@ import (
 
 // claudeDriver runs Claude Code headless:
 //
-//	claude -p --output-format stream-json --verbose P --session-id <session> [--model M] [--append-system-prompt=I]   (new)
-//	claude -p --output-format stream-json --verbose P --resume <handle>      [--model M] [--append-system-prompt=I]   (resume)
+//	claude -p --output-format stream-json --verbose P --session-id <session> [--model M] [--max-budget-usd C] [--append-system-prompt=I]   (new)
+//	claude -p --output-format stream-json --verbose P --resume <handle>      [--model M] [--max-budget-usd C] [--append-system-prompt=I]   (resume)
 //
 // where P are the flags of the agent's Permissions (claudePermissionFlags),
 // passed on every turn: the permission mode is the launch's, not the
@@ -55,6 +56,9 @@ func (claudeDriver) argv(a *attempt) ([]string, error) {
 	}
 	if a.model != "" {
 		argv = append(argv, "--model", a.model)
+	}
+	if c := a.req.MaxCostUSD; c > 0 {
+		argv = append(argv, "--max-budget-usd", strconv.FormatFloat(c, 'f', -1, 64))
 	}
 	if a.instructions != "" {
 		// One element: instructions that start with "-" (a Markdown list)

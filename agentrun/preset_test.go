@@ -203,6 +203,8 @@ func TestDrivers_Argv(t *testing.T) {
 	claude := []string{"claude", "-p", "--output-format", "stream-json", "--verbose"}
 	codex := []string{"codex", "exec", "--json", "--skip-git-repo-check", "-s"}
 	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	capped := *req
+	capped.MaxCostUSD = 0.25
 	tests := []struct {
 		name string
 		d    driver
@@ -211,6 +213,10 @@ func TestDrivers_Argv(t *testing.T) {
 	}{
 		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
 			cat(claude, ro, []string{"--session-id", sess})},
+		{"claude with a cost cap", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, req: &capped},
+			cat(claude, ro, []string{"--session-id", sess, "--max-budget-usd", "0.25"})},
+		{"codex ignores the cap", codexDriver{}, attempt{program: []string{"codex"}, req: &capped},
+			cat(codex, []string{"read-only", "-"})},
 		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
 			cat(claude, ro, []string{"--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"})},
 		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
@@ -232,7 +238,9 @@ func TestDrivers_Argv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := tt.a
-		a.req = req
+		if a.req == nil {
+			a.req = req
+		}
 		got, err := tt.d.argv(&a)
 		if err != nil || !slices.Equal(got, tt.want) {
 			t.Errorf("%s: argv = %q, %v; want %q", tt.name, got, err, tt.want)

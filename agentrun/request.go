@@ -77,6 +77,9 @@ type Request struct {
 	// Model overrides Agent.Model (a strand's knot_model). It must pass
 	// ValidateModel.
 	Model string
+	// MaxCostUSD, when positive, caps the run's spend for the CLIs that
+	// take a cap (claude --max-budget-usd); the others ignore it.
+	MaxCostUSD float64
 	// Now is the time written on the Now line; zero means Runner.Now().
 	Now time.Time
 	// OnStart, when set, is called on Run's goroutine just before each

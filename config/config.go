@@ -103,6 +103,9 @@ type Config struct {
 	RunEmpty        bool
 	// Breakers say when knotd pauses a note (see BreakerSettings).
 	Breakers Breakers
+	// Budget caps a day's runs (see BudgetSettings); zero fields are no
+	// cap.
+	Budget Budget
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config were above
@@ -310,6 +313,18 @@ type Breakers struct {
 	Failures int
 }
 
+// Budget caps the runs of a day (UTC), for the vault and for each note,
+// and one run's cost; a zero field is no cap.
+type Budget struct {
+	DayUSD        float64
+	DayRuns       int
+	DayTokens     int64
+	NoteDayUSD    float64
+	NoteDayRuns   int
+	NoteDayTokens int64
+	RunUSD        float64
+}
+
 // DefaultBreakers are the breakers when no layer sets them: a note that
 // runs more than 20 times in 10 minutes is in a loop, not being written;
 // five failures in a row will not pass by themselves.
@@ -349,6 +364,14 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.Breakers.Runs, s.Breakers.Runs)
 		setIf(&c.Breakers.Within, s.Breakers.Within)
 		setIf(&c.Breakers.Failures, s.Breakers.Failures)
+		b := &s.Budget
+		setIf(&c.Budget.DayUSD, b.DayUSD)
+		setIf(&c.Budget.DayRuns, b.DayRuns)
+		setIf(&c.Budget.DayTokens, b.DayTokens)
+		setIf(&c.Budget.NoteDayUSD, b.NoteDayUSD)
+		setIf(&c.Budget.NoteDayRuns, b.NoteDayRuns)
+		setIf(&c.Budget.NoteDayTokens, b.NoteDayTokens)
+		setIf(&c.Budget.RunUSD, b.RunUSD)
 		if l.name != flags.name {
 			setIf(&timeout, s.Timeout)
 		}
@@ -442,6 +465,16 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 		said = append(said, fmt.Sprintf("breakers: within %v is shorter than yours (%v)", *v, mine))
 		s.Breakers.Within = &mine
 	}
+	// A budget may be lower, never higher, nor uncapped (0) where yours
+	// has a cap.
+	b, mine := &s.Budget, c.Budget
+	capAt(&said, "day_usd", &b.DayUSD, mine.DayUSD)
+	capAt(&said, "day_runs", &b.DayRuns, mine.DayRuns)
+	capAt(&said, "day_tokens", &b.DayTokens, mine.DayTokens)
+	capAt(&said, "note_day_usd", &b.NoteDayUSD, mine.NoteDayUSD)
+	capAt(&said, "note_day_runs", &b.NoteDayRuns, mine.NoteDayRuns)
+	capAt(&said, "note_day_tokens", &b.NoteDayTokens, mine.NoteDayTokens)
+	capAt(&said, "run_usd", &b.RunUSD, mine.RunUSD)
 	if v, limit := s.Concurrency, c.Concurrency; v != nil && *v > limit {
 		said = append(said, fmt.Sprintf("concurrency %d is above yours (%d)", *v, limit))
 		s.Concurrency = &limit
@@ -454,6 +487,15 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 		s.Timeout = &timeout
 	}
 	return said
+}
+
+// capAt lowers the budget value *v of an untrusted layer to mine when it
+// is higher, or no cap (0) where mine is one, and says so in said.
+func capAt[T int | int64 | float64](said *[]string, key string, v **T, mine T) {
+	if *v != nil && mine > 0 && (**v == 0 || **v > mine) {
+		*said = append(*said, fmt.Sprintf("budget: %s %v is above yours (%v)", key, **v, mine))
+		*v = &mine
+	}
 }
 
 func (c *Config) mergeLimits(l *LimitSettings) {
@@ -511,6 +553,20 @@ func (l *layer) validate() error {
 	}
 	if b := s.Breakers; b.Within != nil && *b.Within <= 0 {
 		add("breakers.within", "breakers: within %v is not positive", *b.Within)
+	}
+	bu := s.Budget
+	for _, v := range []struct {
+		key string
+		neg bool
+	}{
+		{"day_usd", bu.DayUSD != nil && *bu.DayUSD < 0}, {"day_runs", bu.DayRuns != nil && *bu.DayRuns < 0},
+		{"day_tokens", bu.DayTokens != nil && *bu.DayTokens < 0}, {"note_day_usd", bu.NoteDayUSD != nil && *bu.NoteDayUSD < 0},
+		{"note_day_runs", bu.NoteDayRuns != nil && *bu.NoteDayRuns < 0}, {"note_day_tokens", bu.NoteDayTokens != nil && *bu.NoteDayTokens < 0},
+		{"run_usd", bu.RunUSD != nil && *bu.RunUSD < 0},
+	} {
+		if v.neg {
+			add("budget."+v.key, "budget: %s is negative (0 is no cap)", v.key)
+		}
 	}
 	if s.Timeout != nil && *s.Timeout <= 0 {
 		add("timeout", "timeout %v is not positive", *s.Timeout)

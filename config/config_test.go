@@ -325,6 +325,12 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: failures 0 is looser than yours (5)"},
 		{"turn on a breaker the user turned off", "breakers: {runs: 0}\n", "breakers: {runs: 9}\n", false,
 			func(c *Config) bool { return c.Breakers.Runs == 9 }, ""},
+		{"lower the budget", "budget: {day_usd: 5}\n", "budget: {day_usd: 2.5, note_day_runs: 3}\n", false,
+			func(c *Config) bool { return c.Budget == Budget{DayUSD: 2.5, NoteDayRuns: 3} }, ""},
+		{"raise the budget", "budget: {day_usd: 5}\n", "budget: {day_usd: 50, note_day_runs: 3}\n", false,
+			func(c *Config) bool { return c.Budget == Budget{DayUSD: 5, NoteDayRuns: 3} }, "budget: day_usd 50 is above yours (5)"},
+		{"uncap the budget", "budget: {day_runs: 10}\n", "budget: {day_runs: 0}\n", false,
+			func(c *Config) bool { return c.Budget.DayRuns == 10 }, "budget: day_runs 0 is above yours (10)"},
 		{"a trusted vault config may raise", "", "limits: {content: 10MiB}\n", true,
 			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
 	}
@@ -358,6 +364,7 @@ func TestLoad_ValueErrorsNameTheLine(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"breakers:\n  runs: -1\n", "config FILE: line 2: breakers: runs -1 is negative (0 turns the breaker off)"},
 		{"breakers:\n  within: 0s\n", "config FILE: line 2: breakers: within 0s is not positive"},
+		{"budget:\n  day_usd: -1\n", "config FILE: line 2: budget: day_usd is negative (0 is no cap)"},
 		{"debounce: 1s\nconcurrency: 1000\n", "config FILE: line 2: concurrency 1000 is not between 1 and 64"},
 		{"limits:\n  content: 0\npoll: 1ms\n", "config FILE: line 3: poll 1ms is under 100ms (0 turns polling off); line 2: limits: content 0 is out of range"},
 		{"ignore: [\"  \"]\n", "config FILE: line 1: ignore has an empty pattern"},

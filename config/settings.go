@@ -70,6 +70,25 @@ type Settings struct {
 	RunEmpty *bool `yaml:"run_empty"`
 	// Breakers pause a note that runs too often, or fails too often.
 	Breakers BreakerSettings `yaml:"breakers"`
+	// Budget caps what runs spend per day (UTC).
+	Budget BudgetSettings `yaml:"budget"`
+}
+
+// BudgetSettings is the budget section of a Settings layer: caps on the
+// runs of a day (UTC), for the whole vault (Day...) and for each note
+// (NoteDay...), in dollars as the CLIs report them, in runs, and in
+// tokens (input and output); and a cap on one run, passed to the CLIs
+// that take one (claude --max-budget-usd). A change that arrives over a
+// cap waits, unrecorded, until the next day or a run by hand. Zero is no
+// cap.
+type BudgetSettings struct {
+	DayUSD        *float64 `yaml:"day_usd"`
+	DayRuns       *int     `yaml:"day_runs"`
+	DayTokens     *int64   `yaml:"day_tokens"`
+	NoteDayUSD    *float64 `yaml:"note_day_usd"`
+	NoteDayRuns   *int     `yaml:"note_day_runs"`
+	NoteDayTokens *int64   `yaml:"note_day_tokens"`
+	RunUSD        *float64 `yaml:"run_usd"`
 }
 
 // BreakerSettings is the breakers section of a Settings layer: knotd

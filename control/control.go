@@ -62,7 +62,9 @@ type Status struct {
 	Queued   []Queued  `json:"queued"`
 	Failures []Failure `json:"failures"`
 	Paused   []Paused  `json:"paused"`
-	Today    Totals    `json:"today"`
+	// Deferred are the notes whose changes wait for the day's budget.
+	Deferred []Paused `json:"deferred"`
+	Today    Totals   `json:"today"`
 	// Now is when the status was taken (elapsed times are to it).
 	Now time.Time `json:"now"`
 }

@@ -90,8 +90,12 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 	st := control.Status{
 		Vault: v.root, PID: os.Getpid(), Since: v.since, Now: now,
 		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
-		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{},
+		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
 	}
+	for rel, why := range v.deferredNotes() {
+		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Why: why})
+	}
+	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
 	switch d := v.lastDecision(); {
 	case d == nil:
 		st.Standby = "starting: it has not yet decided whether this device answers the vault"
@@ -120,7 +124,7 @@ func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
 	if !ok {
 		return st, false, err
 	}
-	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}}
+	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
 	s, err := state.Open(f.StateFile())
 	if err != nil {
 		return st, true, err

@@ -286,6 +286,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			}
 		} else {
 			later.succeeded(rel)
+			if rep.Ran && !v.dry {
+				v.ranFor(rel, rep, rep.Usage)
+			}
 			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
 				if why := v.breakers.ran(rel, v.now(), rep.Failed(), v.config().Breakers); why != "" {
 					v.trip(rel, rep, why)

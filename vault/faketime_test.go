@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/knotd/knotd/agentrun"
 )
 
 // TestWatch_InFakeTime runs a whole polling Watch in a synctest bubble.
@@ -134,6 +137,70 @@ func watchInBubble(t *testing.T, v *Vault) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Watch: %v", err)
+		}
+	})
+}
+
+// pricedAgent answers at once, reporting a cost, as Claude Code does.
+type pricedAgent struct{ cost float64 }
+
+func (a pricedAgent) Run(_ context.Context, req agentrun.Request) (agentrun.Result, error) {
+	return agentrun.Result{Outcome: agentrun.OutcomeOK, Reply: "answered " + req.Event.Strand.Path,
+		Usage: &agentrun.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: a.cost}}, nil
+}
+
+// TestWatch_BudgetDefersAndResumesTheNextDay: a burst of changes reaches
+// the day's budget midway: the changes over it wait, unrecorded and said
+// once, and run the next day (UTC), in fake time; each note is answered
+// once, none lost.
+func TestWatch_BudgetDefersAndResumesTheNextDay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		// Passes and checks every 10 minutes: a day of them in fake time
+		// stays quick.
+		poll, debounce, maxWait, one := 10*time.Minute, 30*time.Second, time.Minute, 1
+		e.flags.Poll, e.flags.Debounce, e.flags.MaxWait, e.flags.Concurrency = &poll, &debounce, &maxWait, &one
+		e.userConfig("budget: {day_usd: 1}\n")
+		e.onceFresh()
+		o, log := e.logged()
+		o.Agent = pricedAgent{cost: 0.4}
+		v, err := Open(e.root, o)
+		mustDo(t, err)
+		t.Cleanup(func() { mustDo(t, v.Close()) })
+		v.checkEvery = 10 * time.Minute
+		watchInBubble(t, v)
+
+		notes := []string{"a.md", "b.md", "c.md", "d.md", "e.md"}
+		for _, n := range notes {
+			e.write(n, "# "+n+"\n")
+		}
+		answered := func() (n int) {
+			for _, note := range notes {
+				n += len(e.sections(note))
+			}
+			return n
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := answered(); n != 3 {
+			t.Fatalf("%d notes answered within the day's budget ($1, $0.40 a run); want 3", n)
+		}
+		st, err := v.Status(context.Background())
+		mustDo(t, err)
+		if len(st.Deferred) != 2 || !strings.Contains(st.Deferred[0].Why, "budget of $1.00 a day is spent") {
+			t.Fatalf("status says %+v waits for the budget; want 2 notes", st.Deferred)
+		}
+		if n := strings.Count(log.String(), "a change waits for the budget"); n != 1 {
+			t.Errorf("said %d times that changes wait for the budget; want once:\n%s", n, log.String())
+		}
+
+		next := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+		time.Sleep(time.Until(next) + 30*time.Minute)
+		synctest.Wait()
+		for _, n := range notes {
+			if evs := e.events(n); !slices.Equal(evs, []string{"Created"}) {
+				t.Errorf("%s's tie-off the next day = %v; want one Created", n, evs)
+			}
 		}
 	})
 }

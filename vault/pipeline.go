@@ -76,6 +76,8 @@ type RunReport struct {
 	// Skipped says why a change was recorded without a run (knot_mode
 	// off, an event not in knot_events, only knotd's own keys changed).
 	Skipped string `json:"skipped,omitempty"`
+	// Usage is the run's tokens and cost, as its CLI reported them.
+	Usage *agentrun.Usage `json:"usage,omitempty"`
 }
 
 // Failed reports whether the run counts as failed for --once's exit
@@ -272,6 +274,13 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
 func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+	if !job.ByHand && !v.dry {
+		// A change over the day's budget waits, unrecorded, until the
+		// budget allows (or a run by hand): nothing is lost.
+		if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
+			return nil, "waits for the budget: " + why, err
+		}
+	}
 	if !job.ByHand {
 		// A paused strand's change waits, unrecorded, until the strand
 		// is resumed (or run by hand): nothing is lost.
@@ -573,7 +582,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1}
 		}
-		rep.Outcome, rep.Reason, rep.Duration = res.Outcome, res.Reason, res.Duration
+		rep.Outcome, rep.Reason, rep.Duration, rep.Usage = res.Outcome, res.Reason, res.Duration, res.Usage
 		if res.Outcome == agentrun.OutcomeCanceled && ctx.Err() != nil {
 			// knotd is stopping: the change stays pending and the next
 			// start catches up on it. Nothing is appended or committed.

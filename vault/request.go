@@ -36,7 +36,9 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 		FiredBy:  job.FiredBy,
 		Agent:    w.agent,
 		Model:    w.fields.Model,
-		Now:      now,
+		// The CLIs that take a cap on one run's cost get the budget's.
+		MaxCostUSD: v.config().Budget.RunUSD,
+		Now:        now,
 	}
 	if w.newSession {
 		req.Resume = ""

@@ -114,6 +114,8 @@ type Vault struct {
 	// breakers count runs and failures, to pause a strand that loops
 	// or keeps failing.
 	breakers breakers
+	// spend counts the day's runs for the budget.
+	spend spend
 
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that

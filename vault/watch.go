@@ -286,6 +286,9 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
+			for _, rel := range l.v.allowedDeferred() {
+				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
+			}
 			l.releaseAfterWork()
 		case <-l.v.store.Damaged():
 			return l.v.stateDamaged()

@@ -252,7 +252,7 @@ func showStatus(ctx context.Context, c *control.Client, root string, jsonOut boo
 			return err
 		}
 		if !known {
-			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}}
+			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
 		}
 	}
 	if jsonOut {
@@ -316,6 +316,13 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  (knotd resume NOTE, or knotd resume for all)")
+	}
+	if section("waiting for the day's budget", len(st.Deferred)) {
+		for _, p := range st.Deferred {
+			fmt.Fprintf(tw, "  %s\t%s\n", p.Note, p.Why)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (they run when the budget allows, tomorrow UTC; knotd run NOTE runs one now)")
 	}
 	tw.Flush()
 	d := st.Today

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
@@ -61,4 +62,37 @@ func TestRuns_Cost(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 	require.Equal(t, control.Totals{Runs: 2, OK: 2, InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002, Priced: 1}, st.Today)
+}
+
+// TestOnce_BudgetDefersAndRunByHand: with the day's budget spent, a pass
+// runs nothing more, says why once, and records nothing (the change is
+// not lost); knotd run answers the note anyway.
+func TestOnce_BudgetDefersAndRunByHand(t *testing.T) {
+	v, c := setup(t)
+	state := t.TempDir()
+	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
+		"default_agent: claude\nconcurrency: 1\nbudget: {day_usd: 0.0002}\nagents:\n  claude:\n    preset: claude\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Claude, fakeagent.EnvState, state))
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("adopting: exit %d\n%s", code, stderr)
+	}
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	writeFile(t, filepath.Join(v, "b.md"), "# B\n")
+	code, out, stderr := knotd(t, "--once", "--json", v)
+	require.Equal(t, exitOK, code, stderr)
+	var sum struct{ Ran int }
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	require.Equal(t, 1, sum.Ran, "runs within a budget of one run's cost")
+	require.Equal(t, 1, strings.Count(stderr, "a change waits for the budget"), stderr)
+
+	code, _, stderr = knotd(t, "--once", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "waits for the budget", "the change is still there, still waiting")
+
+	code, out, stderr = knotd(t, "run", filepath.Join(v, "b.md"))
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "Created b.md: ok")
+	for _, n := range []string{"a", "b"} {
+		require.Len(t, tieoffSections(t, filepath.Join(v, n+".tieoff.md")), 1, n+".md")
+	}
 }

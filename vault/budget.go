@@ -1,0 +1,165 @@
+package vault
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/transcript"
+)
+
+// spend is what the runs of a day (UTC) spent, for the vault and for each
+// note, as their CLIs reported it: counted from the day's transcripts
+// when first needed, then run by run. Runs in progress are counted when
+// they end, so runs started together may go past a cap by what they
+// spend. deferred holds the notes whose changes wait for the budget.
+type spend struct {
+	mu       sync.Mutex
+	day      string // the UTC date counted; "" until loaded
+	vault    transcript.Ledger
+	notes    map[string]*transcript.Ledger
+	deferred map[string]string // strand -> why it waits
+	said     map[string]bool   // what was said today
+}
+
+// load starts counting the day of now, from its transcripts in runs.
+// s.mu is held.
+func (s *spend) load(now time.Time, runs string) error {
+	day := now.UTC().Format(time.DateOnly)
+	if s.day == day {
+		return nil
+	}
+	list, err := transcript.ListSince(runs, now.UTC().Truncate(24*time.Hour))
+	if err != nil {
+		return err
+	}
+	s.day, s.vault, s.notes, s.said = day, transcript.Ledger{}, map[string]*transcript.Ledger{}, map[string]bool{}
+	for _, r := range list {
+		s.count(r.Strand, r)
+	}
+	return nil
+}
+
+// count adds the run r of the strand rel; s.mu is held.
+func (s *spend) count(rel string, r transcript.Summary) {
+	s.vault.Add(r)
+	l := s.notes[rel]
+	if l == nil {
+		l = &transcript.Ledger{}
+		s.notes[rel] = l
+	}
+	l.Add(r)
+}
+
+// over returns why the strand rel may not run now under b, "" when it
+// may; s.mu is held, and the day loaded.
+func (s *spend) over(rel string, b config.Budget) string {
+	note := s.notes[rel]
+	if note == nil {
+		note = &transcript.Ledger{}
+	}
+	for _, c := range []struct {
+		who  string
+		l    *transcript.Ledger
+		usd  float64
+		runs int
+		tok  int64
+	}{{"the vault's", &s.vault, b.DayUSD, b.DayRuns, b.DayTokens}, {"this note's", note, b.NoteDayUSD, b.NoteDayRuns, b.NoteDayTokens}} {
+		u := c.l.Usage
+		switch {
+		case c.usd > 0 && u.CostUSD >= c.usd:
+			return fmt.Sprintf("%s budget of $%.2f a day is spent ($%.4f reported today, UTC)", c.who, c.usd, u.CostUSD)
+		case c.runs > 0 && c.l.Runs >= c.runs:
+			return fmt.Sprintf("%s budget of %d runs a day is spent (%d today, UTC)", c.who, c.runs, c.l.Runs)
+		case c.tok > 0 && u.InputTokens+u.OutputTokens >= c.tok:
+			return fmt.Sprintf("%s budget of %d tokens a day is spent (%d today, UTC)", c.who, c.tok, u.InputTokens+u.OutputTokens)
+		}
+	}
+	return ""
+}
+
+// budgetAllows reports whether the strand rel may run now under the
+// budget in force; when it may not, the change is deferred: kept for
+// when the budget allows (the next day, a raised budget, a run by hand),
+// and said once a day for each reason, not at every save.
+func (v *Vault) budgetAllows(rel string) (ok bool, why string, err error) {
+	b := v.config().Budget
+	if b == (config.Budget{RunUSD: b.RunUSD}) {
+		return true, "", nil // no daily cap
+	}
+	s := &v.spend
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+		return false, "", fmt.Errorf("vault: count today's runs for the budget: %w", err)
+	}
+	why = s.over(rel, b)
+	if why == "" {
+		return true, "", nil
+	}
+	if s.deferred == nil {
+		s.deferred = map[string]string{}
+	}
+	s.deferred[rel] = why
+	if !s.said[why] {
+		s.said[why] = true
+		v.log.Warn("a change waits for the budget: "+why+"; it runs when the budget allows (tomorrow, UTC), or now with knotd run", "strand", rel)
+	}
+	return false, why, nil
+}
+
+// ranFor counts the run rep of the strand rel in the day's spend.
+func (v *Vault) ranFor(rel string, rep RunReport, usage *agentrun.Usage) {
+	s := &v.spend
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.day != v.now().UTC().Format(time.DateOnly) {
+		return // not loaded, or another day: the transcripts count it when it is
+	}
+	r := transcript.Summary{Finished: true, Strand: rel}
+	if usage != nil {
+		u := transcript.Usage(*usage)
+		r.Usage = &u
+	}
+	s.count(rel, r)
+}
+
+// allowedDeferred returns, and forgets, the deferred strands the budget
+// allows now (a new day, a raised budget).
+func (v *Vault) allowedDeferred() []string {
+	s := &v.spend
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.deferred) == 0 {
+		return nil
+	}
+	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+		v.log.Warn("cannot count today's runs for the budget; the changes that wait for it wait on", "err", err)
+		return nil
+	}
+	b := v.config().Budget
+	var out []string
+	for rel := range s.deferred {
+		if s.over(rel, b) == "" {
+			out = append(out, rel)
+			delete(s.deferred, rel)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deferredNotes returns the strands waiting for the budget, with why.
+func (v *Vault) deferredNotes() map[string]string {
+	s := &v.spend
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.deferred))
+	for rel, why := range s.deferred {
+		out[rel] = why
+	}
+	return out
+}
