@@ -106,6 +106,8 @@ type Config struct {
 	// Budget caps a day's runs (see BudgetSettings); zero fields are no
 	// cap.
 	Budget Budget
+	// Rules are every layer's rules, the user's first (see ScopeOf).
+	Rules []Rule
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config were above
@@ -183,6 +185,7 @@ type layer struct {
 	name    string         // the file, or "from the command line" (messages read "config NAME: …")
 	data    []byte         // the file's bytes (nil if absent)
 	lines   map[string]int // the line of each key by its path (limits.content), for messages
+	rules   []Rule         // its rules, compiled by validate
 	trusted bool           // the user's own layer, or a trusted vault file
 }
 
@@ -376,6 +379,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 			setIf(&timeout, s.Timeout)
 		}
 		c.Ignore = append(c.Ignore, s.Ignore...)
+		c.Rules = append(c.Rules, l.rules...)
 		c.mergeLimits(&s.Limits)
 		for name, a := range s.Agents {
 			a.Name = name
@@ -419,6 +423,14 @@ func (c *Config) merge(user, vault, flags layer) error {
 		return fmt.Errorf("config %s: default_agent %q is not a defined agent (defined: %s); define it under agents: in %s%s",
 			agentBy.name, c.DefaultAgent, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "), user.name, hint)
 	}
+	for _, r := range c.Rules {
+		for _, a := range append([]string{r.Agent}, r.Agents...) {
+			if _, ok := c.Agents[a]; a != "" && !ok {
+				return fmt.Errorf("config %s: rules: path %q names the agent %q, which is not defined (defined: %s)",
+					r.From, r.Scope, a, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "))
+			}
+		}
+	}
 	return nil
 }
 
@@ -453,14 +465,8 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	}
 	// A breaker trips sooner, never later: fewer runs, a longer window,
 	// fewer failures; off (0) only when yours is off too.
-	tighter := func(key string, v **int, mine int) {
-		if *v != nil && mine > 0 && (**v == 0 || **v > mine) {
-			said = append(said, fmt.Sprintf("breakers: %s %d is looser than yours (%d)", key, **v, mine))
-			*v = &mine
-		}
-	}
-	tighter("runs", &s.Breakers.Runs, c.Breakers.Runs)
-	tighter("failures", &s.Breakers.Failures, c.Breakers.Failures)
+	capAt(&said, "breakers: runs", &s.Breakers.Runs, c.Breakers.Runs)
+	capAt(&said, "breakers: failures", &s.Breakers.Failures, c.Breakers.Failures)
 	if v, mine := s.Breakers.Within, c.Breakers.Within; v != nil && *v < mine {
 		said = append(said, fmt.Sprintf("breakers: within %v is shorter than yours (%v)", *v, mine))
 		s.Breakers.Within = &mine
@@ -468,13 +474,13 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	// A budget may be lower, never higher, nor uncapped (0) where yours
 	// has a cap.
 	b, mine := &s.Budget, c.Budget
-	capAt(&said, "day_usd", &b.DayUSD, mine.DayUSD)
-	capAt(&said, "day_runs", &b.DayRuns, mine.DayRuns)
-	capAt(&said, "day_tokens", &b.DayTokens, mine.DayTokens)
-	capAt(&said, "note_day_usd", &b.NoteDayUSD, mine.NoteDayUSD)
-	capAt(&said, "note_day_runs", &b.NoteDayRuns, mine.NoteDayRuns)
-	capAt(&said, "note_day_tokens", &b.NoteDayTokens, mine.NoteDayTokens)
-	capAt(&said, "run_usd", &b.RunUSD, mine.RunUSD)
+	capAt(&said, "budget: day_usd", &b.DayUSD, mine.DayUSD)
+	capAt(&said, "budget: day_runs", &b.DayRuns, mine.DayRuns)
+	capAt(&said, "budget: day_tokens", &b.DayTokens, mine.DayTokens)
+	capAt(&said, "budget: note_day_usd", &b.NoteDayUSD, mine.NoteDayUSD)
+	capAt(&said, "budget: note_day_runs", &b.NoteDayRuns, mine.NoteDayRuns)
+	capAt(&said, "budget: note_day_tokens", &b.NoteDayTokens, mine.NoteDayTokens)
+	capAt(&said, "budget: run_usd", &b.RunUSD, mine.RunUSD)
 	if v, limit := s.Concurrency, c.Concurrency; v != nil && *v > limit {
 		said = append(said, fmt.Sprintf("concurrency %d is above yours (%d)", *v, limit))
 		s.Concurrency = &limit
@@ -489,11 +495,12 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	return said
 }
 
-// capAt lowers the budget value *v of an untrusted layer to mine when it
-// is higher, or no cap (0) where mine is one, and says so in said.
+// capAt lowers the value *v of an untrusted layer (a budget, a breaker's
+// count) to mine when it is higher, or none (0) where mine is set, and
+// says so in said.
 func capAt[T int | int64 | float64](said *[]string, key string, v **T, mine T) {
 	if *v != nil && mine > 0 && (**v == 0 || **v > mine) {
-		*said = append(*said, fmt.Sprintf("budget: %s %v is above yours (%v)", key, **v, mine))
+		*said = append(*said, fmt.Sprintf("%s %v is above yours (%v)", key, **v, mine))
 		*v = &mine
 	}
 }
@@ -597,6 +604,7 @@ func (l *layer) validate() error {
 			add("ignore", "ignore has an empty pattern")
 		}
 	}
+	l.rules = compileRules(s.Rules, l.name, add)
 	if len(probs) == 0 {
 		return nil
 	}

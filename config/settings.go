@@ -72,6 +72,23 @@ type Settings struct {
 	Breakers BreakerSettings `yaml:"breakers"`
 	// Budget caps what runs spend per day (UTC).
 	Budget BudgetSettings `yaml:"budget"`
+	// Rules choose, by the note's path, the agent, the events and the
+	// mode, or keep a folder away from every agent (mode: off).
+	Rules []RuleSettings `yaml:"rules"`
+}
+
+// RuleSettings is one rule: the notes whose path matches Path (a pattern
+// as in an ignore file: "journal/", "private/**", "*.draft.md") get its
+// settings. Agent is their agent when the note names none; Agents, when
+// set, are the only agents a note's knot_agent may choose; Events the
+// only events that run them; Mode their mode when the note sets none
+// ("off": never sent to any agent, whatever the note says).
+type RuleSettings struct {
+	Path   string   `yaml:"path"`
+	Agent  string   `yaml:"agent"`
+	Agents []string `yaml:"agents"`
+	Events []string `yaml:"events"`
+	Mode   string   `yaml:"mode"`
 }
 
 // BudgetSettings is the budget section of a Settings layer: caps on the

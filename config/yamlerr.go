@@ -328,7 +328,8 @@ func distance(a, b string) int {
 }
 
 // keyLines returns the line of every key of the file whose node tree is
-// root, by its path: debounce, limits.content, agents.mine.timeout.
+// root, by its path: debounce, limits.content, agents.mine.timeout, and
+// rules[0].path for a list's items.
 func keyLines(root *yaml.Node) map[string]int {
 	lines := map[string]int{}
 	var walk func(n *yaml.Node, path string)
@@ -347,6 +348,10 @@ func keyLines(root *yaml.Node) map[string]int {
 				}
 				lines[p] = k.Line
 				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/vaultfs"
@@ -241,6 +242,8 @@ type work struct {
 	answer *tieoff.Section
 	// marker is the hash a run marker records for content, once computed.
 	marker string
+	// scope is what the configuration's rules say of the strand's path.
+	scope config.Scope
 }
 
 // processOnce takes the strand at rel through the pipeline once: plan (look,
@@ -384,6 +387,13 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 // settings, an unknown agent or model): the failure is recorded as the
 // run's section. Otherwise it resolves the strand's settings and agent.
 func (v *Vault) decide(w *work, job Job) (string, error) {
+	sc := v.scopeOf(w.rel)
+	if sc.Off {
+		// Before anything else: a note the rules keep from every agent
+		// gets no run and no section, whatever it holds.
+		return "not sent to any agent: " + sc.Why, nil
+	}
+	w.scope = sc
 	if w.event == strand.Deleted {
 		return v.decideDeleted(w, job)
 	}
@@ -432,11 +442,17 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 		w.failure = fmt.Sprintf("%v. No agent was run.", err)
 		return "", nil
 	}
+	if doc.Fields.Mode == "" && sc.Mode != "" {
+		w.mode = frontmatter.Mode(sc.Mode) // the rules' mode, unless the note sets one
+	}
 	if w.mode == frontmatter.ModeOff {
 		return "knot_mode: off", nil
 	}
 	if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
 		return "knot_events does not include " + strings.ToLower(w.event.String()), nil
+	}
+	if ev := sc.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
+		return "the rules for its path do not run it on " + strings.ToLower(w.event.String()), nil
 	}
 	if w.event == strand.Modified && !job.Force && v.onlyOwnKeysChanged(w.previous, content) {
 		return "only knotd's own frontmatter keys changed", nil
@@ -452,7 +468,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 		w.failure = "The strand's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
 		return "", nil
 	}
-	if w.agentName, w.agent, err = v.agentFor(doc.Fields.Agent); err != nil {
+	if w.agentName, w.agent, err = v.scopedAgent(doc.Fields.Agent, sc); err != nil {
 		w.failure = err.Error()
 		return "", nil
 	}
@@ -479,6 +495,9 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 			return "knot_events does not include deleted", nil
 		}
 	}
+	if ev := w.scope.Events; ev != nil && !slices.Contains(ev, "deleted") {
+		return "the rules for its path do not run it on deleted", nil
+	}
 	if dir := path.Dir(w.rel); dir != "." {
 		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
 			// The strand's folder was deleted with it, and its tie-off
@@ -499,7 +518,7 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 		w.session, w.newSession = uuid.NewString(), true
 	}
 	var err error
-	if w.agentName, w.agent, err = v.agentFor(w.fields.Agent); err != nil {
+	if w.agentName, w.agent, err = v.scopedAgent(w.fields.Agent, w.scope); err != nil {
 		w.failure = err.Error()
 	}
 	return "", nil

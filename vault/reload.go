@@ -85,6 +85,7 @@ func (v *Vault) reload() (Reloaded, error) {
 	}
 	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
 	v.conf.Store(cfg)
+	v.loadObsidianFilters()
 	return r, nil
 }
 
@@ -109,7 +110,8 @@ type configStamp struct {
 }
 
 // configPaths are the files a change of which changes the configuration:
-// the user's config file and the vault's.
+// the user's config file, the vault's, and Obsidian's settings (its
+// Excluded files).
 func (v *Vault) configPaths() []string {
 	user := v.loadOpts.UserFile
 	if user == "" {
@@ -117,12 +119,12 @@ func (v *Vault) configPaths() []string {
 		if dir == "" {
 			var err error
 			if dir, err = config.UserConfigDir(); err != nil {
-				return []string{config.VaultConfigPath(v.root)}
+				return []string{config.VaultConfigPath(v.root), filepath.Join(v.root, v.config().ObsidianDir, "app.json")}
 			}
 		}
 		user = filepath.Join(dir, config.ConfigFile)
 	}
-	return []string{user, config.VaultConfigPath(v.root)}
+	return []string{user, config.VaultConfigPath(v.root), filepath.Join(v.root, v.config().ObsidianDir, "app.json")}
 }
 
 // configStamps stats the config files.

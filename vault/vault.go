@@ -116,6 +116,9 @@ type Vault struct {
 	breakers breakers
 	// spend counts the day's runs for the budget.
 	spend spend
+	// obsidian is Obsidian's Excluded files setting, read at open and at
+	// each reload.
+	obsidian atomic.Pointer[obsidianFilters]
 
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that
@@ -303,6 +306,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		v.grace = 10 * time.Second
 	}
 	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
+	v.loadObsidianFilters()
 	return v, nil
 }
 
