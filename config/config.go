@@ -329,9 +329,11 @@ type Budget struct {
 }
 
 // DefaultBreakers are the breakers when no layer sets them: a note that
-// runs more than 20 times in 10 minutes is in a loop, not being written;
+// runs more than 60 times in 10 minutes (a run every 10 s, sustained) is
+// in a loop rather than being written: someone writing, pausing two
+// seconds now and then (the debounce), makes a run every 10 to 30 s;
 // five failures in a row will not pass by themselves.
-var DefaultBreakers = Breakers{Runs: 20, Within: 10 * time.Minute, Failures: 5}
+var DefaultBreakers = Breakers{Runs: 60, Within: 10 * time.Minute, Failures: 5}
 
 // merge applies the layers over the defaults and validates the result.
 func (c *Config) merge(user, vault, flags layer) error {

@@ -320,7 +320,7 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 		{"tighten the breakers", "", "breakers: {runs: 3, within: 1h, failures: 1}\n", false,
 			func(c *Config) bool { return c.Breakers == Breakers{Runs: 3, Within: time.Hour, Failures: 1} }, ""},
 		{"loosen the breakers", "", "breakers: {runs: 100, within: 1m, failures: 50}\n", false,
-			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: runs 100 is above yours (20)"},
+			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: runs 100 is above yours (60)"},
 		{"turn a breaker off", "", "breakers: {failures: 0}\n", false,
 			func(c *Config) bool { return c.Breakers == DefaultBreakers }, "breakers: failures 0 is above yours (5)"},
 		{"turn on a breaker the user turned off", "breakers: {runs: 0}\n", "breakers: {runs: 9}\n", false,
