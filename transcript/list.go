@@ -59,9 +59,12 @@ func List(dir string) ([]Summary, error) {
 	return ListSince(dir, time.Time{})
 }
 
-// ListSince is List of the runs started at or after since, told by their
-// ids (a UUID v7 carries the millisecond it was made) before any file is
-// read: the cost is that of the runs listed, not of every run kept.
+// ListSince is List of the runs started at or after since (by their
+// run.started time). A run whose id (a UUID v7 carries the millisecond it
+// was made) is older than since is left out without its file being read,
+// so the cost is about that of the runs listed, not of every run kept. An
+// id can only be later than its run's start (ids never go back, even
+// when the clock does), so the start time decides the others.
 func ListSince(dir string, since time.Time) ([]Summary, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -81,7 +84,11 @@ func ListSince(dir string, since time.Time) ([]Summary, error) {
 				continue
 			}
 		}
-		out = append(out, summarize(filepath.Join(dir, e.Name()), id))
+		s := summarize(filepath.Join(dir, e.Name()), id)
+		if !since.IsZero() && s.Problem == "" && s.Time.Before(since) {
+			continue
+		}
+		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
 		if c := b.Time.Compare(a.Time); c != 0 {

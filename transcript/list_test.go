@@ -208,6 +208,16 @@ func TestListSince(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A run started yesterday whose id says today (ids never go back: a
+	// clock that did, an id made after a later one): its start decides.
+	late, err := Create(dir, v7At(day.Add(21*time.Hour), 8), &Options{Now: func() time.Time { return day.Add(-2 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRecord(t, late, startedPayload())
+	if err := late.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// A file of a run made yesterday that cannot be read: never opened.
 	if err := os.WriteFile(filepath.Join(dir, v7At(day.Add(-time.Hour), 9)+Ext), nil, 0o000); err != nil {
 		t.Fatal(err)

@@ -199,7 +199,7 @@ func TestWatch_BudgetDefersAndResumesTheNextDay(t *testing.T) {
 		synctest.Wait()
 		for _, n := range notes {
 			if evs := e.events(n); !slices.Equal(evs, []string{"Created"}) {
-				t.Errorf("%s's tie-off the next day = %v; want one Created", n, evs)
+				t.Errorf("%s's tie-off the next day = %v; want one Created\n%s", n, evs, log.String())
 			}
 		}
 	})
