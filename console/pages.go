@@ -30,7 +30,6 @@ func newPages() (*pages, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"ts":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"elapsed": func(d time.Duration) string { return d.Round(time.Second).String() },
-		"q":       url.QueryEscape,
 		"acts": func(base, note string, paused bool, back string) map[string]any {
 			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Back": back}
 		},
