@@ -19,7 +19,7 @@
 //     resolves to 127.0.0.1 carries that name as its Host);
 //   - a state-changing request (POST) must carry an Origin that is exactly
 //     the console's own; other methods than GET, HEAD and POST are refused;
-//   - every answer forbids caching, framing and referrers, and its
+//   - every answer forbids caching, framing and referrers to other sites, and its
 //     Content-Security-Policy allows only the console's own scripts,
 //     styles and images (no inline script, nothing from elsewhere).
 package console
@@ -198,7 +198,10 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the console's own forms, which the Origin check
+	// must refuse. A token URL is still never sent to another site.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+

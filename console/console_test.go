@@ -182,7 +182,7 @@ func TestConsole_Guards(t *testing.T) {
 			h := w.Header()
 			require.Equal(t, "no-store", h.Get("Cache-Control"))
 			require.Equal(t, "DENY", h.Get("X-Frame-Options"))
-			require.Equal(t, "no-referrer", h.Get("Referrer-Policy"))
+			require.Equal(t, "same-origin", h.Get("Referrer-Policy"))
 			csp := h.Get("Content-Security-Policy")
 			require.Contains(t, csp, "default-src 'none'")
 			require.Contains(t, csp, "script-src 'self';")
