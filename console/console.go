@@ -145,19 +145,27 @@ func (c *Console) URL() string { return c.orig + c.base }
 // (127.0.0.1:0 picks a free port); names, even localhost, are refused, so
 // that nothing but the loopback interface is ever bound.
 func Listen(addr string) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("console: address %q: %w", addr, err)
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("console: address %q: the console listens on a loopback address only (such as 127.0.0.1:0)", addr)
+	if err := CheckAddr(addr); err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
 	return ln, nil
+}
+
+// CheckAddr checks that addr is a loopback IP address and a port.
+func CheckAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("console: address %q: %w", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("console: address %q: the console listens on a loopback address only (such as 127.0.0.1:0)", addr)
+	}
+	return nil
 }
 
 // Serve serves the console on ln until ctx ends, then stops: the live

@@ -51,6 +51,9 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) > 1 {
 		return usageError{fmt.Sprintf("knotd console: one VAULT at most, got %s", strings.Join(pos, " "))}
 	}
+	if err := console.CheckAddr(*addr); err != nil {
+		return usageError{"knotd console: --addr: " + err.Error()}
+	}
 	var arg string
 	if len(pos) == 1 {
 		arg = pos[0]
@@ -72,7 +75,7 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	ln, err := console.Listen(*addr)
 	if err != nil {
-		return usageError{"knotd console: " + err.Error()}
+		return fmt.Errorf("knotd console: %w", err)
 	}
 	c, err := console.New(console.Options{
 		Root:    root,

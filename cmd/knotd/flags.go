@@ -40,6 +40,9 @@ Usage:
   knotd pause [--why TEXT] NOTE... / knotd resume [NOTE...]
                                  pause notes (their changes wait), resume them
                                  ('knotd status --help' says more)
+  knotd console [--addr 127.0.0.1:PORT] [--no-open] [VAULT]
+                                 the same in a local web page, live: notes,
+                                 runs and their output, tie-offs, buttons
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 
