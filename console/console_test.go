@@ -367,16 +367,9 @@ func TestConsole_Pages(t *testing.T) {
 func TestConsole_LiveRun(t *testing.T) {
 	f := newFixture(t)
 	id, r := f.record(t, "a.md", transcript.UserMessage{Prompt: "p"})
-	srv := httptest.NewUnstartedServer(f.c)
-	ln, err := Listen(addr)
-	if err != nil {
-		t.Skipf("cannot listen on %s for this test: %v", addr, err)
-	}
-	srv.Listener = ln
-	srv.Start()
-	defer srv.Close()
+	origin, _ := serve(t, f)
 
-	req, err := http.NewRequest(http.MethodGet, orig+base+"run/"+id+"/events", nil)
+	req, err := http.NewRequest(http.MethodGet, origin+base+"run/"+id+"/events", nil)
 	require.NoError(t, err)
 	req.Header.Set("Last-Event-ID", "1") // the page shows run.started
 	resp, err := http.DefaultClient.Do(req)
@@ -440,4 +433,111 @@ func TestConsole_LiveRun(t *testing.T) {
 	require.Equal(t, "ok\n", e.data)
 	_, open := <-got
 	require.False(t, open, "the stream goes on after its end")
+}
+
+// readSSE sends the events of an event stream to a channel, closed when
+// the stream ends.
+func readSSE(t *testing.T, resp *http.Response) <-chan [2]string {
+	t.Helper()
+	got := make(chan [2]string, 64)
+	go func() {
+		defer close(got)
+		sc := bufio.NewScanner(resp.Body)
+		var event, data string
+		for sc.Scan() {
+			l := sc.Text()
+			switch {
+			case l == "":
+				if event != "" {
+					got <- [2]string{event, data}
+				}
+				event, data = "", ""
+			case strings.HasPrefix(l, "event: "):
+				event = l[7:]
+			case strings.HasPrefix(l, "data: "):
+				data += l[6:] + "\n"
+			}
+		}
+	}()
+	return got
+}
+
+// serve serves f's console on a free loopback port until the returned
+// stop is called, and returns its origin. stop returns Serve's error.
+func serve(t *testing.T, f *fixture) (origin string, stop func() error) {
+	t.Helper()
+	ln, err := Listen("127.0.0.1:0")
+	require.NoError(t, err)
+	f.c.o.Addr = ln.Addr().String() // before serving: nothing reads it yet
+	f.c.orig = "http://" + f.c.o.Addr
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- f.c.Serve(ctx, ln) }()
+	var once sync.Once
+	var serr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case serr = <-served:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the console did not stop within 10s")
+			}
+		})
+		return serr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return f.c.orig, stop
+}
+
+// TestConsole_StreamEnds: a live stream ends when the console stops, and
+// when the daemon no longer runs a run that never finished.
+func TestConsole_StreamEnds(t *testing.T) {
+	f := newFixture(t)
+	id, _ := f.record(t, "a.md") // never finishes
+	f.b.status.Running = []control.Running{{Note: "a.md", RunID: id}}
+	origin, stop := serve(t, f)
+
+	open := func() <-chan [2]string {
+		resp, err := http.Get(origin + base + "run/" + id + "/events")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		require.Equal(t, 200, resp.StatusCode)
+		return readSSE(t, resp)
+	}
+	next := func(c <-chan [2]string) ([2]string, bool) {
+		select {
+		case e, ok := <-c:
+			return e, ok
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream said nothing within 10s")
+			return [2]string{}, false
+		}
+	}
+
+	// The daemon forgets the run (it died): the stream says so and ends.
+	c := open()
+	e, _ := next(c)
+	require.Equal(t, "ev", e[0]) // run.started
+	f.b.mu.Lock()
+	f.b.status.Running = nil
+	f.b.mu.Unlock()
+	e, _ = next(c)
+	require.Equal(t, "end", e[0])
+	require.Contains(t, e[1], "no longer running")
+	_, ok := next(c)
+	require.False(t, ok)
+
+	// The console stops while a stream is open: the stream ends, and
+	// Serve returns.
+	f.b.mu.Lock()
+	f.b.status.Running = []control.Running{{Note: "a.md", RunID: id}}
+	f.b.mu.Unlock()
+	c = open()
+	e, _ = next(c)
+	require.Equal(t, "ev", e[0])
+	require.NoError(t, stop())
+	for ok := true; ok; {
+		_, ok = next(c)
+	}
 }

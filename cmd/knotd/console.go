@@ -96,7 +96,15 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintln(stdout, c.URL())
 	fmt.Fprintf(stderr, "knotd console: serving %s at the address above until interrupted (Ctrl-C); keep the address to yourself: it is the key\n", root)
 	if !*noOpen {
-		if err := openBrowser(c.URL()); err != nil {
+		dir, err := openBrowser(c.URL())
+		if dir != "" {
+			defer func() {
+				if err := os.RemoveAll(dir); err != nil {
+					fmt.Fprintln(stderr, "knotd console:", err)
+				}
+			}()
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "knotd console: could not open a web browser (%v); open the address above\n", err)
 		}
 	}
@@ -107,19 +115,12 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // command line, where other users of the machine could read its token: it
 // writes a page that redirects there into a new private folder (0700, the
 // page 0600) and opens that file. The folder is left for the browser,
-// which may read the page after this returns; it is in the temporary
-// directory, and only its owner can read it.
-func openBrowser(url string) error {
-	dir, err := os.MkdirTemp("", "knotd-console-")
+// which may read the page after this returns, until the console stops:
+// the caller removes it then (dir, also when err is set).
+func openBrowser(url string) (dir string, err error) {
+	dir, page, err := openPage(url)
 	if err != nil {
-		return err
-	}
-	page := filepath.Join(dir, "open.html")
-	pageText := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
-		`<meta http-equiv="refresh" content="0;url=` + html.EscapeString(url) + `"><title>knotd console</title>` +
-		`<p>Opening the knotd console…</p>`
-	if err := os.WriteFile(page, []byte(pageText), 0o600); err != nil {
-		return err
+		return dir, err
 	}
 	var cmd *exec.Cmd
 	switch runtime.GOOS {
@@ -131,8 +132,25 @@ func openBrowser(url string) error {
 		cmd = exec.Command("xdg-open", page)
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return dir, err
 	}
-	go func() { _ = cmd.Wait() }() // the opener's status says nothing about the browser
-	return nil
+	go func() { _ = cmd.Wait() }() // reaps the opener, which exits once it handed the page on; its status says nothing about the browser
+	return dir, nil
+}
+
+// openPage writes the page that redirects to url, in a new folder of the
+// temporary directory that only its owner can open.
+func openPage(url string) (dir, page string, err error) {
+	dir, err = os.MkdirTemp("", "knotd-console-")
+	if err != nil {
+		return "", "", err
+	}
+	page = filepath.Join(dir, "open.html")
+	pageText := `<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">` +
+		`<meta http-equiv="refresh" content="0;url=` + html.EscapeString(url) + `"><title>knotd console</title>` +
+		`<p>Opening the knotd console…</p>`
+	if err := os.WriteFile(page, []byte(pageText), 0o600); err != nil {
+		return dir, "", err
+	}
+	return dir, page, nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -30,5 +32,35 @@ func TestConsole_CommandLine(t *testing.T) {
 	_, help, _ := knotd(t, "--help")
 	if !strings.Contains(help, "knotd console [--addr 127.0.0.1:PORT] [--no-open] [VAULT]") {
 		t.Errorf("knotd --help does not list knotd console:\n%s", help)
+	}
+}
+
+// TestConsole_OpenPage: the page that hands the address to the browser is
+// readable by its owner only, and redirects to the address.
+func TestConsole_OpenPage(t *testing.T) {
+	const u = "http://127.0.0.1:1234/t/abc/"
+	dir, page, err := openPage(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `content="0;url=`+u+`"`) {
+		t.Errorf("the page does not redirect to %s:\n%s", u, b)
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	for p, want := range map[string]os.FileMode{dir: 0o700, page: 0o600} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %v; want %v", p, got, want)
+		}
 	}
 }
