@@ -54,6 +54,10 @@ type Options struct {
 	Stored func() (st control.Status, ok bool, err error)
 	// RunsDir is the folder of the vault's run transcripts.
 	RunsDir string
+	// ObsidianDir and Ignore are the configured obsidian_dir and ignore
+	// patterns: the notes list leaves out what knotd ignores.
+	ObsidianDir string
+	Ignore      []string
 	// Addr is the host:port the console is reached at: the Host every
 	// request must carry, and the origin of its pages.
 	Addr string

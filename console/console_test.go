@@ -277,6 +277,8 @@ func TestConsole_Pages(t *testing.T) {
 	f.write(t, "ignored/x.md", "# X\n")
 	f.write(t, ".gitignore", "ignored/\n")
 	f.write(t, ".obsidian/y.md", "# Y\n")
+	f.write(t, "drafts/z.md", "# Z\n")
+	f.c.o.Ignore = []string{"drafts/"} // as configured
 	ok, r := f.record(t, "a.md",
 		transcript.UserMessage{Prompt: "the <prompt>"},
 		transcript.AssistantMessage{Blocks: []transcript.Block{{Type: transcript.BlockText, Text: "reply <b>x</b>"}}},
@@ -311,6 +313,7 @@ func TestConsole_Pages(t *testing.T) {
 	}
 	require.NotContains(t, page, "ignored/x.md")
 	require.NotContains(t, page, "y.md")
+	require.NotContains(t, page, "z.md")
 	// The notes with runs come first, newest run first.
 	require.Less(t, strings.Index(page, `data-note="sub/b.md"`), strings.Index(page, `data-note="a.md"`))
 	require.Less(t, strings.Index(page, `data-note="a.md"`), strings.Index(page, `data-note="never.md"`))

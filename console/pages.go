@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"
 )
@@ -133,7 +134,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		d.Errs = append(d.Errs, err.Error())
 	}
-	d.Notes, d.MoreNotes, err = listNotes(c.o.Root, runs)
+	d.Notes, d.MoreNotes, err = listNotes(c.o.Root, &ignore.Rules{ConfigDir: c.o.ObsidianDir, Patterns: c.o.Ignore}, runs)
 	if err != nil {
 		d.Errs = append(d.Errs, err.Error())
 	}

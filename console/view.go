@@ -183,8 +183,7 @@ type noteView struct {
 // listNotes lists the vault's notes (those its ignore files leave), at
 // most maxNotes, with their last runs, newest run first, then the notes
 // that never ran.
-func listNotes(root string, runs []transcript.Summary) (notes []noteView, more bool, err error) {
-	var rules ignore.Rules
+func listNotes(root string, rules *ignore.Rules, runs []transcript.Summary) (notes []noteView, more bool, err error) {
 	var found []string
 	werr := rules.Walk(root, "", ignore.WalkOptions{}, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/console"
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/vault"
@@ -73,6 +74,13 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !known {
 		return fmt.Errorf("knotd console: knotd never ran on %s on this machine: start it first (knotd %s)", root, root)
 	}
+	// The notes list leaves out what knotd ignores, configured patterns
+	// included; a configuration knotd refuses leaves only the ignore files.
+	cfg, err := config.Load(config.LoadOptions{Vault: root})
+	if err != nil {
+		fmt.Fprintf(stderr, "knotd console: %v (the notes list follows the ignore files only)\n", err)
+		cfg = &config.Config{}
+	}
 	ln, err := console.Listen(*addr)
 	if err != nil {
 		return fmt.Errorf("knotd console: %w", err)
@@ -82,7 +90,10 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Backend: &control.Client{Path: sock},
 		Stored:  func() (control.Status, bool, error) { return vault.StoredStatus("", root) },
 		RunsDir: runs,
-		Addr:    ln.Addr().String(),
+
+		ObsidianDir: cfg.ObsidianDir,
+		Ignore:      cfg.Ignore,
+		Addr:        ln.Addr().String(),
 	})
 	if err != nil {
 		_ = ln.Close() // never served
