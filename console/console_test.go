@@ -351,7 +351,15 @@ func TestConsole_Pages(t *testing.T) {
 	require.Contains(t, page, `id="state" class="done"`)
 	require.NotContains(t, page, "data-src")
 
+	// A line half written (the recorder writes it meanwhile) is no error:
+	// the live stream sends it once whole.
+	tf, err := os.OpenFile(transcript.Path(f.runs, running), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = tf.WriteString(`{"seq":2,"run_id":"` + running + `","type":"message.us`)
+	require.NoError(t, err)
+	require.NoError(t, tf.Close())
 	w = f.get(t, base+"run/"+running)
+	require.NotContains(t, w.Body.String(), `class="err"`)
 	require.Contains(t, w.Body.String(), `id="state" class="live"`)
 	require.Contains(t, w.Body.String(), `data-src="`+base+`run/`+running+`/events"`)
 

@@ -242,8 +242,11 @@ func readRun(dir, id string) ([]transcript.Event, error) {
 	if err != nil {
 		return events, fmt.Errorf("console: %w", err)
 	}
-	if len(warns) > 0 {
-		return events, fmt.Errorf("console: run %s: %s", id, warns[0])
+	for _, w := range warns {
+		// A torn last line is one being written: the live stream sends it.
+		if !w.Torn {
+			return events, fmt.Errorf("console: run %s: %s", id, w)
+		}
 	}
 	return events, nil
 }
