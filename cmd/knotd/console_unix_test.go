@@ -125,7 +125,7 @@ func startConsole(t *testing.T, vault string) string {
 // TestConsole_EndToEnd drives the console in a real browser, against a
 // real watching knotd and a real knotd console: the running run and its
 // output, appearing live; the Run, Pause and Resume buttons; the tie-off
-// rendered as HTML, safely. Then the guards, with plain HTTP requests: no
+// rendered as HTML, safely; a failure, and its Retry button. Then the guards, with plain HTTP requests: no
 // token, a foreign Host, a POST from a foreign Origin.
 func TestConsole_EndToEnd(t *testing.T) {
 	ctx := browser(t)
@@ -134,11 +134,13 @@ func TestConsole_EndToEnd(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
 	reply := "Answered with **bold** words, <script>window.knotPwned = 1</script> and [a link](javascript:window.knotPwned=2)."
 	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
-		"default_agent: c\nagents:\n  c:\n    preset: claude\n    command: [%q]\n    env: {%s: %s, %s: %q, %s: %q, %s: %q}\n",
+		"default_agent: c\nagents:\n  c:\n    preset: claude\n    command: [%q]\n    env: {%s: %s, %s: %q, %s: %q, %s: %q}\n"+
+			"  bad:\n    preset: claude\n    command: [%[1]q]\n    env: {%[2]s: %[3]s, %[4]s: %[5]q, %[10]s: error}\n",
 		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Claude, fakeagent.EnvState, state,
-		fakeagent.EnvGate, gate, fakeagent.EnvReply, reply))
+		fakeagent.EnvGate, gate, fakeagent.EnvReply, reply, fakeagent.EnvFail))
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	writeFile(t, filepath.Join(v, "b.md"), "# B\n")
+	writeFile(t, filepath.Join(v, "c.md"), "---\nknot_agent: bad\n---\n# C\n") // its agent fails
 	if out, err := knotdProcess(t, "--once", v).CombinedOutput(); err != nil { // adopts
 		t.Fatalf("knotd --once: %v\n%s", err, out)
 	}
@@ -263,12 +265,34 @@ func TestConsole_EndToEnd(t *testing.T) {
 	_, st = status(t, v)
 	require.Empty(t, st.Paused)
 
-	// The overview lists both notes with their last runs.
+	// c.md's run fails: the overview lists it, and Retry runs it again.
+	writeFile(t, filepath.Join(v, "c.md"), "---\nknot_agent: bad\n---\n# C\n\nchanged\n")
+	testutil.WaitFor(t, waitTimeout, "c.md's run to fail", func() bool {
+		_, st = status(t, v)
+		return len(st.Failures) == 1 && len(st.Running) == 0
+	})
+	step("the failure on the overview",
+		chromedp.Navigate(base),
+		visible(`#activity section.failures td form button`))
+	s = text(`#activity section.failures`)
+	require.Contains(t, s, "c.md")
+	require.Contains(t, s, "API Error: 401") // the reason, from the run's transcript
+	step("Retry c.md",
+		click(`#activity section.failures td form button`),
+		visible(`#msg`))
+	require.Equal(t, "queued c.md", text(`#msg`))
+	testutil.WaitFor(t, waitTimeout, "c.md's retry", func() bool {
+		_, st = status(t, v)
+		return st.Today.Failed == 2 && len(st.Running) == 0
+	})
+
+	// The overview lists the notes with their last runs.
 	step("the overview", chromedp.Navigate(base), visible(`#notes`))
 	s = text(`#notes`)
 	require.Contains(t, s, "a.md")
 	require.Contains(t, s, "b.md")
 	require.Contains(t, s, "$0.0002")
+	require.Regexp(t, `c\.md\s.*failed`, s)
 
 	// The guards, seen from outside.
 	u, err := url.Parse(base)
@@ -310,5 +334,6 @@ func TestConsole_EndToEnd(t *testing.T) {
 		return len(tieoffSections(t, filepath.Join(v, "a.tieoff.md"))) == runsBefore+1
 	})
 	_, st = status(t, v)
-	require.Equal(t, control.Totals{Runs: 3, OK: 3}, st.Today, "runs: a.md's change, b.md's Run and a.md's POST, nothing else")
+	require.Equal(t, control.Totals{Runs: 5, OK: 3, Failed: 2}, st.Today,
+		"runs: a.md's change, b.md's Run, c.md's change and its retry, and a.md's POST; nothing else")
 }
