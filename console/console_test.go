@@ -287,7 +287,8 @@ func TestConsole_Pages(t *testing.T) {
 	failed, r := f.record(t, "sub/b.md", transcript.Finished{Outcome: "failed", ExitCode: 3, Reason: "exit status 3",
 		Usage: &transcript.Usage{InputTokens: 100, OutputTokens: 20}})
 	require.NoError(t, r.Close())
-	running, _ := f.record(t, "sub/b.md")
+	running, _ := f.record(t, "sub/b.md", transcript.AssistantMessage{Blocks: []transcript.Block{
+		{Type: transcript.BlockThinking, Text: "thinking"}, {Type: transcript.BlockText, Text: "working on <it>"}}})
 	f.b.status.Running = []control.Running{{Note: "sub/b.md", RunID: running, Agent: "claude", Event: "Modified", Elapsed: 3 * time.Second}}
 	f.b.status.Queued = []control.Queued{{Note: "never.md", FiredBy: "user"}}
 	f.b.status.Failures = []control.Failure{{Note: "sub/b.md", RunID: failed, Reason: "exit status 3"}}
@@ -302,7 +303,7 @@ func TestConsole_Pages(t *testing.T) {
 	page := w.Body.String()
 	for _, want := range []string{
 		"knotd answers this vault", "pid 7",
-		`href="` + base + `run/` + running + `"`, "3s", // running
+		`href="` + base + `run/` + running + `"`, "3s", "working on &lt;it&gt;", // running, its output so far
 		"never.md", "(user)", // waiting
 		"exit status 3", "on holiday", // failures, paused
 		`data-note="a.md"`, "$0.0123", // cost reported
@@ -355,7 +356,7 @@ func TestConsole_Pages(t *testing.T) {
 	// the live stream sends it once whole.
 	tf, err := os.OpenFile(transcript.Path(f.runs, running), os.O_WRONLY|os.O_APPEND, 0)
 	require.NoError(t, err)
-	_, err = tf.WriteString(`{"seq":2,"run_id":"` + running + `","type":"message.us`)
+	_, err = tf.WriteString(`{"seq":3,"run_id":"` + running + `","type":"message.as`)
 	require.NoError(t, err)
 	require.NoError(t, tf.Close())
 	w = f.get(t, base+"run/"+running)

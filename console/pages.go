@@ -62,6 +62,8 @@ func (c *Console) routes() {
 // runs.
 type statusView struct {
 	control.Status
+	// Output is the newest output of each run in progress, by run id.
+	Output map[string]string
 	Daemon bool   // a knotd answers the socket
 	Known  bool   // a status is shown (the daemon's or the stored one)
 	Err    string // why neither could be had
@@ -72,7 +74,11 @@ func (c *Console) status(ctx context.Context) statusView {
 	defer cancel()
 	st, err := c.o.Backend.Status(ctx)
 	if err == nil {
-		return statusView{Status: st, Daemon: true, Known: true}
+		v := statusView{Status: st, Daemon: true, Known: true, Output: make(map[string]string)}
+		for _, r := range st.Running {
+			v.Output[r.RunID] = lastOutput(c.o.RunsDir, r.RunID)
+		}
+		return v
 	}
 	if !errors.Is(err, control.ErrNoDaemon) {
 		return statusView{Err: "the running knotd says: " + err.Error()}

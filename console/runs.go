@@ -1,9 +1,11 @@
 package console
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -74,4 +76,62 @@ func (x *runIndex) list() ([]transcript.Summary, error) {
 		return cmp.Compare(b.RunID, a.RunID)
 	})
 	return out, nil
+}
+
+// Bounds of lastOutput.
+const (
+	// outputWindow is how much of a transcript's end lastOutput reads.
+	outputWindow = 64 << 10
+	// outputShown is the most of it the overview shows.
+	outputShown = 400
+)
+
+// lastOutput returns the end of the newest text the agent of run id wrote
+// (its reply or reasoning so far), read from the last outputWindow bytes
+// of its transcript: what the overview shows beside a run in progress.
+func lastOutput(dir, id string) string {
+	if transcript.CheckRunID(id) != nil {
+		return ""
+	}
+	f, err := os.OpenFile(transcript.Path(dir, id), os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return ""
+	}
+	defer f.Close() // read only
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	start := max(fi.Size()-outputWindow, 0)
+	buf := make([]byte, fi.Size()-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	if start > 0 { // the first line is cut: skip it
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			return ""
+		}
+		buf = buf[i+1:]
+	}
+	events, _, _ := transcript.Read(bytes.NewReader(buf)) // damaged lines are skipped
+	for _, ev := range slices.Backward(events) {
+		if ev.Type != transcript.MessageAssistant {
+			continue
+		}
+		pl, err := ev.Payload()
+		if err != nil {
+			continue
+		}
+		for _, b := range slices.Backward(pl.(transcript.AssistantMessage).Blocks) {
+			if b.Type == transcript.BlockText || b.Type == transcript.BlockThinking {
+				s := strings.TrimSpace(b.Text)
+				if len(s) > outputShown {
+					s = "…" + strings.ToValidUTF8(s[len(s)-outputShown:], "")
+				}
+				return s
+			}
+		}
+	}
+	return ""
 }

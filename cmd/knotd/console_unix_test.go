@@ -210,6 +210,13 @@ func TestConsole_EndToEnd(t *testing.T) {
 	s := text(`#activity section.running`)
 	require.Contains(t, s, "a.md")
 	require.Contains(t, s, run.RunID)
+	pctx, cancel := context.WithTimeout(ctx, waitTimeout)
+	_, err := chromedp.Run(pctx, chromedp.Poll[bool](
+		`(document.querySelector('#activity section.running td.output') || {textContent: ''}).textContent.includes('Answered with')`))
+	cancel()
+	if err != nil {
+		fail("the run's output so far on the overview (refreshed every 2s)", err)
+	}
 	step("the run's page shows its output while it runs",
 		click(`#activity section.running a.run`),
 		visible(`#state.live`),
