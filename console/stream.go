@@ -60,9 +60,12 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	// A stream lives as long as the run: no write deadline.
-	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		c.o.Log.Debug("console: stream", "run", id, "err", err)
+	// A stream lives as long as the run: no deadlines (the server's
+	// ReadTimeout bounds reading a request, not the stream that answers it).
+	for _, set := range []func(time.Time) error{rc.SetReadDeadline, rc.SetWriteDeadline} {
+		if err := set(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			c.o.Log.Debug("console: stream", "run", id, "err", err)
+		}
 	}
 	s := &stream{c: c, w: w, rc: rc, id: id}
 	if err := s.follow(r.Context(), f, after); err != nil && r.Context().Err() == nil {
