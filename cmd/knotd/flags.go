@@ -48,6 +48,9 @@ Usage:
   knotd service install|uninstall [--dry-run] [--no-start] [VAULT]
                                  run knotd on VAULT as a service of your user
                                  (systemd on Linux, launchd on macOS)
+  knotd console [--addr 127.0.0.1:PORT] [--no-open] [VAULT]
+                                 the same in a local web page, live: notes,
+                                 runs and their output, tie-offs, buttons
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 

@@ -92,6 +92,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "reset" {
 		return runReset(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "console" {
+		return runConsole(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && slices.Contains([]string{"status", "run", "retry", "pause", "resume"}, args[0]) {
 		return runControlCommand(ctx, args[0], args[1:], stdout, stderr)
 	}

@@ -1,0 +1,3 @@
+package console
+
+const openFlags = 0
