@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -42,6 +43,19 @@ func parseArgs(fs *flag.FlagSet, cmd string, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// parseCommand is parseArgs for the subcommand cmd, whose --help prints
+// usage and the flags of fs to stdout: then help is true (and the
+// command has nothing more to do).
+func parseCommand(fs *flag.FlagSet, cmd, usage string, args []string, stdout io.Writer) (pos []string, help bool, err error) {
+	pos, err = parseArgs(fs, cmd, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		printDefaults(stdout, fs)
+		return nil, true, nil
+	}
+	return pos, false, err
 }
 
 // The flag package's messages (Go 1.26), which flagError rewords.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"html"
@@ -40,13 +39,8 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = func() {}
 	addr := fs.String("addr", "127.0.0.1:0", "listen on `ADDR`, a loopback address and port (port 0: any free port)")
 	noOpen := fs.Bool("no-open", false, "do not open the console in a web browser; only print its address")
-	pos, err := parseArgs(fs, "console", args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, consoleUsage)
-		printDefaults(stdout, fs)
-		return nil
-	}
-	if err != nil {
+	pos, help, err := parseCommand(fs, "console", consoleUsage, args, stdout)
+	if help || err != nil {
 		return err
 	}
 	if len(pos) > 1 {

@@ -71,13 +71,8 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	if cmd == "run" || cmd == "retry" {
 		fs.StringVar(&cfg, "config", "", "user config `FILE`, when knotd runs the notes on its own")
 	}
-	pos, err := parseArgs(fs, cmd, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, controlUsage)
-		printDefaults(stdout, fs)
-		return nil
-	}
-	if err != nil {
+	pos, help, err := parseCommand(fs, cmd, controlUsage, args, stdout)
+	if help || err != nil {
 		return err
 	}
 

@@ -487,13 +487,8 @@ func runReset(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
 	config := fs.String("config", "", "user config `FILE` (default: knotd's file in your config directory)")
 	fs.Usage = func() {}
-	notes, err := parseArgs(fs, "reset", args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, resetUsage)
-		printDefaults(stdout, fs)
-		return nil
-	}
-	if err != nil {
+	notes, help, err := parseCommand(fs, "reset", resetUsage, args, stdout)
+	if help || err != nil {
 		return err
 	}
 	if len(notes) == 0 {

@@ -82,13 +82,8 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&o.follow, "f", false, "follow: after the list, print runs as they start and end, until interrupted")
 	fs.BoolVar(&o.follow, "follow", false, "the same as -f")
 	fs.Usage = func() {}
-	args, err := parseArgs(fs, "runs", args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, runsUsage)
-		printDefaults(stdout, fs)
-		return nil
-	}
-	if err != nil {
+	args, help, err := parseCommand(fs, "runs", runsUsage, args, stdout)
+	if help || err != nil {
 		return err
 	}
 	o.args = args

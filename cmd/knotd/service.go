@@ -59,13 +59,8 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Usage = func() {}
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the service file and the commands; write and run nothing")
 	fs.BoolVar(&o.noStart, "no-start", false, "install: write and enable the service, but do not start it now")
-	pos, err := parseArgs(fs, "service", args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, serviceUsage)
-		printDefaults(stdout, fs)
-		return nil
-	}
-	if err != nil {
+	pos, help, err := parseCommand(fs, "service", serviceUsage, args, stdout)
+	if help || err != nil {
 		return err
 	}
 	if len(pos) == 0 || (pos[0] != "install" && pos[0] != "uninstall") {
