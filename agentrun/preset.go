@@ -259,3 +259,13 @@ func stringField(m map[string]any, key string) string {
 	s, _ := m[key].(string)
 	return s
 }
+
+// Program returns the program the agent runs: the first element of its
+// command, or its preset's own program name ("claude", "codex", …); ""
+// for the digest, which runs in knotd.
+func (a *Agent) Program() string {
+	if a.Preset == PresetDigest {
+		return ""
+	}
+	return program(a, newDriver(a, a.Preset))[0]
+}

@@ -51,6 +51,9 @@ Usage:
   knotd console [--addr 127.0.0.1:PORT] [--no-open] [VAULT]
                                  the same in a local web page, live: notes,
                                  runs and their output, tie-offs, buttons
+  knotd doctor [--agents-answer] [--json] [VAULT]
+                                 check the agents, watch limits, trust, the
+                                 state store and the sync setup; say what to fix
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 

@@ -98,6 +98,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && slices.Contains([]string{"status", "run", "retry", "pause", "resume"}, args[0]) {
 		return runControlCommand(ctx, args[0], args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "doctor" {
+		return runDoctor(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "service" {
 		return runService(ctx, args[1:], stdout, stderr)
 	}

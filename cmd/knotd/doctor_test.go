@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/doctor"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDoctor: knotd doctor through the real command: an untrusted vault
+// config fails it (exit 1) and says to run knotd trust; once trusted, the
+// vault's agent is found and answers (--agents-answer), git is seen, and
+// it exits 0.
+func TestDoctor(t *testing.T) {
+	v, _ := setup(t)
+	state := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(v, ".git"), 0o755))
+	writeFile(t, filepath.Join(v, ".knot", "config.yaml"), fmt.Sprintf(
+		"default_agent: mine\nagents:\n  mine:\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, state))
+
+	code, out, stderr := knotd(t, "doctor", v)
+	require.Equal(t, exitFailed, code, "%s\n%s", out, stderr)
+	require.Contains(t, out, "fail  configuration:")
+	require.Contains(t, out, "fix: read "+filepath.Join(v, ".knot", "config.yaml")+", then run: knotd trust "+v)
+
+	code, _, stderr = knotd(t, "trust", v)
+	require.Equal(t, exitOK, code, stderr)
+	code, out, stderr = knotd(t, "doctor", "--agents-answer", "--json", v)
+	require.Equal(t, exitOK, code, "%s\n%s", out, stderr)
+	var fs []doctor.Finding
+	require.NoError(t, json.Unmarshal([]byte(out), &fs), out)
+	got := map[string]doctor.Status{}
+	for _, f := range fs {
+		got[f.Check] = f.Status
+	}
+	require.Equal(t, doctor.OK, got["configuration"])
+	require.Equal(t, doctor.OK, got["agent mine answers"], "%s", out)
+	require.Equal(t, doctor.OK, got["sync: git"])
+	require.Equal(t, doctor.OK, got["state store"])
+	require.Contains(t, got, "agent mine (the default)")
+	calls, err := fakeagent.Calls(state)
+	require.NoError(t, err)
+	require.Len(t, calls, 2, "the agent ran for --version, then once for --agents-answer")
+	require.Equal(t, []string{"--version"}, calls[0].Args)
+	require.Empty(t, calls[1].Args)
+}
