@@ -293,6 +293,8 @@ func TestConsole_Pages(t *testing.T) {
 	f.b.status.Queued = []control.Queued{{Note: "never.md", FiredBy: "user"}}
 	f.b.status.Failures = []control.Failure{{Note: "sub/b.md", RunID: failed, Reason: "exit status 3"}}
 	f.b.status.Paused = []control.Paused{{Note: "a.md", Why: "on holiday"}}
+	f.b.status.Deferred = []control.Paused{{Note: "never.md", Why: "the vault's budget of $1.00 a day is spent"}}
+	f.b.status.Today = control.Totals{Runs: 2, OK: 1, Failed: 1, InputTokens: 110, OutputTokens: 23, CostUSD: 0.0123, Priced: 1}
 	section, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), RunID: ok,
 		Body: "Some **bold** text, <script>alert(1)</script>, [a link](javascript:alert(2)) and <img src=x onerror=alert(3)>.\n"})
 	require.NoError(t, err)
@@ -306,6 +308,8 @@ func TestConsole_Pages(t *testing.T) {
 		`href="` + base + `run/` + running + `"`, "3s", "working on &lt;it&gt;", // running, its output so far
 		"never.md", "(user)", // waiting
 		"exit status 3", "on holiday", // failures, paused
+		"Waiting for the day's budget (1)", "budget of $1.00 a day is spent", // deferred
+		"110 tokens in, 23 out; $0.0123 reported by the CLIs of 1 runs", // today
 		`data-note="a.md"`, "$0.0123", // cost reported
 		`data-note="sub/b.md"`, "in progress",
 		`data-note="never.md"`, "never ran",
