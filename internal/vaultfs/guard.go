@@ -41,12 +41,27 @@ type Guard struct {
 	err     error
 }
 
-// exchangeHooks are called, when set, with the file read and the new one
-// just before ReplaceIfUnchanged's exchange, and just after it. Only the
-// tests set them (ReplaceOptions.hooks), to race a save against a replace;
-// a Guard passes them on to the replaces that put a late save back.
+// exchangeHooks are the tests' seams into ReplaceIfUnchanged
+// (ReplaceOptions.hooks; nil outside the tests): before and after are
+// called, when set, with the file read and the new one just before the
+// exchange and just after it, to race a save against a replace; noExchange
+// and noLeases make it do what systems without an exchange or without
+// leases do. A Guard passes them on to the replaces that put a late save
+// back.
 type exchangeHooks struct {
-	before, after func(f0, ours *os.File)
+	before, after        func(f0, ours *os.File)
+	noExchange, noLeases bool
+}
+
+// exchanges reports whether the replace may use an exchange.
+func (h *exchangeHooks) exchanges() bool { return h == nil || !h.noExchange }
+
+// takeLease is takeLease, unless the seams turn leases off.
+func (h *exchangeHooks) takeLease(f *os.File) (leaseState, error) {
+	if h != nil && h.noLeases {
+		return leaseUnsupported, nil
+	}
+	return takeLease(f)
 }
 
 func (h *exchangeHooks) beforeExchange(f0, ours *os.File) {
@@ -60,10 +75,6 @@ func (h *exchangeHooks) afterExchange(f0, ours *os.File) {
 		h.after(f0, ours)
 	}
 }
-
-// useExchange turns the exchange off, for the tests of what systems
-// without one do.
-var useExchange = true
 
 // writerWait bounds how long a replace or a settle waits for somebody who
 // has the replaced file open for writing to close it.
@@ -172,7 +183,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 	}
 	defer d.Close() // read only
 
-	lease, err := takeLease(f0)
+	lease, err := opts.hooks.takeLease(f0)
 	if err != nil {
 		return fail(err)
 	}
@@ -199,7 +210,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 		}
 		// Whoever opens the new file for writing while it is at the
 		// name, the exchange undone, must be seen as well.
-		if st, err := takeLease(ours); err != nil {
+		if st, err := opts.hooks.takeLease(ours); err != nil {
 			return fail(err)
 		} else {
 			oursLease = st == leaseTaken
@@ -214,7 +225,7 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 	tmpBase, osBase := filepath.Base(tmpName), filepath.FromSlash(base)
 	opts.hooks.beforeExchange(f0, ours)
 	exchanged := false
-	if useExchange {
+	if opts.hooks.exchanges() {
 		if exchanged, err = exchange(d, tmpBase, osBase); err != nil {
 			return fail(err)
 		}
@@ -301,10 +312,10 @@ func isFile(root *os.Root, name string, fi fs.FileInfo, f *os.File, want []byte,
 
 // waitWriters waits, at most writerWait, until nobody has f open for
 // writing, where leases tell; it reports whether that is known.
-func waitWriters(f *os.File) (bool, error) {
+func waitWriters(f *os.File, hooks *exchangeHooks) (bool, error) {
 	deadline := time.Now().Add(writerWait)
 	for pause := 50 * time.Microsecond; ; pause = min(2*pause, time.Millisecond) {
-		st, err := takeLease(f)
+		st, err := hooks.takeLease(f)
 		if err != nil || st == leaseUnsupported {
 			return false, err
 		}
@@ -461,7 +472,7 @@ func (g *Guard) look() {
 		return
 	}
 	if g.leases {
-		if _, err := waitWriters(g.file); err != nil {
+		if _, err := waitWriters(g.file, g.hooks); err != nil {
 			g.err = fmt.Errorf("vaultfs: %s: %w", g.name, err)
 			return
 		}
@@ -503,7 +514,7 @@ func putBack(root *os.Root, name string, left, late, base []byte, limit int64, h
 	appended, isAppend := bytes.CutPrefix(late, left)
 	deadline := time.Now().Add(writerWait)
 	for pause := 50 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, time.Millisecond) {
-		cur, err := readSettled(root, name, limit)
+		cur, err := readSettled(root, name, limit, hooks)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &LateSave{Name: name, Content: late}
 		}
@@ -561,13 +572,13 @@ var errBusy = errors.New("the file is open for writing")
 // readSettled reads the file name, at most limit bytes, if nobody has it
 // open for writing, where leases tell (else an error wrapping errBusy): a
 // save under way is no state to decide on.
-func readSettled(root *os.Root, name string, limit int64) ([]byte, error) {
+func readSettled(root *os.Root, name string, limit int64, hooks *exchangeHooks) ([]byte, error) {
 	f, _, err := Open(root, name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close() // read only; closing also releases its lease
-	st, err := takeLease(f)
+	st, err := hooks.takeLease(f)
 	if err != nil {
 		return nil, err
 	}

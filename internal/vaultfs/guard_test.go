@@ -38,19 +38,16 @@ func body(content []byte) []byte {
 func TestReplaceIfUnchanged(t *testing.T) {
 	for _, exchange := range []bool{true, false} {
 		t.Run(map[bool]string{true: "exchange", false: "no exchange"}[exchange], func(t *testing.T) {
-			saved := useExchange
-			useExchange = exchange
-			t.Cleanup(func() { useExchange = saved })
-			testReplaceIfUnchanged(t)
+			testReplaceIfUnchanged(t, ReplaceOptions{hooks: &exchangeHooks{noExchange: !exchange}})
 		})
 	}
 }
 
-func testReplaceIfUnchanged(t *testing.T) {
+func testReplaceIfUnchanged(t *testing.T, opts ReplaceOptions) {
 	root, dir, _ := vault(t)
 	p := filepath.Join(dir, "note.md")
 	mustDo(t, os.Chmod(p, 0o600))
-	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
+	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), opts)
 	if err != nil {
 		t.Fatalf("ReplaceIfUnchanged = %v", err)
 	}
@@ -66,14 +63,19 @@ func testReplaceIfUnchanged(t *testing.T) {
 	assertNoTemp(t, dir)
 
 	// Changed before: nothing replaced.
-	if _, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("x"), ReplaceOptions{}); !errors.Is(err, ErrChanged) {
+	if _, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("x"), opts); !errors.Is(err, ErrChanged) {
 		t.Errorf("ReplaceIfUnchanged of a changed file = %v; want ErrChanged", err)
 	}
-	if _, err := ReplaceIfUnchanged(root, "gone.md", []byte("note"), []byte("x"), ReplaceOptions{}); !errors.Is(err, ErrChanged) {
+	if _, err := ReplaceIfUnchanged(root, "gone.md", []byte("note"), []byte("x"), opts); !errors.Is(err, ErrChanged) {
 		t.Errorf("ReplaceIfUnchanged of a missing file = %v; want ErrChanged", err)
 	}
 	assertNoTemp(t, dir)
 }
+
+// leasesOn says whether the test running (see leaseModes) has leases, for
+// inBackground, which runs in the tests' hooks. Test code only: the
+// package itself learns it from ReplaceOptions.hooks.
+var leasesOn = leasesHere
 
 // leaseModes runs f with Linux leases, where this system has them, and
 // without (what other systems do).
@@ -81,12 +83,12 @@ func leaseModes(t *testing.T, f func(t *testing.T, leases bool)) {
 	for _, leases := range []bool{true, false} {
 		name := map[bool]string{true: "leases", false: "no leases"}[leases]
 		t.Run(name, func(t *testing.T) {
-			if leases && !useLeases {
+			if leases && !leasesHere {
 				t.Skip("no file leases on this system")
 			}
-			saved := useLeases
-			useLeases = leases
-			t.Cleanup(func() { useLeases = saved })
+			saved := leasesOn
+			leasesOn = leases
+			t.Cleanup(func() { leasesOn = saved })
 			f(t, leases)
 		})
 	}
@@ -108,7 +110,7 @@ func TestGuard_ASaveUnderWay(t *testing.T) {
 				}
 				editor, err := os.OpenFile(p, flag, 0)
 				mustDo(t, err)
-				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
+				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: &exchangeHooks{noLeases: !leases}})
 				if leases {
 					if !errors.Is(err, ErrChanged) {
 						t.Fatalf("ReplaceIfUnchanged with the note open for writing = %v; want ErrChanged", err)
@@ -144,9 +146,6 @@ func TestGuard_ASaveUnderWay(t *testing.T) {
 // TestGuard_Settle: what Settle makes of a save that went into the
 // replaced file, and of what was saved at the name since.
 func TestGuard_Settle(t *testing.T) {
-	saved := useLeases
-	useLeases = false // with leases the guard comes back settled
-	t.Cleanup(func() { useLeases = saved })
 	for _, tc := range []struct {
 		name        string
 		late        func(old *os.File) error // a save into the replaced file
@@ -180,7 +179,7 @@ func TestGuard_Settle(t *testing.T) {
 			editor, err := os.OpenFile(p, os.O_RDWR, 0)
 			mustDo(t, err)
 			defer editor.Close()
-			g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{})
+			g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: &exchangeHooks{noLeases: true}}) // with leases the guard comes back settled
 			mustDo(t, err)
 			if tc.late != nil {
 				mustDo(t, tc.late(editor))
@@ -217,14 +216,11 @@ func TestGuard_Settle(t *testing.T) {
 // comes with its error, over the file that was at the name for a moment,
 // is settled, not dropped with that file open.
 func TestGuard_PutBackErrorSettlesItsGuard(t *testing.T) {
-	saved := useLeases
-	useLeases = false // without leases an undone exchange leaves a Guard
-	t.Cleanup(func() { useLeases = saved })
 	root, dir, _ := vault(t)
 	editor, err := os.OpenFile(filepath.Join(dir, "note.md"), os.O_RDWR, 0)
 	mustDo(t, err)
 	defer editor.Close()
-	hooks := &exchangeHooks{} // the Guard passes them on to its put-back
+	hooks := &exchangeHooks{noLeases: true} // without leases an undone exchange leaves a Guard; the Guard passes them on to its put-back
 	g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: hooks})
 	mustDo(t, err)
 	mustDo(t, appendTo1("+late")(editor))
@@ -356,7 +352,7 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 						}
 					}
 				}
-				hooks := &exchangeHooks{before: hook(tc.before), after: hook(tc.after)}
+				hooks := &exchangeHooks{before: hook(tc.before), after: hook(tc.after), noLeases: !leases}
 				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: hooks})
 				if tc.wantChanged != errors.Is(err, ErrChanged) {
 					t.Fatalf("ReplaceIfUnchanged = %v; want ErrChanged: %v", err, tc.wantChanged)
@@ -393,7 +389,7 @@ func inBackground(t *testing.T, leased *os.File, save func() error) (wait func()
 			return func() { mustDo(t, err) }
 		default:
 		}
-		if broken, _ := leaseBroken(leased); broken && useLeases {
+		if broken, _ := leaseBroken(leased); broken && leasesOn {
 			return func() { mustDo(t, <-done) }
 		}
 		if time.Now().After(deadline) {
@@ -574,7 +570,7 @@ func racingSaves(t *testing.T, d time.Duration, long, leases bool) {
 				errs <- err
 				return
 			}
-			g, err := ReplaceIfUnchanged(root, "note.md", cur, withHeader(cur, n), ReplaceOptions{NoSync: true})
+			g, err := ReplaceIfUnchanged(root, "note.md", cur, withHeader(cur, n), ReplaceOptions{NoSync: true, hooks: &exchangeHooks{noLeases: !leases}})
 			switch {
 			case errors.Is(err, ErrChanged):
 				refused.Add(1)
