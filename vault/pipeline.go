@@ -277,13 +277,6 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
 func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
-	if !job.ByHand && !v.dry {
-		// A change over the day's budget waits, unrecorded, until the
-		// budget allows (or a run by hand): nothing is lost.
-		if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
-			return nil, "waits for the budget: " + why, err
-		}
-	}
 	if !job.ByHand {
 		// A paused strand's change waits, unrecorded, until the strand
 		// is resumed (or run by hand): nothing is lost.
@@ -308,6 +301,14 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 		}
 		if err != nil || skip != "" {
 			return w, skip, err
+		}
+		if !job.ByHand && !v.dry {
+			// A change that would run, over the day's budget, waits
+			// unrecorded until the budget allows (or a run by hand):
+			// nothing is lost.
+			if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
+				return nil, "waits for the budget: " + why, err
+			}
 		}
 	}
 	return w, "", v.prepare(w)
