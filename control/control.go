@@ -118,8 +118,33 @@ type Totals struct {
 // Result is what a command did: the notes it acted on, and those it did
 // not, each with why.
 type Result struct {
-	Done    []string  `json:"done"`
-	Refused []Refusal `json:"refused,omitempty"`
+	Done []string `json:"done"`
+	// Did says, for a note of Done, what became of it when the command's
+	// verb alone (queued, paused, resumed) would not say it: "queued
+	// behind its run in progress", "already waiting", "already paused",
+	// "was not paused".
+	Did     map[string]string `json:"did,omitempty"`
+	Refused []Refusal         `json:"refused,omitempty"`
+}
+
+// Outcome says what the command did with note, when it did not refuse
+// it: Did's word for it, or verb.
+func (r Result) Outcome(note, verb string) string {
+	if d := r.Did[note]; d != "" {
+		return d
+	}
+	return verb
+}
+
+// Add adds note to Done, saying did when did is not "".
+func (r *Result) Add(note, did string) {
+	r.Done = append(r.Done, note)
+	if did != "" {
+		if r.Did == nil {
+			r.Did = map[string]string{}
+		}
+		r.Did[note] = did
+	}
 }
 
 // Refusal is a note a command did not act on.

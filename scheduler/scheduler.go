@@ -97,10 +97,22 @@ func (s *Scheduler[J]) Snapshot() []Entry[J] {
 	return out
 }
 
+// Submitted says what Submit did with a job.
+type Submitted int
+
+const (
+	// Queued: the key waits for its turn.
+	Queued Submitted = iota
+	// FollowUp: the key is running; the job waits behind its run.
+	FollowUp
+	// Merged: the key already had a job waiting; the job joined it.
+	Merged
+)
+
 // Submit asks for a run of key with job. If key already has a job
 // waiting, the two are merged into one; if key is running, the job
-// becomes its follow-up. Submit never blocks.
-func (s *Scheduler[J]) Submit(key string, job J) {
+// becomes its follow-up. Submit never blocks; it says which it did.
+func (s *Scheduler[J]) Submit(key string, job J) Submitted {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.entries == nil {
@@ -114,16 +126,19 @@ func (s *Scheduler[J]) Submit(key string, job J) {
 	switch {
 	case e.waiting && s.Merge != nil:
 		e.job = s.Merge(e.job, job)
+		return Merged
 	case e.waiting:
 		e.job = job
-	default:
-		e.job, e.waiting = job, true
-		s.waiting++
-		if !e.running {
-			s.queue.push(key)
-			s.nudge()
-		}
+		return Merged
 	}
+	e.job, e.waiting = job, true
+	s.waiting++
+	if e.running {
+		return FollowUp
+	}
+	s.queue.push(key)
+	s.nudge()
+	return Queued
 }
 
 // WaitIdle blocks until no key is waiting or running, or ctx is done (it

@@ -487,3 +487,37 @@ func TestScheduler_Snapshot(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduler_SubmitSaysWhatItDid: Submit says whether the key now
+// waits its turn, waits behind its run in progress, or already waited
+// (knotd run tells the user which).
+func TestScheduler_SubmitSaysWhatItDid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGatedWork()
+		s := &Scheduler[int]{Work: g.work, Concurrency: 1}
+		stop := startScheduler(t, s)
+		defer stop()
+		steps := []struct {
+			key  string
+			want Submitted
+		}{
+			{"a.md", Queued},   // runs at once
+			{"b.md", Queued},   // waits for a.md (concurrency 1)
+			{"b.md", Merged},   // b.md already waits
+			{"a.md", FollowUp}, // behind a.md's run
+			{"a.md", Merged},   // its follow-up already waits
+		}
+		for i, st := range steps {
+			if got := s.Submit(st.key, i); got != st.want {
+				t.Errorf("step %d: Submit(%s) = %d; want %d", i, st.key, got, st.want)
+			}
+			synctest.Wait()
+		}
+		g.release("a.md")
+		synctest.Wait()
+		g.release("b.md")
+		synctest.Wait()
+		g.release("a.md")
+		synctest.Wait()
+	})
+}

@@ -1,17 +1,21 @@
 package vault
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
@@ -184,7 +188,10 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 }
 
 // Run answers the notes now, changed or not, paused or not: through the
-// daemon's scheduler, each after the run it may have in progress.
+// daemon's scheduler, each after the run it may have in progress. It
+// refuses, with why, a note it would not run (see whyNotRun), and says
+// of each other one whether it waits its turn, waits behind its own run
+// in progress, or already waited.
 func (v *Vault) Run(_ context.Context, notes []string) (control.Result, error) {
 	s, err := v.liveScheduler()
 	if err != nil {
@@ -192,9 +199,15 @@ func (v *Vault) Run(_ context.Context, notes []string) (control.Result, error) {
 	}
 	rels, res := v.notesOf(notes)
 	for _, rel := range rels {
-		s.Submit(rel, Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true})
+		switch s.Submit(rel, Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true}) {
+		case scheduler.FollowUp:
+			res.Add(rel, "queued behind its run in progress")
+		case scheduler.Merged:
+			res.Add(rel, "already waiting to run")
+		default:
+			res.Add(rel, "")
+		}
 	}
-	res.Done = rels
 	return res, nil
 }
 
@@ -229,16 +242,19 @@ func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Re
 	}
 	rels, res := v.notesOf(notes)
 	now := v.now().UTC()
+	var paused []string
 	err := v.store.Update(func(tx *state.Tx) error {
+		res.Done, res.Did, paused = nil, nil, nil // (the update may be tried again)
 		for _, rel := range rels {
 			isNew, err := tx.Pause(rel, now, why)
 			if err != nil {
 				return err
 			}
 			if isNew {
-				res.Done = append(res.Done, rel)
+				res.Add(rel, "")
+				paused = append(paused, rel)
 			} else {
-				res.Refused = append(res.Refused, control.Refusal{Note: rel, Why: "already paused"})
+				res.Add(rel, "already paused")
 			}
 		}
 		return nil
@@ -246,7 +262,7 @@ func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Re
 	if err != nil {
 		return control.Result{}, err
 	}
-	for _, rel := range res.Done {
+	for _, rel := range paused {
 		v.log.Info("strand paused: its changes wait until it is resumed", "strand", rel, "why", why)
 	}
 	return res, nil
@@ -257,7 +273,7 @@ func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Re
 // or at the next start or pass.
 func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error) {
 	var rels []string
-	var res control.Result
+	var refused []control.Refusal
 	if len(notes) == 0 {
 		ps, err := v.store.Paused()
 		if err != nil {
@@ -267,18 +283,32 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 			rels = append(rels, p.Path)
 		}
 	} else {
-		rels, res = v.notesOf(notes)
+		// A paused note is resumed whatever became of it (deleted, ruled
+		// off since); one that is not paused is refused only when knotd
+		// would not run it anyway.
+		for _, n := range notes {
+			rel, why := noteOf(n)
+			if why != "" {
+				refused = append(refused, control.Refusal{Note: n, Why: why})
+			} else if !slices.Contains(rels, rel) {
+				rels = append(rels, rel)
+			}
+		}
 	}
+	var res control.Result
+	var resumed []string
 	err := v.store.Update(func(tx *state.Tx) error {
+		res, resumed = control.Result{Refused: slices.Clone(refused)}, nil // (the update may be tried again)
 		for _, rel := range rels {
 			was, err := tx.Resume(rel)
 			if err != nil {
 				return err
 			}
 			if was {
-				res.Done = append(res.Done, rel)
+				res.Add(rel, "")
+				resumed = append(resumed, rel)
 			} else {
-				res.Refused = append(res.Refused, control.Refusal{Note: rel, Why: "not paused"})
+				res.Add(rel, "was not paused")
 			}
 		}
 		return nil
@@ -286,8 +316,20 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 	if err != nil {
 		return control.Result{}, err
 	}
-	s := v.live.Load()
+	kept := res.Done[:0:0]
 	for _, rel := range res.Done {
+		if res.Did[rel] != "" {
+			if why := v.whyNotRun(rel); why != "" {
+				res.Refused = append(res.Refused, control.Refusal{Note: rel, Why: why})
+				delete(res.Did, rel)
+				continue
+			}
+		}
+		kept = append(kept, rel)
+	}
+	res.Done = kept
+	s := v.live.Load()
+	for _, rel := range resumed {
 		v.breakers.reset(rel)
 		v.log.Info("strand resumed", "strand", rel)
 		if s != nil {
@@ -312,28 +354,122 @@ func (v *Vault) liveScheduler() (*scheduler.Scheduler[Job], error) {
 }
 
 // notesOf turns the vault-relative paths the user named into strands,
-// refusing what is not a note knotd answers: outside the vault, not a
-// Markdown note, a tie-off, or ignored.
+// refusing, with why, what knotd would not run (see noteOf and
+// whyNotRun).
 func (v *Vault) notesOf(notes []string) ([]string, control.Result) {
 	var res control.Result
 	var rels []string
 	for _, n := range notes {
-		rel := strings.TrimPrefix(n, "./")
+		rel, why := noteOf(n)
 		switch {
-		case strand.ValidateRel(rel) != nil:
-			res.Refused = append(res.Refused, control.Refusal{Note: n, Why: "not a path inside the vault"})
-		case !strand.IsStrandPath(rel):
-			res.Refused = append(res.Refused, control.Refusal{Note: n, Why: "not a note knotd answers (a Markdown file that is not a tie-off)"})
+		case why != "":
 		case slices.Contains(rels, rel):
+			continue
 		default:
-			if _, where, err := v.lstatStrand(rel); err != nil {
-				res.Refused = append(res.Refused, control.Refusal{Note: n, Why: err.Error()})
-			} else if where == ignored {
-				res.Refused = append(res.Refused, control.Refusal{Note: n, Why: "ignored (knotd --explain-ignore says why)"})
-			} else {
-				rels = append(rels, rel)
-			}
+			why = v.whyNotRun(rel)
+		}
+		if why != "" {
+			res.Refused = append(res.Refused, control.Refusal{Note: n, Why: why})
+		} else {
+			rels = append(rels, rel)
 		}
 	}
 	return rels, res
+}
+
+// noteOf returns the strand path of a note the user named, or why it
+// is none: outside the vault, not a Markdown note, a tie-off.
+func noteOf(n string) (rel, why string) {
+	rel = strings.TrimPrefix(n, "./")
+	switch {
+	case strand.ValidateRel(rel) != nil:
+		return "", "not a path inside the vault"
+	case !strand.IsStrandPath(rel):
+		return "", "not a note knotd answers (a Markdown file that is not a tie-off)"
+	}
+	return rel, ""
+}
+
+// whyNotRun says why a run by hand of the strand rel would run nothing,
+// "" when it would run: no such note (and none whose deletion waits), a
+// path that is no regular file (a symbolic link, a FIFO, a folder) or
+// lies below a symbolic link to a folder, an ignored one, one a rule
+// keeps from every agent, one whose frontmatter says knot_mode: off or
+// leaves out its event, an empty one. What only a run can find (a
+// strand knotd may not read, frontmatter it cannot parse) is left to
+// the run, which records it as its failure.
+func (v *Vault) whyNotRun(rel string) string {
+	// The ignore files on the way to it, which no walk may have read yet
+	// (knotd run with no daemon walks nothing).
+	if err := v.rules.Load(v.root, rel); err != nil {
+		return fmt.Sprintf("cannot read the ignore files on the way to it: %v", err)
+	}
+	if dir, _, err := v.linkedDir(rel, nil); err == nil && dir != "" {
+		return fmt.Sprintf("not a note knotd answers: it is below %s, a symbolic link to a folder, which knotd does not follow", dir)
+	}
+	info, where, err := v.lstatStrand(rel)
+	switch {
+	case err != nil:
+		return err.Error()
+	case where == ignored:
+		return "ignored (knotd --explain-ignore says why)"
+	case info != nil && !info.Mode().IsRegular():
+		return fmt.Sprintf("not a note knotd answers: %s, and knotd answers only regular .md files", fileKind(info.Mode()))
+	}
+	_, has, err := v.store.Get(rel)
+	if err != nil {
+		return fmt.Sprintf("cannot read its record: %v", err)
+	}
+	if where == absent && !has {
+		return "no such note"
+	}
+	sc := v.scopeOf(rel)
+	if sc.Off {
+		return "not sent to any agent: " + sc.Why + " (mode: off)"
+	}
+	if where == absent {
+		return "" // its deletion runs
+	}
+	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
+	if err != nil || tooBig || !utf8.Valid(content) {
+		return "" // the run records why it cannot run
+	}
+	if !v.config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0 {
+		return "it is empty: nothing to answer (it runs once it has content; run_empty: true runs it now)"
+	}
+	doc, err := frontmatter.Parse(content)
+	if err != nil {
+		return ""
+	}
+	if m, err := frontmatter.ResolveMode(doc.Fields); err == nil && m == frontmatter.ModeOff {
+		return "its frontmatter says knot_mode: off (knotd leaves it alone until that goes)"
+	}
+	event := "created"
+	if has {
+		event = "modified"
+	}
+	if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, event) {
+		return "its knot_events does not include " + event
+	}
+	if ev := sc.Events; ev != nil && !slices.Contains(ev, event) {
+		return "the rules for its path do not run it on " + event
+	}
+	return ""
+}
+
+// fileKind names what a file that is not a regular one is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

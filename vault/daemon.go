@@ -56,15 +56,18 @@ type Summary struct {
 	// which: the pass ran nothing.
 	Standby string `json:"standby,omitempty"`
 	// Refused lists the notes of OnceOptions.Notes the pass could not
-	// answer, with why.
+	// answer, with why; NotRun those it looked at and ran nothing for
+	// (each with Skipped saying why).
 	Refused []control.Refusal `json:"refused,omitempty"`
+	NotRun  []RunReport       `json:"not_run,omitempty"`
 }
 
 // tally collects run reports from the scheduler's goroutines.
 type tally struct {
-	mu   sync.Mutex
-	sum  Summary
-	done int
+	mu    sync.Mutex
+	sum   Summary
+	done  int
+	named bool // the pass answers the notes the user named
 }
 
 func (t *tally) add(rep RunReport) {
@@ -82,6 +85,11 @@ func (t *tally) add(rep RunReport) {
 		t.sum.Runs = append(t.sum.Runs, rep)
 	case rep.Skipped != "" && rep.Event.Valid():
 		t.sum.Skipped++
+		fallthrough
+	case t.named && rep.Skipped != "":
+		if t.named {
+			t.sum.NotRun = append(t.sum.NotRun, rep)
+		}
 	}
 }
 
@@ -142,7 +150,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	if opts.Notes != nil {
 		var res control.Result
 		pending, res = v.notesOf(opts.Notes)
-		t.sum.Refused = res.Refused
+		t.sum.Refused, t.named = res.Refused, true
 		job = Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true}
 	} else if pending, _, err = v.catchUp(opts.All); err != nil {
 		return t.sum, err

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,6 +45,11 @@ resume   resume each NOTE, or every paused note of the vault (of the
 NOTE is a path to a note, from the current folder. They work through the
 running knotd when there is one (it runs them as it runs everything), and on
 their own otherwise (run and retry then run the notes and wait for them).
+Each says, one line per note, what it did, or why not: a note knotd would
+run nothing for (none there, not a regular .md file, a tie-off, ignored, kept
+from every agent by a rule or knot_mode: off, empty) is refused. Exit status
+0 when every note was done, 1 when one was refused or its run failed, 2 for
+a usage error.
 
 Flags:
 `
@@ -194,21 +200,42 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 	for _, r := range sum.Refused {
 		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
 	}
+	said := map[string]bool{}
 	for _, r := range sum.Runs {
+		said[r.Strand] = true
 		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, r.RunID)
+		if r.Failed() && r.Reason != "" {
+			fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Strand, firstLineOf(r.Reason))
+		}
 	}
-	if sum.Failed > 0 || len(sum.Refused) > 0 {
+	for _, r := range sum.NotRun {
+		said[r.Strand] = true
+		fmt.Fprintf(stderr, "knotd %s: %s: not run: %s\n", cmd, r.Strand, r.Skipped)
+	}
+	quiet := 0
+	for _, n := range notes {
+		if !said[strings.TrimPrefix(n, "./")] && !slices.ContainsFunc(sum.Refused, func(r control.Refusal) bool { return r.Note == n }) {
+			quiet++
+			fmt.Fprintf(stderr, "knotd %s: %s: not run: knotd found nothing to do for it\n", cmd, n)
+		}
+	}
+	if sum.Failed > 0 || len(sum.Refused) > 0 || len(sum.NotRun) > 0 || quiet > 0 {
 		return errSilent
 	}
 	return nil
 }
 
-// printResult says what a command did; a note it could not act on makes
-// the command fail (after the others were done).
+// printResult says what a command did, one line for each note; a note
+// it could not act on makes the command fail (after the others were
+// done).
 func printResult(cmd string, res control.Result, daemon bool, stdout, stderr io.Writer) error {
-	did := map[string]string{"run": "queued", "retry": "queued", "pause": "paused", "resume": "resumed"}[cmd]
+	verb := map[string]string{"run": "queued", "retry": "queued", "pause": "paused", "resume": "resumed"}[cmd]
 	for _, n := range res.Done {
-		fmt.Fprintf(stdout, "%s %s\n", did, n)
+		if did := res.Outcome(n, verb); did != verb {
+			fmt.Fprintf(stdout, "%s: %s\n", n, did)
+		} else {
+			fmt.Fprintf(stdout, "%s %s\n", verb, n)
+		}
 	}
 	if len(res.Done) == 0 && len(res.Refused) == 0 {
 		fmt.Fprintf(stdout, "nothing to %s\n", cmd)
@@ -219,7 +246,7 @@ func printResult(cmd string, res control.Result, daemon bool, stdout, stderr io.
 	for _, r := range res.Refused {
 		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
 	}
-	if len(res.Refused) > 0 && cmd != "pause" && cmd != "resume" {
+	if len(res.Refused) > 0 {
 		return errSilent
 	}
 	return nil
