@@ -58,6 +58,9 @@ type Options struct {
 	// patterns: the notes list leaves out what knotd ignores.
 	ObsidianDir string
 	Ignore      []string
+	// Off, when set, says why the rules keep the note at rel from every
+	// agent ("" when they do not): the console offers it no Run or Pause.
+	Off func(rel string) string
 	// Addr is the host:port the console is reached at: the Host every
 	// request must carry, and the origin of its pages.
 	Addr string

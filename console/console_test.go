@@ -35,12 +35,16 @@ type fakeBackend struct {
 	status control.Status
 	err    error
 	calls  []string
+	result *control.Result // what the commands answer (nil: Done is the call)
 }
 
 func (f *fakeBackend) call(s string) (control.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, s)
+	if f.result != nil {
+		return *f.result, f.err
+	}
 	return control.Result{Done: []string{s}}, f.err
 }
 
@@ -555,5 +559,89 @@ func TestConsole_StreamEnds(t *testing.T) {
 	require.NoError(t, stop())
 	for ok := true; ok; {
 		_, ok = next(c)
+	}
+}
+
+// TestConsole_OffersWhatCanWork: the page offers Run and Pause only on
+// notes knotd would run (not on a deleted note, nor on one the rules keep
+// from every agent, which says why), Resume on a paused one whatever
+// became of it, and Retry only on failures a retry can help (the others
+// say why not); a button's answer says what the daemon did, or why not.
+func TestConsole_OffersWhatCanWork(t *testing.T) {
+	f := newFixture(t)
+	f.c.o.Off = func(rel string) string {
+		if strings.HasPrefix(rel, "private/") {
+			return `rule path "private/" keeps it from every agent`
+		}
+		return ""
+	}
+	f.write(t, "a.md", "# A\n")
+	f.write(t, "private/p.md", "# P\n")
+	for _, n := range []string{"gone.md", "paused-gone.md"} {
+		_, r := f.record(t, n, transcript.Finished{Outcome: "ok"})
+		require.NoError(t, r.Close())
+	}
+	fixable, r := f.record(t, "a.md", transcript.Finished{Outcome: "failed", ExitCode: 3, Reason: "exit status 3"})
+	require.NoError(t, r.Close())
+	f.b.status.Paused = []control.Paused{{Note: "paused-gone.md", Why: "on holiday"}}
+	f.b.status.Failures = []control.Failure{{Note: "a.md", RunID: fixable, Reason: "exit status 3"}}
+
+	row := func(page, note string) string {
+		i := strings.Index(page, `<tr data-note="`+note+`">`)
+		require.GreaterOrEqual(t, i, 0, "no row for %s", note)
+		j := strings.Index(page[i:], "</tr>")
+		return page[i : i+j]
+	}
+	button := func(op string) string { return `name="op" value="` + op + `"` }
+	for _, tc := range []struct {
+		note    string
+		offered []string
+		not     []string
+		says    string
+	}{
+		{"a.md", []string{"run", "pause"}, []string{"resume"}, ""},
+		{"gone.md", nil, []string{"run", "pause", "resume"}, "(deleted)"},
+		{"paused-gone.md", []string{"resume"}, []string{"run", "pause"}, "(deleted)"},
+		{"private/p.md", nil, []string{"run", "pause", "resume"}, `kept from every agent: rule path &#34;private/&#34;`},
+	} {
+		page := f.get(t, base).Body.String()
+		r := row(page, tc.note)
+		note := f.get(t, base+"note?path="+url.QueryEscape(tc.note)).Body.String()
+		for _, op := range tc.offered {
+			require.Contains(t, r, button(op), "%s: the overview offers no %s", tc.note, op)
+			require.Contains(t, note, button(op), "%s: its page offers no %s", tc.note, op)
+		}
+		for _, op := range tc.not {
+			require.NotContains(t, r, button(op), "%s: the overview offers %s", tc.note, op)
+			require.NotContains(t, note, button(op), "%s: its page offers %s", tc.note, op)
+		}
+		require.Contains(t, r, tc.says)
+	}
+
+	// Retry: offered on a failure a retry can help, and Retry all while
+	// there is one; a failure no retry can fix says why instead.
+	page := f.get(t, base).Body.String()
+	require.Contains(t, page, "Retry all")
+	require.Contains(t, page, `name="note" value="a.md"><button>Retry</button>`)
+	f.b.status.Failures[0].NoRetry = "a retry would fail the same way: its frontmatter cannot be read"
+	page = f.get(t, base).Body.String()
+	require.NotContains(t, page, "Retry all")
+	require.NotContains(t, page, "<button>Retry</button>")
+	require.Contains(t, page, "its frontmatter cannot be read")
+
+	// A button's answer is the daemon's, refusals and outcomes included.
+	for _, tc := range []struct {
+		res  control.Result
+		want string
+	}{
+		{control.Result{Refused: []control.Refusal{{Note: "missing.md", Why: "no such note"}}}, "not queued missing.md: no such note"},
+		{control.Result{Done: []string{"a.md"}, Did: map[string]string{"a.md": "queued behind its run in progress"}}, "a.md: queued behind its run in progress"},
+		{control.Result{Done: []string{"a.md"}}, "queued a.md"},
+	} {
+		f.b.result = &tc.res
+		w := f.post(t, base+"act", url.Values{"op": {"run"}, "note": {"a.md"}}, orig)
+		loc, err := url.Parse(w.Header().Get("Location"))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, loc.Query().Get("msg"))
 	}
 }

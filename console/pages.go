@@ -31,8 +31,17 @@ func newPages() (*pages, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"ts":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"elapsed": func(d time.Duration) string { return d.Round(time.Second).String() },
-		"acts": func(base, note string, paused bool, back string) map[string]any {
-			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Back": back}
+		"acts": func(base, note string, paused, gone bool, off, back string) map[string]any {
+			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Gone": gone, "Off": off, "Back": back}
+		},
+		"retryable": func(fs []control.Failure) int {
+			n := 0
+			for _, f := range fs {
+				if f.NoRetry == "" {
+					n++
+				}
+			}
+			return n
 		},
 	}).ParseFS(assets, "assets/*.html")
 	if err != nil {
@@ -103,9 +112,12 @@ type pageData struct {
 	// The overview's.
 	Notes     []noteView
 	MoreNotes bool
-	// A note's.
+	// A note's: Gone when it is deleted, Off why the rules keep it from
+	// every agent.
 	Note   string
 	Paused bool
+	Gone   bool
+	Off    string
 	TieOff tieOffView
 	Runs   []runView
 	// A run's.
@@ -150,6 +162,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := range d.Notes {
 		d.Notes[i].Paused = paused[d.Notes[i].Path]
+		d.Notes[i].Off = c.off(d.Notes[i].Path)
 	}
 	c.render(w, "overview.html", d)
 }
@@ -174,6 +187,10 @@ func (c *Console) noteArg(w http.ResponseWriter, r *http.Request) (string, bool)
 func (c *Console) noteData(r *http.Request, note string) pageData {
 	d := c.data(r, note)
 	d.Note = note
+	d.Off = c.off(note)
+	if fi, err := c.vault.Lstat(note); err != nil || !fi.Mode().IsRegular() {
+		d.Gone = true // (or no regular file: nothing knotd runs)
+	}
 	d.Status = c.status(r.Context())
 	for _, p := range d.Status.Paused {
 		if p.Note == note {
@@ -194,6 +211,15 @@ func (c *Console) noteData(r *http.Request, note string) pageData {
 		}
 	}
 	return d
+}
+
+// off says why the rules keep note from every agent, "" when they do
+// not.
+func (c *Console) off(note string) string {
+	if c.o.Off == nil {
+		return ""
+	}
+	return c.o.Off(note)
 }
 
 func (c *Console) note(w http.ResponseWriter, r *http.Request) {
@@ -334,13 +360,17 @@ func said(op string, res control.Result, err error) string {
 	if err != nil {
 		return op + ": the running knotd says: " + err.Error()
 	}
-	did := map[string]string{"run": "queued", "retry": "queued", "pause": "paused", "resume": "resumed"}[op]
+	verb := map[string]string{"run": "queued", "retry": "queued", "pause": "paused", "resume": "resumed"}[op]
 	var parts []string
 	for _, n := range res.Done {
-		parts = append(parts, did+" "+n)
+		if did := res.Outcome(n, verb); did != verb {
+			parts = append(parts, n+": "+did)
+		} else {
+			parts = append(parts, verb+" "+n)
+		}
 	}
 	for _, f := range res.Refused {
-		parts = append(parts, "not "+did+" "+f.Note+": "+f.Why)
+		parts = append(parts, "not "+verb+" "+f.Note+": "+f.Why)
 	}
 	if len(parts) == 0 {
 		return "nothing to " + op

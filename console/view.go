@@ -177,7 +177,8 @@ type noteView struct {
 	Path   string
 	Last   *runView
 	Paused bool
-	Gone   bool // runs but no file (deleted)
+	Gone   bool   // runs but no file (deleted)
+	Off    string // why the rules keep it from every agent
 }
 
 // listNotes lists the vault's notes (those its ignore files leave), at

@@ -93,6 +93,11 @@ type Failure struct {
 	RunID  string    `json:"run_id"`
 	Time   time.Time `json:"time"`
 	Reason string    `json:"reason,omitempty"`
+	// NoRetry, when set, says why a retry would run nothing, or fail the
+	// same way (the note is gone, a rule keeps it from every agent, its
+	// own content is the failure): knotd retry leaves it, and the console
+	// offers no Retry. Only a running knotd says it.
+	NoRetry string `json:"no_retry,omitempty"`
 }
 
 // Paused is a paused note.

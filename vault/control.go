@@ -115,7 +115,13 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 			}
 		}
 	}
-	return st, storedStatus(&st, v.store, v.folder.Runs())
+	if err := storedStatus(&st, v.store, v.folder.Runs()); err != nil {
+		return st, err
+	}
+	for i, f := range st.Failures {
+		st.Failures[i].NoRetry = v.whyNoRetry(f.Note)
+	}
+	return st, nil
 }
 
 // StoredStatus is the status of the vault at root (whose folder is in the
@@ -212,13 +218,83 @@ func (v *Vault) Run(_ context.Context, notes []string) (control.Result, error) {
 }
 
 // Retry runs again, through the daemon, every note whose last run failed
-// at or after since.
+// at or after since, but those a retry cannot help (see whyNoRetry),
+// which it refuses with why.
 func (v *Vault) Retry(ctx context.Context, since time.Time) (control.Result, error) {
-	rels, err := v.Failed(since)
+	rels, refused, err := v.Retryable(since)
 	if err != nil {
 		return control.Result{}, err
 	}
-	return v.Run(ctx, rels)
+	if len(rels) == 0 {
+		return control.Result{Refused: refused}, nil
+	}
+	res, err := v.Run(ctx, rels)
+	res.Refused = append(refused, res.Refused...)
+	return res, err
+}
+
+// Retryable returns the notes whose last run failed at or after since
+// and that a retry can help, and refuses, with why, those it cannot.
+func (v *Vault) Retryable(since time.Time) (rels []string, refused []control.Refusal, err error) {
+	failed, err := v.Failed(since)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rel := range failed {
+		if why := v.whyNoRetry(rel); why != "" {
+			refused = append(refused, control.Refusal{Note: rel, Why: why})
+		} else {
+			rels = append(rels, rel)
+		}
+	}
+	return rels, refused, nil
+}
+
+// whyNoRetry says why a retry of the failed strand rel cannot help, ""
+// when it can: the note is gone (knotd answers its deletion on its own),
+// knotd would run nothing for it (whyNotRun), or its own content was the
+// failure and still is (too big, binary, not UTF-8, frontmatter or knotd
+// settings it cannot use): then the save that fixes it is answered, with
+// no retry. A failure the note's content did not cause (the agent's
+// exit, a timeout, a missing CLI, a note knotd could not read) may pass.
+func (v *Vault) whyNoRetry(rel string) string {
+	if why := v.whyNotRun(rel); why != "" {
+		return why
+	}
+	if _, where, err := v.lstatStrand(rel); err == nil && where == absent {
+		return "the note is deleted: knotd answers its deletion on its own"
+	}
+	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
+	if err != nil {
+		return "" // a note knotd could not read: a retry after it was made readable can pass
+	}
+	fault := ""
+	switch {
+	case tooBig:
+		fault = "it is larger than limits.max_strand_size"
+	case bytes.IndexByte(content, 0) >= 0:
+		fault = "it holds NUL bytes"
+	case !utf8.Valid(content):
+		fault = "it is not UTF-8 text"
+	default:
+		doc, err := frontmatter.Parse(content)
+		switch {
+		case err != nil:
+			fault = "its frontmatter cannot be read"
+		case len(doc.Fields.Problems) > 0:
+			fault = "its knotd settings cannot be used"
+		case doc.Fields.Model != "" && agentrun.ValidateModel(doc.Fields.Model) != nil:
+			fault = "its knot_model cannot be used"
+		default:
+			if _, err := frontmatter.ResolveMode(doc.Fields); err != nil {
+				fault = "its knot_mode cannot be used"
+			}
+		}
+	}
+	if fault == "" {
+		return ""
+	}
+	return "a retry would fail the same way: " + fault + " (the save that fixes it is answered)"
 }
 
 // Failed returns the notes whose last run failed at or after since, in

@@ -87,7 +87,13 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 		ObsidianDir: cfg.ObsidianDir,
 		Ignore:      cfg.Ignore,
-		Addr:        ln.Addr().String(),
+		Off: func(rel string) string {
+			if sc := cfg.ScopeOf(rel); sc.Off {
+				return sc.Why
+			}
+			return ""
+		},
+		Addr: ln.Addr().String(),
 	})
 	if err != nil {
 		_ = ln.Close() // never served

@@ -36,7 +36,9 @@ status   whether a knotd answers the vault on this machine (pid, since when,
 run      answer each NOTE now, changed or not, paused or not
 retry    run again every note whose last run failed (--since: only those
          that failed since WHEN: a time such as 2026-11-23 or
-         2026-11-23T10:00:00Z, or a duration back from now such as 2h)
+         2026-11-23T10:00:00Z, or a duration back from now such as 2h),
+         but those no retry can fix (deleted, or the note's own content
+         is the failure): it says why
 pause    pause each NOTE: knotd records nothing and runs nothing for it
          until it is resumed (its changes wait; none is lost)
 resume   resume each NOTE, or every paused note of the vault (of the
@@ -133,11 +135,11 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	case "run":
 		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
 			func(b control.Backend) (control.Result, error) { return b.Run(ctx, notes) },
-			func(v *vault.Vault) ([]string, error) { return notes, nil })
+			func(v *vault.Vault) ([]string, []control.Refusal, error) { return notes, nil, nil })
 	case "retry":
 		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
 			func(b control.Backend) (control.Result, error) { return b.Retry(ctx, from) },
-			func(v *vault.Vault) ([]string, error) { return v.Failed(from) })
+			func(v *vault.Vault) ([]string, []control.Refusal, error) { return v.Retryable(from) })
 	case "pause":
 		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
 			func(b control.Backend) (control.Result, error) { return b.Pause(ctx, notes, why) }, nil)
@@ -152,7 +154,7 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 // itself, unless pass is set: then the pass answers the notes pass
 // returns and waits for them.
 func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, stderr io.Writer, cmd string,
-	ask func(control.Backend) (control.Result, error), pass func(*vault.Vault) ([]string, error)) error {
+	ask func(control.Backend) (control.Result, error), pass func(*vault.Vault) ([]string, []control.Refusal, error)) error {
 	if c != nil {
 		res, err := ask(c)
 		if err == nil {
@@ -178,11 +180,17 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		}
 		return printResult(cmd, res, false, stdout, stderr)
 	}
-	notes, err := pass(v)
+	notes, refused, err := pass(v)
 	if err != nil {
 		return err
 	}
+	for _, r := range refused {
+		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
+	}
 	if len(notes) == 0 {
+		if len(refused) > 0 {
+			return errSilent
+		}
 		fmt.Fprintln(stdout, "nothing to run")
 		return nil
 	}
@@ -219,7 +227,7 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 			fmt.Fprintf(stderr, "knotd %s: %s: not run: knotd found nothing to do for it\n", cmd, n)
 		}
 	}
-	if sum.Failed > 0 || len(sum.Refused) > 0 || len(sum.NotRun) > 0 || quiet > 0 {
+	if sum.Failed > 0 || len(refused) > 0 || len(sum.Refused) > 0 || len(sum.NotRun) > 0 || quiet > 0 {
 		return errSilent
 	}
 	return nil

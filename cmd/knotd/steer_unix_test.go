@@ -94,6 +94,16 @@ func TestKnotd_RunSaysWhatIsTrue(t *testing.T) {
 	code, _, stderr = knotd(t, "run")
 	require.Equal(t, exitUsage, code, stderr)
 
+	// retry leaves a failure no retry can fix: the note's own content.
+	writeFile(t, filepath.Join(v, "bad.md"), "---\nknot_agent: [\n---\n# Bad\n")
+	code, _, stderr = knotd(t, "--once", v)
+	require.Equal(t, exitFailed, code, "bad.md's frontmatter cannot be read: its run fails\n%s", stderr)
+	require.Len(t, tieoffSections(t, filepath.Join(v, "bad.tieoff.md")), 1)
+	code, out, stderr = knotd(t, "retry", v)
+	require.Equal(t, exitFailed, code, "%s%s", out, stderr)
+	require.Contains(t, stderr, "knotd retry: bad.md: a retry would fail the same way: its frontmatter cannot be read")
+	require.Len(t, tieoffSections(t, filepath.Join(v, "bad.tieoff.md")), 1, "retry ran a note whose failure is its content")
+
 	// Through a running knotd.
 	cmd, _ := startWatching(t, v)
 	daemon := func(args ...string) (code int, stdout, stderr string) {
@@ -118,6 +128,10 @@ func TestKnotd_RunSaysWhatIsTrue(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	require.Contains(t, out, "ok.md")
 	require.NotContains(t, stderr, "ok.md")
+	code, out, stderr = daemon("retry", v)
+	require.Equal(t, exitFailed, code, "%s%s", out, stderr)
+	require.Contains(t, stderr, "knotd retry: bad.md: a retry would fail the same way")
+	require.NotContains(t, out, "queued")
 	code, _, stderr = daemon("resume", filepath.Join(v, "missing.md"))
 	require.Equal(t, exitFailed, code, stderr)
 	require.Contains(t, stderr, "missing.md: no such note")
