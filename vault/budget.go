@@ -3,6 +3,7 @@ package vault
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,16 +14,25 @@ import (
 
 // spend is what the runs of a day (UTC) spent, for the vault and for each
 // note, as their CLIs reported it: counted from the day's transcripts
-// when first needed, then run by run. Runs in progress are counted when
-// they end, so runs started together may go past a cap by what they
-// spend. deferred holds the notes whose changes wait for the budget.
+// when first needed, then run by run. The runs in flight count against
+// the caps on runs from the moment the budget lets them go (flight); what
+// they spend (dollars, tokens) is known only when they end, so runs
+// started together may go past those caps by what they spend. deferred
+// holds the notes whose changes wait for the budget.
 type spend struct {
 	mu       sync.Mutex
 	day      string // the UTC date counted; "" until loaded
 	vault    transcript.Ledger
 	notes    map[string]*transcript.Ledger
-	deferred map[string]string // strand -> why it waits
-	said     map[string]bool   // what was said today
+	flight   map[string]bool     // strands whose run the budget let go, until it ends
+	deferred map[string]deferral // strand -> why it waits, since when
+	said     map[string]bool     // what was said today
+}
+
+// deferral is why a strand's change waits for the budget, and since when.
+type deferral struct {
+	why   string
+	since time.Time
 }
 
 // load starts counting the day of now, from its transcripts in runs.
@@ -55,24 +65,33 @@ func (s *spend) count(rel string, r transcript.Summary) {
 }
 
 // over returns why the strand rel may not run now under b, "" when it
-// may; s.mu is held, and the day loaded.
+// may; s.mu is held, and the day loaded. The runs in flight of other
+// strands count as runs.
 func (s *spend) over(rel string, b config.Budget) string {
 	note := s.notes[rel]
 	if note == nil {
 		note = &transcript.Ledger{}
 	}
+	flying := len(s.flight)
+	if s.flight[rel] {
+		flying-- // its own, let go before it was looked at again
+	}
 	for _, c := range []struct {
-		who  string
-		l    *transcript.Ledger
-		usd  float64
-		runs int
-		tok  int64
-	}{{"the vault's", &s.vault, b.DayUSD, b.DayRuns, b.DayTokens}, {"this note's", note, b.NoteDayUSD, b.NoteDayRuns, b.NoteDayTokens}} {
+		who    string
+		l      *transcript.Ledger
+		flying int
+		usd    float64
+		runs   int
+		tok    int64
+	}{{"the vault's", &s.vault, flying, b.DayUSD, b.DayRuns, b.DayTokens}, {"this note's", note, 0, b.NoteDayUSD, b.NoteDayRuns, b.NoteDayTokens}} {
 		u := c.l.Usage
 		switch {
 		case c.usd > 0 && u.CostUSD >= c.usd:
 			return fmt.Sprintf("%s budget of $%.2f a day is spent ($%.4f reported today, UTC)", c.who, c.usd, u.CostUSD)
-		case c.runs > 0 && c.l.Runs >= c.runs:
+		case c.runs > 0 && c.l.Runs+c.flying >= c.runs:
+			if c.flying > 0 {
+				return fmt.Sprintf("%s budget of %d runs a day is spent (%d today, UTC, %d of them in progress)", c.who, c.runs, c.l.Runs+c.flying, c.flying)
+			}
 			return fmt.Sprintf("%s budget of %d runs a day is spent (%d today, UTC)", c.who, c.runs, c.l.Runs)
 		case c.tok > 0 && u.InputTokens+u.OutputTokens >= c.tok:
 			return fmt.Sprintf("%s budget of %d tokens a day is spent (%d today, UTC)", c.who, c.tok, u.InputTokens+u.OutputTokens)
@@ -82,10 +101,12 @@ func (s *spend) over(rel string, b config.Budget) string {
 }
 
 // budgetAllows reports whether the strand rel may run now under the
-// budget in force; when it may not, the change is deferred: kept for
-// when the budget allows (the next day, a raised budget, a run by hand),
-// and said once a day for each reason, not at every save.
-func (v *Vault) budgetAllows(rel string) (ok bool, why string, err error) {
+// budget in force (a run by hand always may); when it may, its run counts
+// against the caps on runs from now until it ends (landed). When it may
+// not, the change is deferred: kept for when the budget allows (the next
+// day, a raised budget, a run by hand), and said once a day for each cap,
+// not at every save.
+func (v *Vault) budgetAllows(rel string, byHand bool) (ok bool, why string, err error) {
 	b := v.config().Budget
 	if b == (config.Budget{RunUSD: b.RunUSD}) {
 		return true, "", nil // no daily cap
@@ -94,28 +115,50 @@ func (v *Vault) budgetAllows(rel string) (ok bool, why string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+		if byHand {
+			return true, "", nil // a run by hand goes, counted or not
+		}
 		return false, "", fmt.Errorf("vault: count today's runs for the budget: %w", err)
 	}
-	why = s.over(rel, b)
+	if !byHand {
+		why = s.over(rel, b)
+	}
 	if why == "" {
+		if s.flight == nil {
+			s.flight = map[string]bool{}
+		}
+		s.flight[rel] = true
 		return true, "", nil
 	}
 	if s.deferred == nil {
-		s.deferred = map[string]string{}
+		s.deferred = map[string]deferral{}
 	}
-	s.deferred[rel] = why
-	if !s.said[why] {
-		s.said[why] = true
+	d, waiting := s.deferred[rel]
+	if !waiting {
+		d.since = v.now().UTC()
+	}
+	d.why = why
+	s.deferred[rel] = d
+	limit, _, _ := strings.Cut(why, " is spent")
+	if !s.said[limit] {
+		s.said[limit] = true
 		v.log.Warn("a change waits for the budget: "+why+"; it runs when the budget allows (tomorrow, UTC), or now with knotd run", "strand", rel)
 	}
 	return false, why, nil
 }
 
-// ranFor counts the run rep of the strand rel in the day's spend.
-func (v *Vault) ranFor(rel string, rep RunReport, usage *agentrun.Usage) {
+// landed is the end of the work on the strand rel: its run (ran) counts
+// in the day's spend instead of in flight, and a strand that ran no
+// longer waits for the budget.
+func (v *Vault) landed(rel string, ran bool, usage *agentrun.Usage) {
 	s := &v.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.flight, rel)
+	if !ran {
+		return
+	}
+	delete(s.deferred, rel)
 	if s.day != v.now().UTC().Format(time.DateOnly) {
 		return // not loaded, or another day: the transcripts count it when it is
 	}
@@ -152,14 +195,22 @@ func (v *Vault) allowedDeferred() []string {
 	return out
 }
 
-// deferredNotes returns the strands waiting for the budget, with why.
-func (v *Vault) deferredNotes() map[string]string {
+// deferredNotes returns the strands waiting for the budget, with why as
+// the day's counts say it now, and since when they wait.
+func (v *Vault) deferredNotes() map[string]deferral {
 	s := &v.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.deferred))
-	for rel, why := range s.deferred {
-		out[rel] = why
+	out := make(map[string]deferral, len(s.deferred))
+	loaded := s.load(v.now(), v.folder.Runs()) == nil
+	b := v.config().Budget
+	for rel, d := range s.deferred {
+		if loaded {
+			if d.why = s.over(rel, b); d.why == "" {
+				d.why = "the budget allows it again: it runs at knotd's next check"
+			}
+		}
+		out[rel] = d
 	}
 	return out
 }

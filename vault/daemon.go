@@ -279,6 +279,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			return
 		}
 		rep, again, err := v.process(runCtx, rel, job)
+		v.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()
@@ -294,9 +295,6 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			}
 		} else {
 			later.succeeded(rel)
-			if rep.Ran && !v.dry {
-				v.ranFor(rel, rep, rep.Usage)
-			}
 			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
 				if why := v.breakers.ran(rel, v.now(), rep.Failed(), v.config().Breakers); why != "" {
 					v.trip(rel, rep, why)

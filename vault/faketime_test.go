@@ -204,3 +204,101 @@ func TestWatch_BudgetDefersAndResumesTheNextDay(t *testing.T) {
 		}
 	})
 }
+
+// gatedAgent answers a run once the test sends on gate.
+type gatedAgent struct{ gate chan struct{} }
+
+func (a gatedAgent) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
+	select {
+	case <-a.gate:
+	case <-ctx.Done():
+		return agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: "canceled"}, ctx.Err()
+	}
+	return agentrun.Result{Outcome: agentrun.OutcomeOK, Reply: "answered " + req.Event.Strand.Path}, nil
+}
+
+// TestWatch_BudgetCountsRunsInFlight: with budget day_runs: 3 and two
+// runs at once, five changed notes make exactly three runs: the runs in
+// flight count against the cap. The two left wait for the budget, listed
+// with the time they started waiting; one run by hand leaves the list at
+// once, and the other's reason gives the day's count as it is now.
+func TestWatch_BudgetCountsRunsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		poll, debounce, maxWait, two := 10*time.Minute, 30*time.Second, time.Minute, 2
+		e.flags.Poll, e.flags.Debounce, e.flags.MaxWait, e.flags.Concurrency = &poll, &debounce, &maxWait, &two
+		e.userConfig("budget: {day_runs: 3}\n")
+		e.onceFresh()
+		o, log := e.logged()
+		agent := gatedAgent{gate: make(chan struct{})}
+		o.Agent = agent
+		v, err := Open(e.root, o)
+		mustDo(t, err)
+		t.Cleanup(func() { mustDo(t, v.Close()) })
+		v.checkEvery = 10 * time.Minute
+		watchInBubble(t, v)
+
+		notes := []string{"a.md", "b.md", "c.md", "d.md", "e.md"}
+		for _, n := range notes {
+			e.write(n, "# "+n+"\n")
+		}
+		// Let the runs go one at a time, as long as one takes it.
+		release := func() (n int) {
+			for {
+				select {
+				case agent.gate <- struct{}{}:
+					n++
+					synctest.Wait()
+				case <-time.After(time.Hour):
+					return n
+				}
+			}
+		}
+		released := release()
+		answered := func() (ns []string) {
+			for _, note := range notes {
+				if len(e.sections(note)) > 0 {
+					ns = append(ns, note)
+				}
+			}
+			return ns
+		}
+		if got := answered(); len(got) != 3 || released != 3 {
+			t.Fatalf("%d runs (%v answered) within day_runs: 3, two at a time; want 3\n%s", released, got, log.String())
+		}
+		st, err := v.Status(context.Background())
+		mustDo(t, err)
+		if len(st.Deferred) != 2 {
+			t.Fatalf("status lists %+v waiting for the budget; want 2 notes", st.Deferred)
+		}
+		for _, d := range st.Deferred {
+			if d.Since.IsZero() || d.Since.After(time.Now()) {
+				t.Errorf("%s waits for the budget since %v; want when it started waiting", d.Note, d.Since)
+			}
+			if !strings.Contains(d.Why, "budget of 3 runs a day is spent (3 today") {
+				t.Errorf("%s waits because %q; want the day's 3 runs", d.Note, d.Why)
+			}
+		}
+
+		// One of them run by hand: it leaves the list at once, and the
+		// other's reason counts it.
+		byHand, other := st.Deferred[0].Note, st.Deferred[1].Note
+		res, err := v.Run(context.Background(), []string{byHand})
+		mustDo(t, err)
+		if len(res.Done) != 1 {
+			t.Fatalf("knotd run %s: %+v", byHand, res)
+		}
+		synctest.Wait()
+		if n := release(); n != 1 {
+			t.Fatalf("%d runs after knotd run %s; want 1", n, byHand)
+		}
+		st, err = v.Status(context.Background())
+		mustDo(t, err)
+		if len(st.Deferred) != 1 || st.Deferred[0].Note != other {
+			t.Fatalf("after %s ran by hand, status lists %+v waiting for the budget; want only %s", byHand, st.Deferred, other)
+		}
+		if !strings.Contains(st.Deferred[0].Why, "(4 today") {
+			t.Errorf("%s waits because %q; want the day's count now, 4", other, st.Deferred[0].Why)
+		}
+	})
+}

@@ -302,11 +302,12 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 		if err != nil || skip != "" {
 			return w, skip, err
 		}
-		if !job.ByHand && !v.dry {
+		if !v.dry {
 			// A change that would run, over the day's budget, waits
 			// unrecorded until the budget allows (or a run by hand):
-			// nothing is lost.
-			if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
+			// nothing is lost. One that runs counts against it from
+			// now (the scheduler's work ends it: landed).
+			if ok, why, err := v.budgetAllows(rel, job.ByHand); err != nil || !ok {
 				return nil, "waits for the budget: " + why, err
 			}
 		}
