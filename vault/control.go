@@ -501,7 +501,10 @@ func (v *Vault) whyNotRun(rel string) string {
 	}
 	sc := v.scopeOf(rel)
 	if sc.Off {
-		return "not sent to any agent: " + sc.Why + " (mode: off)"
+		if strings.HasPrefix(sc.Why, "rule ") {
+			return "not sent to any agent: " + sc.Why + " (mode: off)"
+		}
+		return "not sent to any agent: " + sc.Why
 	}
 	if where == absent {
 		return "" // its deletion runs

@@ -202,8 +202,8 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		return err
 	}
 	if sum.Standby != "" {
-		fmt.Fprintf(stdout, "ran nothing: %s\n", sum.Standby)
-		return nil
+		fmt.Fprintf(stderr, "knotd %s: ran nothing: this device stands by: %s (knotd --take-over answers from here)\n", cmd, sum.Standby)
+		return errSilent
 	}
 	for _, r := range sum.Refused {
 		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
@@ -349,7 +349,7 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("waiting for the day's budget", len(st.Deferred)) {
 		for _, p := range st.Deferred {
-			fmt.Fprintf(tw, "  %s\t%s\n", p.Note, p.Why)
+			fmt.Fprintf(tw, "  %s\tsince %s\t%s\n", p.Note, ts(p.Since), p.Why)
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  (they run when the budget allows, tomorrow UTC; knotd run NOTE runs one now)")

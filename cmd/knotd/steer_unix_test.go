@@ -138,3 +138,21 @@ func TestKnotd_RunSaysWhatIsTrue(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
 	require.NoError(t, cmd.Wait())
 }
+
+// TestKnotd_RunOnAStandbyDevice: with no daemon here and another device
+// answering the vault, knotd run runs nothing, says why, and exits 1.
+func TestKnotd_RunOnAStandbyDevice(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
+		"default_agent: echo\nagents:\n  echo:\n    command: [%q]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, t.TempDir()))
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK { // this device answers
+		t.Fatalf("adopting: exit %d\n%s", code, stderr)
+	}
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // another device
+	code, out, stderr := knotd(t, "run", filepath.Join(v, "a.md"))
+	require.Equal(t, exitFailed, code, "%s%s", out, stderr)
+	require.Contains(t, stderr, "stands by")
+	require.Empty(t, out)
+}
