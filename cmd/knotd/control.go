@@ -152,6 +152,9 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		if err == nil {
 			return printResult(cmd, res, true, stdout, stderr)
 		}
+		if errors.Is(err, control.ErrNotOurs) {
+			return fmt.Errorf("knotd %s: refusing the control socket: %w", cmd, err)
+		}
 		if !errors.Is(err, control.ErrNoDaemon) {
 			return fmt.Errorf("knotd %s: the running knotd says: %w", cmd, err)
 		}
@@ -236,6 +239,8 @@ func showStatus(ctx context.Context, c *control.Client, root string, jsonOut boo
 		switch {
 		case err == nil:
 			running = true
+		case errors.Is(err, control.ErrNotOurs):
+			return fmt.Errorf("knotd status: refusing the control socket: %w", err)
 		case !errors.Is(err, control.ErrNoDaemon):
 			return fmt.Errorf("knotd status: the running knotd says: %w", err)
 		}
