@@ -20,7 +20,7 @@ func ownFolder(dir string) error {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%w: %s must be a folder of your own that only you can open (mode 0700); another user may have made it: remove it", ErrNotOurs, dir)
+		return fmt.Errorf("%w: %s must be a folder of your own that only you can open (mode 0700); another user may have made it: have it removed (an administrator can), or set TMPDIR to a folder of your own for knotd and its commands", ErrNotOurs, dir)
 	}
 	return nil
 }
