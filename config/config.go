@@ -110,9 +110,9 @@ type Config struct {
 	Rules []Rule
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
-	// Clamped says which values of an untrusted vault config were above
-	// the user's and so did not apply: a vault config may tighten limits,
-	// never raise them.
+	// Clamped says which values of an untrusted vault config would have
+	// made knotd do more than the user's (or the defaults) and so did not
+	// apply: a vault config may make knotd do less, never more (see clamp).
 	Clamped []string
 }
 
@@ -350,7 +350,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 		}
 		s := &l.Settings
 		if l.name == vault.name && l.data != nil && !l.trusted {
-			c.Clamped = c.clamp(s, timeout)
+			c.Clamped = append(c.clamp(s, timeout), clampRules(l.rules)...)
 		}
 		if s.DefaultAgent != nil {
 			c.DefaultAgent, agentBy = *s.DefaultAgent, l
@@ -436,12 +436,48 @@ func (c *Config) merge(user, vault, flags layer) error {
 	return nil
 }
 
-// clamp lowers the limits an untrusted vault layer s sets above those
-// already in effect (the user's, or the defaults) to them, and says which
-// it lowered: a vault config may tighten limits, never raise them. timeout
-// is the user's default agent timeout (0: agentrun.DefaultTimeout).
+// clamp holds an untrusted vault layer s to what the settings already in
+// effect (the user's, or the defaults) allow, and says which values it
+// refused: a vault config may make knotd do less than the user said,
+// never more. Each setting has its direction (README, Configuration):
+//
+//	less only: limits (lower), concurrency (lower), timeout (shorter),
+//	  breakers (trip sooner), budget (lower), debounce and max_wait
+//	  (longer: fewer runs), poll (longer, and not on where yours is off),
+//	  write_session (only false), run_empty (only false), rules' mode (not
+//	  replace, which drops a tie-off's older sections; see clampRules)
+//	any value: ignore and obsidian_dir (they only ignore more), rules'
+//	  paths, events and agents (they only narrow), default_agent and
+//	  rules' agent (among the user's agents only: see Config), runner and
+//	  takeover_after (which of the vault's devices answers it)
+//
+// timeout is the user's default agent timeout (0: agentrun.DefaultTimeout).
 func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	var said []string
+	if v, mine := s.Debounce, c.Debounce; v != nil && *v < mine {
+		said = append(said, fmt.Sprintf("debounce %v is shorter than yours (%v)", *v, mine))
+		s.Debounce = &mine
+	}
+	if v, mine := s.MaxWait, c.MaxWait; v != nil && *v < mine {
+		said = append(said, fmt.Sprintf("max_wait %v is shorter than yours (%v)", *v, mine))
+		s.MaxWait = &mine
+	}
+	if v, mine := s.Poll, c.Poll; v != nil && *v != 0 && (mine == 0 || *v < mine) {
+		if mine == 0 {
+			said = append(said, fmt.Sprintf("poll %v would poll where yours watches events (poll 0)", *v))
+		} else {
+			said = append(said, fmt.Sprintf("poll %v is shorter than yours (%v)", *v, mine))
+		}
+		s.Poll = &mine
+	}
+	if v := s.WriteSession; v != nil && *v && c.NoSessionWrites {
+		said = append(said, "write_session true: yours is false (knotd writes nothing into notes)")
+		s.WriteSession = nil
+	}
+	if v := s.RunEmpty; v != nil && *v && !c.RunEmpty {
+		said = append(said, "run_empty true: yours is false (empty notes wait for content)")
+		s.RunEmpty = nil
+	}
 	def := agentrun.DefaultLimits()
 	or := func(v, d int) int64 {
 		if v > 0 {
@@ -493,6 +529,21 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	if v := s.Timeout; v != nil && *v > timeout {
 		said = append(said, fmt.Sprintf("timeout %v is above yours (%v)", *v, timeout))
 		s.Timeout = &timeout
+	}
+	return said
+}
+
+// clampRules drops mode replace from the rules of an untrusted vault
+// layer (the note's own knot_mode, or the user's rules, still apply): a
+// replace makes knotd drop a tie-off's older sections, more than append.
+// It says which it dropped.
+func clampRules(rules []Rule) []string {
+	var said []string
+	for i := range rules {
+		if rules[i].Mode == "replace" {
+			said = append(said, fmt.Sprintf("rules: path %q: mode replace (it would drop the tie-offs' older sections)", rules[i].Scope))
+			rules[i].Mode = ""
+		}
 	}
 	return said
 }

@@ -194,9 +194,9 @@ func TestLoad_UserMayNamePresetDirectly(t *testing.T) {
 func TestLoad_VaultTuningNeedsNoTrust(t *testing.T) {
 	e := newConfigEnv(t)
 	e.writeUser(t, "agents:\n  mine:\n    command: [mytool]\n")
-	e.writeVault(t, "default_agent: mine\ndebounce: 500ms\nignore: [archive/]\nlimits:\n  diff: 2KiB\n")
+	e.writeVault(t, "default_agent: mine\ndebounce: 5s\nignore: [archive/]\nlimits:\n  diff: 2KiB\n")
 	c := e.mustLoad(t, Settings{})
-	if c.DefaultAgent != "mine" || c.Debounce != 500*time.Millisecond || c.Limits.Diff != 2<<10 {
+	if c.DefaultAgent != "mine" || c.Debounce != 5*time.Second || c.Limits.Diff != 2<<10 {
 		t.Errorf("Load = %+v; want the vault's default_agent, debounce and limits", c)
 	}
 }
@@ -294,8 +294,10 @@ func TestUserConfigDir(t *testing.T) {
 }
 
 // TestLoad_VaultConfigMayOnlyTighten: the vault config travels with the
-// notes and may come from someone else: it may lower the user's limits,
-// never raise them, unless the user trusted it.
+// notes and may come from someone else: it may make knotd do less than
+// the user said (lower limits, a longer debounce, no session writes),
+// never more, unless the user trusted it; what it asked for and did not
+// get is said (Clamped).
 func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 	tests := []struct {
 		name, user, vault string
@@ -331,8 +333,48 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.Budget == Budget{DayUSD: 5, NoteDayRuns: 3} }, "budget: day_usd 50 is above yours (5)"},
 		{"uncap the budget", "budget: {day_runs: 10}\n", "budget: {day_runs: 0}\n", false,
 			func(c *Config) bool { return c.Budget.DayRuns == 10 }, "budget: day_runs 0 is above yours (10)"},
+		{"shorten the debounce", "debounce: 2s\n", "debounce: 1ms\n", false,
+			func(c *Config) bool { return c.Debounce == 2*time.Second }, "debounce 1ms is shorter than yours (2s)"},
+		{"shorten the default debounce", "", "debounce: 500ms\n", false,
+			func(c *Config) bool { return c.Debounce == 2*time.Second }, "debounce 500ms is shorter than yours (2s)"},
+		{"lengthen the debounce", "debounce: 2s\n", "debounce: 5s\n", false,
+			func(c *Config) bool { return c.Debounce == 5*time.Second && c.MaxWait == 15*time.Second }, ""},
+		{"shorten max_wait", "", "max_wait: 3s\n", false,
+			func(c *Config) bool { return c.MaxWait == 15*time.Second }, "max_wait 3s is shorter than yours (15s)"},
+		{"lengthen max_wait", "", "max_wait: 1m\n", false,
+			func(c *Config) bool { return c.MaxWait == time.Minute }, ""},
+		{"poll where the user watches events", "", "poll: 100ms\n", false,
+			func(c *Config) bool { return c.Poll == 0 }, "poll 100ms would poll where yours watches events"},
+		{"poll more often", "poll: 10s\n", "poll: 1s\n", false,
+			func(c *Config) bool { return c.Poll == 10*time.Second }, "poll 1s is shorter than yours (10s)"},
+		{"poll less often", "poll: 10s\n", "poll: 1m\n", false,
+			func(c *Config) bool { return c.Poll == time.Minute }, ""},
+		{"write sessions the user turned off", "write_session: false\n", "write_session: true\n", false,
+			func(c *Config) bool { return c.NoSessionWrites }, "write_session true: yours is false"},
+		{"turn session writes off", "", "write_session: false\n", false,
+			func(c *Config) bool { return c.NoSessionWrites }, ""},
+		{"run empty notes the user leaves alone", "run_empty: false\n", "run_empty: true\n", false,
+			func(c *Config) bool { return !c.RunEmpty }, "run_empty true: yours is false"},
+		{"run empty notes the default leaves alone", "", "run_empty: true\n", false,
+			func(c *Config) bool { return !c.RunEmpty }, "run_empty true"},
+		{"stop running empty notes", "run_empty: true\n", "run_empty: false\n", false,
+			func(c *Config) bool { return !c.RunEmpty }, ""},
+		{"a rule that replaces tie-offs", "", "rules: [{path: journal/, mode: replace, events: [modified]}]\n", false,
+			func(c *Config) bool {
+				return len(c.Rules) == 1 && c.Rules[0].Mode == "" && reflect.DeepEqual(c.Rules[0].Events, []string{"modified"})
+			}, `rules: path "journal/": mode replace`},
+		{"a rule that turns a folder off", "", "rules: [{path: private/, mode: off}]\n", false,
+			func(c *Config) bool { return len(c.Rules) == 1 && c.Rules[0].Mode == "off" }, ""},
+		{"ignore more", "", "ignore: [drafts/]\nobsidian_dir: .obs\n", false,
+			func(c *Config) bool {
+				return reflect.DeepEqual(c.Ignore, []string{"drafts/"}) && c.ObsidianDir == ".obs"
+			}, ""},
 		{"a trusted vault config may raise", "", "limits: {content: 10MiB}\n", true,
 			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
+		{"a trusted vault config may do what you could", "write_session: false\ndebounce: 2s\n", "write_session: true\ndebounce: 1ms\nrun_empty: true\npoll: 100ms\nrules: [{path: j/, mode: replace}]\n", true,
+			func(c *Config) bool {
+				return !c.NoSessionWrites && c.Debounce == time.Millisecond && c.RunEmpty && c.Poll == 100*time.Millisecond && c.Rules[0].Mode == "replace"
+			}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

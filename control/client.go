@@ -68,7 +68,12 @@ func (c *Client) result(ctx context.Context, req request) (Result, error) {
 
 // do sends req and reads the answer. It wraps ErrNoDaemon when nothing
 // listens at c.Path.
+// It refuses, wrapping ErrNotOurs, a socket that another user could have
+// made (see checkSocket).
 func (c *Client) do(ctx context.Context, req request) (response, error) {
+	if err := checkSocket(c.Path); err != nil {
+		return response{}, err
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.Path)
 	if err != nil {

@@ -38,10 +38,19 @@ const (
 	connTimeout = time.Minute
 )
 
+// Bounds of Serve's back-off when accepting fails (as net/http's).
+const (
+	minAcceptDelay = 5 * time.Millisecond
+	maxAcceptDelay = time.Second
+)
+
 // Serve answers the commands that reach ln with b until ctx ends; then it
 // closes ln, lets the exchanges in progress end (their contexts are
-// canceled), and returns nil. An error is returned if accepting fails
-// otherwise.
+// canceled), and returns nil. When accepting a connection fails (out of
+// file descriptors, say) it waits, 5ms doubling up to 1s, and tries
+// again, for as long as it fails: it logs once when that starts and once
+// when it accepts again. An error is returned only when ln was closed
+// under it.
 func Serve(ctx context.Context, ln net.Listener, b Backend, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -52,17 +61,33 @@ func Serve(ctx context.Context, ln net.Listener, b Backend, log *slog.Logger) er
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() }) // Accept returns
 	defer stop()
+	var delay time.Duration // of the back-off; 0 while accepting works
+	failed := 0             // accepts failed in a row
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("control: accept: %w", err)
 			}
-			return fmt.Errorf("control: accept: %w", err)
+			if failed++; failed == 1 {
+				log.Warn("the control socket cannot accept a connection; knotd keeps trying (knotd status and the commands that steer knotd wait meanwhile)", "err", err)
+			}
+			delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
+		if failed > 0 {
+			log.Info("the control socket accepts connections again", "failed_accepts", failed)
+			failed, delay = 0, 0
 		}
 		wg.Go(func() {
 			if err := serveConn(ctx, c, b); err != nil {

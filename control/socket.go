@@ -38,6 +38,37 @@ func shortDir() string {
 	return filepath.Join(os.TempDir(), "knotd-"+strconv.Itoa(os.Getuid()))
 }
 
+// ErrNotOurs is wrapped by the errors about a control socket, or its
+// folder, that is not the user's own: another local user could have made
+// it (the temporary directory is shared), and would answer in knotd's
+// place. Neither the daemon nor a client uses it.
+var ErrNotOurs = errors.New("control: the control socket is not your own")
+
+// checkSocket checks, before a client connects to the socket at path,
+// what the daemon checked before it listened there: that its folder is
+// the user's own, mode 0700, not a symbolic link, and that the socket is
+// a socket of the user's. A folder or socket that is not there wraps
+// ErrNoDaemon.
+func checkSocket(path string) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (no folder %s)", ErrNoDaemon, dir)
+	}
+	if err := ownFolder(dir); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w (nothing listens on %s)", ErrNoDaemon, path)
+	case err != nil:
+		return fmt.Errorf("control: %w", err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return fmt.Errorf("%w: %s is not a socket (%s)", ErrNotOurs, path, fi.Mode().Type())
+	}
+	return ownSocket(path, fi)
+}
+
 // Listen makes the control socket at path and listens on it. A socket
 // left there by a knotd that is gone is replaced; one a running knotd
 // answers on is not (the vault lock keeps a second daemon out before

@@ -93,8 +93,9 @@ type Store struct {
 }
 
 type storeOptions struct {
-	timeout time.Duration // how long to wait for bbolt's own file lock
-	noSync  bool          // tests and benchmarks only
+	timeout  time.Duration // how long to wait for bbolt's own file lock
+	noSync   bool          // tests and benchmarks only
+	readOnly bool          // OpenReadOnly: a shared lock, no writes
 }
 
 // Open opens or creates the state store at path, creating its directory
@@ -105,6 +106,55 @@ type storeOptions struct {
 // error wrapping ErrCorrupt, never a panic.
 func Open(path string) (*Store, error) {
 	return openStore(path, storeOptions{timeout: time.Second})
+}
+
+// ErrNotReady is wrapped by OpenReadOnly's error for a store that is
+// empty, or of an older schema: only a knotd that opens it to write
+// prepares it (see Open).
+var ErrNotReady = errors.New("state: state store not prepared yet")
+
+// OpenReadOnly opens the existing state store at path to read it, and
+// changes nothing: it creates no file and prepares no schema (a store
+// that would need it wraps ErrNotReady). It shares bbolt's file lock with
+// other readers; a writer (Open) waits for it, so close it as soon as
+// what it reads is read. A missing file wraps fs.ErrNotExist.
+func OpenReadOnly(path string) (s *Store, err error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, fmt.Errorf("state: open state store: %w", err)
+	}
+	if fi.Size() == 0 {
+		return nil, fmt.Errorf("%w: %s is empty", ErrNotReady, path)
+	}
+	was := debug.SetPanicOnFault(true) // see recoverDamage
+	defer func() {
+		debug.SetPanicOnFault(was)
+		if v := recover(); v != nil { // bbolt met a damaged page
+			s, err = nil, corruptFileError(path, fmt.Errorf("%v", v))
+		}
+	}()
+	db, err := openBolt(path, storeOptions{timeout: time.Second, readOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	var need schemaNeed
+	err = db.View(func(btx *bolt.Tx) (err error) {
+		need, err = checkSchema(btx)
+		return err
+	})
+	switch {
+	case errors.Is(err, errBadSchema):
+		err = corruptFileError(path, err)
+	case err != nil:
+		err = fmt.Errorf("state: open state store %s: %w", path, err)
+	case need != schemaReady:
+		err = fmt.Errorf("%w: %s", ErrNotReady, path)
+	}
+	if err != nil {
+		_ = db.Close() // read only; the open error is the one worth reporting
+		return nil, err
+	}
+	return &Store{db: db, path: path, damaged: make(chan struct{})}, nil
 }
 
 func openStore(path string, o storeOptions) (s *Store, err error) {
@@ -164,6 +214,7 @@ func openBolt(path string, o storeOptions) (db *bolt.DB, err error) {
 		Timeout:      o.timeout,
 		FreelistType: bolt.FreelistMapType,
 		NoSync:       o.noSync,
+		ReadOnly:     o.readOnly,
 	})
 	switch {
 	case err == nil:

@@ -135,21 +135,49 @@ func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
 		return st, false, err
 	}
 	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
-	s, err := state.Open(f.StateFile())
-	if err != nil {
+	// The store is open, read only, just for what it says, and closed
+	// before the transcripts are read: a status never holds a knotd that
+	// starts (a --once, a service) out of the store (it waits up to a
+	// second for bbolt's lock) for longer than that.
+	s, err := state.OpenReadOnly(f.StateFile())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No store yet: nothing failed, nothing is paused.
+	case errors.Is(err, state.ErrNotReady):
+		// An empty store, or an older knotd's: the next knotd to write it
+		// prepares it; it holds no failure or pause this status could
+		// show but for that, so open it as that knotd would.
+		if s, err = state.Open(f.StateFile()); err != nil {
+			return st, true, err
+		}
+	case err != nil:
 		return st, true, err
 	}
-	err = storedStatus(&st, s, f.Runs())
-	if cerr := s.Close(); err == nil {
-		err = cerr
+	if s != nil {
+		err = readStored(&st, s)
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return st, true, err
+		}
 	}
-	return st, true, err
+	return st, true, addTranscripts(&st, f.Runs())
 }
 
 // storedStatus fills in st what the store s and the transcripts in runs
 // say: the notes whose last run failed (newest first, their reasons from
 // the transcripts), the paused notes, and the runs of st.Now's day.
 func storedStatus(st *control.Status, s *state.Store, runs string) error {
+	if err := readStored(st, s); err != nil {
+		return err
+	}
+	return addTranscripts(st, runs)
+}
+
+// readStored fills in st what the store s says: the notes whose last run
+// failed (newest first, at most maxFailuresShown) and the paused notes.
+func readStored(st *control.Status, s *state.Store) error {
 	err := s.ForEach(func(rec state.Record) error {
 		if rec.LastOutcome == state.OutcomeFailed {
 			st.Failures = append(st.Failures, control.Failure{Note: rec.Path, RunID: rec.LastRunID, Time: rec.Processed.UTC()})
@@ -161,17 +189,23 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 	}
 	slices.SortFunc(st.Failures, func(a, b control.Failure) int { return b.Time.Compare(a.Time) })
 	st.Failures = st.Failures[:min(len(st.Failures), maxFailuresShown)]
-	for i, f := range st.Failures {
-		if sum, ok := transcript.Summarize(runs, f.RunID); ok {
-			st.Failures[i].Reason = sum.Reason
-		}
-	}
 	ps, err := s.Paused()
 	if err != nil {
 		return err
 	}
 	for _, p := range ps {
 		st.Paused = append(st.Paused, control.Paused{Note: p.Path, Since: p.Since, Why: p.Why})
+	}
+	return nil
+}
+
+// addTranscripts fills in st what the transcripts in runs say: the
+// reasons of the failures, and the runs of st.Now's day.
+func addTranscripts(st *control.Status, runs string) error {
+	for i, f := range st.Failures {
+		if sum, ok := transcript.Summarize(runs, f.RunID); ok {
+			st.Failures[i].Reason = sum.Reason
+		}
 	}
 	today, err := transcript.ListSince(runs, st.Now.Truncate(24*time.Hour))
 	if err != nil {

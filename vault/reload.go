@@ -80,7 +80,7 @@ func (v *Vault) reload() (Reloaded, error) {
 		cfg.Ignore, cfg.ObsidianDir = old.Ignore, old.ObsidianDir
 	}
 	for _, c := range cfg.Clamped {
-		v.log.Warn("the vault config asks for more than your own configuration allows, and yours applies: a vault config may tighten limits, never raise them (knotd trust lets it)",
+		v.log.Warn("the vault config asks knotd to do more than your own configuration says, and yours applies: a vault config may make knotd do less, never more (knotd trust lets it)",
 			"file", config.VaultConfigPath(v.root), "value", c)
 	}
 	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})

@@ -295,7 +295,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		v.log = slog.New(slog.DiscardHandler)
 	}
 	for _, c := range cfg.Clamped {
-		v.log.Warn("the vault config asks for more than your own configuration allows, and yours applies: a vault config may tighten limits, never raise them (knotd trust lets it)",
+		v.log.Warn("the vault config asks knotd to do more than your own configuration says, and yours applies: a vault config may make knotd do less, never more (knotd trust lets it)",
 			"file", config.VaultConfigPath(root), "value", c)
 	}
 	if v.now == nil {

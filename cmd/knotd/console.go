@@ -53,7 +53,7 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 1 {
 		arg = pos[0]
 	}
-	root, err := vaultRoot(arg, nil)
+	root, err := knownVault(arg, "console")
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,6 +12,13 @@ import (
 // before serving anything.
 func TestConsole_CommandLine(t *testing.T) {
 	v, _ := setup(t)
+	synced, err := filepath.EvalSymlinks(t.TempDir()) // a vault (its .knot came with it) knotd never ran on here
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(synced, ".knot"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -22,7 +30,8 @@ func TestConsole_CommandLine(t *testing.T) {
 		{[]string{"console", "--addr", ":8080", v}, exitUsage, "loopback address only"},
 		{[]string{"console", v, v}, exitUsage, "one VAULT at most"},
 		{[]string{"console", "--bogus"}, exitUsage, "bogus"},
-		{[]string{"console", "--no-open", v}, exitFailed, "knotd never ran on " + v},
+		{[]string{"console", "--no-open", v}, exitUsage, v + " is not in a knotd vault"},
+		{[]string{"console", "--no-open", synced}, exitFailed, "knotd never ran on " + synced},
 	} {
 		code, stdout, stderr := knotd(t, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {

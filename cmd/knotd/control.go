@@ -91,15 +91,15 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 		if len(pos) == 0 {
 			return usageError{"knotd " + cmd + " needs at least one NOTE"}
 		}
-		root, notes, err = notesOf(pos)
+		root, notes, err = notesOf(cmd, pos)
 	case "resume":
 		if len(pos) > 0 {
 			if dir != "" {
 				return usageError{"knotd resume takes NOTEs or --vault, not both"}
 			}
-			root, notes, err = notesOf(pos)
+			root, notes, err = notesOf(cmd, pos)
 		} else {
-			root, err = vaultRoot(dir, nil)
+			root, err = knownVault(dir, cmd)
 		}
 	default:
 		if len(pos) > 1 {
@@ -109,7 +109,7 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 		if len(pos) == 1 {
 			arg = pos[0]
 		}
-		root, err = vaultRoot(arg, nil)
+		root, err = knownVault(arg, cmd)
 	}
 	if err != nil {
 		return err
@@ -159,6 +159,9 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		res, err := ask(c)
 		if err == nil {
 			return printResult(cmd, res, true, stdout, stderr)
+		}
+		if errors.Is(err, control.ErrNotOurs) {
+			return fmt.Errorf("knotd %s: refusing the control socket: %w", cmd, err)
 		}
 		if !errors.Is(err, control.ErrNoDaemon) {
 			return fmt.Errorf("knotd %s: the running knotd says: %w", cmd, err)
@@ -271,6 +274,8 @@ func showStatus(ctx context.Context, c *control.Client, root string, jsonOut boo
 		switch {
 		case err == nil:
 			running = true
+		case errors.Is(err, control.ErrNotOurs):
+			return fmt.Errorf("knotd status: refusing the control socket: %w", err)
 		case !errors.Is(err, control.ErrNoDaemon):
 			return fmt.Errorf("knotd status: the running knotd says: %w", err)
 		}
@@ -370,8 +375,9 @@ func firstLineOf(s string) string {
 }
 
 // notesOf resolves paths to notes, given from the current folder, to
-// their vault and vault-relative paths; they must be in one vault.
-func notesOf(args []string) (root string, rels []string, err error) {
+// their vault and vault-relative paths; they must be in one vault, and
+// that a vault already (see knownVault): the command cmd makes none.
+func notesOf(cmd string, args []string) (root string, rels []string, err error) {
 	for _, arg := range args {
 		abs, err := filepath.Abs(arg)
 		if err == nil {
@@ -383,6 +389,9 @@ func notesOf(args []string) (root string, rels []string, err error) {
 		r, _, err := vault.FindRoot(filepath.Dir(abs))
 		if err != nil {
 			return "", nil, usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		if err := checkVault(r, arg, cmd); err != nil {
+			return "", nil, err
 		}
 		if root != "" && r != root {
 			return "", nil, usageError{fmt.Sprintf("%s is in the vault %s, the notes before it in %s: one vault at a time", arg, r, root)}

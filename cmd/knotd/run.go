@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -317,6 +318,36 @@ func vaultRoot(arg string, log *slog.Logger) (string, error) {
 	return root, nil
 }
 
+// knownVault is vaultRoot for the commands that work on a vault knotd
+// made already (status, run, retry, pause, resume, reset, console):
+// the folder must be in a vault, one with .knot in it or above it. Only
+// watching or a pass (knotd VAULT, knotd --once VAULT) makes a folder a
+// vault; the other commands create nothing in a folder that is none.
+func knownVault(arg, cmd string) (string, error) {
+	root, err := vaultRoot(arg, nil)
+	if err != nil {
+		return "", err
+	}
+	if err := checkVault(root, arg, cmd); err != nil {
+		return "", err
+	}
+	return root, nil
+}
+
+// checkVault refuses root, found for arg (a folder or a note), when it is
+// no vault: a folder without .knot (FindRoot found none above it).
+func checkVault(root, arg, cmd string) error {
+	fi, err := os.Lstat(filepath.Join(root, ignore.VaultMarker))
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	if arg == "" {
+		arg = "the current folder"
+	}
+	return usageError{fmt.Sprintf("knotd %s: %s is not in a knotd vault (no %s folder in %s or above it); run `knotd %s` or `knotd --once %s` first to make it one",
+		cmd, arg, ignore.VaultMarker, root, root, root)}
+}
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
@@ -510,6 +541,9 @@ func runReset(args []string, stdout, stderr io.Writer) error {
 		root, _, err := vault.FindRoot(filepath.Dir(abs))
 		if err != nil {
 			return usageError{fmt.Sprintf("%s: %v", arg, unwrapPath(err))}
+		}
+		if err := checkVault(root, arg, "reset"); err != nil {
+			return err
 		}
 		rel, err := filepath.Rel(root, abs)
 		if err != nil || !filepath.IsLocal(rel) {
