@@ -333,6 +333,15 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.Budget.DayRuns == 10 }, "budget: day_runs 0 is above yours (10)"},
 		{"a trusted vault config may raise", "", "limits: {content: 10MiB}\n", true,
 			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
+		// knotd writes into notes only where the user asked it to.
+		{"turn write_session on", "", "write_session: true\n", false,
+			func(c *Config) bool { return !c.WriteSession }, "write_session: true is not yours"},
+		{"turn the user's write_session off", "write_session: true\n", "write_session: false\n", false,
+			func(c *Config) bool { return !c.WriteSession }, ""},
+		{"leave the user's write_session on", "write_session: true\n", "write_session: true\n", false,
+			func(c *Config) bool { return c.WriteSession }, ""},
+		{"a trusted vault config may turn write_session on", "", "write_session: true\n", true,
+			func(c *Config) bool { return c.WriteSession }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

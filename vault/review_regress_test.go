@@ -101,13 +101,15 @@ func TestRebuild_GoneNoteIsNotRun(t *testing.T) {
 	}
 }
 
-// TestOnce_SessionSurvivesASaveThatDropsIt: a save that drops knot_session
-// (a script regenerating the note, an editor's stale buffer) keeps the
-// note's conversation: its next run writes the recorded session back.
+// TestOnce_SessionSurvivesASaveThatDropsIt: with write_session: true, a
+// save that drops knot_session (a script regenerating the note, an
+// editor's stale buffer) keeps the note's conversation: its next run
+// writes the recorded session back.
 // knot_session: new starts a new conversation on purpose.
 func TestOnce_SessionSurvivesASaveThatDropsIt(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions()
 	e.onceFresh()
 	e.write("n.md", "# One\n")
 	e.onceFresh()

@@ -25,10 +25,11 @@ import (
 // replaced is put back or kept (settle).
 
 // writesSession reports whether knotd writes the strand's knot_session
-// into it: for an agent that keeps a conversation, unless the user keeps
-// knotd out of notes (write_session: false).
+// into it: for an agent that keeps a conversation, when the user asked
+// for it (write_session: true; by default knotd writes nothing into
+// notes).
 func (v *Vault) writesSession(w *work) bool {
-	return w.keeps && !v.config().NoSessionWrites
+	return w.keeps && v.config().WriteSession
 }
 
 // newConversation gives the strand, whose knot_session is "new", a new
