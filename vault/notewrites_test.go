@@ -86,8 +86,8 @@ func TestOnce_WriteSessionOff(t *testing.T) {
 // TestOnce_OwnKeysAreNeverContent: a save whose only difference is
 // knotd's keys (the session dropped, with the empty block knotd had made;
 // moved; an old knot_resume dropped) runs nothing and writes nothing
-// back; the next real edit runs in the same session and gets it back
-// (write_session: true).
+// back; the next real edit runs in the same session, and knotd does not
+// write the key back into the note then either (write_session: true).
 func TestOnce_OwnKeysAreNeverContent(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
@@ -124,8 +124,11 @@ func TestOnce_OwnKeysAreNeverContent(t *testing.T) {
 
 	e.write("plain.md", "# Plain\n\nA real edit.\n")
 	e.onceFresh()
-	if got := e.sessionOf("plain.md"); got != sPlain {
-		t.Errorf("after a real edit the note's session is %q; want its own %s back", got, sPlain)
+	if got := e.read("plain.md"); got != "# Plain\n\nA real edit.\n" {
+		t.Errorf("after a real edit knotd wrote into the note:\n%s", got)
+	}
+	if got := e.sessionRecorded("plain.md"); got != sPlain {
+		t.Errorf("after a real edit the note's recorded session is %q; want its own %s", got, sPlain)
 	}
 	if secs := e.sections("plain.md"); len(secs) != 2 || secs[1].Session != sPlain {
 		t.Errorf("the run answered in another session: %+v", secs)

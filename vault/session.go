@@ -145,10 +145,15 @@ func (v *Vault) ownSession(w *work, id string) bool {
 }
 
 // giveSession writes the strand's session id into it where knotd writes
-// sessions (saying why, when why is set); elsewhere the state keeps it.
+// sessions (saying why, when why is set), and only before the strand's
+// first run (or in place of the knot_session: new the user wrote);
+// elsewhere, and afterwards, the state and the tie-off's markers keep it.
+// A key a save dropped is not written back: every write into a note is a
+// chance to race a save, and writing it at every run made sync tools
+// record a conflict each time (issue 22).
 func (v *Vault) giveSession(w *work, id, why string) error {
 	w.fields.Session = id
-	if !v.writesSession(w) {
+	if !v.writesSession(w) || !w.fields.NewSession && !v.firstRun(w) {
 		return nil
 	}
 	updated, err := frontmatter.SetSession(w.content, id)
@@ -163,6 +168,13 @@ func (v *Vault) giveSession(w *work, id, why string) error {
 		v.log.Info(why, "strand", w.rel, "session", id)
 	}
 	return v.writeStrand(w, updated)
+}
+
+// firstRun reports whether the strand is before its first run, as far as
+// its session goes: knotd recorded none for it, and its tie-off's markers
+// name none.
+func (v *Vault) firstRun(w *work) bool {
+	return w.rec.Session == "" && v.markerSessionOf(w) == ""
 }
 
 // markerSessionOf returns the session the newest answer in the strand's
