@@ -19,7 +19,8 @@ import (
 
 // Step 3 of the pipeline (pipeline.go), prepare: the strand's session.
 // knotd decides which conversation a strand continues, and writes its
-// knot_session into the strand where it writes sessions, without ever
+// knot_session into the strand where it writes sessions (write_session:
+// true, before the strand's first run), without ever
 // clobbering a save of the user's: a write the user's save races is
 // started over (errRetry), and a save that went into the file knotd
 // replaced is put back or kept (settle).
@@ -58,8 +59,9 @@ func (v *Vault) newConversation(w *work) error {
 }
 
 // ensureSession decides the strand's session before its run, and writes
-// it into the strand where knotd writes sessions and the strand does not
-// hold it yet, without clobbering an edit of the user's. In order:
+// it into the strand where knotd writes sessions, before the strand's
+// first run (giveSession), without clobbering an edit of the user's. In
+// order:
 //
 //   - the strand's own knot_session (have), unless another strand holds
 //     it: then this one is a copy (of a template, say) and gets a session
