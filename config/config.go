@@ -97,10 +97,11 @@ type Config struct {
 	// over (0: never on its own).
 	Runner        string
 	TakeoverAfter time.Duration
-	// NoSessionWrites keeps knotd out of notes (write_session: false, see
-	// Settings.WriteSession); RunEmpty runs empty strands.
-	NoSessionWrites bool
-	RunEmpty        bool
+	// WriteSession lets knotd write knot_session into notes (write_session:
+	// true, see Settings.WriteSession; off by default); RunEmpty runs
+	// empty strands.
+	WriteSession bool
+	RunEmpty     bool
 	// Breakers say when knotd pauses a note (see BreakerSettings).
 	Breakers Breakers
 	// Budget caps a day's runs (see BudgetSettings); zero fields are no
@@ -362,9 +363,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.ObsidianDir, s.ObsidianDir)
 		setIf(&c.Runner, s.Runner)
 		setIf(&c.TakeoverAfter, s.TakeoverAfter)
-		if s.WriteSession != nil {
-			c.NoSessionWrites = !*s.WriteSession
-		}
+		setIf(&c.WriteSession, s.WriteSession)
 		setIf(&c.RunEmpty, s.RunEmpty)
 		setIf(&c.Breakers.Runs, s.Breakers.Runs)
 		setIf(&c.Breakers.Within, s.Breakers.Within)
@@ -470,10 +469,6 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 		}
 		s.Poll = &mine
 	}
-	if v := s.WriteSession; v != nil && *v && c.NoSessionWrites {
-		said = append(said, "write_session true: yours is false (knotd writes nothing into notes)")
-		s.WriteSession = nil
-	}
 	if v := s.RunEmpty; v != nil && *v && !c.RunEmpty {
 		said = append(said, "run_empty true: yours is false (empty notes wait for content)")
 		s.RunEmpty = nil
@@ -522,6 +517,11 @@ func (c *Config) clamp(s *Settings, timeout time.Duration) []string {
 	if v, limit := s.Concurrency, c.Concurrency; v != nil && *v > limit {
 		said = append(said, fmt.Sprintf("concurrency %d is above yours (%d)", *v, limit))
 		s.Concurrency = &limit
+	}
+	// knotd writes into notes only where you asked it to.
+	if v := s.WriteSession; v != nil && *v && !c.WriteSession {
+		said = append(said, "write_session: true is not yours (knotd writes into notes only if your config asks it to)")
+		s.WriteSession = nil
 	}
 	if timeout <= 0 {
 		timeout = agentrun.DefaultTimeout

@@ -350,9 +350,7 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 		{"poll less often", "poll: 10s\n", "poll: 1m\n", false,
 			func(c *Config) bool { return c.Poll == time.Minute }, ""},
 		{"write sessions the user turned off", "write_session: false\n", "write_session: true\n", false,
-			func(c *Config) bool { return c.NoSessionWrites }, "write_session true: yours is false"},
-		{"turn session writes off", "", "write_session: false\n", false,
-			func(c *Config) bool { return c.NoSessionWrites }, ""},
+			func(c *Config) bool { return !c.WriteSession }, "write_session: true is not yours"},
 		{"run empty notes the user leaves alone", "run_empty: false\n", "run_empty: true\n", false,
 			func(c *Config) bool { return !c.RunEmpty }, "run_empty true: yours is false"},
 		{"run empty notes the default leaves alone", "", "run_empty: true\n", false,
@@ -373,8 +371,17 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.Limits.Content == 10<<20 }, ""},
 		{"a trusted vault config may do what you could", "write_session: false\ndebounce: 2s\n", "write_session: true\ndebounce: 1ms\nrun_empty: true\npoll: 100ms\nrules: [{path: j/, mode: replace}]\n", true,
 			func(c *Config) bool {
-				return !c.NoSessionWrites && c.Debounce == time.Millisecond && c.RunEmpty && c.Poll == 100*time.Millisecond && c.Rules[0].Mode == "replace"
+				return c.WriteSession && c.Debounce == time.Millisecond && c.RunEmpty && c.Poll == 100*time.Millisecond && c.Rules[0].Mode == "replace"
 			}, ""},
+		// knotd writes into notes only where the user asked it to.
+		{"turn write_session on", "", "write_session: true\n", false,
+			func(c *Config) bool { return !c.WriteSession }, "write_session: true is not yours"},
+		{"turn the user's write_session off", "write_session: true\n", "write_session: false\n", false,
+			func(c *Config) bool { return !c.WriteSession }, ""},
+		{"leave the user's write_session on", "write_session: true\n", "write_session: true\n", false,
+			func(c *Config) bool { return c.WriteSession }, ""},
+		{"a trusted vault config may turn write_session on", "", "write_session: true\n", true,
+			func(c *Config) bool { return c.WriteSession }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

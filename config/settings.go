@@ -58,11 +58,14 @@ type Settings struct {
 	// answering device has been silent this long (0: only when the user
 	// says so).
 	TakeoverAfter *time.Duration `yaml:"takeover_after"`
-	// WriteSession false keeps knotd out of notes entirely, for vaults in
-	// git: knotd then never writes knot_session, and a strand's session
-	// lives in its tie-off's markers and knotd's state. True (the
-	// default), knotd writes knot_session once, before a strand's first
-	// run with an agent that keeps a conversation.
+	// WriteSession true lets knotd write knot_session into a strand, once,
+	// before its first run with an agent that keeps a conversation. False
+	// (the default) keeps knotd out of notes entirely: a strand's session
+	// lives in its tie-off's markers and knotd's state. The write cannot
+	// be made safe against a program that saves by reading the note and
+	// renaming a new file over it (README, "What knotd writes into a
+	// note"), so it is the user's to ask for: an untrusted vault config
+	// cannot turn it on.
 	WriteSession *bool `yaml:"write_session"`
 	// RunEmpty true runs a strand that is empty or holds only white space
 	// (and knotd's own keys); by default such a strand waits for content,

@@ -23,6 +23,7 @@
 // # knotd's keys
 //
 //	knot_session  the strand's session UUID, written by knotd before its first run
+//	              where the user asks for it (write_session: true)
 //	knot_resume   the agent's resume handle (read; knotd does not write it)
 //	knot_mode     append (default) | replace | off
 //	knot_agent    name of an agent defined in trusted config

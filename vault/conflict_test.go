@@ -122,6 +122,7 @@ func TestOnce_NoteConflictCopyOfKnotdsWrite(t *testing.T) {
 			e := newEnv(t)
 			if tc.conversing {
 				e.useConversing()
+				e.writeSessions()
 			}
 			e.onceFresh()
 			e.write("a.md", "# A\n\nfirst\n")

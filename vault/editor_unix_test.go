@@ -100,6 +100,7 @@ func TestWatch_EditorSaveStrategies(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.useConversing()
+			e.writeSessions() // the saves race, and then carry, knotd's write
 			e.write("notes/note.md", "# Note\n\nhello\n")
 			v := e.open()
 			w := e.watch(v, WatchOptions{}) // first contact: adopted, no run

@@ -193,18 +193,18 @@ func TestGit_VaultAnswersExactlyWhatChanged(t *testing.T) {
 	}
 }
 
-// TestGit_CheckoutOfKnotdsKeysRunsNothing: git checkout -- . discards the
-// knot_session knotd wrote before a run: nothing runs, nothing is written
-// back, and the tracked tree stays clean. With write_session: false, knotd
-// never dirties a tracked note at all.
+// TestGit_CheckoutOfKnotdsKeysRunsNothing: with write_session: true, git
+// checkout -- . discards the knot_session knotd wrote before a run:
+// nothing runs, nothing is written back, and the tracked tree stays clean.
+// By default knotd never dirties a tracked note at all.
 func TestGit_CheckoutOfKnotdsKeysRunsNothing(t *testing.T) {
 	for _, writes := range []bool{true, false} {
-		t.Run(map[bool]string{true: "knot_session written", false: "write_session false"}[writes], func(t *testing.T) {
+		t.Run(map[bool]string{true: "write_session true", false: "by default"}[writes], func(t *testing.T) {
 			gitBin(t)
 			e := newEnv(t)
 			cfg := "default_agent: fake\nagents:\n" + e.fakeAgentYAML("fake", "", fakeagent.Echo, "--session={session}")
-			if !writes {
-				cfg = "write_session: false\n" + cfg
+			if writes {
+				cfg = "write_session: true\n" + cfg
 			}
 			e.userConfig(cfg)
 			git(t, e.root, "init", "-q")

@@ -120,10 +120,23 @@ func (e *env) fakeAgentYAML(name, preset, behaviour string, args ...string) stri
 
 // useConversing makes the default agent a fake one that keeps a
 // conversation (it is handed the strand's session), so that knotd writes
-// knot_session into strands for it.
+// knot_session into strands for it where it writes sessions
+// (writeSessions).
 func (e *env) useConversing() {
 	e.t.Helper()
 	e.useAgent("", fakeagent.Echo, "--session={session}")
+}
+
+// writeSessions adds write_session: true to the user config (written
+// before): knotd then writes knot_session into a note before its first
+// run with an agent that keeps a conversation. By default it writes none.
+func (e *env) writeSessions() {
+	e.t.Helper()
+	cfg, err := os.ReadFile(filepath.Join(e.configDir, config.ConfigFile))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.userConfig("write_session: true\n" + string(cfg))
 }
 
 // useAgent makes a fake agent the default agent.

@@ -86,10 +86,12 @@ func TestOnce_WriteSessionOff(t *testing.T) {
 // TestOnce_OwnKeysAreNeverContent: a save whose only difference is
 // knotd's keys (the session dropped, with the empty block knotd had made;
 // moved; an old knot_resume dropped) runs nothing and writes nothing
-// back; the next real edit runs in the same session and gets it back.
+// back; the next real edit runs in the same session, and knotd does not
+// write the key back into the note then either (write_session: true).
 func TestOnce_OwnKeysAreNeverContent(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions()
 	e.onceFresh()
 	e.write("plain.md", "# Plain\n")
 	e.write("keys.md", "---\ntitle: T\ntags: [a]\n---\n# Keys\n")
@@ -122,8 +124,11 @@ func TestOnce_OwnKeysAreNeverContent(t *testing.T) {
 
 	e.write("plain.md", "# Plain\n\nA real edit.\n")
 	e.onceFresh()
-	if got := e.sessionOf("plain.md"); got != sPlain {
-		t.Errorf("after a real edit the note's session is %q; want its own %s back", got, sPlain)
+	if got := e.read("plain.md"); got != "# Plain\n\nA real edit.\n" {
+		t.Errorf("after a real edit knotd wrote into the note:\n%s", got)
+	}
+	if got := e.sessionRecorded("plain.md"); got != sPlain {
+		t.Errorf("after a real edit the note's recorded session is %q; want its own %s", got, sPlain)
 	}
 	if secs := e.sections("plain.md"); len(secs) != 2 || secs[1].Session != sPlain {
 		t.Errorf("the run answered in another session: %+v", secs)
@@ -163,40 +168,64 @@ func TestOnce_EmptyNotesWaitForContent(t *testing.T) {
 
 // TestOnce_TemplateCopiesRunAtOnce: notes copied from a template that
 // carries a knot_session, run concurrently, each get a session of their
-// own; no run fails, no note is stuck, and their later edits run.
+// own (in the note where knotd writes sessions, in its state and its
+// answers either way); no run fails, no note is stuck, and their later
+// edits run in the session each got.
 func TestOnce_TemplateCopiesRunAtOnce(t *testing.T) {
-	e := newEnv(t)
-	conc := 4
-	e.flags.Concurrency = &conc
-	e.useConversing()
-	e.onceFresh()
-	const tmpl = "---\nknot_session: 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b\n---\n# Daily\n"
-	var names []string
-	for i := range 12 {
-		n := fmt.Sprintf("daily/%02d.md", i)
-		names = append(names, n)
-		e.write(n, tmpl+fmt.Sprintf("Day %d.\n", i))
-	}
-	sum := e.onceFresh()
-	if sum.Ran != 12 || sum.Failed != 0 {
-		t.Fatalf("summary %+v; want 12 ok runs", sum)
-	}
-	seen := map[string]string{}
-	for _, n := range names {
-		s := e.sessionOf(n)
-		if other, dup := seen[s]; dup {
-			t.Errorf("%s and %s share the session %s", n, other, s)
-		}
-		seen[s] = n
-	}
-	for _, n := range names {
-		e.write(n, e.read(n)+"Later.\n")
-	}
-	if sum := e.onceFresh(); sum.Ran != 12 || sum.Failed != 0 {
-		t.Errorf("later edits: %+v; want 12 ok runs", sum)
-	}
-	if sum := e.onceFresh(); sum.Ran != 0 || sum.Failed != 0 {
-		t.Errorf("a further pass: %+v; want nothing", sum)
+	for _, writes := range []bool{true, false} {
+		t.Run(map[bool]string{true: "write_session true", false: "by default"}[writes], func(t *testing.T) {
+			e := newEnv(t)
+			conc := 4
+			e.flags.Concurrency = &conc
+			e.useConversing()
+			if writes {
+				e.writeSessions()
+			}
+			e.onceFresh()
+			const tmpl = "---\nknot_session: 6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b\n---\n# Daily\n"
+			var names []string
+			for i := range 12 {
+				n := fmt.Sprintf("daily/%02d.md", i)
+				names = append(names, n)
+				e.write(n, tmpl+fmt.Sprintf("Day %d.\n", i))
+			}
+			sum := e.onceFresh()
+			if sum.Ran != 12 || sum.Failed != 0 {
+				t.Fatalf("summary %+v; want 12 ok runs", sum)
+			}
+			seen := map[string]string{}
+			sessions := map[string]string{}
+			for i, n := range names {
+				s := e.sessionRecorded(n)
+				sessions[n] = s
+				if other, dup := seen[s]; dup || s == "" {
+					t.Errorf("%s has the session %q, shared with %s", n, s, other)
+				}
+				seen[s] = n
+				if secs := e.sections(n); len(secs) != 1 || secs[0].Session != s {
+					t.Errorf("%s was answered in %+v; want its session %s", n, secs, s)
+				}
+				if inNote := e.sessionOf(n); writes && inNote != s {
+					t.Errorf("%s holds knot_session %q; want its own %s", n, inNote, s)
+				} else if !writes && e.read(n) != tmpl+fmt.Sprintf("Day %d.\n", i) {
+					t.Errorf("knotd wrote into %s:\n%s", n, e.read(n))
+				}
+			}
+			for _, n := range names {
+				e.write(n, e.read(n)+"Later.\n")
+			}
+			if sum := e.onceFresh(); sum.Ran != 12 || sum.Failed != 0 {
+				t.Errorf("later edits: %+v; want 12 ok runs", sum)
+			}
+			for _, n := range names {
+				if secs := e.sections(n); len(secs) != 2 || secs[1].Session != sessions[n] {
+					t.Errorf("%s's later edit was answered in %+v; want its session %s", n, secs, sessions[n])
+				}
+			}
+			if sum := e.onceFresh(); sum.Ran != 0 || sum.Failed != 0 {
+				t.Errorf("a further pass: %+v; want nothing", sum)
+			}
+		})
 	}
 }
 
@@ -232,13 +261,15 @@ func TestProcess_ConcurrentCopiesAreNeverWedged(t *testing.T) {
 	}
 }
 
-// TestOnce_NoteOpenForWriting: an editor holds the note open for writing
-// (a save under way) through knotd's whole pass: knotd never replaces the
+// TestOnce_NoteOpenForWriting: with write_session: true, an editor holds
+// the note open for writing (a save under way) through knotd's whole
+// pass: knotd never replaces the
 // note under it; the run goes on with the session in the state, and the
 // editor's save, when it comes, is whole.
 func TestOnce_NoteOpenForWriting(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions()
 	e.onceFresh()
 	e.write("n.md", "# Note\n")
 	editor, err := os.OpenFile(e.abs("n.md"), os.O_WRONLY, 0)
@@ -259,12 +290,13 @@ func TestOnce_NoteOpenForWriting(t *testing.T) {
 }
 
 // TestOnce_LongNames: notes named with up to the file system's longest
-// name run, get their session written and their replies in a tie-off (its
+// name run, get their session written (write_session: true) and their replies in a tie-off (its
 // name shortened where it would be too long), and a later pass has
 // nothing to do.
 func TestOnce_LongNames(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions() // knotd's temporary file beside a note with the longest name
 	e.onceFresh()
 	names := []string{
 		strings.Repeat("長", 78) + ".md",  // 237 bytes

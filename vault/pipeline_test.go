@@ -195,6 +195,7 @@ func TestOnce_ReplaceModeKeepsOnlyNewestSection(t *testing.T) {
 func TestProcess_SessionOfGoneStrand(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions() // a.md's first run writes its knot_session, which the copy carries
 	e.onceFresh()
 	e.write("a.md", "# A\n")
 	e.onceFresh()
@@ -224,12 +225,13 @@ func TestProcess_SessionOfGoneStrand(t *testing.T) {
 	}
 }
 
-// TestOnce_ChangesShowOnlyTheUsersEdit: the first run of an adopted note
-// writes its knot_session; the Changes diff of the prompt shows what the
+// TestOnce_ChangesShowOnlyTheUsersEdit: with write_session: true, the
+// first run of an adopted note writes its knot_session; the Changes diff of the prompt shows what the
 // user changed, not knotd's key.
 func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions()
 	e.write("a.md", "# A\n\nhello\n")
 	e.write("b.md", "---\ntitle: B\n---\nhello\n")
 	e.onceFresh()
@@ -256,23 +258,29 @@ func TestOnce_ChangesShowOnlyTheUsersEdit(t *testing.T) {
 // strand's knot_session without waiting for its directory to be synced
 // (the run starts sooner), and syncs it before the run's journal entry,
 // the first record of that version, is committed. A run that writes
-// nothing into the strand syncs nothing. A failed sync is logged, and the
-// agent's reply is kept all the same.
+// nothing into the strand (one that has its session, or any by default,
+// without write_session: true) syncs nothing. A failed sync is logged,
+// and the agent's reply is kept all the same.
 func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
 		syncErr error
+		noWrite bool // write_session left at its default
 		want    []string
 	}{
-		{"first run writes knot_session", "# a\n", nil, []string{"sync notes", "journaled"}},
-		{"the strand has its session", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# a\n", nil, []string{"journaled"}},
-		{"the sync fails", "# a\n", syscall.EIO, []string{"sync notes", "journaled"}},
+		{"first run writes knot_session", "# a\n", nil, false, []string{"sync notes", "journaled"}},
+		{"the strand has its session", "---\nknot_session: 0b3f1e2c-5d6a-4e7b-8c9d-0a1b2c3d4e5f\n---\n# a\n", nil, false, []string{"journaled"}},
+		{"the sync fails", "# a\n", syscall.EIO, false, []string{"sync notes", "journaled"}},
+		{"by default knotd writes nothing", "# a\n", nil, true, []string{"journaled"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.useConversing()
+			if !tt.noWrite {
+				e.writeSessions()
+			}
 			e.onceFresh()
 			e.write("notes/a.md", tt.content)
 			v := e.open()

@@ -142,14 +142,15 @@ func TestOnce_RenameOfAdoptedStrand(t *testing.T) {
 	}
 }
 
-// TestOnce_CopiedNoteGetsItsOwnSession: a note copied with its
-// knot_session is a new strand: it gets a session of its own, written
+// TestOnce_CopiedNoteGetsItsOwnSession: with write_session: true, a note
+// copied with its knot_session is a new strand: it gets a session of its own, written
 // into its frontmatter, and a Created run that does not continue the
 // original's conversation; the original is untouched. knot_resume is the
 // user's: knotd leaves it in the copy.
 func TestOnce_CopiedNoteGetsItsOwnSession(t *testing.T) {
 	e := newEnv(t)
 	e.useConversing()
+	e.writeSessions()
 	e.onceFresh()
 	e.write("a.md", "---\nknot_resume: conversation-of-a\n---\n# A\n")
 	e.onceFresh()

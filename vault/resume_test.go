@@ -22,13 +22,15 @@ func (e *env) fields(rel string) frontmatter.Fields {
 }
 
 // TestWatch_OwnFrontmatterWritesTriggerNothing: with the claude preset
-// (the fake Claude Code CLI reports a session id), the first run writes
+// (the fake Claude Code CLI reports a session id) and write_session:
+// true, the first run writes
 // knot_session before the agent runs, and nothing after it: the resume
 // handle is machine state, kept in knotd's state. The write is no change
 // to run on; the next edit resumes the conversation.
 func TestWatch_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", fakeagent.Claude)
+	e.writeSessions()
 	e.write("note.md", "# Note\n\nhello\n")
 	v := e.open()
 	w := e.watch(v, WatchOptions{})
@@ -117,6 +119,7 @@ func fileExists(path string) bool {
 func TestOnce_OwnFrontmatterWritesTriggerNothing(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", fakeagent.Claude)
+	e.writeSessions()
 	e.onceFresh()
 	e.write("note.md", "no frontmatter yet\n")
 	if sum := e.onceFresh(); sum.Ran != 1 || sum.OK != 1 {

@@ -19,16 +19,18 @@ import (
 
 // Step 3 of the pipeline (pipeline.go), prepare: the strand's session.
 // knotd decides which conversation a strand continues, and writes its
-// knot_session into the strand where it writes sessions, without ever
+// knot_session into the strand where it writes sessions (write_session:
+// true, before the strand's first run), without ever
 // clobbering a save of the user's: a write the user's save races is
 // started over (errRetry), and a save that went into the file knotd
 // replaced is put back or kept (settle).
 
 // writesSession reports whether knotd writes the strand's knot_session
-// into it: for an agent that keeps a conversation, unless the user keeps
-// knotd out of notes (write_session: false).
+// into it: for an agent that keeps a conversation, when the user asked
+// for it (write_session: true; by default knotd writes nothing into
+// notes).
 func (v *Vault) writesSession(w *work) bool {
-	return w.keeps && !v.config().NoSessionWrites
+	return w.keeps && v.config().WriteSession
 }
 
 // newConversation gives the strand, whose knot_session is "new", a new
@@ -57,8 +59,9 @@ func (v *Vault) newConversation(w *work) error {
 }
 
 // ensureSession decides the strand's session before its run, and writes
-// it into the strand where knotd writes sessions and the strand does not
-// hold it yet, without clobbering an edit of the user's. In order:
+// it into the strand where knotd writes sessions, before the strand's
+// first run (giveSession), without clobbering an edit of the user's. In
+// order:
 //
 //   - the strand's own knot_session (have), unless another strand holds
 //     it: then this one is a copy (of a template, say) and gets a session
@@ -144,10 +147,15 @@ func (v *Vault) ownSession(w *work, id string) bool {
 }
 
 // giveSession writes the strand's session id into it where knotd writes
-// sessions (saying why, when why is set); elsewhere the state keeps it.
+// sessions (saying why, when why is set), and only before the strand's
+// first run (or in place of the knot_session: new the user wrote);
+// elsewhere, and afterwards, the state and the tie-off's markers keep it.
+// A key a save dropped is not written back: every write into a note is a
+// chance to race a save, and writing it at every run made sync tools
+// record a conflict each time (issue 22).
 func (v *Vault) giveSession(w *work, id, why string) error {
 	w.fields.Session = id
-	if !v.writesSession(w) {
+	if !v.writesSession(w) || !w.fields.NewSession && !v.firstRun(w) {
 		return nil
 	}
 	updated, err := frontmatter.SetSession(w.content, id)
@@ -162,6 +170,13 @@ func (v *Vault) giveSession(w *work, id, why string) error {
 		v.log.Info(why, "strand", w.rel, "session", id)
 	}
 	return v.writeStrand(w, updated)
+}
+
+// firstRun reports whether the strand is before its first run, as far as
+// its session goes: knotd recorded none for it, and its tie-off's markers
+// name none.
+func (v *Vault) firstRun(w *work) bool {
+	return w.rec.Session == "" && v.markerSessionOf(w) == ""
 }
 
 // markerSessionOf returns the session the newest answer in the strand's

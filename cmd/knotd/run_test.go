@@ -343,14 +343,29 @@ func TestRun_Version(t *testing.T) {
 }
 
 // TestRun_Reset: knotd reset NOTE gives the note a new conversation: a new
-// session in the state and in the note's knot_session, and its next run
-// starts afresh in it. While another knotd holds the vault, the note gets
-// knot_session: new, which that knotd turns into a new session.
+// session in the state (and in the note's knot_session, where knotd wrote
+// one: write_session: true), and its next run starts afresh in it. While
+// another knotd holds the vault, the note gets knot_session: new, which
+// that knotd turns into a new session (replacing "new" in the note where
+// it writes sessions; by default "new" stays, and later runs continue the
+// new session).
 func TestRun_Reset(t *testing.T) {
+	for _, writes := range []bool{true, false} {
+		t.Run(map[bool]string{true: "write_session true", false: "by default"}[writes], func(t *testing.T) {
+			testReset(t, writes)
+		})
+	}
+}
+
+func testReset(t *testing.T, writes bool) {
 	v, c := setup(t)
-	writeFile(t, filepath.Join(c, "config.yaml"), fmt.Sprintf(
+	cfg := fmt.Sprintf(
 		"default_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s}\n",
-		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo))
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo)
+	if writes {
+		cfg = "write_session: true\n" + cfg
+	}
+	writeFile(t, filepath.Join(c, "config.yaml"), cfg)
 	note := filepath.Join(v, "a.md")
 	knotd(t, "--once", v)
 	writeFile(t, note, "# A\n")
@@ -365,14 +380,26 @@ func TestRun_Reset(t *testing.T) {
 		}
 		return doc.Fields.Session
 	}
-	s1 := sessionOf()
-	if s1 == "" {
-		t.Fatal("the first run wrote no knot_session")
+	answeredIn := func(n int) string {
+		t.Helper()
+		secs := tieoffSections(t, filepath.Join(v, "a.tieoff.md"))
+		if len(secs) != n {
+			t.Fatalf("the tie-off has %d sections; want %d", len(secs), n)
+		}
+		return secs[n-1].Session
+	}
+	s1 := answeredIn(1)
+	if got := sessionOf(); writes && got != s1 || !writes && got != "" {
+		t.Fatalf("the note's knot_session after the first run = %q (the run's session %s)", got, s1)
 	}
 	code, out, errOut := knotd(t, "reset", note)
-	s2 := sessionOf()
-	if code != exitOK || s2 == s1 || s2 == "" || !strings.Contains(out, "new session "+s2+" (was "+s1+")") {
-		t.Fatalf("knotd reset: exit %d, %q %q; the note's session %s (was %s)", code, out, errOut, s2, s1)
+	m := regexp.MustCompile(`new session (\S+) \(was ` + regexp.QuoteMeta(s1) + `\)`).FindStringSubmatch(out)
+	if code != exitOK || m == nil || m[1] == s1 {
+		t.Fatalf("knotd reset: exit %d, %q %q; want a new session (was %s)", code, out, errOut, s1)
+	}
+	s2 := m[1]
+	if got := sessionOf(); writes && got != s2 || !writes && got != "" {
+		t.Fatalf("the note's knot_session after knotd reset = %q; want %q", got, map[bool]string{true: s2}[writes])
 	}
 	if code, out, _ := knotd(t, "--once", v); code != exitOK || strings.Contains(out, "Modified") {
 		t.Errorf("the pass after reset ran: %s", out)
@@ -380,9 +407,8 @@ func TestRun_Reset(t *testing.T) {
 	b, _ := os.ReadFile(note)
 	writeFile(t, note, string(b)+"A new question.\n")
 	knotd(t, "--once", v)
-	secs := tieoffSections(t, filepath.Join(v, "a.tieoff.md"))
-	if len(secs) != 2 || secs[1].Session != s2 {
-		t.Errorf("the run after reset answered in %+v; want the new session %s", secs, s2)
+	if got := answeredIn(2); got != s2 {
+		t.Errorf("the run after reset answered in %s; want the new session %s", got, s2)
 	}
 
 	// Another knotd holds the vault.
@@ -398,9 +424,18 @@ func TestRun_Reset(t *testing.T) {
 	b, _ = os.ReadFile(note)
 	writeFile(t, note, string(b)+"Another question.\n")
 	knotd(t, "--once", v)
-	s3 := sessionOf()
-	if secs := tieoffSections(t, filepath.Join(v, "a.tieoff.md")); len(secs) != 3 || s3 == s2 || s3 == "new" || secs[2].Session != s3 {
-		t.Errorf("after knot_session: new the run answered in %q, the note holds %q; want a new session", secs[len(secs)-1].Session, s3)
+	s3 := answeredIn(3)
+	if s3 == s2 || s3 == "" {
+		t.Errorf("after knot_session: new the run answered in %q; want a new session", s3)
+	}
+	if got, want := sessionOf(), map[bool]string{true: s3, false: "new"}[writes]; got != want {
+		t.Errorf("after knot_session: new the note holds %q; want %q", got, want)
+	}
+	b, _ = os.ReadFile(note)
+	writeFile(t, note, string(b)+"A third question.\n")
+	knotd(t, "--once", v)
+	if got := answeredIn(4); got != s3 {
+		t.Errorf("the run after that answered in %s; want the session knot_session: new started, %s", got, s3)
 	}
 
 	if code, _, errOut := knotd(t, "reset", filepath.Join(v, "a.tieoff.md")); code == exitOK || !strings.Contains(errOut, "not a strand") {

@@ -346,7 +346,7 @@ func TestSyncthing_TieOffConflictCopiesAreMerged(t *testing.T) {
 }
 
 // TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept: knotd on A, with
-// an agent that keeps a conversation, writes a note's knot_session before
+// an agent that keeps a conversation and write_session: true, writes a note's knot_session before
 // its first run, while a newer save of the note made on B is on its way.
 // Syncthing keeps the newer of the two (knotd's write) and puts B's save
 // in a conflict copy, on both devices. knotd folds the copy back (B only
@@ -360,7 +360,7 @@ func TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept(t *testing.T) {
 	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
 	a := newKnotdDevice(t, "A", dirA)
 	writeFile(t, filepath.Join(a.xdgConfig, "knotd", "config.yaml"), fmt.Sprintf(
-		"default_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s, %s: %q}\n",
+		"write_session: true\ndefault_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s, %s: %q}\n",
 		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, a.agent))
 	note := filepath.Join(dirB, "note.md")
 	writeFile(t, note, "# Note\n\nfirst, on B\n")
