@@ -48,6 +48,28 @@ their own otherwise (run and retry then run the notes and wait for them).
 Flags:
 `
 
+const pauseUsage = `usage: knotd pause [--why TEXT] NOTE...
+
+Pause each NOTE (a path to a note, from the current folder): knotd records
+nothing and runs nothing for it until it is resumed. Its changes wait, and
+none is lost: 'knotd resume NOTE' runs what changed meanwhile. knotd run
+NOTE still runs a paused note. 'knotd status' lists the paused notes, with
+--why's text. Through the running knotd when there is one, on its own
+otherwise.
+
+Flags:
+`
+
+const resumeUsage = `usage: knotd resume [NOTE...] [--vault VAULT]
+
+Resume each NOTE (a path to a note, from the current folder), or, with no
+NOTE, every paused note of the vault (the current folder's, or --vault's).
+What changed while a note was paused runs now. Through the running knotd
+when there is one, on its own otherwise.
+
+Flags:
+`
+
 // runControlCommand is knotd status, run, retry, pause or resume.
 func runControlCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd "+cmd, flag.ContinueOnError)
@@ -71,7 +93,11 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	if cmd == "run" || cmd == "retry" {
 		fs.StringVar(&cfg, "config", "", "user config `FILE`, when knotd runs the notes on its own")
 	}
-	pos, help, err := parseCommand(fs, cmd, controlUsage, args, stdout)
+	usage := map[string]string{"pause": pauseUsage, "resume": resumeUsage}[cmd]
+	if usage == "" {
+		usage = controlUsage
+	}
+	pos, help, err := parseCommand(fs, cmd, usage, args, stdout)
 	if help || err != nil {
 		return err
 	}

@@ -57,8 +57,9 @@ Usage:
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 
-Flags may come before or after VAULT, for every command. knotd prints and
-logs every time in UTC.
+Flags may come before or after VAULT, for every command. 'knotd help CMD'
+(or 'knotd CMD --help') says more of each command. knotd prints and logs
+every time in UTC.
 
 On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows

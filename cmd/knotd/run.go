@@ -83,6 +83,17 @@ type options struct {
 // (watch mode) or the pass is done (--once). An error closing the vault
 // (the state store, the lock) is returned when nothing failed before it.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	if len(args) > 0 && args[0] == "help" {
+		// knotd help is knotd --help; knotd help CMD is knotd CMD --help.
+		switch {
+		case len(args) == 1:
+			args = []string{"--help"}
+		case len(args) == 2 && slices.Contains(commands, args[1]) && args[1] != "help":
+			args = []string{args[1], "--help"}
+		default:
+			return usageError{fmt.Sprintf("knotd help: %s", helpTopicError(args[1:]))}
+		}
+	}
 	if len(args) > 0 && args[0] == "trust" {
 		return runTrust(args[1:], stdout, stderr)
 	}
@@ -109,6 +120,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	if err := mistypedCommand(o.vault); err != nil {
 		return err
 	}
 	if o.version {
@@ -153,6 +167,37 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
 	return watch(ctx, v, o, log)
+}
+
+// commands are knotd's subcommands: a first argument that names one runs
+// it, any other is the VAULT.
+var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "doctor", "service", "help"}
+
+// helpTopicError says what is wrong with the arguments of knotd help.
+func helpTopicError(args []string) string {
+	if len(args) > 1 {
+		return "one command at most, got " + strings.Join(args, " ")
+	}
+	msg := fmt.Sprintf("no command %q", args[0])
+	if near := suggestWord(commands, args[0]); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return msg + " (knotd --help lists the commands)"
+}
+
+// mistypedCommand returns a usage error when arg, knotd's VAULT, is no
+// folder that exists but looks like a mistyped subcommand ("staus"): it
+// says which one was meant. A folder of that name is a VAULT, and nothing
+// is said.
+func mistypedCommand(arg string) error {
+	if arg == "" || strings.ContainsAny(arg, `/\.`) || exists(arg) {
+		return nil
+	}
+	near := suggestWord(commands, arg)
+	if near == "" {
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q; did you mean %q? (no folder %s exists either, to watch as the VAULT)", arg, near, arg)}
 }
 
 // runOnce does one pass and prints the summary.
