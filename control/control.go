@@ -104,7 +104,9 @@ type Paused struct {
 
 // Totals counts the runs of a day (UTC), and their tokens and cost as
 // the CLIs reported them: CostUSD is the sum over the Priced runs, whose
-// CLI reported a cost; the others' cost is not known.
+// CLI reported a cost; the others' cost is not known. The tokens are the
+// sum over the Metered runs, whose CLI reported tokens; with none, the
+// day's tokens are not known (the digest, a command that says nothing).
 type Totals struct {
 	Runs         int     `json:"runs"`
 	OK           int     `json:"ok"`
@@ -113,6 +115,7 @@ type Totals struct {
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	Priced       int     `json:"priced_runs"`
+	Metered      int     `json:"metered_runs"`
 }
 
 // Result is what a command did: the notes it acted on, and those it did

@@ -179,7 +179,7 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 		l.Add(r)
 	}
 	st.Today.InputTokens, st.Today.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
-	st.Today.CostUSD, st.Today.Priced = l.Usage.CostUSD, l.Priced
+	st.Today.CostUSD, st.Today.Priced, st.Today.Metered = l.Usage.CostUSD, l.Priced, l.Metered
 	return nil
 }
 

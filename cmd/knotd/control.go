@@ -346,13 +346,36 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		fmt.Fprintln(w, "  (they run when the budget allows, tomorrow UTC; knotd run NOTE runs one now)")
 	}
 	tw.Flush()
-	d := st.Today
-	fmt.Fprintf(w, "\ntoday (UTC): %d runs, %d ok, %d failed; %d tokens in, %d out", d.Runs, d.OK, d.Failed, d.InputTokens, d.OutputTokens)
-	if d.Priced > 0 {
-		fmt.Fprintf(w, "; $%.4f reported by the CLIs of %d runs", d.CostUSD, d.Priced)
-	}
-	fmt.Fprintln(w, " (knotd runs --cost says more)")
+	fmt.Fprintf(w, "\ntoday (UTC): %s (knotd runs --cost says more)\n", todayLine(st.Today))
 	return nil
+}
+
+// todayLine says the day's totals d: its runs, the tokens the CLIs
+// reported ("tokens not reported" when none did, never "0 tokens") and
+// the cost they reported.
+func todayLine(d control.Totals) string {
+	if d.Runs == 0 {
+		return "no runs"
+	}
+	s := fmt.Sprintf("%s, %d ok, %d failed", plural(d.Runs, "run"), d.OK, d.Failed)
+	switch {
+	case d.Metered == 0:
+		s += "; tokens not reported"
+	default:
+		s += fmt.Sprintf("; %d tokens in, %d out (reported by the CLIs of %s)", d.InputTokens, d.OutputTokens, plural(d.Metered, "run"))
+	}
+	if d.Priced > 0 {
+		s += fmt.Sprintf("; $%.4f reported by the CLIs of %s", d.CostUSD, plural(d.Priced, "run"))
+	}
+	return s
+}
+
+// plural is n and word, with an s unless n is 1: "1 run", "2 runs".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func firstLineOf(s string) string {

@@ -36,10 +36,10 @@ func TestRuns_Cost(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	var r costReport
 	require.NoError(t, json.Unmarshal([]byte(out), &r), out)
-	claude := transcript.Ledger{Runs: 1, Priced: 1, Usage: transcript.Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}}
+	claude := transcript.Ledger{Runs: 1, Priced: 1, Metered: 1, Usage: transcript.Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}}
 	require.Equal(t, []transcript.LedgerRow{{Key: "claude", Ledger: claude}, {Key: "digest", Ledger: transcript.Ledger{Runs: 1}}}, r.ByAgent)
 	require.Equal(t, []transcript.LedgerRow{{Key: "(top level)", Ledger: claude}, {Key: "notes/", Ledger: transcript.Ledger{Runs: 1}}}, r.ByFolder)
-	require.Equal(t, transcript.Ledger{Runs: 2, Priced: 1, Usage: claude.Usage}, r.Total)
+	require.Equal(t, transcript.Ledger{Runs: 2, Priced: 1, Metered: 1, Usage: claude.Usage}, r.Total)
 	require.Len(t, r.ByDay, 1)
 
 	code, out, stderr = knotd(t, "runs", "--cost", v, "--strand", "a.md")
@@ -61,7 +61,30 @@ func TestRuns_Cost(t *testing.T) {
 		Today control.Totals `json:"today"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
-	require.Equal(t, control.Totals{Runs: 2, OK: 2, InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002, Priced: 1}, st.Today)
+	require.Equal(t, control.Totals{Runs: 2, OK: 2, InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002, Priced: 1, Metered: 1}, st.Today)
+	code, out, stderr = knotd(t, "status", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "today (UTC): 2 runs, 2 ok, 0 failed; 10 tokens in, 8 out (reported by the CLIs of 1 run); $0.0002 reported by the CLIs of 1 run (knotd runs --cost says more)\n")
+}
+
+// TestRuns_UnknownTokens: runs whose CLI reports no tokens (the digest)
+// have tokens not known, never "0 tokens", in knotd status and knotd runs
+// --cost; and one run is "1 run".
+func TestRuns_UnknownTokens(t *testing.T) {
+	v, _ := setup(t)
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("adopting: exit %d\n%s", code, stderr)
+	}
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("knotd --once: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr := knotd(t, "status", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "today (UTC): 1 run, 1 ok, 0 failed; tokens not reported (knotd runs --cost says more)\n")
+	code, out, stderr = knotd(t, "runs", "--cost", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Regexp(t, `(?m)^TOTAL +1 +- +- +- +- +-$`, out)
 }
 
 // TestOnce_BudgetDefersAndRunByHand: with the day's budget spent, a pass
