@@ -401,7 +401,7 @@ func overrides(o options) config.Settings {
 // files name paths. Where both lead inside the vault, the one that exists
 // wins, the current directory's when both or neither do.
 func explainIgnore(root string, o options, w io.Writer) error {
-	rel, err := explainPath(root, o.explain)
+	rel, err := pathInVault(root, "--explain-ignore", o.explain)
 	if err != nil {
 		return err
 	}
@@ -413,9 +413,10 @@ func explainIgnore(root string, o options, w io.Writer) error {
 	return nil
 }
 
-// explainPath turns --explain-ignore's PATH into a slash-separated path
-// relative to root (see explainIgnore).
-func explainPath(root, path string) (string, error) {
+// pathInVault turns PATH, given to the flag named flagName
+// (--explain-ignore, --strand), into a slash-separated path relative to
+// root (see explainIgnore for how a relative PATH is read).
+func pathInVault(root, flagName, path string) (string, error) {
 	inside := func(abs string) (string, bool) {
 		r, err := filepath.Rel(root, resolveExisting(abs))
 		if err != nil || !filepath.IsLocal(r) {
@@ -430,11 +431,11 @@ func explainPath(root, path string) (string, error) {
 		if r, ok := inside(path); ok {
 			return r, nil
 		}
-		return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s", path, root)}
+		return "", usageError{fmt.Sprintf("%s %s: not inside the vault %s", flagName, path, root)}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", usageError{fmt.Sprintf("--explain-ignore %s: %v", path, err)}
+		return "", usageError{fmt.Sprintf("%s %s: %v", flagName, path, err)}
 	}
 	fromCwd, cwdOK := inside(abs)
 	vaultRel := filepath.ToSlash(filepath.Clean(path))
@@ -447,7 +448,7 @@ func explainPath(root, path string) (string, error) {
 	case vaultOK:
 		return vaultRel, nil
 	}
-	return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s (a relative PATH is read from the current directory, or else from the vault's root)", path, root)}
+	return "", usageError{fmt.Sprintf("%s %s: not inside the vault %s (a relative PATH is read from the current directory, or else from the vault's root)", flagName, path, root)}
 }
 
 // resolveExisting resolves the symbolic links of abs's longest existing

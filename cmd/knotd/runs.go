@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -31,7 +30,9 @@ masked), the prompt as sent, the agent's output as content blocks, how the
 run ended, and where its section went in the tie-off.
 
 'knotd runs' lists the runs, newest first: time (UTC), run id, outcome,
-duration, event, agent and strand; --limit N lists the newest N. With -f
+duration, event, agent and strand; --strand PATH lists one note's (a
+relative PATH is read from the current folder, or else from the vault's
+root); --limit N lists the newest N. With -f
 (--follow) it lists the newest runs (10 unless --limit says otherwise),
 oldest first, then keeps printing a line for every run that starts or ends
 until interrupted (Ctrl-C). 'knotd runs show RUN_ID' prints one run; RUN_ID
@@ -263,17 +264,13 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 	return nil
 }
 
-// strandArg turns --strand's PATH (vault-relative, or absolute inside the
-// vault) into the vault-relative, slash-separated path runs record.
+// strandArg turns --strand's PATH into the vault-relative, slash-separated
+// path runs record: a relative PATH is read from the current folder, as
+// every command reads a note's path, when that leads inside the vault, or
+// else from the vault's root (when both lead inside, the one that exists
+// wins); an absolute one must be inside the vault.
 func strandArg(root, path string) (string, error) {
-	if filepath.IsAbs(path) {
-		rel, err := filepath.Rel(root, path)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", usageError{fmt.Sprintf("--strand %s: not inside the vault %s", path, root)}
-		}
-		path = rel
-	}
-	return filepath.ToSlash(filepath.Clean(path)), nil
+	return pathInVault(root, "--strand", path)
 }
 
 // isRunIDPrefix reports whether s may begin a run id: lower-case

@@ -83,6 +83,23 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 		}
 	}
 
+	// From a folder of the vault, --strand reads PATH from there, as
+	// every command reads a note's path (and from the vault's root when
+	// only that leads to a note).
+	t.Run("from a folder of the vault", func(t *testing.T) {
+		t.Chdir(filepath.Join(v, "sub"))
+		for _, strand := range []string{"b.md", "sub/b.md", "../sub/b.md"} {
+			code, out, errOut := knotd(t, "runs", "--strand", strand)
+			if code != exitOK || !strings.Contains(out, runB) || strings.Contains(out, runA) {
+				t.Errorf("in sub/: knotd runs --strand %s: exit %d, stderr %q:\n%s\nwant run %s only", strand, code, errOut, out, runB)
+			}
+		}
+		code, out, errOut := knotd(t, "runs", "--strand", "../a.md", "--cost")
+		if code != exitOK || !strings.Contains(out, "a.md") || strings.Contains(out, "sub/b.md") {
+			t.Errorf("in sub/: knotd runs --cost --strand ../a.md: exit %d, stderr %q:\n%s\nwant a.md's run only", code, errOut, out)
+		}
+	})
+
 	code, out, errOut = knotd(t, "runs", "show", runA, v)
 	if code != exitOK || errOut != "" {
 		t.Fatalf("knotd runs show: exit %d, stderr %q", code, errOut)
