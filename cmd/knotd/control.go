@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/transcript"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -221,7 +222,7 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Note, r.Why)
 	}
 	for _, r := range sum.Runs {
-		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, r.RunID)
+		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, transcript.ShortID(r.RunID))
 	}
 	if sum.Failed > 0 || len(sum.Refused) > 0 {
 		return errSilent
@@ -312,7 +313,7 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("running", len(st.Running)) {
 		for _, r := range st.Running {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\trun %s\t%s\n", r.Note, r.Event, r.Agent, r.RunID, r.Elapsed.Round(time.Second))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\trun %s\t%s\n", r.Note, r.Event, r.Agent, transcript.ShortID(r.RunID), r.Elapsed.Round(time.Second))
 		}
 	}
 	if section("waiting", len(st.Queued)) {
@@ -326,10 +327,10 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("last run failed", len(st.Failures)) {
 		for _, f := range st.Failures {
-			fmt.Fprintf(tw, "  %s\t%s\trun %s\t%s\n", ts(f.Time), f.Note, f.RunID, firstLineOf(f.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\trun %s\t%s\n", ts(f.Time), f.Note, transcript.ShortID(f.RunID), firstLineOf(f.Reason))
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  (knotd retry runs them again; knotd runs show RUN_ID says more)")
+		fmt.Fprintln(w, "  (knotd retry runs them again; knotd runs show RUN says more)")
 	}
 	if section("paused", len(st.Paused)) {
 		for _, p := range st.Paused {

@@ -29,9 +29,10 @@ Usage:
                                  per day, agent, folder and note
   knotd runs show RUN_ID [--json] [VAULT]
                                  print one run: command line, prompt, output,
-                                 outcome; RUN_ID (or a prefix of it naming
-                                 one run) is in the tie-off's
-                                 <!-- knot:run RUN_ID --> marker
+                                 outcome; RUN_ID is the short id 'knotd
+                                 runs' shows (the id's end), or the id in
+                                 the tie-off's <!-- knot:run RUN_ID -->
+                                 marker
   knotd runs --keep DAYS [--keep-count N] [VAULT]
                                  delete older run transcripts ('knotd runs
                                  --help' says more)
