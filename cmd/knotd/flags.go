@@ -110,7 +110,7 @@ func mainFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.concurrency, "concurrency", 0, "how many agents may run at once, across notes (default 2)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "wall-clock limit of one agent run (default 10m)")
 	fs.BoolVar(&o.jsonOut, "json", false, "with --once: print the summary as JSON")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing\n(while a knotd runs on the vault, from a copy of its state)")
 	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
 	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds the version, vault and configuration), info, warn or error")

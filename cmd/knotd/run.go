@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	if len(args) > 0 && args[0] == "trust" {
-		return runTrust(args[1:], stdout, stderr)
+		return runTrust(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "runs" {
 		return runRuns(ctx, args[1:], stdout, stderr)
@@ -148,7 +149,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logDebug(log, root, o, args)
 	if o.dryRun {
-		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all, TakeOver: o.takeOver}, stdout)
+		once := vault.OnceOptions{All: o.all, TakeOver: o.takeOver}
+		err := vault.DryRun(ctx, root, vopts, once, stdout)
+		var locked *vault.LockedError
+		if errors.As(err, &locked) {
+			return dryRunBeside(ctx, root, vopts, once, stdout, err)
+		}
+		return err
 	}
 	v, err := vault.Open(root, vopts)
 	if err != nil {
@@ -198,6 +205,34 @@ func mistypedCommand(arg string) error {
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown command %q; did you mean %q? (no folder %s exists either, to watch as the VAULT)", arg, near, arg)}
+}
+
+// dryRunBeside is the dry run while another knotd holds the vault (locked
+// is the error saying so): a dry run only reads, so it asks that knotd for
+// a copy of its state store and reads the copy. If that knotd cannot be
+// asked (an older one, or no control socket), locked is the answer.
+func dryRunBeside(ctx context.Context, root string, vopts vault.Options, once vault.OnceOptions, stdout io.Writer, locked error) (err error) {
+	sock, known, err := vault.ControlSocket("", root)
+	if err != nil || !known {
+		return locked
+	}
+	c := &control.Client{Path: sock}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; and it cannot be asked for a copy of its state for the dry run (%v)", locked, err)
+	}
+	copyPath, err := c.CopyState(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; and it did not give a copy of its state for the dry run (%v)", locked, err)
+	}
+	defer func() {
+		if rerr := os.Remove(copyPath); rerr != nil && err == nil {
+			err = fmt.Errorf("remove the copy of the state: %w", rerr)
+		}
+	}()
+	fmt.Fprintf(stdout, "knotd (pid %d) is running on this vault: this dry run reads a copy of its state taken now; the running knotd processes these changes itself, after their quiet period\n\n", st.PID)
+	vopts.StateCopy = copyPath
+	return vault.DryRun(ctx, root, vopts, once, stdout)
 }
 
 // runOnce does one pass and prints the summary.
@@ -475,7 +510,9 @@ const trustUsage = `usage: knotd trust [VAULT]
 
 Trust the vault's .knot/config.yaml as it is now, so that the agents it defines may run.
 The file's SHA-256 is recorded in your user config directory; any later change to it
-makes it untrusted again.
+makes it untrusted again. A knotd running on the vault on this machine is told: it
+loads its configuration again (as on SIGHUP) and uses the trusted file from its next
+run on; knotd trust says whether it did.
 `
 
 const resetUsage = `usage: knotd reset [--config FILE] NOTE...
@@ -491,7 +528,7 @@ frontmatter yourself does the same.
 Flags:
 `
 
-func runTrust(args []string, stdout, stderr io.Writer) error {
+func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd trust", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -527,6 +564,34 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 		agents = "agents " + strings.Join(t.Agents, ", ")
 	}
 	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
+	return tellDaemon(ctx, root, stdout)
+}
+
+// tellDaemon has the knotd answering the vault at root on this machine, if
+// one runs, load its configuration again, so that it uses the trust just
+// given, and says what happened.
+func tellDaemon(ctx context.Context, root string, stdout io.Writer) error {
+	sock, known, err := vault.ControlSocket("", root)
+	if err != nil {
+		return err
+	}
+	if !known {
+		fmt.Fprintln(stdout, "no knotd runs for this vault on this machine: the next one started uses it")
+		return nil
+	}
+	c := &control.Client{Path: sock}
+	st, err := c.Status(ctx)
+	switch {
+	case errors.Is(err, control.ErrNoDaemon):
+		fmt.Fprintln(stdout, "no knotd runs for this vault on this machine: the next one started uses it")
+		return nil
+	case err != nil:
+		return fmt.Errorf("knotd trust: the running knotd could not be asked to use it (%w); reload it (kill -HUP its pid) or restart it", err)
+	}
+	if _, err := c.ReloadConfig(ctx); err != nil {
+		return fmt.Errorf("knotd trust: the running knotd (pid %d) did not reload its configuration: %w; it goes on with the one it had (kill -HUP %d, or a restart, tries again)", st.PID, err, st.PID)
+	}
+	fmt.Fprintf(stdout, "the running knotd (pid %d) reloaded its configuration and now uses it\n", st.PID)
 	return nil
 }
 
