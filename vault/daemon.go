@@ -58,6 +58,17 @@ type Summary struct {
 	// Refused lists the notes of OnceOptions.Notes the pass could not
 	// answer, with why.
 	Refused []control.Refusal `json:"refused,omitempty"`
+	// Paused lists the changed notes the pass did not run because they
+	// are paused, Deferred those waiting for the day's budget: their
+	// changes wait, unrecorded (knotd resume, knotd run).
+	Paused   []Waiting `json:"paused"`
+	Deferred []Waiting `json:"deferred"`
+}
+
+// Waiting is a changed note a pass did not run, and why.
+type Waiting struct {
+	Note string `json:"note"`
+	Why  string `json:"why"`
 }
 
 // tally collects run reports from the scheduler's goroutines.
@@ -82,6 +93,10 @@ func (t *tally) add(rep RunReport) {
 		t.sum.Runs = append(t.sum.Runs, rep)
 	case rep.Skipped != "" && rep.Event.Valid():
 		t.sum.Skipped++
+	case rep.Skipped == pausedSkip:
+		t.sum.Paused = append(t.sum.Paused, Waiting{Note: rep.Strand, Why: rep.Skipped})
+	case strings.HasPrefix(rep.Skipped, budgetSkip):
+		t.sum.Deferred = append(t.sum.Deferred, Waiting{Note: rep.Strand, Why: strings.TrimPrefix(rep.Skipped, budgetSkip)})
 	}
 }
 
@@ -91,7 +106,7 @@ func (t *tally) add(rep RunReport) {
 // runs to finish. Canceling ctx stops it early; runs cut short stay pending.
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
 	start := v.now()
-	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
+	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}, Paused: []Waiting{}, Deferred: []Waiting{}}}
 	defer v.stopBeat()
 	defer func() {
 		if derr := v.stateDamaged(); derr != nil {
@@ -172,6 +187,9 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		opts.Progress(total, total, "")
 	}
 	slices.SortFunc(t.sum.Runs, func(a, b RunReport) int { return strings.Compare(a.Strand, b.Strand) })
+	for _, ws := range [][]Waiting{t.sum.Paused, t.sum.Deferred} {
+		slices.SortFunc(ws, func(a, b Waiting) int { return strings.Compare(a.Note, b.Note) })
+	}
 	t.sum.Duration = v.now().Sub(start)
 	if idleErr != nil {
 		return t.sum, idleErr

@@ -119,3 +119,50 @@ func TestOnce_BudgetDefersAndRunByHand(t *testing.T) {
 		require.Len(t, tieoffSections(t, filepath.Join(v, n+".tieoff.md")), 1, n+".md")
 	}
 }
+
+// TestOnce_SaysWhatWaits: the --once summary (text and JSON) and the dry
+// run name the changed notes that did not run because they are paused or
+// wait for the day's budget, so that the user sees why.
+func TestOnce_SaysWhatWaits(t *testing.T) {
+	v, c := setup(t)
+	writeFile(t, filepath.Join(c, "config.yaml"), "concurrency: 1\nbudget: {day_runs: 1}\n")
+	writeFile(t, filepath.Join(v, "c.md"), "# C\n")
+	if code, _, stderr := knotd(t, "--once", v); code != exitOK {
+		t.Fatalf("adopting: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := knotd(t, "pause", filepath.Join(v, "c.md"))
+	require.Equal(t, exitOK, code, stderr)
+	writeFile(t, filepath.Join(v, "c.md"), "# C\n\nchanged while paused\n")
+	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
+	writeFile(t, filepath.Join(v, "b.md"), "# B\n")
+
+	code, out, stderr := knotd(t, "--once", "--json", v)
+	require.Equal(t, exitOK, code, stderr)
+	var sum struct {
+		Ran      int
+		Paused   []struct{ Note, Why string }
+		Deferred []struct{ Note, Why string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	require.Equal(t, 1, sum.Ran, out)
+	require.Len(t, sum.Paused, 1, out)
+	require.Equal(t, "c.md", sum.Paused[0].Note)
+	require.Len(t, sum.Deferred, 1, out)
+	waiting := sum.Deferred[0].Note
+	require.Contains(t, []string{"a.md", "b.md"}, waiting)
+	require.Contains(t, sum.Deferred[0].Why, "budget of 1 runs a day is spent")
+
+	code, out, stderr = knotd(t, "--once", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "paused   -        c.md  (knotd resume c.md answers its change)\n")
+	require.Contains(t, out, "waiting  -        "+waiting+"  (")
+	require.Contains(t, out, ", not run (paused): 1, not run (waiting for the day's budget): 1, in ")
+
+	code, out, stderr = knotd(t, "--once", "--dry-run", v)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, out, "==> c.md: not run now: the strand is paused (knotd resume answers its changes)\n")
+	require.Contains(t, out, "==> "+waiting+": not run now: waits for the budget: ")
+	require.Contains(t, out, "not run, paused: 1 (c.md); knotd resume answers their changes\n")
+	require.Contains(t, out, "not run, waiting for the day's budget: 1 ("+waiting+"); they run when it allows, or now with knotd run\n")
+	require.NotContains(t, out, "## Event Context", "the dry run shows a prompt for a change that would not run")
+}

@@ -279,8 +279,20 @@ func printSummary(w io.Writer, s vault.Summary) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "knotd --once: runs: %d (%d ok, %d failed), changes recorded without a run: %d, in %s\n",
-		s.Ran, s.OK, s.Failed, s.Skipped, s.Duration.Round(time.Millisecond))
+	for _, p := range s.Paused {
+		fmt.Fprintf(w, "%-8s %-8s %s  (knotd resume %s answers its change)\n", "paused", "-", p.Note, p.Note)
+	}
+	for _, d := range s.Deferred {
+		fmt.Fprintf(w, "%-8s %-8s %s  (%s; knotd run %s runs it now)\n", "waiting", "-", d.Note, d.Why, d.Note)
+	}
+	line := fmt.Sprintf("knotd --once: runs: %d (%d ok, %d failed), changes recorded without a run: %d", s.Ran, s.OK, s.Failed, s.Skipped)
+	if len(s.Paused) > 0 {
+		line += fmt.Sprintf(", not run (paused): %d", len(s.Paused))
+	}
+	if len(s.Deferred) > 0 {
+		line += fmt.Sprintf(", not run (waiting for the day's budget): %d", len(s.Deferred))
+	}
+	fmt.Fprintf(w, "%s, in %s\n", line, s.Duration.Round(time.Millisecond))
 }
 
 func progressPrinter(w io.Writer) func(done, total int, rel string) {
