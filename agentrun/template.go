@@ -2,6 +2,8 @@ package agentrun
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -19,8 +21,31 @@ import (
 //
 // A value is substituted inside the one element that names it and never
 // splits into several elements; no shell ever sees it. Other text in braces
-// is left alone.
+// is left alone here (the configuration refuses a word in braces close to
+// one of these names: see OtherPlaceholders).
 var templateNames = []string{"model", "session", "resume", "prompt", "prompt_file", "vault", "strand", "event", "run_id"}
+
+// TemplateNames returns the names of the values a generic command may use
+// in braces ({model}, {session}, ...).
+func TemplateNames() []string { return slices.Clone(templateNames) }
+
+// rePlaceholder matches a word in braces, the form of a template value.
+var rePlaceholder = regexp.MustCompile(`\{([A-Za-z][A-Za-z0-9_]*)\}`)
+
+// OtherPlaceholders returns the words in braces in argv that name no
+// template value ({sesion}), once each, in order: expandArgv leaves them
+// as they are, which for a mistyped name is a mistake to report.
+func OtherPlaceholders(argv []string) []string {
+	var names []string
+	for _, el := range argv {
+		for _, m := range rePlaceholder.FindAllStringSubmatch(el, -1) {
+			if !slices.Contains(templateNames, m[1]) && !slices.Contains(names, m[1]) {
+				names = append(names, m[1])
+			}
+		}
+	}
+	return names
+}
 
 // expandArgv returns tmpl with the values substituted. It fails when an
 // element names a value that is not set, and when a substituted value would

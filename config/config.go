@@ -414,6 +414,10 @@ func (c *Config) merge(user, vault, flags layer) error {
 			l := source[name]
 			return fmt.Errorf("config %s: %s%w", l.name, l.at("agents."+name), err)
 		}
+		if field, err := checkPlaceholders(a); err != nil {
+			l := source[name]
+			return fmt.Errorf("config %s: %s%w", l.name, l.at("agents."+name+"."+field), err)
+		}
 		c.Agents[name] = a
 	}
 	if _, ok := c.Agents[c.DefaultAgent]; !ok {
@@ -687,4 +691,27 @@ func (c *Config) Agent(name string) (agentrun.Agent, error) {
 	}
 	return agentrun.Agent{}, fmt.Errorf("vault: unknown agent %q (defined: %s); define it under agents: in your config",
 		name, strings.Join(slices.Sorted(maps.Keys(c.Agents)), ", "))
+}
+
+// checkPlaceholders refuses a generic command (or resume_command) that
+// names in braces a value close to one knotd fills in but not one
+// ({sesion}): knotd would pass it as it is. Other text in braces, far from
+// every name, is the program's own and left alone.
+func checkPlaceholders(a agentrun.Agent) (field string, err error) {
+	if a.Preset != "" {
+		return "", nil
+	}
+	names := agentrun.TemplateNames()
+	for _, f := range []struct {
+		field string
+		argv  []string
+	}{{"command", a.Command}, {"resume_command", a.ResumeCommand}} {
+		for _, p := range agentrun.OtherPlaceholders(f.argv) {
+			if near := nearest(strings.ToLower(p), names); near != "" {
+				return f.field, fmt.Errorf("agent %q: %s uses {%s}, which is not a value knotd fills in; did you mean {%s}? (the values are {%s})",
+					a.Name, f.field, p, near, strings.Join(names, "}, {"))
+			}
+		}
+	}
+	return "", nil
 }

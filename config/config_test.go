@@ -432,3 +432,30 @@ func TestLoad_ValueErrorsNameTheLine(t *testing.T) {
 		t.Errorf("an agent without a command: %v; want it at line 3", err)
 	}
 }
+
+// TestLoad_MistypedPlaceholder: a generic command naming in braces a value
+// close to one knotd fills in ({sesion}) is refused at its line, with the
+// one meant; other text in braces, far from every name, is the program's
+// own and passes, as does a preset's command.
+func TestLoad_MistypedPlaceholder(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"agents:\n  mine:\n    command: [mytool, --session, \"{sesion}\"]\n",
+			"config FILE: line 3: agent \"mine\": command uses {sesion}, which is not a value knotd fills in; did you mean {session}? (the values are {model}, {session}, {resume}, {prompt}, {prompt_file}, {vault}, {strand}, {event}, {run_id})"},
+		{"agents:\n  mine:\n    command: [mytool, \"--note={Strand}\"]\n", "did you mean {strand}?"},
+		{"agents:\n  mine:\n    command: [mytool]\n    output: json\n    reply: /r\n    session: /s\n    resume_command: [mytool, \"{resum}\"]\n",
+			"config FILE: line 7: agent \"mine\": resume_command uses {resum}, which is not a value knotd fills in; did you mean {resume}?"},
+		{"agents:\n  mine:\n    command: [mytool, \"{}\", \"{\\\"a\\\": 1}\", \"{customer_name}\", \"{session}\"]\n", ""},
+		{"agents:\n  c:\n    preset: claude\n    command: [\"/opt/{sesion}/claude\"]\n", ""},
+	} {
+		e := newConfigEnv(t)
+		e.writeUser(t, tt.yaml)
+		_, err := e.load(Settings{})
+		want := strings.ReplaceAll(tt.want, "FILE", filepath.Join(e.dir, ConfigFile))
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("Load with\n%s= %v; want no error", tt.yaml, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("Load with\n%s= %v; want %s", tt.yaml, err, want)
+		}
+	}
+}

@@ -98,6 +98,8 @@ func TestParseSettings_Errors(t *testing.T) {
 	}{
 		{"typo", "debounce: 2s\ndebounse: 3s\n", []string{"config.yaml", "line 2: unknown key \"debounse\""}},
 		{"typo in an agent", "agents:\n  a:\n    comand: [x]\n", []string{"line 3", "comand"}},
+		{"typo in budget", "debounce: 2s\nbudget: {day_run: 3}\n", []string{"line 2: budget: unknown key \"day_run\"; did you mean day_runs?"}},
+		{"typo in breakers", "breakers:\n  failurs: 3\n", []string{"line 2: breakers: unknown key \"failurs\"; did you mean"}},
 		{"bad duration", "debounce: 2 seconds\n", []string{"line 1", "2 seconds"}},
 		{"bare number duration", "debounce: 2\n", []string{"line 1"}},
 		{"bad size", "limits:\n  diff: 64KB\n", []string{"line 2", "64KB", "KiB"}},
@@ -155,6 +157,8 @@ func TestParseSettings_Messages(t *testing.T) {
 		{"unknown key", "debounse: 3s\n"},
 		{"unknown agent key", "agents:\n  mine:\n    comand: [x]\n"},
 		{"unknown limit", "limits:\n  contents: 1KiB\n"},
+		{"unknown budget key", "budget:\n  day_run: 3\n"},
+		{"budget as a number", "budget: 3\n"},
 		{"unknown key far from any", "frobnicate: 1\n"},
 		{"the file is a list", "- a\n- b\n"},
 		{"duplicate key", "debounce: 1s\ndebounce: 2s\n"},
@@ -167,7 +171,7 @@ func TestParseSettings_Messages(t *testing.T) {
 			t.Errorf("%s: parseSettings(%q) = nil error", tt.name, tt.yaml)
 			continue
 		}
-		for _, goName := range []string{"agentrun.", "config.Settings", "config.LimitSettings", "map[", "[]", "time.Duration", "!!", "unmarshal"} {
+		for _, goName := range []string{"agentrun.", "config.Settings", "config.LimitSettings", "config.BudgetSettings", "config.BreakerSettings", "map[", "[]", "time.Duration", "!!", "unmarshal"} {
 			if strings.Contains(err.Error(), goName) {
 				t.Errorf("%s: the message names Go or YAML internals (%s): %v", tt.name, goName, err)
 			}

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/knotd/knotd/agentrun"
 	"gopkg.in/yaml.v3"
 )
 
@@ -243,6 +242,10 @@ func expected(goType string) string {
 		return "keys such as debounce: 2s and agents: (a config file is a map of keys)"
 	case "config.LimitSettings":
 		return "limits by name, such as content: 256KiB"
+	case "config.BudgetSettings":
+		return "caps by name, such as day_runs: 50 or day_usd: 5"
+	case "config.BreakerSettings":
+		return "breakers by name, such as failures: 3"
 	}
 	return "a value of another kind"
 }
@@ -269,15 +272,8 @@ func foundWords(tag, value string) string {
 // knownKeys returns the keys of the configuration's struct type named
 // goType (as yaml.v3 names it), sorted.
 func knownKeys(goType string) []string {
-	var t reflect.Type
-	switch goType {
-	case "config.Settings":
-		t = reflect.TypeFor[Settings]()
-	case "config.LimitSettings":
-		t = reflect.TypeFor[LimitSettings]()
-	case "agentrun.Agent":
-		t = reflect.TypeFor[agentrun.Agent]()
-	default:
+	t, ok := structTypes()[goType]
+	if !ok {
 		return nil
 	}
 	var keys []string
@@ -289,6 +285,32 @@ func knownKeys(goType string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// structTypes returns the struct types of a config file, Settings and
+// those nested in it (budget:, limits:, an agent's keys), by the names
+// yaml.v3's errors give them ("config.BudgetSettings").
+func structTypes() map[string]reflect.Type {
+	types := map[string]reflect.Type{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if _, seen := types[t.String()]; seen {
+				return
+			}
+			types[t.String()] = t
+			for i := range t.NumField() {
+				if f := t.Field(i); f.IsExported() {
+					walk(f.Type)
+				}
+			}
+		}
+	}
+	walk(reflect.TypeFor[Settings]())
+	return types
 }
 
 // nearest returns the key nearest to a mistyped one, or "".

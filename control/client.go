@@ -55,6 +55,32 @@ func (c *Client) Resume(ctx context.Context, notes []string) (Result, error) {
 	return c.result(ctx, request{Op: "resume", Notes: notes})
 }
 
+// CopyState asks the daemon for a copy of its state store (see
+// StateCopier).
+func (c *Client) CopyState(ctx context.Context) (string, error) {
+	resp, err := c.do(ctx, request{Op: "copy_state"})
+	if err != nil {
+		return "", err
+	}
+	if resp.Path == "" {
+		return "", errors.New("control: the daemon sent no copy of its state")
+	}
+	return resp.Path, nil
+}
+
+// ReloadConfig asks the daemon to load its configuration again (see
+// Reloader).
+func (c *Client) ReloadConfig(ctx context.Context) ([]string, error) {
+	resp, err := c.do(ctx, request{Op: "reload"})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Files == nil {
+		return nil, errors.New("control: the daemon did not say it reloaded")
+	}
+	return *resp.Files, nil
+}
+
 func (c *Client) result(ctx context.Context, req request) (Result, error) {
 	resp, err := c.do(ctx, req)
 	if err != nil {

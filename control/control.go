@@ -12,8 +12,11 @@
 //	{"op":"retry","since":"2026-11-23T00:00:00Z"}
 //	{"op":"pause","notes":["journal/today.md"],"why":"…"}
 //	{"op":"resume","notes":[]}               (no notes: every paused note)
+//	{"op":"copy_state"}                      (a StateCopier's: knotd --once --dry-run)
+//	{"op":"reload"}                          (a Reloader's: knotd trust)
 //
-// answered by {"status":{…}} or {"result":{…}}, or {"error":"…"}.
+// answered by {"status":{…}}, {"result":{…}}, {"path":"…"} (copy_state)
+// or {"files":[…]} (reload), or {"error":"…"}.
 //
 // The socket is a Unix domain socket (on Windows too, which has them
 // since Windows 10 1803), made 0600 in a folder that is 0700: only the
@@ -41,6 +44,23 @@ type Backend interface {
 	// Resume resumes the notes, or every paused note when notes is
 	// empty; their changes made meanwhile are answered now.
 	Resume(ctx context.Context, notes []string) (Result, error)
+}
+
+// StateCopier is a Backend that copies its state store for a reader
+// beside it (knotd --once --dry-run while the daemon runs).
+type StateCopier interface {
+	// CopyState writes a consistent copy of the state store into a new
+	// file only the user can read and returns its path; the caller
+	// removes it.
+	CopyState(ctx context.Context) (string, error)
+}
+
+// Reloader is a Backend that loads its configuration again (as on
+// SIGHUP), for knotd trust.
+type Reloader interface {
+	// ReloadConfig loads the configuration again and returns the files
+	// read; an error says why the one in force stays.
+	ReloadConfig(ctx context.Context) ([]string, error)
 }
 
 // Status is what knotd status shows: the daemon, its work and its notes.
@@ -109,7 +129,9 @@ type Paused struct {
 
 // Totals counts the runs of a day (UTC), and their tokens and cost as
 // the CLIs reported them: CostUSD is the sum over the Priced runs, whose
-// CLI reported a cost; the others' cost is not known.
+// CLI reported a cost; the others' cost is not known. The tokens are the
+// sum over the Metered runs, whose CLI reported tokens; with none, the
+// day's tokens are not known (the digest, a command that says nothing).
 type Totals struct {
 	Runs         int     `json:"runs"`
 	OK           int     `json:"ok"`
@@ -118,6 +140,7 @@ type Totals struct {
 	OutputTokens int64   `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	Priced       int     `json:"priced_runs"`
+	Metered      int     `json:"metered_runs"`
 }
 
 // Result is what a command did: the notes it acted on, and those it did

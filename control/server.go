@@ -23,9 +23,11 @@ type request struct {
 
 // response is one answer on the wire.
 type response struct {
-	Status *Status `json:"status,omitempty"`
-	Result *Result `json:"result,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	Status *Status   `json:"status,omitempty"`
+	Result *Result   `json:"result,omitempty"`
+	Path   string    `json:"path,omitempty"`
+	Files  *[]string `json:"files,omitempty"`
+	Error  string    `json:"error,omitempty"`
 }
 
 // Bounds of the protocol: a request is a command and a few paths, a
@@ -148,6 +150,23 @@ func answer(ctx context.Context, req request, b Backend) response {
 		res, err = b.Pause(ctx, req.Notes, req.Why)
 	case "resume":
 		res, err = b.Resume(ctx, req.Notes)
+	case "copy_state":
+		c, ok := b.(StateCopier)
+		if !ok {
+			return response{Error: "this knotd does not copy its state"}
+		}
+		resp.Path, err = c.CopyState(ctx)
+		return withError(resp, err)
+	case "reload":
+		r, ok := b.(Reloader)
+		if !ok {
+			return response{Error: "this knotd does not reload on request"}
+		}
+		files, err := r.ReloadConfig(ctx)
+		if err == nil {
+			resp.Files = &files
+		}
+		return withError(resp, err)
 	default:
 		return response{Error: fmt.Sprintf("knotd does not know the command %q (a newer knotd's?)", req.Op)}
 	}

@@ -133,8 +133,9 @@ func checkConfig(o Options) (*config.Config, Finding) {
 	return cfg, f
 }
 
-// checkAgents finds each agent's program and its version, and with
-// o.Answer runs it once.
+// checkAgents finds each agent's program and, for a preset's CLI, its
+// version (a plain command is only found, never run: it might take
+// --version for a prompt), and with o.Answer runs it once.
 func checkAgents(ctx context.Context, o Options, cfg *config.Config) []Finding {
 	var out []Finding
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
@@ -157,7 +158,12 @@ func checkAgents(ctx context.Context, o Options, cfg *config.Config) []Finding {
 			continue
 		}
 		f.Status, f.Detail = OK, path
-		if v := version(ctx, path, a.Env, o.Timeout); v != "" {
+		if a.Preset == "" {
+			// A plain command is the user's own program: it may read
+			// --version as a prompt (and spend money answering it), so
+			// it is not run; LookPath found it, and executable.
+			f.Detail += " (found, executable; a command of yours is not run to ask its version, which it might take for a prompt: --agents-answer runs it once)"
+		} else if v := version(ctx, path, a.Env, o.Timeout); v != "" {
 			f.Detail += " (" + v + ")"
 		} else {
 			f.Status, f.Detail = Warn, path+" (it says no version with --version)"

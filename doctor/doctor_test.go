@@ -14,12 +14,23 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// envFake makes the test binary a fake agent CLI that prints a version.
-const envFake = "KNOTD_DOCTOR_FAKE"
+// envFake makes the test binary a fake agent CLI that prints a version;
+// envRan one that writes its arguments to the file it names.
+const (
+	envFake = "KNOTD_DOCTOR_FAKE"
+	envRan  = "KNOTD_DOCTOR_RAN"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envFake) == "version" {
 		fmt.Println("fake-cli 1.2.3 (for knotd doctor's tests)")
+		os.Exit(0)
+	}
+	if ran := os.Getenv(envRan); ran != "" {
+		// A plain command's fake: it records that it ran, and how.
+		if err := os.WriteFile(ran, []byte(strings.Join(os.Args[1:], " ")), 0o600); err != nil {
+			os.Exit(2)
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -64,15 +75,28 @@ func TestDoctor_Agents(t *testing.T) {
 	e := newEnv(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
+	ran := filepath.Join(t.TempDir(), "ran")
 	e.write(t, filepath.Join(e.configDir, "config.yaml"), fmt.Sprintf(`default_agent: fake
 agents:
   fake:
+    preset: claude
     command: [%q]
     env: {%s: version}
+  mine:
+    command: [%q]
+    env: {%s: %q}
   missing:
     command: [knotd-doctor-no-such-program]
-`, exe, envFake))
+`, exe, envFake, exe, envRan, ran))
 	fs := e.run(t)
+	// A plain command is found, not run: it might read --version as a
+	// prompt.
+	mine := find(fs, "agent mine")
+	require.Len(t, mine, 1)
+	require.Equal(t, OK, mine[0].Status, "%+v", mine[0])
+	require.Contains(t, mine[0].Detail, exe+" (found, executable; a command of yours is not run")
+	_, err = os.Stat(ran)
+	require.ErrorIs(t, err, os.ErrNotExist, "knotd doctor ran the plain command")
 	fake := find(fs, "agent fake")
 	require.Len(t, fake, 1)
 	require.Equal(t, OK, fake[0].Status, "%+v", fake[0])

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -306,6 +307,22 @@ func prepareSchema(btx *bolt.Tx) error {
 		}
 	}
 	return btx.Bucket(bucketMeta).Put(keySchema, binary.AppendUvarint(nil, schemaVersion))
+}
+
+// CopyTo writes a consistent copy of the whole store to w, as of one read
+// transaction: a file that Open opens as a store. It is how another
+// process reads the store while this one holds it (a dry run beside a
+// running knotd).
+func (s *Store) CopyTo(w io.Writer) (err error) {
+	defer s.recoverDamage("copy", &err, debug.SetPanicOnFault(true))
+	err = s.db.View(func(btx *bolt.Tx) error {
+		_, err := btx.WriteTo(w)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("state: copy state %s: %w", s.path, err)
+	}
+	return err
 }
 
 // Close closes the store. Transactions in progress finish first.

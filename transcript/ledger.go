@@ -10,11 +10,13 @@ import (
 // Ledger is the token use and cost of a set of runs, as their CLIs
 // reported them: the sum of what each run.finished says. Priced counts
 // the runs whose CLI reported a cost; the cost of the others is not
-// known, and never made up.
+// known, and never made up. Metered counts the runs whose CLI reported
+// tokens: with none, the ledger's tokens are not known (not zero).
 type Ledger struct {
-	Runs   int   `json:"runs"`
-	Priced int   `json:"priced_runs"`
-	Usage  Usage `json:"usage"`
+	Runs    int   `json:"runs"`
+	Priced  int   `json:"priced_runs"`
+	Metered int   `json:"metered_runs"`
+	Usage   Usage `json:"usage"`
 }
 
 // Add counts the finished run s in l.
@@ -29,6 +31,9 @@ func (l *Ledger) Add(s Summary) {
 	l.Usage.Add(*s.Usage)
 	if s.Usage.CostUSD > 0 {
 		l.Priced++
+	}
+	if u := s.Usage; u.InputTokens != 0 || u.OutputTokens != 0 || u.CacheReadTokens != 0 || u.CacheWriteTokens != 0 {
+		l.Metered++
 	}
 }
 

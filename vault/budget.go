@@ -147,6 +147,23 @@ func (v *Vault) budgetAllows(rel string, byHand bool) (ok bool, why string, err 
 	return false, why, nil
 }
 
+// budgetWouldDefer is budgetAllows for a dry run: why the change of the
+// strand rel would wait for the budget ("" if it would not), with nothing
+// deferred or said.
+func (v *Vault) budgetWouldDefer(rel string) (string, error) {
+	b := v.config().Budget
+	if b == (config.Budget{RunUSD: b.RunUSD}) {
+		return "", nil // no daily cap
+	}
+	s := &v.spend
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+		return "", fmt.Errorf("vault: count today's runs for the budget: %w", err)
+	}
+	return s.over(rel, b), nil
+}
+
 // landed is the end of the work on the strand rel: its run (ran) counts
 // in the day's spend instead of in flight, and a strand that ran no
 // longer waits for the budget.

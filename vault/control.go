@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,11 @@ import (
 // the commands do them on their own (RunNotes, the store's pauses) when
 // no daemon runs.
 
-var _ control.Backend = (*Vault)(nil)
+var (
+	_ control.Backend     = (*Vault)(nil)
+	_ control.StateCopier = (*Vault)(nil)
+	_ control.Reloader    = (*Vault)(nil)
+)
 
 // ControlSocket returns the path of the control socket of the vault at
 // root in the state directory home ("" for the user's): where its daemon
@@ -223,7 +228,7 @@ func addTranscripts(st *control.Status, runs string) error {
 		l.Add(r)
 	}
 	st.Today.InputTokens, st.Today.OutputTokens = l.Usage.InputTokens, l.Usage.OutputTokens
-	st.Today.CostUSD, st.Today.Priced = l.Usage.CostUSD, l.Priced
+	st.Today.CostUSD, st.Today.Priced, st.Today.Metered = l.Usage.CostUSD, l.Priced, l.Metered
 	return nil
 }
 
@@ -585,4 +590,49 @@ func fileKind(m fs.FileMode) string {
 		return "a device"
 	}
 	return "not a regular file"
+}
+
+// stateCopyPattern names the copies of the state store CopyState writes in
+// the vault's state folder.
+const stateCopyPattern = "state.db.dry-run-*"
+
+// CopyState writes a consistent copy of the state store into a new file
+// (0600) in the vault's state folder and returns its path: knotd --once
+// --dry-run, run while this knotd holds the store, reads it there. The
+// caller removes it.
+func (v *Vault) CopyState(context.Context) (_ string, err error) {
+	// A copy a dry run could not remove (it was killed) goes with the
+	// next one asked for, once an hour old.
+	if old, err := filepath.Glob(filepath.Join(v.folder.Dir, stateCopyPattern)); err == nil {
+		for _, p := range old {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
+				if err := os.Remove(p); err != nil {
+					v.log.Warn("cannot remove an old copy of the state", "file", p, "err", err)
+				}
+			}
+		}
+	}
+	f, err := os.CreateTemp(v.folder.Dir, stateCopyPattern)
+	if err != nil {
+		return "", fmt.Errorf("vault: copy the state: %w", err)
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("vault: copy the state: %w", cerr)
+		}
+		if err != nil {
+			_ = os.Remove(f.Name()) // the copy failed; the error says why
+		}
+	}()
+	if err := v.store.CopyTo(f); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// ReloadConfig loads the configuration again, as SIGHUP does (knotd trust
+// asks for it), and returns the files read.
+func (v *Vault) ReloadConfig(context.Context) ([]string, error) {
+	r, err := v.Reload("knotd trust")
+	return r.Files, err
 }

@@ -60,6 +60,17 @@ type Summary struct {
 	// (each with Skipped saying why).
 	Refused []control.Refusal `json:"refused,omitempty"`
 	NotRun  []RunReport       `json:"not_run,omitempty"`
+	// Paused lists the changed notes the pass did not run because they
+	// are paused, Deferred those waiting for the day's budget: their
+	// changes wait, unrecorded (knotd resume, knotd run).
+	Paused   []Waiting `json:"paused"`
+	Deferred []Waiting `json:"deferred"`
+}
+
+// Waiting is a changed note a pass did not run, and why.
+type Waiting struct {
+	Note string `json:"note"`
+	Why  string `json:"why"`
 }
 
 // tally collects run reports from the scheduler's goroutines.
@@ -74,8 +85,7 @@ func (t *tally) add(rep RunReport) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.done++
-	switch {
-	case rep.Ran:
+	if rep.Ran {
 		t.sum.Ran++
 		if rep.Failed() {
 			t.sum.Failed++
@@ -83,13 +93,19 @@ func (t *tally) add(rep RunReport) {
 			t.sum.OK++
 		}
 		t.sum.Runs = append(t.sum.Runs, rep)
-	case rep.Skipped != "" && rep.Event.Valid():
+		return
+	}
+	switch {
+	case rep.Skipped == pausedSkip:
+		t.sum.Paused = append(t.sum.Paused, Waiting{Note: rep.Strand, Why: rep.Skipped})
+	case strings.HasPrefix(rep.Skipped, budgetSkip):
+		t.sum.Deferred = append(t.sum.Deferred, Waiting{Note: rep.Strand, Why: strings.TrimPrefix(rep.Skipped, budgetSkip)})
+	}
+	if rep.Skipped != "" && rep.Event.Valid() {
 		t.sum.Skipped++
-		fallthrough
-	case t.named && rep.Skipped != "":
-		if t.named {
-			t.sum.NotRun = append(t.sum.NotRun, rep)
-		}
+	}
+	if t.named && rep.Skipped != "" {
+		t.sum.NotRun = append(t.sum.NotRun, rep)
 	}
 }
 
@@ -99,7 +115,7 @@ func (t *tally) add(rep RunReport) {
 // runs to finish. Canceling ctx stops it early; runs cut short stay pending.
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
 	start := v.now()
-	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}}}
+	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}, Paused: []Waiting{}, Deferred: []Waiting{}}}
 	defer v.stopBeat()
 	defer func() {
 		if derr := v.stateDamaged(); derr != nil {
@@ -180,6 +196,9 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		opts.Progress(total, total, "")
 	}
 	slices.SortFunc(t.sum.Runs, func(a, b RunReport) int { return strings.Compare(a.Strand, b.Strand) })
+	for _, ws := range [][]Waiting{t.sum.Paused, t.sum.Deferred} {
+		slices.SortFunc(ws, func(a, b Waiting) int { return strings.Compare(a.Note, b.Note) })
+	}
 	t.sum.Duration = v.now().Sub(start)
 	if idleErr != nil {
 		return t.sum, idleErr

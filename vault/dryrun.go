@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/state"
@@ -92,11 +93,23 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 		fmt.Fprintln(w, "nothing to do: every strand is processed")
 		return nil
 	}
+	var paused, deferred []string
 	for _, rel := range pending {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		v.dryShow(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All})
+		switch skip := v.dryShow(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All}); {
+		case skip == pausedSkip:
+			paused = append(paused, rel)
+		case strings.HasPrefix(skip, budgetSkip):
+			deferred = append(deferred, rel)
+		}
+	}
+	if len(paused) > 0 {
+		fmt.Fprintf(w, "not run, paused: %d (%s); knotd resume answers their changes\n", len(paused), strings.Join(paused, ", "))
+	}
+	if len(deferred) > 0 {
+		fmt.Fprintf(w, "not run, waiting for the day's budget: %d (%s); they run when it allows, or now with knotd run\n", len(deferred), strings.Join(deferred, ", "))
 	}
 	return nil
 }
@@ -125,32 +138,39 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 }
 
 // dryShow prints what processing rel would do: its event and full prompt,
-// or why it would not run.
-func (v *Vault) dryShow(w io.Writer, rel string, job Job) {
+// or why it would not run; it returns the reason a change would wait or
+// be recorded without a run, if any.
+func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
 	wk, skip, err := v.plan(rel, job, false)
 	defer v.sessions.release(rel)
 	switch {
 	case err != nil:
 		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
-		return
+		return ""
+	case wk == nil && skip != "" && skip != emptySkip:
+		// A paused strand, or one over the day's budget: its change
+		// waits, unrecorded.
+		fmt.Fprintf(w, "==> %s: not run now: %s\n\n", rel, skip)
+		return skip
 	case wk == nil:
-		return
+		return skip
 	case skip != "":
 		fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
-		return
+		return skip
 	case wk.failure != "":
 		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
-		return
+		return ""
 	}
 	req, err := v.request(wk, job, "dry-run", v.now().UTC())
 	if err == nil {
 		var prompt string
 		if prompt, err = v.prompt(req); err == nil {
 			fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
-			return
+			return ""
 		}
 	}
 	fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
+	return ""
 }
 
 // prompt returns the prompt req would send.

@@ -91,6 +91,9 @@ const emptySkip = "the strand is empty; it runs once it has content (run_empty: 
 // pausedSkip is the reason a paused strand's change is not run yet.
 const pausedSkip = "the strand is paused (knotd resume answers its changes)"
 
+// budgetSkip begins the reason a change waits for the day's budget.
+const budgetSkip = "waits for the budget: "
+
 // errRetry asks the processor to start over: the strand changed under it.
 var errRetry = errors.New("strand changed while knotd was working on it")
 
@@ -308,7 +311,13 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			// nothing is lost. One that runs counts against it from
 			// now (the scheduler's work ends it: landed).
 			if ok, why, err := v.budgetAllows(rel, job.ByHand); err != nil || !ok {
-				return nil, "waits for the budget: " + why, err
+				return nil, budgetSkip + why, err
+			}
+		}
+		if !job.ByHand && v.dry {
+			// A dry run says so too, and records nothing.
+			if why, err := v.budgetWouldDefer(rel); err != nil || why != "" {
+				return nil, budgetSkip + why, err
 			}
 		}
 	}

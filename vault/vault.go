@@ -57,6 +57,10 @@ type Options struct {
 	// Heartbeat is how often this device writes its heartbeat into the
 	// vault and decides again whether it answers (0: device.Interval).
 	Heartbeat time.Duration
+	// StateCopy, for DryRun only, is a copy of the state store that the
+	// knotd answering the vault wrote (Vault.CopyState): the dry run
+	// reads it instead of the store that knotd holds, and takes no lock.
+	StateCopy string
 }
 
 // Vault is one open vault: its lock, state, configuration and agent. Open
@@ -158,6 +162,24 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 	}
 	if v.device, err = statedir.LoadDevice(home); err != nil {
 		return nil, err
+	}
+	if dry && opts.StateCopy != "" {
+		// Beside the knotd that holds the lock and the store: read the
+		// copy of its state it made, and write nothing.
+		f, found, err := statedir.Find(home, root)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, fmt.Errorf("vault: no state folder for %s", root)
+		}
+		v.folder = f
+		s, err := state.Open(opts.StateCopy)
+		if err != nil {
+			return nil, err
+		}
+		v.store = s
+		return v, nil
 	}
 	if v.lock, err = statedir.Acquire(home, root); err != nil {
 		return nil, err

@@ -103,10 +103,18 @@ func flagError(fs *flag.FlagSet, err error) string {
 
 // suggestFlag returns the flag of fs nearest to name (a typo), or "".
 func suggestFlag(fs *flag.FlagSet, name string) string {
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return suggestWord(names, name)
+}
+
+// suggestWord returns the word of words nearest to name (a typo: a few
+// edits away, or an abbreviation of three letters or more), or "".
+func suggestWord(words []string, name string) string {
 	best, bestD := "", 0
-	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(name, f.Name)
-		if strings.HasPrefix(f.Name, name) && len(name) >= 3 {
+	for _, w := range words {
+		d := editDistance(name, w)
+		if strings.HasPrefix(w, name) && len(name) >= 3 {
 			d = 1 // an abbreviation
 		}
 		limit := 2
@@ -114,9 +122,9 @@ func suggestFlag(fs *flag.FlagSet, name string) string {
 			limit = 1
 		}
 		if d <= limit && (best == "" || d < bestD) {
-			best, bestD = f.Name, d
+			best, bestD = w, d
 		}
-	})
+	}
 	return best
 }
 

@@ -143,3 +143,47 @@ func TestLogLevelDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestArgs_Commands: knotd help is knotd --help (knotd help CMD is knotd
+// CMD --help); a mistyped subcommand gets a suggestion, as a mistyped
+// flag does, unless a folder of that name exists (then it is the VAULT);
+// pause and resume print their own help.
+func TestArgs_Commands(t *testing.T) {
+	v, _ := setup(t)
+	t.Chdir(v)
+	writeFile(t, filepath.Join(v, "stats", "a.md"), "# A\n")
+	_, mainHelp, _ := knotd(t, "--help")
+	_, runsHelp, _ := knotd(t, "runs", "--help")
+	for _, tt := range []struct {
+		args       []string
+		code       int
+		out, wantE string
+	}{
+		{[]string{"help"}, exitOK, mainHelp, ""},
+		{[]string{"help", "runs"}, exitOK, runsHelp, ""},
+		{[]string{"help", "staus"}, exitUsage, "", "knotd help: no command \"staus\"; did you mean \"status\"? (knotd --help lists the commands)\n"},
+		{[]string{"staus"}, exitUsage, "", "knotd: unknown command \"staus\"; did you mean \"status\"? (no folder staus exists either, to watch as the VAULT) (see knotd --help)\n"},
+		{[]string{"--once", "doctr"}, exitUsage, "", "knotd: unknown command \"doctr\"; did you mean \"doctor\"? (no folder doctr exists either, to watch as the VAULT) (see knotd --help)\n"},
+		{[]string{"--once", "stats"}, exitOK, "", ""}, // a folder: the VAULT
+	} {
+		code, out, errOut := knotd(t, tt.args...)
+		if tt.code == exitOK && tt.out == "" {
+			if code != exitOK {
+				t.Errorf("knotd %q: exit %d: %s", tt.args, code, errOut)
+			}
+			continue
+		}
+		if code != tt.code || out != tt.out || errOut != tt.wantE {
+			t.Errorf("knotd %q: exit %d, stdout %.80q, stderr %q; want exit %d, stdout %.80q, stderr %q", tt.args, code, out, errOut, tt.code, tt.out, tt.wantE)
+		}
+	}
+	if !strings.HasPrefix(mainHelp, "knotd watches") {
+		t.Errorf("knotd --help: %.80q", mainHelp)
+	}
+	for _, cmd := range []string{"pause", "resume"} {
+		code, out, errOut := knotd(t, cmd, "--help")
+		if code != exitOK || !strings.HasPrefix(out, "usage: knotd "+cmd+" ") || strings.Contains(out, "knotd status [--json]") {
+			t.Errorf("knotd %s --help: exit %d, stderr %q, stdout\n%s\nwant its own usage", cmd, code, errOut, out)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/transcript"
 	"github.com/knotd/knotd/vault"
 )
 
@@ -56,6 +57,28 @@ a usage error.
 Flags:
 `
 
+const pauseUsage = `usage: knotd pause [--why TEXT] NOTE...
+
+Pause each NOTE (a path to a note, from the current folder): knotd records
+nothing and runs nothing for it until it is resumed. Its changes wait, and
+none is lost: 'knotd resume NOTE' runs what changed meanwhile. knotd run
+NOTE still runs a paused note. 'knotd status' lists the paused notes, with
+--why's text. Through the running knotd when there is one, on its own
+otherwise.
+
+Flags:
+`
+
+const resumeUsage = `usage: knotd resume [NOTE...] [--vault VAULT]
+
+Resume each NOTE (a path to a note, from the current folder), or, with no
+NOTE, every paused note of the vault (the current folder's, or --vault's).
+What changed while a note was paused runs now. Through the running knotd
+when there is one, on its own otherwise.
+
+Flags:
+`
+
 // runControlCommand is knotd status, run, retry, pause or resume.
 func runControlCommand(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd "+cmd, flag.ContinueOnError)
@@ -79,7 +102,11 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	if cmd == "run" || cmd == "retry" {
 		fs.StringVar(&cfg, "config", "", "user config `FILE`, when knotd runs the notes on its own")
 	}
-	pos, help, err := parseCommand(fs, cmd, controlUsage, args, stdout)
+	usage := map[string]string{"pause": pauseUsage, "resume": resumeUsage}[cmd]
+	if usage == "" {
+		usage = controlUsage
+	}
+	pos, help, err := parseCommand(fs, cmd, usage, args, stdout)
 	if help || err != nil {
 		return err
 	}
@@ -214,7 +241,7 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 	said := map[string]bool{}
 	for _, r := range sum.Runs {
 		said[r.Strand] = true
-		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, r.RunID)
+		fmt.Fprintf(stdout, "%s %s: %s (run %s)\n", r.Event, r.Strand, r.Outcome, transcript.ShortID(r.RunID))
 		if r.Failed() && r.Reason != "" {
 			fmt.Fprintf(stderr, "knotd %s: %s: %s\n", cmd, r.Strand, firstLineOf(r.Reason))
 		}
@@ -326,7 +353,7 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("running", len(st.Running)) {
 		for _, r := range st.Running {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\trun %s\t%s\n", r.Note, r.Event, r.Agent, r.RunID, r.Elapsed.Round(time.Second))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\trun %s\t%s\n", r.Note, r.Event, r.Agent, transcript.ShortID(r.RunID), r.Elapsed.Round(time.Second))
 		}
 	}
 	if section("waiting", len(st.Queued)) {
@@ -340,10 +367,10 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("last run failed", len(st.Failures)) {
 		for _, f := range st.Failures {
-			fmt.Fprintf(tw, "  %s\t%s\trun %s\t%s\n", ts(f.Time), f.Note, f.RunID, firstLineOf(f.Reason))
+			fmt.Fprintf(tw, "  %s\t%s\trun %s\t%s\n", ts(f.Time), f.Note, transcript.ShortID(f.RunID), firstLineOf(f.Reason))
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  (knotd retry runs them again; knotd runs show RUN_ID says more)")
+		fmt.Fprintln(w, "  (knotd retry runs them again; knotd runs show RUN says more)")
 	}
 	if section("paused", len(st.Paused)) {
 		for _, p := range st.Paused {
@@ -360,13 +387,36 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		fmt.Fprintln(w, "  (they run when the budget allows, tomorrow UTC; knotd run NOTE runs one now)")
 	}
 	tw.Flush()
-	d := st.Today
-	fmt.Fprintf(w, "\ntoday (UTC): %d runs, %d ok, %d failed; %d tokens in, %d out", d.Runs, d.OK, d.Failed, d.InputTokens, d.OutputTokens)
-	if d.Priced > 0 {
-		fmt.Fprintf(w, "; $%.4f reported by the CLIs of %d runs", d.CostUSD, d.Priced)
-	}
-	fmt.Fprintln(w, " (knotd runs --cost says more)")
+	fmt.Fprintf(w, "\ntoday (UTC): %s (knotd runs --cost says more)\n", todayLine(st.Today))
 	return nil
+}
+
+// todayLine says the day's totals d: its runs, the tokens the CLIs
+// reported ("tokens not reported" when none did, never "0 tokens") and
+// the cost they reported.
+func todayLine(d control.Totals) string {
+	if d.Runs == 0 {
+		return "no runs"
+	}
+	s := fmt.Sprintf("%s, %d ok, %d failed", plural(d.Runs, "run"), d.OK, d.Failed)
+	switch {
+	case d.Metered == 0:
+		s += "; tokens not reported"
+	default:
+		s += fmt.Sprintf("; %d tokens in, %d out (reported by the CLIs of %s)", d.InputTokens, d.OutputTokens, plural(d.Metered, "run"))
+	}
+	if d.Priced > 0 {
+		s += fmt.Sprintf("; $%.4f reported by the CLIs of %s", d.CostUSD, plural(d.Priced, "run"))
+	}
+	return s
+}
+
+// plural is n and word, with an s unless n is 1: "1 run", "2 runs".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func firstLineOf(s string) string {

@@ -75,7 +75,13 @@ func ledgerColumns(l transcript.Ledger) string {
 			cost += fmt.Sprintf(" (+%d unpriced)", l.Runs-l.Priced)
 		}
 	}
-	cols := []string{fmt.Sprint(l.Runs), fmt.Sprint(l.Usage.InputTokens), fmt.Sprint(l.Usage.OutputTokens),
-		fmt.Sprint(l.Usage.CacheReadTokens), fmt.Sprint(l.Usage.CacheWriteTokens), cost}
+	tokens := func(n int64) string {
+		if l.Metered == 0 {
+			return "-" // no CLI reported tokens: not known, not 0
+		}
+		return fmt.Sprint(n)
+	}
+	cols := []string{fmt.Sprint(l.Runs), tokens(l.Usage.InputTokens), tokens(l.Usage.OutputTokens),
+		tokens(l.Usage.CacheReadTokens), tokens(l.Usage.CacheWriteTokens), cost}
 	return strings.Join(cols, "\t")
 }

@@ -29,9 +29,10 @@ Usage:
                                  per day, agent, folder and note
   knotd runs show RUN_ID [--json] [VAULT]
                                  print one run: command line, prompt, output,
-                                 outcome; RUN_ID (or a prefix of it naming
-                                 one run) is in the tie-off's
-                                 <!-- knot:run RUN_ID --> marker
+                                 outcome; RUN_ID is the short id 'knotd
+                                 runs' shows (the id's end), or the id in
+                                 the tie-off's <!-- knot:run RUN_ID -->
+                                 marker
   knotd runs --keep DAYS [--keep-count N] [VAULT]
                                  delete older run transcripts ('knotd runs
                                  --help' says more)
@@ -57,8 +58,9 @@ Usage:
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
 
-Flags may come before or after VAULT, for every command. knotd prints and
-logs every time in UTC.
+Flags may come before or after VAULT, for every command. 'knotd help CMD'
+(or 'knotd CMD --help') says more of each command. knotd prints and logs
+every time in UTC.
 
 On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows
@@ -108,7 +110,7 @@ func mainFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.concurrency, "concurrency", 0, "how many agents may run at once, across notes (default 2)")
 	fs.DurationVar(&o.timeout, "timeout", 0, "wall-clock limit of one agent run (default 10m)")
 	fs.BoolVar(&o.jsonOut, "json", false, "with --once: print the summary as JSON")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing\n(while a knotd runs on the vault, from a copy of its state)")
 	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
 	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds the version, vault and configuration), info, warn or error")

@@ -38,7 +38,7 @@ func followRuns(ctx context.Context, root string, o runsOptions, w io.Writer) er
 		}
 	}
 	if !o.jsonOut {
-		fmt.Fprintf(w, "%-20s  %-36s  %-10s  %-8s  %-8s  %-10s  %s\n", "TIME", "RUN ID", "OUTCOME", "DURATION", "EVENT", "AGENT", "STRAND")
+		fmt.Fprintf(w, "%-20s  %-10s  %-10s  %-8s  %-8s  %-10s  %s\n", "TIME", "RUN", "OUTCOME", "DURATION", "EVENT", "AGENT", "STRAND")
 	}
 	seen := map[string]string{} // run id -> the state last printed
 	var last []dirEntryStamp
@@ -90,6 +90,10 @@ func followOnce(root string, o *runsOptions, w io.Writer, seen map[string]string
 	if err != nil {
 		return err
 	}
+	short, err := shortIDs(dir)
+	if err != nil {
+		return err
+	}
 	slices.Reverse(runs) // oldest first: new lines come at the bottom
 	for _, r := range runs {
 		outcome, dur := runColumns(r)
@@ -99,7 +103,7 @@ func followOnce(root string, o *runsOptions, w io.Writer, seen map[string]string
 		}
 		seen[r.RunID] = state
 		if o.jsonOut {
-			b, err := json.Marshal(toJSON(r))
+			b, err := json.Marshal(toJSON(r, short))
 			if err != nil {
 				return fmt.Errorf("write runs: %w", err)
 			}
@@ -108,7 +112,7 @@ func followOnce(root string, o *runsOptions, w io.Writer, seen map[string]string
 			}
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "%-20s  %-36s  %-10s  %-8s  %-8s  %-10s  %s\n", r.Time.UTC().Format(timeLayout), r.RunID, outcome, dur,
+		if _, err := fmt.Fprintf(w, "%-20s  %-10s  %-10s  %-8s  %-8s  %-10s  %s\n", r.Time.UTC().Format(timeLayout), orDash(short[r.RunID]), outcome, dur,
 			r.Event, orDash(r.Agent), orDash(r.Strand)); err != nil {
 			return fmt.Errorf("write runs: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/transcript"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +46,7 @@ func TestRuns_Follow(t *testing.T) {
 			t.Logf("stderr of knotd runs -f VAULT: %s\nstderr of knotd runs FRESH --follow: %s", errV, errFresh)
 		}
 	}()
-	testutil.WaitFor(t, waitTimeout, "the newest run listed", func() bool { return strings.Contains(outV.String(), runB) })
+	testutil.WaitFor(t, waitTimeout, "the newest run listed", func() bool { return strings.Contains(outV.String(), transcript.ShortID(runB)) })
 
 	writeFile(t, filepath.Join(v, "c.md"), "# C\n")
 	if code, _, errOut := knotd(t, "--once", v); code != exitOK {
@@ -54,7 +55,7 @@ func TestRuns_Follow(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(v, "c.tieoff.md"))
 	require.NoError(t, err)
 	runC := runMarker.FindStringSubmatch(string(b))[1]
-	testutil.WaitFor(t, waitTimeout, "c's run followed", func() bool { return strings.Contains(outV.String(), runC) })
+	testutil.WaitFor(t, waitTimeout, "c's run followed", func() bool { return strings.Contains(outV.String(), transcript.ShortID(runC)) })
 
 	knotd(t, "--once", fresh) // adopts: no runs, but the runs folder appears
 	writeFile(t, filepath.Join(fresh, "d.md"), "# D\n")
@@ -65,8 +66,8 @@ func TestRuns_Follow(t *testing.T) {
 
 	got := stopV()
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[1], runB) || !strings.Contains(lines[2], runC) ||
-		!strings.Contains(lines[2], " ok ") || !strings.Contains(lines[2], "c.md") || strings.Contains(got, runA) {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") || !strings.Contains(lines[1], transcript.ShortID(runB)) || !strings.Contains(lines[2], transcript.ShortID(runC)) ||
+		!strings.Contains(lines[2], " ok ") || !strings.Contains(lines[2], "c.md") || strings.Contains(got, transcript.ShortID(runA)) {
 		t.Errorf("knotd runs -f --limit 1 printed\n%s\nwant a heading, b's run (the newest), then c's run, ok", got)
 	}
 	if got := stopFresh(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, `{"run_id":`) || !strings.Contains(got, `"outcome":"ok"`) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/ignore"
 	"github.com/knotd/knotd/vault"
 )
@@ -84,8 +85,19 @@ type options struct {
 // (watch mode) or the pass is done (--once). An error closing the vault
 // (the state store, the lock) is returned when nothing failed before it.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
+	if len(args) > 0 && args[0] == "help" {
+		// knotd help is knotd --help; knotd help CMD is knotd CMD --help.
+		switch {
+		case len(args) == 1:
+			args = []string{"--help"}
+		case len(args) == 2 && slices.Contains(commands, args[1]) && args[1] != "help":
+			args = []string{args[1], "--help"}
+		default:
+			return usageError{fmt.Sprintf("knotd help: %s", helpTopicError(args[1:]))}
+		}
+	}
 	if len(args) > 0 && args[0] == "trust" {
-		return runTrust(args[1:], stdout, stderr)
+		return runTrust(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "runs" {
 		return runRuns(ctx, args[1:], stdout, stderr)
@@ -112,6 +124,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	if err := mistypedCommand(o.vault); err != nil {
+		return err
+	}
 	if o.version {
 		fmt.Fprintln(stdout, "knotd", version())
 		return nil
@@ -135,7 +150,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	logDebug(log, root, o, args)
 	if o.dryRun {
-		return vault.DryRun(ctx, root, vopts, vault.OnceOptions{All: o.all, TakeOver: o.takeOver}, stdout)
+		once := vault.OnceOptions{All: o.all, TakeOver: o.takeOver}
+		err := vault.DryRun(ctx, root, vopts, once, stdout)
+		var locked *vault.LockedError
+		if errors.As(err, &locked) {
+			return dryRunBeside(ctx, root, vopts, once, stdout, err)
+		}
+		return err
 	}
 	v, err := vault.Open(root, vopts)
 	if err != nil {
@@ -154,6 +175,65 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runOnce(ctx, v, o, stdout, stderr)
 	}
 	return watch(ctx, v, o, log)
+}
+
+// commands are knotd's subcommands: a first argument that names one runs
+// it, any other is the VAULT.
+var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "doctor", "service", "help"}
+
+// helpTopicError says what is wrong with the arguments of knotd help.
+func helpTopicError(args []string) string {
+	if len(args) > 1 {
+		return "one command at most, got " + strings.Join(args, " ")
+	}
+	msg := fmt.Sprintf("no command %q", args[0])
+	if near := suggestWord(commands, args[0]); near != "" {
+		msg += fmt.Sprintf("; did you mean %q?", near)
+	}
+	return msg + " (knotd --help lists the commands)"
+}
+
+// mistypedCommand returns a usage error when arg, knotd's VAULT, is no
+// folder that exists but looks like a mistyped subcommand ("staus"): it
+// says which one was meant. A folder of that name is a VAULT, and nothing
+// is said.
+func mistypedCommand(arg string) error {
+	if arg == "" || strings.ContainsAny(arg, `/\.`) || exists(arg) {
+		return nil
+	}
+	near := suggestWord(commands, arg)
+	if near == "" {
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q; did you mean %q? (no folder %s exists either, to watch as the VAULT)", arg, near, arg)}
+}
+
+// dryRunBeside is the dry run while another knotd holds the vault (locked
+// is the error saying so): a dry run only reads, so it asks that knotd for
+// a copy of its state store and reads the copy. If that knotd cannot be
+// asked (an older one, or no control socket), locked is the answer.
+func dryRunBeside(ctx context.Context, root string, vopts vault.Options, once vault.OnceOptions, stdout io.Writer, locked error) (err error) {
+	sock, known, err := vault.ControlSocket("", root)
+	if err != nil || !known {
+		return locked
+	}
+	c := &control.Client{Path: sock}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; and it cannot be asked for a copy of its state for the dry run (%v)", locked, err)
+	}
+	copyPath, err := c.CopyState(ctx)
+	if err != nil {
+		return fmt.Errorf("%w; and it did not give a copy of its state for the dry run (%v)", locked, err)
+	}
+	defer func() {
+		if rerr := os.Remove(copyPath); rerr != nil && err == nil {
+			err = fmt.Errorf("remove the copy of the state: %w", rerr)
+		}
+	}()
+	fmt.Fprintf(stdout, "knotd (pid %d) is running on this vault: this dry run reads a copy of its state taken now; the running knotd processes these changes itself, after their quiet period\n\n", st.PID)
+	vopts.StateCopy = copyPath
+	return vault.DryRun(ctx, root, vopts, once, stdout)
 }
 
 // runOnce does one pass and prints the summary.
@@ -200,8 +280,20 @@ func printSummary(w io.Writer, s vault.Summary) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "knotd --once: runs: %d (%d ok, %d failed), changes recorded without a run: %d, in %s\n",
-		s.Ran, s.OK, s.Failed, s.Skipped, s.Duration.Round(time.Millisecond))
+	for _, p := range s.Paused {
+		fmt.Fprintf(w, "%-8s %-8s %s  (knotd resume %s answers its change)\n", "paused", "-", p.Note, p.Note)
+	}
+	for _, d := range s.Deferred {
+		fmt.Fprintf(w, "%-8s %-8s %s  (%s; knotd run %s runs it now)\n", "waiting", "-", d.Note, d.Why, d.Note)
+	}
+	line := fmt.Sprintf("knotd --once: runs: %d (%d ok, %d failed), changes recorded without a run: %d", s.Ran, s.OK, s.Failed, s.Skipped)
+	if len(s.Paused) > 0 {
+		line += fmt.Sprintf(", not run (paused): %d", len(s.Paused))
+	}
+	if len(s.Deferred) > 0 {
+		line += fmt.Sprintf(", not run (waiting for the day's budget): %d", len(s.Deferred))
+	}
+	fmt.Fprintf(w, "%s, in %s\n", line, s.Duration.Round(time.Millisecond))
 }
 
 func progressPrinter(w io.Writer) func(done, total int, rel string) {
@@ -387,7 +479,7 @@ func overrides(o options) config.Settings {
 // files name paths. Where both lead inside the vault, the one that exists
 // wins, the current directory's when both or neither do.
 func explainIgnore(root string, o options, w io.Writer) error {
-	rel, err := explainPath(root, o.explain)
+	rel, err := pathInVault(root, "--explain-ignore", o.explain)
 	if err != nil {
 		return err
 	}
@@ -399,9 +491,10 @@ func explainIgnore(root string, o options, w io.Writer) error {
 	return nil
 }
 
-// explainPath turns --explain-ignore's PATH into a slash-separated path
-// relative to root (see explainIgnore).
-func explainPath(root, path string) (string, error) {
+// pathInVault turns PATH, given to the flag named flagName
+// (--explain-ignore, --strand), into a slash-separated path relative to
+// root (see explainIgnore for how a relative PATH is read).
+func pathInVault(root, flagName, path string) (string, error) {
 	inside := func(abs string) (string, bool) {
 		r, err := filepath.Rel(root, resolveExisting(abs))
 		if err != nil || !filepath.IsLocal(r) {
@@ -416,11 +509,11 @@ func explainPath(root, path string) (string, error) {
 		if r, ok := inside(path); ok {
 			return r, nil
 		}
-		return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s", path, root)}
+		return "", usageError{fmt.Sprintf("%s %s: not inside the vault %s", flagName, path, root)}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", usageError{fmt.Sprintf("--explain-ignore %s: %v", path, err)}
+		return "", usageError{fmt.Sprintf("%s %s: %v", flagName, path, err)}
 	}
 	fromCwd, cwdOK := inside(abs)
 	vaultRel := filepath.ToSlash(filepath.Clean(path))
@@ -433,7 +526,7 @@ func explainPath(root, path string) (string, error) {
 	case vaultOK:
 		return vaultRel, nil
 	}
-	return "", usageError{fmt.Sprintf("--explain-ignore %s: not inside the vault %s (a relative PATH is read from the current directory, or else from the vault's root)", path, root)}
+	return "", usageError{fmt.Sprintf("%s %s: not inside the vault %s (a relative PATH is read from the current directory, or else from the vault's root)", flagName, path, root)}
 }
 
 // resolveExisting resolves the symbolic links of abs's longest existing
@@ -460,7 +553,9 @@ const trustUsage = `usage: knotd trust [VAULT]
 
 Trust the vault's .knot/config.yaml as it is now, so that the agents it defines may run.
 The file's SHA-256 is recorded in your user config directory; any later change to it
-makes it untrusted again.
+makes it untrusted again. A knotd running on the vault on this machine is told: it
+loads its configuration again (as on SIGHUP) and uses the trusted file from its next
+run on; knotd trust says whether it did.
 `
 
 const resetUsage = `usage: knotd reset [--config FILE] NOTE...
@@ -476,7 +571,7 @@ frontmatter yourself does the same.
 Flags:
 `
 
-func runTrust(args []string, stdout, stderr io.Writer) error {
+func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("knotd trust", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -512,6 +607,34 @@ func runTrust(args []string, stdout, stderr io.Writer) error {
 		agents = "agents " + strings.Join(t.Agents, ", ")
 	}
 	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
+	return tellDaemon(ctx, root, stdout)
+}
+
+// tellDaemon has the knotd answering the vault at root on this machine, if
+// one runs, load its configuration again, so that it uses the trust just
+// given, and says what happened.
+func tellDaemon(ctx context.Context, root string, stdout io.Writer) error {
+	sock, known, err := vault.ControlSocket("", root)
+	if err != nil {
+		return err
+	}
+	if !known {
+		fmt.Fprintln(stdout, "no knotd runs for this vault on this machine: the next one started uses it")
+		return nil
+	}
+	c := &control.Client{Path: sock}
+	st, err := c.Status(ctx)
+	switch {
+	case errors.Is(err, control.ErrNoDaemon):
+		fmt.Fprintln(stdout, "no knotd runs for this vault on this machine: the next one started uses it")
+		return nil
+	case err != nil:
+		return fmt.Errorf("knotd trust: the running knotd could not be asked to use it (%w); reload it (kill -HUP its pid) or restart it", err)
+	}
+	if _, err := c.ReloadConfig(ctx); err != nil {
+		return fmt.Errorf("knotd trust: the running knotd (pid %d) did not reload its configuration: %w; it goes on with the one it had (kill -HUP %d, or a restart, tries again)", st.PID, err, st.PID)
+	}
+	fmt.Fprintf(stdout, "the running knotd (pid %d) reloaded its configuration and now uses it\n", st.PID)
 	return nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -30,13 +29,18 @@ knotd's state directory on the machine that ran it (not in the vault: see
 masked), the prompt as sent, the agent's output as content blocks, how the
 run ended, and where its section went in the tie-off.
 
-'knotd runs' lists the runs, newest first: time (UTC), run id, outcome,
-duration, event, agent and strand; --limit N lists the newest N. With -f
+'knotd runs' lists the runs, newest first: time (UTC), run, outcome,
+duration, event, agent and strand; --strand PATH lists one note's (a
+relative PATH is read from the current folder, or else from the vault's
+root); --limit N lists the newest N. With -f
 (--follow) it lists the newest runs (10 unless --limit says otherwise),
 oldest first, then keeps printing a line for every run that starts or ends
-until interrupted (Ctrl-C). 'knotd runs show RUN_ID' prints one run; RUN_ID
-is the id in the run's tie-off marker (<!-- knot:run RUN_ID ... -->) and in
-the list, or any prefix of it that names one run only. --json prints the
+until interrupted (Ctrl-C). The list names each run by its short id: the
+last 8 characters of its run id (its random part: runs of the same minutes
+share the first ones), more if two runs share them. 'knotd runs show RUN_ID'
+prints one run; RUN_ID is the short id, the id in the run's tie-off marker
+(<!-- knot:run RUN_ID ... -->), or any end or beginning of the id that names
+one run only. --json prints the
 list as JSON (with -f: one JSON object a line), or a run's raw transcript
 lines. --since WHEN lists only the runs started since WHEN (2026-11-23,
 2026-11-23T10:00:00Z, or a duration back from now: 24h).
@@ -162,6 +166,7 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // runJSON is one run in the JSON list of knotd runs --json.
 type runJSON struct {
 	RunID    string        `json:"run_id"`
+	ShortID  string        `json:"short_id"`
 	Time     time.Time     `json:"time"`
 	Strand   string        `json:"strand"`
 	Event    string        `json:"event"`
@@ -207,8 +212,8 @@ func listedRuns(root, dir string, o runsOptions) ([]transcript.Summary, error) {
 	return runs, nil
 }
 
-func toJSON(r transcript.Summary) runJSON {
-	return runJSON{RunID: r.RunID, Time: r.Time.UTC(), Strand: r.Strand, Event: r.Event.String(), Agent: r.Agent,
+func toJSON(r transcript.Summary, short map[string]string) runJSON {
+	return runJSON{RunID: r.RunID, ShortID: short[r.RunID], Time: r.Time.UTC(), Strand: r.Strand, Event: r.Event.String(), Agent: r.Agent,
 		Finished: r.Finished, Outcome: r.Outcome, Duration: r.Duration, Torn: r.Torn, Problem: r.Problem, Path: r.Path}
 }
 
@@ -229,15 +234,29 @@ func runColumns(r transcript.Summary) (outcome, dur string) {
 	return outcome, dur
 }
 
+// shortIDs returns the short ids of the runs in dir: each names its run
+// only, for knotd runs show.
+func shortIDs(dir string) (map[string]string, error) {
+	ids, err := runIDs(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return transcript.ShortIDs(ids), nil
+}
+
 func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 	runs, err := listedRuns(root, dir, o)
+	if err != nil {
+		return err
+	}
+	short, err := shortIDs(dir)
 	if err != nil {
 		return err
 	}
 	if o.jsonOut {
 		list := make([]runJSON, 0, len(runs))
 		for _, r := range runs {
-			list = append(list, toJSON(r))
+			list = append(list, toJSON(r, short))
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -251,10 +270,10 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tRUN ID\tOUTCOME\tDURATION\tEVENT\tAGENT\tSTRAND")
+	fmt.Fprintln(tw, "TIME\tRUN\tOUTCOME\tDURATION\tEVENT\tAGENT\tSTRAND")
 	for _, r := range runs {
 		outcome, dur := runColumns(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(timeLayout), r.RunID, outcome, dur,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(timeLayout), orDash(short[r.RunID]), outcome, dur,
 			r.Event, orDash(r.Agent), orDash(r.Strand))
 	}
 	if err := tw.Flush(); err != nil {
@@ -263,17 +282,13 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 	return nil
 }
 
-// strandArg turns --strand's PATH (vault-relative, or absolute inside the
-// vault) into the vault-relative, slash-separated path runs record.
+// strandArg turns --strand's PATH into the vault-relative, slash-separated
+// path runs record: a relative PATH is read from the current folder, as
+// every command reads a note's path, when that leads inside the vault, or
+// else from the vault's root (when both lead inside, the one that exists
+// wins); an absolute one must be inside the vault.
 func strandArg(root, path string) (string, error) {
-	if filepath.IsAbs(path) {
-		rel, err := filepath.Rel(root, path)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", usageError{fmt.Sprintf("--strand %s: not inside the vault %s", path, root)}
-		}
-		path = rel
-	}
-	return filepath.ToSlash(filepath.Clean(path)), nil
+	return pathInVault(root, "--strand", path)
 }
 
 // isRunIDPrefix reports whether s may begin a run id: lower-case
@@ -290,8 +305,25 @@ func isRunIDPrefix(s string) bool {
 	return true
 }
 
+// runIDs returns the ids of the runs whose transcripts are in dir.
+func runIDs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), transcript.Ext)
+		if ok && transcript.CheckRunID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 // resolveRunID returns the run id in dir that arg names: a whole run id,
-// or a prefix that begins one run id only.
+// or the end of one run id only (its short id, as knotd runs and status
+// show it), or the beginning of one run id only.
 func resolveRunID(dir, arg string) (string, error) {
 	if transcript.CheckRunID(arg) == nil {
 		return arg, nil
@@ -299,20 +331,19 @@ func resolveRunID(dir, arg string) (string, error) {
 	if !isRunIDPrefix(arg) {
 		return "", badRunID(arg)
 	}
-	entries, err := os.ReadDir(dir)
+	all, err := runIDs(dir)
 	if err != nil {
 		return "", fmt.Errorf("find run %s: %w", arg, err)
 	}
 	var ids []string
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), transcript.Ext)
-		if ok && strings.HasPrefix(id, arg) && transcript.CheckRunID(id) == nil {
+	for _, id := range all {
+		if strings.HasSuffix(id, arg) || strings.HasPrefix(id, arg) {
 			ids = append(ids, id)
 		}
 	}
 	switch len(ids) {
 	case 0:
-		return "", fmt.Errorf("no run begins with %s in %s (it may have been pruned; 'knotd runs' lists the runs)", arg, dir)
+		return "", fmt.Errorf("no run id ends or begins with %s in %s (it may have been pruned; 'knotd runs' lists the runs)", arg, dir)
 	case 1:
 		return ids[0], nil
 	}
@@ -323,7 +354,7 @@ func resolveRunID(dir, arg string) (string, error) {
 	if len(list) > shown {
 		list, more = list[:shown], fmt.Sprintf(" and %d more", len(ids)-shown)
 	}
-	return "", usageError{fmt.Sprintf("knotd runs show: %s is the beginning of %d run ids: %s%s; give more of the id (see knotd runs --help)", arg, len(ids), strings.Join(list, ", "), more)}
+	return "", usageError{fmt.Sprintf("knotd runs show: %s names %d runs: %s%s; give more of the id (see knotd runs --help)", arg, len(ids), strings.Join(list, ", "), more)}
 }
 
 func showRun(dir, arg string, jsonOut bool, stdout, stderr io.Writer) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/transcript"
 	"github.com/knotd/knotd/vault"
+	"github.com/stretchr/testify/require"
 )
 
 var runMarker = regexp.MustCompile(`<!-- knot:run ([0-9a-f-]{36}) `)
@@ -58,7 +59,7 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 		t.Fatalf("knotd runs: exit %d, stderr %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[1], runB) || !strings.Contains(lines[2], runA) {
+	if len(lines) != 3 || !strings.Contains(lines[1], transcript.ShortID(runB)) || !strings.Contains(lines[2], transcript.ShortID(runA)) {
 		t.Fatalf("knotd runs =\n%s\nwant a heading, then run %s (b) and run %s (a)", out, runB, runA)
 	}
 	for _, want := range []string{"ok", "Created", "digest", "sub/b.md"} {
@@ -78,10 +79,27 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 
 	for _, strand := range []string{"sub/b.md", filepath.Join(v, "sub", "b.md")} {
 		code, out, _ = knotd(t, "runs", "--strand", strand, v)
-		if code != exitOK || !strings.Contains(out, runB) || strings.Contains(out, runA) {
+		if code != exitOK || !strings.Contains(out, transcript.ShortID(runB)) || strings.Contains(out, transcript.ShortID(runA)) {
 			t.Errorf("knotd runs --strand %s: exit %d:\n%s\nwant run %s only", strand, code, out, runB)
 		}
 	}
+
+	// From a folder of the vault, --strand reads PATH from there, as
+	// every command reads a note's path (and from the vault's root when
+	// only that leads to a note).
+	t.Run("from a folder of the vault", func(t *testing.T) {
+		t.Chdir(filepath.Join(v, "sub"))
+		for _, strand := range []string{"b.md", "sub/b.md", "../sub/b.md"} {
+			code, out, errOut := knotd(t, "runs", "--strand", strand)
+			if code != exitOK || !strings.Contains(out, transcript.ShortID(runB)) || strings.Contains(out, transcript.ShortID(runA)) {
+				t.Errorf("in sub/: knotd runs --strand %s: exit %d, stderr %q:\n%s\nwant run %s only", strand, code, errOut, out, runB)
+			}
+		}
+		code, out, errOut := knotd(t, "runs", "--strand", "../a.md", "--cost")
+		if code != exitOK || !strings.Contains(out, "a.md") || strings.Contains(out, "sub/b.md") {
+			t.Errorf("in sub/: knotd runs --cost --strand ../a.md: exit %d, stderr %q:\n%s\nwant a.md's run only", code, errOut, out)
+		}
+	})
 
 	code, out, errOut = knotd(t, "runs", "show", runA, v)
 	if code != exitOK || errOut != "" {
@@ -229,12 +247,12 @@ func TestRuns_PrefixLimitAndUTC(t *testing.T) {
 	if n > 0 {
 		code, _, errOut = knotd(t, "runs", "show", runA[:n], v)
 		lo, hi := min(runA, runB), max(runA, runB)
-		want := fmt.Sprintf("knotd runs show: %s is the beginning of 2 run ids: %s, %s; give more of the id (see knotd runs --help)\n", runA[:n], lo, hi)
+		want := fmt.Sprintf("knotd runs show: %s names 2 runs: %s, %s; give more of the id (see knotd runs --help)\n", runA[:n], lo, hi)
 		if code != exitUsage || errOut != want {
 			t.Errorf("knotd runs show %s (ambiguous): exit %d, stderr\n%q; want\n%q", runA[:n], code, errOut, want)
 		}
 	}
-	if code, _, errOut := knotd(t, "runs", "show", "fff", v); code != exitFailed || !strings.Contains(errOut, "no run begins with fff") {
+	if code, _, errOut := knotd(t, "runs", "show", "fff", v); code != exitFailed || !strings.Contains(errOut, "no run id ends or begins with fff") {
 		t.Errorf("knotd runs show fff: exit %d, %q", code, errOut)
 	}
 	if code, _, errOut := knotd(t, "runs", "show", "FFF", v); code != exitUsage || !strings.Contains(errOut, "not a run id") {
@@ -244,7 +262,7 @@ func TestRuns_PrefixLimitAndUTC(t *testing.T) {
 	t.Setenv("TZ", "Asia/Kolkata") // +05:30: a local time would show
 	code, out, _ = knotd(t, "runs", "--limit", "1", v)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[1], runB) {
+	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[1], transcript.ShortID(runB)) {
 		t.Fatalf("knotd runs --limit 1: exit %d:\n%s\nwant the heading and b's run", code, out)
 	}
 	dir, _, err := vault.RunsDir("", v)
@@ -268,4 +286,32 @@ func TestRuns_PrefixLimitAndUTC(t *testing.T) {
 	if code, _, errOut := knotd(t, "runs", "--limit", "0", v); code != exitUsage || !strings.Contains(errOut, "--limit must be at least 1") {
 		t.Errorf("knotd runs --limit 0: exit %d, %q", code, errOut)
 	}
+}
+
+// TestRuns_ShortID: run ids are UUID v7, whose first digits are the time:
+// two runs made within minutes share them, so a prefix of a few digits
+// names no run. knotd runs shows each run by the end of its id (its
+// random part), and runs show takes it.
+func TestRuns_ShortID(t *testing.T) {
+	v, runA, runB := runsVault(t)
+	if runA[:8] != runB[:8] {
+		t.Logf("the two runs' ids do not share their first 8 digits (%s, %s)", runA, runB)
+	}
+	code, out, errOut := knotd(t, "runs", v)
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	require.Regexp(t, `^TIME +RUN +OUTCOME`, lines[0])
+	for i, run := range []string{runB, runA} {
+		short := strings.Fields(lines[i+1])[2] // the time is two fields
+		require.Equal(t, run[len(run)-8:], short, "the run column of %q", lines[i+1])
+		code, out, errOut := knotd(t, "runs", "show", short, v)
+		require.Equal(t, exitOK, code, "knotd runs show %s: %s", short, errOut)
+		require.Contains(t, out, run)
+	}
+	code, out, errOut = knotd(t, "runs", "--json", v)
+	require.Equal(t, exitOK, code, errOut)
+	var list []runJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Equal(t, transcript.ShortID(runB), list[0].ShortID)
 }
