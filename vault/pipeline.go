@@ -222,6 +222,9 @@ type work struct {
 	// keeps says that the agent keeps a conversation (so knotd writes
 	// the strand's knot_session).
 	keeps bool
+	// wrote holds the hashes of the versions knotd wrote into the strand
+	// (its knot_session), kept in its record (state.Record.Wrote).
+	wrote []state.Hash
 	// lastAttempt is set on the last attempt to prepare the run: a write
 	// into the strand that the user's saves keep refusing is given up.
 	lastAttempt bool
@@ -649,6 +652,9 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
+	for _, h := range w.wrote {
+		rec.AddWrote(h)
+	}
 	rec.Turns++
 	rec.LastRunID, rec.Processed = rep.RunID, sec.Time
 	rec.LastOutcome = state.OutcomeSucceeded
