@@ -150,6 +150,10 @@ func (v *Vault) finishJournaled(rel string) error {
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
+		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
+			v.sayKept(kept)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: finish journaled run %s: %w", rel, p.RunID, err)
 		}
@@ -305,13 +309,18 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 		if err != nil || skip != "" {
 			return w, skip, err
 		}
-		if !job.ByHand && !v.dry {
-			// A change that would run, over the day's budget, waits
-			// unrecorded until the budget allows (or a run by hand):
-			// nothing is lost.
-			if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
-				return nil, "waits for the budget: " + why, err
-			}
+	}
+	if why := v.tieOffUnwritable(rel); why != nil {
+		// Its reply, or its failure, could never be recorded: the agent
+		// is not run, and the change waits, unrecorded.
+		return nil, v.waitForTieOff(rel, why), nil
+	}
+	if w.failure == "" && !job.ByHand && !v.dry {
+		// A change that would run, over the day's budget, waits
+		// unrecorded until the budget allows (or a run by hand):
+		// nothing is lost.
+		if ok, why, err := v.budgetAllows(rel); err != nil || !ok {
+			return nil, "waits for the budget: " + why, err
 		}
 	}
 	return w, "", v.prepare(w)
@@ -765,7 +774,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !v.unwritableTieOff(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
 		cur, has, err := v.store.Get(p.Record.Path)
@@ -776,21 +785,41 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		stale = has && cur.LastRunID > p.RunID
 	}
 	var offset int64
+	var kept *ReplyKept
 	if done {
 		offset = v.sectionOffset(t, p.RunID)
 	} else {
-		if j.Replace {
+		err = v.faults.appending(p.RunID)
+		switch {
+		case err != nil:
+		case j.Replace:
 			err = tieoff.Replace(v.fs, t, j.Section)
-		} else {
+		default:
 			offset, err = tieoff.Append(v.fs, t, j.Section)
+		}
+		if err != nil && v.unwritableTieOff(t, err) {
+			// A tie-off that can never be written as it is (see
+			// unwritable.go): the reply is kept outside the vault and
+			// the run is done, rather than journaled for ever.
+			var kerr error
+			if kept, kerr = v.keepReply(p, j, t, err); kerr != nil {
+				err = fmt.Errorf("%w; and keeping the reply in knotd's state directory failed too: %w", err, kerr)
+			} else {
+				err = nil
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
 	}
-	tl.tieOff(t, offset, j.Replace)
+	if kept == nil {
+		tl.tieOff(t, offset, j.Replace)
+	}
 	if stale {
-		return v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) })
+		if err := v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) }); err != nil {
+			return err
+		}
+		return keptErr(kept)
 	}
 	if err := v.faults.completing(p.RunID); err != nil {
 		return err
@@ -799,7 +828,15 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		return err
 	}
 	v.observe.completed(p.RunID)
-	return nil
+	return keptErr(kept)
+}
+
+// keptErr is kept as an error (nil when it is nil).
+func keptErr(kept *ReplyKept) error {
+	if kept == nil {
+		return nil
+	}
+	return kept
 }
 
 // commitSkip records the strand's current version as processed without a

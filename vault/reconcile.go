@@ -635,6 +635,11 @@ func (v *Vault) moveTieOff(from, to string) error {
 	oldName, newName := filepath.FromSlash(oldRel), filepath.FromSlash(newRel)
 	if _, err := v.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
 		return nil
+	} else if err != nil && v.unwritableTieOff(oldRel, err) {
+		// Its folder is a link out of the vault now (swapped for one):
+		// what is there is not knotd's to move.
+		v.log.Warn("strand moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
+		return nil
 	}
 	if _, err := v.fs.Lstat(newName); err == nil {
 		v.log.Warn("strand moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)

@@ -397,6 +397,10 @@ func (v *Vault) recover() error {
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
+		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
+			v.sayKept(kept)
+			continue
+		}
 		if err != nil {
 			v.log.Error("cannot finish a run journaled before knotd stopped; it stays journaled and is retried at the next start",
 				"strand", p.Record.Path, "run", p.RunID, "err", err)
