@@ -310,7 +310,7 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return w, skip, err
 		}
 	}
-	if why := v.tieOffUnwritable(rel); why != nil {
+	if why := v.checkTieOff(rel); why != nil {
 		// Its reply, or its failure, could never be recorded: the agent
 		// is not run, and the change waits, unrecorded.
 		return nil, v.waitForTieOff(rel, why), nil

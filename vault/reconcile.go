@@ -66,6 +66,12 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 			cands = append(cands, candidate{path: h.Path, src: fromHint})
 		case isConflictPath(h.Path):
 			copies = append(copies, h.Path)
+		default:
+			if rel, ok := v.waitingFor(h.Path); ok {
+				// The tie-off its change waits for changed: it may be
+				// writable now.
+				cands = append(cands, candidate{path: rel, src: fromHint})
+			}
 		}
 	}
 	full := plainFull || listing != nil

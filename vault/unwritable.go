@@ -23,7 +23,8 @@ import (
 //     root, refusing links; the append refuses them again, so nothing
 //     rests on the look): if it is such a tie-off, the agent is not run
 //     and the change waits, unrecorded, said once, until the tie-off can
-//     be written;
+//     be written (while knotd watches, a change of the tie-off, say the
+//     link removed, looks at the strand again);
 //   - a reply that meets such a tie-off after its run (the link appeared
 //     meanwhile, or a reply journaled by an earlier knotd) is kept in the
 //     rescued folder of knotd's state directory, its run is recorded as
@@ -48,6 +49,38 @@ func (v *Vault) tieOffUnwritable(rel string) error {
 		return err
 	}
 	return nil
+}
+
+// checkTieOff is tieOffUnwritable, and forgets that the strand rel
+// waited for its tie-off when it can be written.
+func (v *Vault) checkTieOff(rel string) error {
+	err := v.tieOffUnwritable(rel)
+	if err == nil {
+		if t, terr := strand.TieOffPath(rel); terr == nil {
+			v.tieWaits.Delete(t)
+		}
+	}
+	return err
+}
+
+// watched is what the watcher hints: what knotd looks for in a vault
+// (isWatched), and the tie-offs that changes wait for.
+func (v *Vault) watched(rel string) bool {
+	if isWatched(rel) {
+		return true
+	}
+	_, ok := v.tieWaits.Load(rel)
+	return ok
+}
+
+// waitingFor returns the strand whose change waits for the tie-off t, if
+// one does; it no longer waits for it then (its processing looks again).
+func (v *Vault) waitingFor(t string) (string, bool) {
+	rel, ok := v.tieWaits.LoadAndDelete(t)
+	if !ok {
+		return "", false
+	}
+	return rel.(string), true
 }
 
 // unwritableTieOff reports whether err, met opening or writing the
@@ -84,9 +117,12 @@ func (v *Vault) folderLinked(t string) bool {
 }
 
 // waitForTieOff says, once, that the strand rel does not run while its
-// tie-off cannot be written (why), and returns the skip reason.
+// tie-off cannot be written (why), and returns the skip reason. While
+// knotd watches, a change of the tie-off (the link removed) looks at the
+// strand again (see waitingFor).
 func (v *Vault) waitForTieOff(rel string, why error) string {
 	t, _ := strand.TieOffPath(rel)
+	v.tieWaits.Store(t, rel)
 	v.noticeOnce("unwritable-tieoff:"+t, func() {
 		v.log.Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
 			"strand", rel, "tieoff", t, "err", why)

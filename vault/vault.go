@@ -90,6 +90,9 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
+	// tieWaits holds the strands whose change waits for their tie-off,
+	// which cannot be written (unwritable.go): tie-off path → strand.
+	tieWaits sync.Map
 
 	claims   claims        // strand paths being worked on
 	sessions sessionClaims // sessions of the runs being prepared or under way

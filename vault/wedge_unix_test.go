@@ -247,3 +247,33 @@ func TestOnce_ReplyForATieOffThatBecameALink(t *testing.T) {
 		t.Errorf("the file behind the link was written: %q, %v", b, err)
 	}
 }
+
+// TestWatch_RunsOnceTheTieOffIsFixed: while knotd watches, a note whose
+// tie-off is a symbolic link waits; removing the link runs the change,
+// without another save of the note.
+func TestWatch_RunsOnceTheTieOffIsFixed(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	e.onceFresh()
+	v := e.open()
+	w := e.watch(v, WatchOptions{})
+	victim := outsideFile(t, "outside\n")
+	mustDo(t, os.Symlink(victim, e.abs("n.tieoff.md")))
+	e.write("n.md", "# N\n")
+	w.settle()
+	if runs := w.runs(); len(runs) != 0 {
+		t.Fatalf("runs = %+v; want none while the tie-off is a link", runs)
+	}
+	e.remove("n.tieoff.md")
+	testutil.WaitFor(t, waitTimeout, "the note's run", func() bool { return len(w.runs()) == 1 })
+	w.settle()
+	if runs := w.runs(); len(runs) != 1 || runs[0].Strand != "n.md" || runs[0].Failed() {
+		t.Errorf("runs = %+v; want one run of n.md", runs)
+	}
+	if secs := e.sections("n.md"); len(secs) != 1 {
+		t.Errorf("tie-off sections = %d; want 1", len(secs))
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "outside\n" {
+		t.Errorf("the file behind the link was written: %q", b)
+	}
+}
