@@ -150,7 +150,7 @@ func (v *Vault) finishJournaled(rel string) error {
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
-		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
+		if kept := (*replyKept)(nil); errors.As(err, &kept) {
 			v.sayKept(kept)
 			continue
 		}
@@ -785,7 +785,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		stale = has && cur.LastRunID > p.RunID
 	}
 	var offset int64
-	var kept *ReplyKept
+	var kept *replyKept
 	if done {
 		offset = v.sectionOffset(t, p.RunID)
 	} else {
@@ -832,7 +832,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 }
 
 // keptErr is kept as an error (nil when it is nil).
-func keptErr(kept *ReplyKept) error {
+func keptErr(kept *replyKept) error {
 	if kept == nil {
 		return nil
 	}

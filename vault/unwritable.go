@@ -130,27 +130,27 @@ func (v *Vault) waitForTieOff(rel string, why error) string {
 	return "waits for its tie-off, which cannot be written: " + why.Error()
 }
 
-// ReplyKept is the error of a run whose reply could not go into its
+// replyKept is the error of a run whose reply could not go into its
 // tie-off, which can never be written as it is: the reply is kept in
 // Kept, outside the vault, and the run is recorded as done.
-type ReplyKept struct {
+type replyKept struct {
 	Strand, TieOff, RunID string
 	// Kept is the file holding the reply's section.
 	Kept string
 	Err  error
 }
 
-func (e *ReplyKept) Error() string {
+func (e *replyKept) Error() string {
 	return fmt.Sprintf("vault: %s: the reply of run %s cannot go into its tie-off %s (%v): it is kept in %s; make the tie-off a regular file in the vault and copy the reply into it",
 		e.Strand, e.RunID, e.TieOff, e.Err, e.Kept)
 }
 
-func (e *ReplyKept) Unwrap() error { return e.Err }
+func (e *replyKept) Unwrap() error { return e.Err }
 
 // keepReply keeps the journaled run p's section, which cannot go into its
 // tie-off t (err), in the rescued folder, and returns the error that says
 // where.
-func (v *Vault) keepReply(p state.Pending, j journal, t string, err error) (*ReplyKept, error) {
+func (v *Vault) keepReply(p state.Pending, j journal, t string, err error) (*replyKept, error) {
 	sec, ferr := tieoff.Format(j.Section)
 	if ferr != nil {
 		return nil, ferr
@@ -159,12 +159,12 @@ func (v *Vault) keepReply(p state.Pending, j journal, t string, err error) (*Rep
 	if rerr != nil {
 		return nil, rerr
 	}
-	return &ReplyKept{Strand: p.Record.Path, TieOff: t, RunID: p.RunID, Kept: kept, Err: err}, nil
+	return &replyKept{Strand: p.Record.Path, TieOff: t, RunID: p.RunID, Kept: kept, Err: err}, nil
 }
 
 // sayKept says that a journaled run's reply could not go into its
 // tie-off and is kept outside the vault (its run is done: said once).
-func (v *Vault) sayKept(kept *ReplyKept) {
+func (v *Vault) sayKept(kept *replyKept) {
 	v.log.Error("a run's reply cannot go into its tie-off, which is not a regular file in the vault: knotd kept the reply in its state directory and does not try again; make the tie-off a regular file in the vault and copy the reply into it",
 		"strand", kept.Strand, "tieoff", kept.TieOff, "run", kept.RunID, "kept", kept.Kept, "err", kept.Err)
 }

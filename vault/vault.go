@@ -400,7 +400,7 @@ func (v *Vault) recover() error {
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
-		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
+		if kept := (*replyKept)(nil); errors.As(err, &kept) {
 			v.sayKept(kept)
 			continue
 		}
