@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -105,7 +106,31 @@ type Record struct {
 	// cost): the next turn's own use is its total minus this. Nil when
 	// unknown.
 	Totals *Usage
+	// Wrote holds the hashes of the last versions of the strand that
+	// knotd itself wrote into it (its knot_session), oldest first, at
+	// most MaxWrote: a sync tool's conflict copy that is exactly one of
+	// them is knotd's own write, which a newer save replaced.
+	Wrote []Hash
 }
+
+// MaxWrote bounds Record.Wrote.
+const MaxWrote = 8
+
+// AddWrote records h as a version of the strand that knotd wrote,
+// forgetting the oldest beyond MaxWrote.
+func (r *Record) AddWrote(h Hash) {
+	if slices.Contains(r.Wrote, h) {
+		return
+	}
+	r.Wrote = append(slices.Clone(r.Wrote), h)
+	if n := len(r.Wrote); n > MaxWrote {
+		r.Wrote = r.Wrote[n-MaxWrote:]
+	}
+}
+
+// HasWrote reports whether knotd wrote the version of the strand whose
+// hash is h (one of the last MaxWrote it wrote).
+func (r *Record) HasWrote(h Hash) bool { return slices.Contains(r.Wrote, h) }
 
 // Usage is token use and cost as an agent reported it.
 type Usage struct {
@@ -117,9 +142,11 @@ type Usage struct {
 // this version and the ones before it, and refuse newer ones, so a newer
 // knotd's records are never misread. Version 1 had no Ctime (read as
 // zero, which no file's stamp has: the first look hashes the file and
-// restamps it); versions 1 and 2 had no Totals (read as unknown).
+// restamps it); versions 1 and 2 had no Totals (read as unknown);
+// versions 1 to 3 had no Wrote (read as none).
 const (
-	recordVersion   = 3
+	recordVersion   = 4
+	recordVersionV3 = 3
 	recordVersionV2 = 2
 	recordVersionV1 = 1
 )
@@ -149,14 +176,20 @@ func appendRecord(b []byte, r *Record) []byte {
 	}
 	b = binary.AppendVarint(b, ns)
 	if r.Totals == nil {
-		return append(b, 0)
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.AppendVarint(b, r.Totals.InputTokens)
+		b = binary.AppendVarint(b, r.Totals.OutputTokens)
+		b = binary.AppendVarint(b, r.Totals.CacheReadTokens)
+		b = binary.AppendVarint(b, r.Totals.CacheWriteTokens)
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Totals.CostUSD))
 	}
-	b = append(b, 1)
-	b = binary.AppendVarint(b, r.Totals.InputTokens)
-	b = binary.AppendVarint(b, r.Totals.OutputTokens)
-	b = binary.AppendVarint(b, r.Totals.CacheReadTokens)
-	b = binary.AppendVarint(b, r.Totals.CacheWriteTokens)
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(r.Totals.CostUSD))
+	b = binary.AppendUvarint(b, uint64(len(r.Wrote)))
+	for _, h := range r.Wrote {
+		b = append(b, h[:]...)
+	}
+	return b
 }
 
 // decodeRecord decodes a value written by appendRecord; path becomes
@@ -164,7 +197,7 @@ func appendRecord(b []byte, r *Record) []byte {
 func decodeRecord(path string, b []byte) (Record, error) {
 	d := decoder{b: b}
 	v := d.byte()
-	if d.err == nil && v != recordVersion && v != recordVersionV2 && v != recordVersionV1 {
+	if d.err == nil && (v < recordVersionV1 || v > recordVersion) {
 		return Record{}, fmt.Errorf("%w: record version %d (this knotd reads %d at most)", errCorruptValue, v, recordVersion)
 	}
 	r := Record{Path: path}
@@ -184,7 +217,7 @@ func decodeRecord(path string, b []byte) (Record, error) {
 	if ns := d.varint(); ns != 0 {
 		r.Processed = time.Unix(0, ns).UTC()
 	}
-	if v >= recordVersion {
+	if v >= recordVersionV3 {
 		switch d.byte() {
 		case 0:
 		case 1:
@@ -194,6 +227,17 @@ func decodeRecord(path string, b []byte) (Record, error) {
 			}
 		default:
 			d.err = fmt.Errorf("%w: record totals flag out of range", errCorruptValue)
+		}
+	}
+	if v >= recordVersion {
+		n := d.uvarint()
+		if n > MaxWrote {
+			d.err = fmt.Errorf("%w: record holds %d written versions, more than %d", errCorruptValue, n, MaxWrote)
+		}
+		for range min(n, MaxWrote) {
+			var h Hash
+			copy(h[:], d.fixed(len(h)))
+			r.Wrote = append(r.Wrote, h)
 		}
 	}
 	if err := d.finish(); err != nil {

@@ -20,6 +20,8 @@ func TestDecodeRecord_RoundTrip(t *testing.T) {
 		{Path: "b.md", Stamp: Stamp{Size: 1 << 40, ModTime: -1, Inode: ^uint64(0), Device: 1}, Turns: 1 << 30, LastOutcome: OutcomeSkipped},
 		{Path: "c.md", Resume: "thread", Totals: &Usage{InputTokens: 600, OutputTokens: 27, CacheReadTokens: 5, CacheWriteTokens: 1, CostUSD: 0.0004}},
 		{Path: "d.md", Totals: &Usage{}},
+		{Path: "e.md", Wrote: []Hash{HashOf([]byte("one")), HashOf([]byte("two"))}},
+		{Path: "f.md", Totals: &Usage{CostUSD: 2}, Wrote: []Hash{HashOf([]byte("one"))}},
 	} {
 		b := appendRecord(nil, &r)
 		got, err := decodeRecord(r.Path, b)
@@ -40,12 +42,26 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 		{"truncated", good[:len(good)-1]},
 		{"trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"bad outcome", func() []byte { r := rec("a.md", "x"); r.LastOutcome = outcomeEnd; return appendRecord(nil, &r) }()},
-		{"bad totals flag", append(append([]byte(nil), good[:len(good)-1]...), 2)},
+		{"bad totals flag", append(append([]byte(nil), good[:len(good)-2]...), 2, 0)},
 		{"truncated totals", func() []byte {
 			r := rec("a.md", "x")
 			r.Totals = &Usage{CostUSD: 1}
 			b := appendRecord(nil, &r)
-			return b[:len(b)-3]
+			return b[:len(b)-4]
+		}()},
+		{"too many writes", func() []byte {
+			b := appendRecord(nil, new(rec("a.md", "x")))
+			b = append(b[:len(b)-1], MaxWrote+1)
+			for range MaxWrote + 1 {
+				b = append(b, make([]byte, len(Hash{}))...)
+			}
+			return b
+		}()},
+		{"truncated writes", func() []byte {
+			r := rec("a.md", "x")
+			r.Wrote = []Hash{HashOf([]byte("one"))}
+			b := appendRecord(nil, &r)
+			return b[:len(b)-1]
 		}()},
 	}
 	for _, tt := range tests {
@@ -55,12 +71,41 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 	}
 }
 
+// TestRecord_AddWrote: knotd remembers its last MaxWrote writes of a
+// strand, each once, oldest forgotten first, without touching the slice
+// of a record it was copied from.
+func TestRecord_AddWrote(t *testing.T) {
+	var r Record
+	h := func(i int) Hash { return HashOf([]byte{byte(i)}) }
+	for i := range MaxWrote + 3 {
+		r.AddWrote(h(i))
+		r.AddWrote(h(i)) // twice: kept once
+	}
+	if len(r.Wrote) != MaxWrote || r.Wrote[0] != h(3) || r.Wrote[MaxWrote-1] != h(MaxWrote+2) {
+		t.Fatalf("Wrote = %d hashes, first %v; want the last %d, oldest first", len(r.Wrote), r.Wrote[0], MaxWrote)
+	}
+	if r.HasWrote(h(2)) || !r.HasWrote(h(3)) {
+		t.Error("HasWrote: want the oldest forgotten, the others kept")
+	}
+	c := r
+	c.AddWrote(h(100))
+	if r.HasWrote(h(100)) || r.Wrote[0] != h(3) {
+		t.Error("AddWrote on a copy changed the original record")
+	}
+}
+
 // TestDecodeRecord_Version1: records written before stamps had a change
 // time read with a zero one, and without totals; so do version 2's.
+// Versions 1 to 3 read without knotd's writes.
 func TestDecodeRecord_Version1(t *testing.T) {
 	r := rec("a.md", "x")
 	r.Stamp = Stamp{Size: 3, ModTime: 42, Inode: 7, Device: 9}
-	v3 := appendRecord(nil, &r)
+	v4 := appendRecord(nil, &r)
+	// Version 3 is version 4 without knotd's writes (a 0 count, last).
+	v3 := append([]byte{recordVersionV3}, v4[1:len(v4)-1]...)
+	if got, err := decodeRecord("a.md", v3); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("decodeRecord(version 3) = %+v, %v; want %+v", got, err, r)
+	}
 	// Version 2 is version 3 without the totals (a 0 flag byte, last).
 	v2 := append([]byte{recordVersionV2}, v3[1:len(v3)-1]...)
 	if got, err := decodeRecord("a.md", v2); err != nil || got.Stamp != r.Stamp || got.Totals != nil || got.Processed != r.Processed {

@@ -151,6 +151,20 @@ func (tx *Tx) Restamp(rel string, st Stamp) error {
 	return tx.putRecord(&rec)
 }
 
+// AddWrote records, keeping everything else, that knotd wrote the
+// version of the strand at rel whose hash is h (see Record.Wrote).
+func (tx *Tx) AddWrote(rel string, h Hash) error {
+	rec, ok, err := tx.Get(rel)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: add a write of %s", ErrNotFound, rel)
+	}
+	rec.AddWrote(h)
+	return tx.putRecord(&rec)
+}
+
 // Delete forgets the strand at rel: its record, content and session.
 // Deleting a strand that has no record is not an error.
 func (tx *Tx) Delete(rel string) error {

@@ -134,8 +134,9 @@ func TestAttack_ConfigIsNotAFile(t *testing.T) {
 // TestAttack_FolderSwappedForALinkDuringARun: an earlier knotd, whose
 // note's folder was swapped for a link out of the vault while the agent
 // ran, appended the section and wrote knot_resume outside the vault.
-// Nothing is written outside; the reply stays journaled (said in the log)
-// for when the folder is back.
+// Nothing is written outside; the reply is kept in knotd's state
+// directory, the run reported failed with where it is, and the run is
+// done (a later pass does not fail on it again).
 func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
 	e := newEnv(t)
 	e.useAgent("claude", claudeGateBehaviour)
@@ -156,8 +157,20 @@ func TestAttack_FolderSwappedForALinkDuringARun(t *testing.T) {
 	mustDo(t, os.Rename(e.abs("notes"), e.abs("notes.moved")))
 	mustDo(t, os.Symlink(outside, e.abs("notes")))
 	e.release(1)
-	<-done
+	sum := <-done
 	e.close(v)
+	kept := e.rescued()
+	if len(kept) != 1 {
+		t.Errorf("rescued = %v; want the reply kept", kept)
+	}
+	for name := range kept {
+		if sum.Failed != 1 || !strings.Contains(sum.Runs[0].Reason, name) {
+			t.Errorf("summary = %+v; want the run failed, saying where its reply is", sum)
+		}
+	}
+	if sum, _, err := e.onceLoggedErr(); err != nil || sum.Failed != 0 {
+		t.Errorf("a later pass: %v, %+v; want it to succeed", err, sum)
+	}
 	for name, want := range map[string]string{"n.md": decoy, "n.tieoff.md": "outside\n"} {
 		if b, _ := os.ReadFile(filepath.Join(outside, name)); string(b) != want {
 			t.Errorf("%s outside the vault was written: %q", name, b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,10 @@ import (
 //     section once, in order, by the answering device, while it holds the
 //     strand (so no run appends meanwhile); the copy is removed once the
 //     merge is durable, and only if everything in it found its place;
-//   - a copy of a note is never a strand. When knotd's own write of the
+//   - a copy of a note is never a strand. A copy that is exactly one of
+//     knotd's own writes of the note (its knot_session; a newer save from
+//     another device replaced it), or that holds nothing the note lacks
+//     (knotd's keys aside), is removed. When knotd's own write of the
 //     note's knot_session made it (the other device's save met that write,
 //     and lost because it was older) and the copy holds every line of the
 //     note, knotd folds it back: the note gets the copy's content with
@@ -119,8 +123,8 @@ func (v *Vault) sayNoteCopy(c string) {
 }
 
 // foldNoteCopies folds back the conflict copies of the strand rel's note
-// that reconcile found, where that loses nothing (see foldNoteCopy), and
-// says the others once; the caller holds the strand.
+// that reconcile found, or removes them, where that loses nothing (see
+// foldNoteCopy), and says the others once; the caller holds the strand.
 func (v *Vault) foldNoteCopies(rel string) {
 	for _, c := range v.copies.takeNotes(rel) {
 		how, err := v.foldNoteCopy(rel, c)
@@ -133,28 +137,51 @@ func (v *Vault) foldNoteCopies(rel string) {
 		case how == folded:
 			v.log.Info("a save from another device met knotd's write of the note's knot_session, and the sync tool kept it in a conflict copy: knotd put it back into the note and removed the copy",
 				"strand", rel, "copy", c)
+		case how == ownWrite:
+			v.log.Info("removed a sync tool's conflict copy of a note that is knotd's own write of its knot_session, which a newer save replaced", "strand", rel, "copy", c)
 		default:
-			v.log.Info("removed a sync tool's conflict copy of a note that holds what the note holds (knotd's keys aside)", "strand", rel, "copy", c)
+			v.log.Info("removed a sync tool's conflict copy of a note that holds nothing the note lacks (knotd's keys aside)", "strand", rel, "copy", c)
 		}
 	}
 }
 
 // How foldNoteCopy dealt with a conflict copy.
 const (
-	noFold  = iota // left to the user
-	folded         // its content went back into the note
-	removed        // it held what the note holds
+	noFold   = iota // left to the user
+	folded          // its content went back into the note
+	removed         // it held nothing the note lacks
+	ownWrite        // it was knotd's own write of the note, and is removed
 )
 
-// foldNoteCopy folds the conflict copy c back into the strand rel's note
-// when knotd's write of its knot_session made the copy: the note is
-// exactly the version knotd last processed, which holds the session knotd
-// keeps for it (knotd wrote it there), and the copy, knotd's keys aside,
-// holds every line of the note in the same order (the other device only
-// added to what knotd wrote over). The note then gets the copy's content
-// with its knot_session, and the copy is removed. A copy that holds what
-// the note holds, knotd's keys aside, is removed. Any other copy is left
-// as it is (noFold).
+// judgeNoteCopy decides what becomes of cp, a conflict copy of a note
+// that holds note, knowing the hashes of the versions of the note that
+// knotd wrote (wrote): ownWrite when cp is exactly one of them (knotd's
+// write of the note's knot_session, which a newer save replaced: it holds
+// only what the user had saved before, and the agent saw), removed when
+// it holds nothing the note lacks, knotd's keys aside (every line of it
+// is in the note, in the same order: a line the note lacks, or lines in
+// another order, keep it), and noFold otherwise.
+func judgeNoteCopy(note, cp []byte, wrote []state.Hash) int {
+	if slices.Contains(wrote, state.HashOf(cp)) {
+		return ownWrite
+	}
+	if linesWithin(frontmatter.WithoutOwnKeys(cp), frontmatter.WithoutOwnKeys(note)) {
+		return removed
+	}
+	return noFold
+}
+
+// foldNoteCopy deals with the conflict copy c of the strand rel's note,
+// while the note is there to compare it with. A copy that is knotd's own
+// write of the note, or holds nothing the note lacks, is removed (see
+// judgeNoteCopy). A copy that knotd's write of the note's knot_session
+// made is folded back into the note: the note is exactly the version
+// knotd last processed, which holds the session knotd keeps for it
+// (knotd wrote it there), and the copy, knotd's keys aside, holds every
+// line of the note in the same order (the other device only added to
+// what knotd wrote over). The note then gets the copy's content with its
+// knot_session, and the copy is removed. Any other copy is left as it is
+// (noFold).
 func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 	note, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || tooBig {
@@ -163,20 +190,22 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 	if err != nil {
 		return noFold, err
 	}
-	cp, _, err := vaultfs.ReadFile(v.fs, filepath.FromSlash(c), v.config().MaxStrandSize)
+	cp, cfi, err := vaultfs.ReadFile(v.fs, filepath.FromSlash(c), v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, vaultfs.ErrTooLarge) {
 		return noFold, nil
 	}
 	if err != nil {
 		return noFold, err
 	}
-	mine, theirs := frontmatter.WithoutOwnKeys(note), frontmatter.WithoutOwnKeys(cp)
-	if bytes.Equal(mine, theirs) {
-		return removed, v.removeCopy(c)
-	}
 	rec, has, err := v.store.Get(rel)
-	if err != nil || !has || rec.Session == "" {
+	if err != nil {
 		return noFold, err
+	}
+	if how := judgeNoteCopy(note, cp, rec.Wrote); how != noFold {
+		return v.removeCopy(c, cfi, how)
+	}
+	if !has || rec.Session == "" {
+		return noFold, nil
 	}
 	processed, ok, err := v.store.Content(rel)
 	if err != nil || !ok || !bytes.Equal(note, processed) {
@@ -188,7 +217,7 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 	if doc, err := frontmatter.Parse(cp); err != nil || (doc.Fields.Session != "" && doc.Fields.Session != rec.Session) {
 		return noFold, nil
 	}
-	if !linesWithin(mine, theirs) {
+	if !linesWithin(frontmatter.WithoutOwnKeys(note), frontmatter.WithoutOwnKeys(cp)) {
 		return noFold, nil
 	}
 	updated, err := frontmatter.SetSession(cp, rec.Session)
@@ -203,15 +232,31 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 	if err != nil {
 		return noFold, err
 	}
-	return folded, v.removeCopy(c)
+	if err := v.store.Update(func(tx *state.Tx) error { return tx.AddWrote(rel, state.HashOf(updated)) }); err != nil {
+		v.log.Warn("cannot remember knotd's write of the note; a conflict copy of it would be left to you", "strand", rel, "err", err)
+	}
+	return v.removeCopy(c, cfi, folded)
 }
 
-// removeCopy removes the conflict copy c, whose content is in its note.
-func (v *Vault) removeCopy(c string) error {
-	if err := v.fs.Remove(filepath.FromSlash(c)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("the copy's content is in the note, but the copy cannot be removed: %w", err)
+// removeCopy removes the conflict copy c, whose content, read when it was
+// read (fstat before the read), is in its note or is knotd's own write;
+// it reports how. A copy that was changed or replaced since is left (for
+// a later look, or the user): knotd removes only the file it read.
+func (v *Vault) removeCopy(c string, read fs.FileInfo, how int) (int, error) {
+	now, err := v.fs.Lstat(filepath.FromSlash(c))
+	if errors.Is(err, fs.ErrNotExist) {
+		return how, nil
 	}
-	return nil
+	if err != nil {
+		return noFold, fmt.Errorf("look at the copy again before removing it: %w", err)
+	}
+	if !os.SameFile(read, now) || state.StampOf(read) != state.StampOf(now) {
+		return noFold, nil // changed since it was read: it stays
+	}
+	if err := v.fs.Remove(filepath.FromSlash(c)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return noFold, fmt.Errorf("the copy's content is in the note, but the copy cannot be removed: %w", err)
+	}
+	return how, nil
 }
 
 // linesWithin reports whether every line of a is in b, in the same order

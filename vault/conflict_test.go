@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
 )
@@ -163,6 +166,161 @@ func TestOnce_NoteConflictCopyOfKnotdsWrite(t *testing.T) {
 			}
 			if evs := e.events("a.md"); len(evs) != 2 {
 				t.Errorf("tie-off events = %v; want the Created and the Modified", evs)
+			}
+		})
+	}
+}
+
+// TestJudgeNoteCopy: a note's conflict copy goes when it is exactly one of
+// knotd's own writes of the note, or holds nothing the note lacks
+// (knotd's keys aside); any other copy stays for the user.
+func TestJudgeNoteCopy(t *testing.T) {
+	const session = "---\nknot_session: 0b6c8f3e-4a4e-4f53-9d55-5a7e0c1d2e3f\n---\n"
+	knotds := session + "# N\n\nI think th\n" // knotd's write: what the user had typed, and the key
+	wrote := []state.Hash{state.HashOf([]byte("an older write")), state.HashOf([]byte(knotds))}
+	for _, tc := range []struct {
+		name, note, copy string
+		wrote            []state.Hash
+		want             int
+	}{
+		{"knotd's write, the user went on typing on the other device",
+			"# N\n\nI think that knotd is done\n\nmore\n", knotds, wrote, ownWrite},
+		{"knotd's write, a newer save deleted a line of it",
+			"# N\n", knotds, wrote, ownWrite},
+		{"the same bytes, but knotd does not know it wrote them",
+			"# N\n\nI think that knotd is done\n", knotds, nil, noFold},
+		{"knotd's write with a line added on the other device",
+			"# N\n\nI think that knotd is done\n", knotds + "added there\n", wrote, noFold},
+		{"every line of the copy is in the note, which has more",
+			"# N\n\nI think th\n\nmore\n", knotds, nil, removed},
+		{"the same, knotd's keys aside",
+			session + "# N\n\nI think th\n", "# N\n\nI think th\n", nil, removed},
+		{"another session in the copy, knotd's keys aside",
+			session + "# N\n", "---\nknot_session: new\n---\n# N\n", nil, removed},
+		{"line endings aside",
+			"# N\n\nI think th\n", "# N\r\n\r\nI think th", nil, removed},
+		{"an empty copy", "# N\n", "", nil, removed},
+		{"a line the note lacks (deleted on the note's device)",
+			"# N\n\nkept\n", "# N\n\nkept\n\ndeleted here, kept there\n", nil, noFold},
+		{"a line twice in the copy, once in the note",
+			"# N\n\n- milk\n", "# N\n\n- milk\n- milk\n", nil, noFold},
+		{"lines in another order",
+			"# N\n\nfirst\n\nsecond\n", "# N\n\nsecond\n\nfirst\n", nil, noFold},
+		{"a frontmatter key of the user's the note lacks",
+			session + "# N\n", "---\ntags: [idea]\n---\n# N\n", nil, noFold},
+		{"the user's frontmatter key in both",
+			"---\ntags: [idea]\n---\n# N\n\nmore\n", "---\ntags: [idea]\nknot_session: new\n---\n# N\n", nil, removed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := judgeNoteCopy([]byte(tc.note), []byte(tc.copy), tc.wrote); got != tc.want {
+				t.Errorf("judgeNoteCopy = %d; want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestOnce_NoteConflictCopyOfKnotdsOwnWrite: the user types on one device
+// while knotd, on another, writes the note's knot_session; the user's
+// save wins and Syncthing keeps knotd's write (the older version and the
+// key) as a conflict copy, on both devices. knotd knows what it wrote:
+// the copy goes, said in the log (not as a warning), and the note runs
+// once, on the user's content. A copy that holds a line the note lacks
+// stays, said once.
+func TestOnce_NoteConflictCopyOfKnotdsOwnWrite(t *testing.T) {
+	const copyName = "n4.sync-conflict-20261123-180000-ABCDEFG.md"
+	const newer = "# N4\n\nI think that the plan holds\n\nand a second thought\n" // the save that won, without the key
+	for _, tc := range []struct {
+		name     string
+		copyOf   func(knotds string) string
+		wantGone bool
+	}{
+		{name: "knotd's write", wantGone: true, copyOf: func(k string) string { return k }},
+		{name: "knotd's write, and a line only the copy has",
+			copyOf: func(k string) string { return k + "\nwritten on knotd's device\n" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.userConfig("write_session: true\ndefault_agent: fake\nagents:\n" + e.fakeAgentYAML("fake", "", fakeagent.Echo, "--session={session}"))
+			e.onceFresh()
+			e.write("n4.md", "# N4\n\nI think th\n")
+			e.onceFresh() // knotd writes the session, then runs
+			knotds := e.read("n4.md")
+			if !strings.Contains(knotds, "knot_session:") {
+				t.Fatalf("test setup: knotd wrote no knot_session:\n%s", knotds)
+			}
+			cp := tc.copyOf(knotds)
+			e.write(copyName, cp)
+			e.write("n4.md", newer)
+
+			for pass := range 2 {
+				sum, log := e.onceLogged()
+				if pass == 0 && (sum.Ran != 1 || sum.Runs[0].Event != strand.Modified) {
+					t.Errorf("runs = %+v; want one Modified run of the note", sum.Runs)
+				}
+				if pass == 1 && sum.Ran != 0 {
+					t.Errorf("second pass ran %v; want nothing", ran(sum))
+				}
+				said := strings.Count(log, "a sync tool made a conflict copy of a note")
+				removedSaid := strings.Count(log, "removed a sync tool's conflict copy of a note that is knotd's own write")
+				switch {
+				case tc.wantGone && (said != 0 || removedSaid != 1-pass):
+					t.Errorf("pass %d: said as left %d times, as removed %d times; want it removed, said once as info:\n%s", pass, said, removedSaid, log)
+				case tc.wantGone && strings.Contains(log, "level=WARN") && strings.Contains(log, copyName):
+					t.Errorf("pass %d: the removal was a warning:\n%s", pass, log)
+				case !tc.wantGone && (said != 1-pass || removedSaid != 0):
+					t.Errorf("pass %d: said as left %d times, as removed %d times; want it left, said once:\n%s", pass, said, removedSaid, log)
+				}
+			}
+			if e.exists(copyName) == tc.wantGone {
+				t.Errorf("copy there: %v; want %v", e.exists(copyName), !tc.wantGone)
+			}
+			if !tc.wantGone && e.read(copyName) != cp {
+				t.Error("the copy left to the user was changed")
+			}
+			if got := e.read("n4.md"); !strings.Contains(got, "# N4\n\nI think that the plan holds\n\nand a second thought\n") {
+				t.Errorf("the note lost the user's save:\n%s", got)
+			}
+			calls := e.calls()
+			if len(calls) != 2 || !strings.Contains(calls[1].Stdin, "and a second thought") {
+				t.Errorf("agent calls = %d; want the first and one on the user's save", len(calls))
+			}
+		})
+	}
+}
+
+// TestRemoveCopy_OnlyTheFileItRead: a conflict copy that changed, or was
+// replaced, after knotd read it stays; the one it read goes.
+func TestRemoveCopy_OnlyTheFileItRead(t *testing.T) {
+	const c = "n.sync-conflict-20261123-180000-ABCDEFG.md"
+	for _, tc := range []struct {
+		name      string
+		meanwhile func(e *env)
+		wantGone  bool
+	}{
+		{name: "unchanged", meanwhile: func(*env) {}, wantGone: true},
+		{name: "written into", meanwhile: func(e *env) {
+			f, err := os.OpenFile(e.abs(c), os.O_WRONLY|os.O_APPEND, 0)
+			mustDo(t, err)
+			_, err = f.WriteString("typed into the copy\n")
+			mustDo(t, err)
+			mustDo(t, f.Close())
+		}},
+		{name: "replaced", meanwhile: func(e *env) {
+			mustDo(t, os.WriteFile(e.abs("other.txt"), []byte("# N\n"), 0o644))
+			mustDo(t, os.Rename(e.abs("other.txt"), e.abs(c)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.write(c, "# N\n")
+			v := e.open()
+			defer e.close(v)
+			_, fi, err := vaultfs.ReadFile(v.fs, c, 1<<20)
+			mustDo(t, err)
+			tc.meanwhile(e)
+			how, err := v.removeCopy(c, fi, removed)
+			if err != nil || (how == removed) != tc.wantGone || e.exists(c) == tc.wantGone {
+				t.Errorf("removeCopy = %d, %v; copy there: %v; want it removed: %v", how, err, e.exists(c), tc.wantGone)
 			}
 		})
 	}

@@ -302,7 +302,8 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()
-			if v.watching.Load() && ctx.Err() == nil && !errors.Is(err, ErrStateDamaged) && !errors.Is(err, state.ErrCorrupt) {
+			var kept *replyKept
+			if v.watching.Load() && ctx.Err() == nil && !errors.Is(err, ErrStateDamaged) && !errors.Is(err, state.ErrCorrupt) && !errors.As(err, &kept) {
 				// A full disk, too many open files, a strand that kept
 				// changing: the change is not dropped; it is tried again
 				// after a pause that grows while it keeps failing.

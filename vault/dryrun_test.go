@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,7 @@ func TestDryRun_PrintsPromptsAndChangesNothing(t *testing.T) {
 	if pendings2 != pendings || pendings != 1 {
 		t.Errorf("journal entries %d -> %d; want 1 kept", pendings, pendings2)
 	}
-	if !maps.EqualFunc(recs, recs2, func(a, b state.Record) bool { return a == b }) {
+	if !maps.EqualFunc(recs, recs2, func(a, b state.Record) bool { return reflect.DeepEqual(a, b) }) {
 		t.Errorf("dry run changed the state:\nbefore %+v\nafter  %+v", recs, recs2)
 	}
 	// A real pass then does what the dry run showed.

@@ -153,6 +153,10 @@ func (v *Vault) finishJournaled(rel string) error {
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
+		if kept := (*replyKept)(nil); errors.As(err, &kept) {
+			v.sayKept(kept)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: finish journaled run %s: %w", rel, p.RunID, err)
 		}
@@ -225,6 +229,9 @@ type work struct {
 	// keeps says that the agent keeps a conversation (so knotd writes
 	// the strand's knot_session).
 	keeps bool
+	// wrote holds the hashes of the versions knotd wrote into the strand
+	// (its knot_session), kept in its record (state.Record.Wrote).
+	wrote []state.Hash
 	// lastAttempt is set on the last attempt to prepare the run: a write
 	// into the strand that the user's saves keep refusing is given up.
 	lastAttempt bool
@@ -305,20 +312,25 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 		if err != nil || skip != "" {
 			return w, skip, err
 		}
-		if !v.dry {
-			// A change that would run, over the day's budget, waits
-			// unrecorded until the budget allows (or a run by hand):
-			// nothing is lost. One that runs counts against it from
-			// now (the scheduler's work ends it: landed).
-			if ok, why, err := v.budgetAllows(rel, job.ByHand); err != nil || !ok {
-				return nil, budgetSkip + why, err
-			}
+	}
+	if why := v.checkTieOff(rel); why != nil {
+		// Its reply, or its failure, could never be recorded: the agent
+		// is not run, and the change waits, unrecorded.
+		return nil, v.waitForTieOff(rel, why), nil
+	}
+	if w.failure == "" && !v.dry {
+		// A change that would run, over the day's budget, waits
+		// unrecorded until the budget allows (or a run by hand):
+		// nothing is lost. One that runs counts against it from
+		// now (the scheduler's work ends it: landed).
+		if ok, why, err := v.budgetAllows(rel, job.ByHand); err != nil || !ok {
+			return nil, budgetSkip + why, err
 		}
-		if !job.ByHand && v.dry {
-			// A dry run says so too, and records nothing.
-			if why, err := v.budgetWouldDefer(rel); err != nil || why != "" {
-				return nil, budgetSkip + why, err
-			}
+	}
+	if w.failure == "" && !job.ByHand && v.dry {
+		// A dry run says so too, and records nothing.
+		if why, err := v.budgetWouldDefer(rel); err != nil || why != "" {
+			return nil, budgetSkip + why, err
 		}
 	}
 	return w, "", v.prepare(w)
@@ -659,6 +671,9 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
+	for _, h := range w.wrote {
+		rec.AddWrote(h)
+	}
 	rec.Turns++
 	rec.LastRunID, rec.Processed = rep.RunID, sec.Time
 	rec.LastOutcome = state.OutcomeSucceeded
@@ -769,7 +784,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !v.unwritableTieOff(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
 		cur, has, err := v.store.Get(p.Record.Path)
@@ -780,21 +795,41 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		stale = has && cur.LastRunID > p.RunID
 	}
 	var offset int64
+	var kept *replyKept
 	if done {
 		offset = v.sectionOffset(t, p.RunID)
 	} else {
-		if j.Replace {
+		err = v.faults.appending(p.RunID)
+		switch {
+		case err != nil:
+		case j.Replace:
 			err = tieoff.Replace(v.fs, t, j.Section)
-		} else {
+		default:
 			offset, err = tieoff.Append(v.fs, t, j.Section)
+		}
+		if err != nil && v.unwritableTieOff(t, err) {
+			// A tie-off that can never be written as it is (see
+			// unwritable.go): the reply is kept outside the vault and
+			// the run is done, rather than journaled for ever.
+			var kerr error
+			if kept, kerr = v.keepReply(p, j, t, err); kerr != nil {
+				err = fmt.Errorf("%w; and keeping the reply in knotd's state directory failed too: %w", err, kerr)
+			} else {
+				err = nil
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
 	}
-	tl.tieOff(t, offset, j.Replace)
+	if kept == nil {
+		tl.tieOff(t, offset, j.Replace)
+	}
 	if stale {
-		return v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) })
+		if err := v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) }); err != nil {
+			return err
+		}
+		return keptErr(kept)
 	}
 	if err := v.faults.completing(p.RunID); err != nil {
 		return err
@@ -803,7 +838,15 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		return err
 	}
 	v.observe.completed(p.RunID)
-	return nil
+	return keptErr(kept)
+}
+
+// keptErr is kept as an error (nil when it is nil).
+func keptErr(kept *replyKept) error {
+	if kept == nil {
+		return nil
+	}
+	return kept
 }
 
 // commitSkip records the strand's current version as processed without a

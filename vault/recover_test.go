@@ -3,6 +3,7 @@ package vault
 import (
 	"os"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/knotd/knotd/state"
@@ -12,17 +13,24 @@ import (
 
 // journaledRun leaves a run of note.md journaled but not appended, the
 // state a crash between the journal write and the tie-off append leaves:
-// the tie-off path is a directory, so the append fails after the journal
-// entry is written. It returns the entry.
+// the append fails (a full disk) after the journal entry is written. It
+// returns the entry.
 func journaledRun(t *testing.T, e *env) state.Pending {
 	t.Helper()
+	return journaledRunOf(t, e, "note.md")
+}
+
+// journaledRunOf is journaledRun for the note rel.
+func journaledRunOf(t *testing.T, e *env, rel string) state.Pending {
+	t.Helper()
 	e.onceFresh()
-	e.write("note.md", "# Note\n")
-	mustDo(t, os.Mkdir(e.abs("note.tieoff.md"), 0o755))
-	if sum := e.onceFresh(); sum.Failed != 1 {
+	e.write(rel, "# Note\n")
+	v0 := e.open()
+	probeOf(v0).appendingFn = func(string) error { return syscall.ENOSPC }
+	if sum := e.once(v0, false); sum.Failed != 1 {
 		t.Fatalf("summary = %+v; want the run reported failed", sum)
 	}
-	mustDo(t, os.Remove(e.abs("note.tieoff.md")))
+	e.close(v0)
 	v, err := openStoreOnly(e)
 	mustDo(t, err)
 	defer v.Close()
@@ -95,8 +103,8 @@ func TestOpen_RecoveryKeepsNewerRecord(t *testing.T) {
 	e := newEnv(t)
 	e.onceFresh()
 	e.write("note.md", "# Note\n")
-	mustDo(t, os.Mkdir(e.abs("note.tieoff.md"), 0o755))
 	v := e.open()
+	probeOf(v).appendingFn = func(string) error { return syscall.ENOSPC }
 	if sum := e.once(v, false); sum.Failed != 1 {
 		t.Fatalf("summary = %+v; want the run reported failed", sum)
 	}
@@ -106,7 +114,7 @@ func TestOpen_RecoveryKeepsNewerRecord(t *testing.T) {
 		t.Fatalf("journal holds %d entries; want 1", len(ps))
 	}
 	old := ps[0]
-	mustDo(t, os.Remove(e.abs("note.tieoff.md")))
+	probeOf(v).appendingFn = nil // the disk has room again
 	e.write("note.md", e.read("note.md")+"newer\n")
 	sum := e.once(v, false)
 	if sum.Ran != 1 || sum.OK != 1 {
@@ -133,12 +141,13 @@ func TestOpen_RecoveryKeepsNewerRecord(t *testing.T) {
 }
 
 // TestOpen_UnfinishableRecoveryDoesNotBlock: a journaled run whose tie-off
-// still cannot be written is reported and kept; knotd opens and serves
-// the rest of the vault.
+// still cannot be written (its folder is gone, and may come back with a
+// sync) is reported and kept; knotd opens and serves the rest of the
+// vault.
 func TestOpen_UnfinishableRecoveryDoesNotBlock(t *testing.T) {
 	e := newEnv(t)
-	p := journaledRun(t, e)
-	mustDo(t, os.Mkdir(e.abs("note.tieoff.md"), 0o755)) // still in the way
+	p := journaledRunOf(t, e, "sub/note.md")
+	mustDo(t, os.RemoveAll(e.abs("sub"))) // the tie-off has nowhere to go
 	v := e.open()
 	ps, err := v.store.Pendings()
 	if err != nil || len(ps) != 1 || ps[0].RunID != p.RunID {

@@ -42,6 +42,9 @@ type faults interface {
 	syncing(dir string) error
 	// journaling: before a run is journaled (a full disk, say).
 	journaling(runID string) error
+	// appending: before a journaled run's section is written to its
+	// tie-off (a full disk, say).
+	appending(runID string) error
 	// completing: before a run's record is committed (its section is in
 	// the tie-off).
 	completing(runID string) error
@@ -60,4 +63,5 @@ func (quiet) completed(string)                    {}
 func (quiet) opening(string) error                { return nil }
 func (quiet) syncing(string) error                { return nil }
 func (quiet) journaling(string) error             { return nil }
+func (quiet) appending(string) error              { return nil }
 func (quiet) completing(string) error             { return nil }

@@ -19,6 +19,7 @@ type probe struct {
 	openingFn    func(rel string) error
 	syncingFn    func(dir string) error
 	journalingFn func(runID string) error
+	appendingFn  func(runID string) error
 	completingFn func(runID string) error
 }
 
@@ -77,6 +78,7 @@ func (p *probe) completed(runID string) {
 func (p *probe) opening(rel string) error   { return call(p.openingFn, rel) }
 func (p *probe) syncing(dir string) error   { return call(p.syncingFn, dir) }
 func (p *probe) journaling(id string) error { return call(p.journalingFn, id) }
+func (p *probe) appending(id string) error  { return call(p.appendingFn, id) }
 func (p *probe) completing(id string) error { return call(p.completingFn, id) }
 
 func call(fn func(string) error, arg string) error {

@@ -270,6 +270,7 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 		return errRetry // the user saved right after knotd: start over
 	}
 	w.content, w.info, w.hash = updated, info, state.HashOf(updated)
+	w.wrote = append(w.wrote, w.hash)
 	w.unsyncedDir = path.Dir(w.rel)
 	return nil
 }

@@ -94,6 +94,9 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
+	// tieWaits holds the strands whose change waits for their tie-off,
+	// which cannot be written (unwritable.go): tie-off path → strand.
+	tieWaits sync.Map
 
 	claims   claims        // strand paths being worked on
 	sessions sessionClaims // sessions of the runs being prepared or under way
@@ -418,6 +421,10 @@ func (v *Vault) recover() error {
 		j, err := decodeJournal(p.Section)
 		if err == nil {
 			err = v.complete(p, j, true)
+		}
+		if kept := (*replyKept)(nil); errors.As(err, &kept) {
+			v.sayKept(kept)
+			continue
 		}
 		if err != nil {
 			v.log.Error("cannot finish a run journaled before knotd stopped; it stays journaled and is retried at the next start",

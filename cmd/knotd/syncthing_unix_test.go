@@ -405,3 +405,69 @@ func TestSyncthing_AnEditThatMeetsKnotdsSessionWriteIsKept(t *testing.T) {
 	}
 	a.stop(t)
 }
+
+// TestSyncthing_KnotdsOwnWriteThatLostIsRemoved: the user types on B while
+// knotd on A writes the note's knot_session; B's save is the newer, so
+// Syncthing keeps it and puts knotd's write (the older version, with the
+// key) in a conflict copy, on both devices. knotd knows what it wrote:
+// the copy goes, on both, said as information, and the note runs once,
+// on what was typed on B.
+func TestSyncthing_KnotdsOwnWriteThatLostIsRemoved(t *testing.T) {
+	syncthingtest.Binary(t) // or skip loudly
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
+	a := newKnotdDevice(t, "A", dirA)
+	writeFile(t, filepath.Join(a.xdgConfig, "knotd", "config.yaml"), fmt.Sprintf(
+		"write_session: true\ndefault_agent: echo\nagents:\n  echo:\n    command: [%q, \"--session={session}\"]\n    env: {%s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvState, a.agent))
+	note := filepath.Join(dirB, "note.md")
+	writeFile(t, note, "# Note\n\nfirst, on B\n")
+	syncthingtest.Synced(t, sa, sb)
+	// A long quiet period: B's save reaches A, and the devices lose
+	// touch, before knotd on A writes the note's session.
+	a.start(t, "--debounce", "8s")
+	a.claimsIn(t, dirB)
+	editFile(t, note, "\nsecond, on B, half-ty")
+	syncthingtest.Synced(t, sa, sb)
+	syncthingtest.Disconnect(t, sa, sb)
+	syncthingtest.Await(t, "knotd on A to write the session and answer", func() error {
+		b, err := os.ReadFile(filepath.Join(dirA, "note.md"))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(b), "knot_session:") || a.calls(t) != 1 {
+			return fmt.Errorf("%d runs, note:\n%s", a.calls(t), b)
+		}
+		return nil
+	})
+	// B goes on typing (on the version it has, without the key): the
+	// newer save.
+	typed := "# Note\n\nfirst, on B\n\nsecond, on B, half-typed, now finished\n"
+	writeFile(t, note, typed)
+	sa.Scan(t) // each device knows its own version: they conflict when they meet
+	sb.Scan(t)
+	syncthingtest.Reconnect(t, sa, sb)
+	onB := &knotdDevice{name: "B", vault: dirB} // no knotd there: only its folder
+	answered(t, a, onB, "note.md", 2)
+	syncthingtest.Synced(t, sa, sb)
+	for _, dir := range []string{dirA, dirB} {
+		got, err := os.ReadFile(filepath.Join(dir, "note.md"))
+		require.NoError(t, err)
+		if !strings.Contains(string(got), typed) {
+			t.Errorf("the note in %s lost what was typed on B:\n%s", dir, got)
+		}
+	}
+	if n := a.calls(t); n != 2 {
+		t.Errorf("%d agent runs on A; want 2 (the first run, and B's save)", n)
+	}
+	noConflictCopies(t, a, onB)
+	log := a.log.String()
+	if !strings.Contains(log, "knotd's own write of its knot_session") {
+		t.Errorf("knotd did not say it removed its own write's copy:\n%s", log)
+	}
+	if strings.Contains(log, "compare it with the note") {
+		t.Errorf("knotd told the user to compare the copy:\n%s", log)
+	}
+	a.stop(t)
+}
