@@ -202,6 +202,17 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 		return noFold, err
 	}
 	if how := judgeNoteCopy(note, cp, rec.Wrote); how != noFold {
+		if how == ownWrite && !linesWithin(frontmatter.WithoutOwnKeys(cp), frontmatter.WithoutOwnKeys(note)) {
+			// knotd's write carried the version it wrote over, which
+			// may hold words typed on this device that the winning save
+			// never had: they are kept, outside the vault, before the
+			// copy goes.
+			where, err := v.rescue(c, cp)
+			if err != nil {
+				return noFold, fmt.Errorf("keep the copy before removing it: %w", err)
+			}
+			v.log.Info("the conflict copy holds lines the note lacks; knotd keeps it outside the vault", "copy", c, "kept", where)
+		}
 		return v.removeCopy(c, cfi, how)
 	}
 	if !has || rec.Session == "" {

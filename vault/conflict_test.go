@@ -1,7 +1,9 @@
 package vault
 
 import (
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -234,6 +236,8 @@ func TestOnce_NoteConflictCopyOfKnotdsOwnWrite(t *testing.T) {
 		copyOf   func(knotds string) string
 		wantGone bool
 	}{
+		// The copy holds "I think th", which the winning save rewrote:
+		// it goes from the vault and is kept in rescued/.
 		{name: "knotd's write", wantGone: true, copyOf: func(k string) string { return k }},
 		{name: "knotd's write, and a line only the copy has",
 			copyOf: func(k string) string { return k + "\nwritten on knotd's device\n" }},
@@ -276,6 +280,9 @@ func TestOnce_NoteConflictCopyOfKnotdsOwnWrite(t *testing.T) {
 			}
 			if !tc.wantGone && e.read(copyName) != cp {
 				t.Error("the copy left to the user was changed")
+			}
+			if kept := e.rescued(); tc.wantGone && (len(kept) != 1 || !slices.Contains(slices.Collect(maps.Values(kept)), cp)) {
+				t.Errorf("rescued = %v; want the removed copy, which holds a line the note lacks, kept there", kept)
 			}
 			if got := e.read("n4.md"); !strings.Contains(got, "# N4\n\nI think that the plan holds\n\nand a second thought\n") {
 				t.Errorf("the note lost the user's save:\n%s", got)
@@ -324,4 +331,23 @@ func TestRemoveCopy_OnlyTheFileItRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rescued returns the files in the rescued folder of the vault's state
+// directory, by name.
+func (e *env) rescued() map[string]string {
+	e.t.Helper()
+	dir := filepath.Join(e.folder().Dir, "rescued")
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	mustDo(e.t, err)
+	got := map[string]string{}
+	for _, de := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		mustDo(e.t, err)
+		got[de.Name()] = string(b)
+	}
+	return got
 }

@@ -34,25 +34,6 @@ func (e *env) onceLoggedErr() (Summary, string, error) {
 	return sum, log.String(), err
 }
 
-// rescued returns the files in the rescued folder of the vault's state
-// directory, by name.
-func (e *env) rescued() map[string]string {
-	e.t.Helper()
-	dir := filepath.Join(e.folder().Dir, "rescued")
-	entries, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	mustDo(e.t, err)
-	got := map[string]string{}
-	for _, de := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
-		mustDo(e.t, err)
-		got[de.Name()] = string(b)
-	}
-	return got
-}
-
 // TestOnce_TieOffThatCannotBeWritten: a tie-off that is a symbolic link
 // (to a file inside the vault or out of it), or whose folder was swapped
 // for a link out of the vault after its note was processed, can never be
