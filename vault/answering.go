@@ -45,26 +45,40 @@ func (v *Vault) heartbeat() time.Duration {
 // The error is set when the device stands by because its heartbeat could
 // not be written (a pass reports it as a failure).
 func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
-	others, rerr := device.Read(v.fs)
-	if rerr != nil {
+	me := v.me()
+	// This device's heartbeat, and the answering device's as last seen,
+	// are read whatever else the folder holds; at first, when this device
+	// does not know yet which device answers, every heartbeat is.
+	read := device.ReadAll
+	always := []string{me.Device}
+	if last := v.lastDecision(); last != nil {
+		read = device.Read
+		if last.By != nil {
+			always = append(always, last.By.Device)
+		}
+	}
+	others, rerr := read(v.fs, always...)
+	switch {
+	case errors.Is(rerr, device.ErrTooMany):
+		v.warnOnce(device.Dir+" too many", "the folder of the devices' heartbeats holds too many files; this device's own heartbeat, and the answering device's, are read all the same", "err", rerr)
+	case rerr != nil:
 		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
 		if last := v.lastDecision(); last != nil && !takeOver {
 			return *last, nil
 		}
 	}
-	me := v.me()
 	now := v.now().UTC()
 	d := device.Decide(me, others, device.Policy{Runner: v.config().Runner, TakeoverAfter: v.config().TakeoverAfter}, now, takeOver)
 	if d.Warning != "" {
 		v.warnOnce(device.Dir, d.Warning)
 	}
 	var standErr error
-	claim, gen := time.Time{}, 0
+	claim, gen, over := time.Time{}, 0, ""
 	if d.Answer {
-		claim, gen = d.Claim, d.Gen
+		claim, gen, over = d.Claim, d.Gen, d.Over
 	}
-	if !claim.Equal(me.Claim) || gen != me.Gen || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
-		me.Claim, me.Gen, me.Beat, me.Running = claim, gen, now, true
+	if !claim.Equal(me.Claim) || gen != me.Gen || over != me.Over || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
+		me.Claim, me.Gen, me.Over, me.Beat, me.Running = claim, gen, over, now, true
 		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry && (len(others) > 0 || d.From != nil) {
 			// Other devices share the vault and could not see this one's
 			// claim: answering would make two answering devices.
@@ -92,12 +106,8 @@ func (v *Vault) me() device.Heartbeat {
 	defer v.beatMu.Unlock()
 	if v.mine == nil {
 		h := device.Heartbeat{Device: v.device.ID, Name: v.device.Name}
-		if hs, err := device.Read(v.fs); err == nil {
-			for _, o := range hs {
-				if o.Device == v.device.ID {
-					h.Claim, h.Gen = o.Claim, o.Gen
-				}
-			}
+		if o, ok := device.ReadOne(v.fs, v.device.ID); ok { // by name: whatever else the folder holds
+			h.Claim, h.Gen, h.Over = o.Claim, o.Gen, o.Over
 		}
 		v.mine = &h
 	}
@@ -142,14 +152,9 @@ func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
 	tick := time.NewTicker(min(v.heartbeat(), time.Second))
 	defer tick.Stop()
 	for {
-		hs, err := device.Read(v.fs)
-		if err == nil {
-			for _, h := range hs {
-				if h.Device == from.Device && device.Stepped(h) {
-					v.log.Info("the device this one takes over from stands by", "from", from.Label())
-					return
-				}
-			}
+		if h, ok := device.ReadOne(v.fs, from.Device); ok && device.Stepped(h) {
+			v.log.Info("the device this one takes over from stands by", "from", from.Label())
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -219,6 +224,9 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
 			} else {
 				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
+				if d.Unanswered != "" {
+					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
+				}
 			}
 			said = d.Why
 		}

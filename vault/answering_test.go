@@ -2,6 +2,10 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -219,4 +223,53 @@ type standby struct {
 func (s *standby) stop() error {
 	s.once.Do(func() { s.cancel(); s.wg.Wait() })
 	return s.err
+}
+
+// TestOnce_ManyDeviceFiles: the folder of heartbeats holds more than a
+// thousand files, newer than the answering device's (devices that came
+// and went: a heartbeat is never removed). The answering device keeps its
+// claim, the other keeps standing by for it, each change is answered
+// once.
+func TestOnce_ManyDeviceFiles(t *testing.T) {
+	a := newEnv(t)
+	b := a.otherDevice()
+	a.onceFresh()
+	b.onceFresh()
+	claimOfA := func() time.Time {
+		var h device.Heartbeat
+		b, err := os.ReadFile(filepath.Join(a.root, filepath.FromSlash(device.Name(a.deviceID().ID))))
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil || h.Claim.IsZero() {
+			t.Fatalf("device A's heartbeat = %+v, %v; want its claim", h, err)
+		}
+		return h.Claim
+	}
+	claimed := claimOfA()
+	dir := filepath.Join(a.root, filepath.FromSlash(device.Dir))
+	old := time.Now().Add(-24 * time.Hour)
+	for _, id := range []string{a.deviceID().ID, b.deviceID().ID} {
+		mustDo(t, os.Chtimes(filepath.Join(dir, id+".json"), old, old))
+	}
+	for i := range 1100 {
+		h := device.Heartbeat{Device: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Name: fmt.Sprint("gone", i), Beat: old}
+		mustDo(t, device.Write(a.vaultRoot(), h, false))
+	}
+
+	a.write("n.md", "# One\n")
+	sum := a.onceFresh()
+	if got := ran(sum); !slices.Equal(got, []string{"Created n.md"}) || sum.Standby != "" {
+		t.Fatalf("device A ran %v (%+v); want n.md", got, sum)
+	}
+	if got := claimOfA(); !got.Equal(claimed) {
+		t.Errorf("device A's claim is from %v now; want it kept from %v", got, claimed)
+	}
+	a.write("n.md", "# Two\n")
+	if sum := b.onceFresh(); sum.Ran != 0 || !strings.Contains(sum.Standby, a.deviceID().ID[:8]) {
+		t.Errorf("device B = %+v; want it to stand by for A", sum)
+	}
+	if evs := a.events("n.md"); !slices.Equal(evs, []string{"Created"}) {
+		t.Errorf("tie-off = %v; want the one change answered once", evs)
+	}
 }
