@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -167,6 +168,87 @@ func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
 	}
 }
 
+// settleFor is how long the answers of a first claim made in a synced
+// folder wait before they are appended (see answersHold): the time the
+// heartbeat of a device that claimed the vault at the same moment takes to
+// arrive, as for a handover.
+const settleFor = handoverWait
+
+// answersHold reports whether the reply of a run may be appended: this
+// device still answers the vault. Two devices started at the same moment
+// on a synced vault both find no claim and both claim it; once their
+// heartbeats sync, the older claim wins (see package device). So, in a
+// folder a sync tool shares (syncedFolder), the answers of a first claim
+// wait until it is settleFor old, reading the heartbeats meanwhile: the
+// device whose claim loses drops its runs' replies (their changes are
+// left to the device that answers, as at a handover) and stands by, and
+// only one device appends. The runs themselves start at once, and a
+// claim that is older, a takeover's, or made in a folder no sync tool
+// shares never waits. ctx ending (knotd stops) ends the wait: the reply
+// is kept if this device still answers then.
+func (v *Vault) answersHold(ctx context.Context) bool {
+	if v.dry || v.lastDecision() == nil {
+		return true // a run outside a decision (none yet): as before
+	}
+	v.settleMu.Lock()
+	defer v.settleMu.Unlock()
+	var tick *time.Ticker
+	for {
+		d := *v.lastDecision()
+		if v.settling(d) {
+			d, _ = v.decideAnswering(false)
+		}
+		if !d.Answer || !v.settling(d) {
+			if !d.Answer {
+				select { // keepAnswering stands by now, not at its next beat
+				case v.recheck <- struct{}{}:
+				default:
+				}
+			}
+			return d.Answer
+		}
+		if tick == nil {
+			v.log.Info("this device's claim of the vault is new, and the folder is synced: the answers wait until no other device's earlier claim arrives", "claim", d.Claim, "until", d.Claim.Add(settleFor))
+			tick = time.NewTicker(min(v.heartbeat(), time.Second))
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return !v.steppingDown.Load()
+		case <-tick.C:
+		}
+	}
+}
+
+// settling reports whether d is a first claim younger than settleFor in a
+// synced folder, whose answers wait (see answersHold).
+func (v *Vault) settling(d device.Decision) bool {
+	return d.Answer && d.Gen == 1 && d.From == nil && d.Over == "" &&
+		v.now().Sub(d.Claim) < settleFor && syncedFolder(v.root)
+}
+
+// syncedFolder reports whether the vault at root is in a folder that a
+// sync tool knotd recognises shares with other devices: Syncthing's
+// .stfolder, Dropbox's .dropbox, Nextcloud's or ownCloud's sync log, at
+// the vault's root or above, or iCloud Drive.
+func syncedFolder(root string) bool {
+	if strings.Contains(root, string(filepath.Separator)+"Mobile Documents"+string(filepath.Separator)) || strings.Contains(root, "com~apple~CloudDocs") {
+		return true
+	}
+	for dir := root; ; {
+		for _, marker := range []string{".stfolder", ".dropbox", ".nextcloudsync.log", ".owncloudsync.log"} {
+			if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {
+				return true
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
 // stopBeat writes this device's last heartbeat as knotd stops: its claim
 // stays (it answers again when it starts, unless another device took over
 // meanwhile), but other devices see it stopped.
@@ -278,6 +360,7 @@ func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-v.recheck:
 		}
 		d, _ := v.decideAnswering(false)
 		if !d.Answer {

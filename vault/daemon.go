@@ -131,10 +131,11 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	said := d.Why
 	var kw sync.WaitGroup
 	kw.Go(func() { v.keepAnswering(passCtx, stepDown, &said) })
+	parent := ctx // ctx becomes passCtx below, which stepDown ends
 	defer func() {
 		stepDown()
 		kw.Wait()
-		if v.steppingDown.Swap(false) && ctx.Err() == nil {
+		if v.steppingDown.Swap(false) && parent.Err() == nil {
 			if last := v.lastDecision(); last != nil {
 				res.Standby, res.StandbyHow = standbyReason(*last), last.How
 			}
