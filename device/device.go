@@ -21,13 +21,13 @@
 // (first come, first served), then the lowest id. A generation is a
 // peer's input: one beyond MaxGen, or below 0, claims nothing, and a
 // takeover of a claim at MaxGen itself (no knotd counts that far) stays
-// at MaxGen and wins by naming the claim it took over (Over). So once the files have
-// synced the devices agree, a device that did not yet see the answering
-// device's heartbeat (a new device, a sync delay) never takes the vault
-// from it by claiming it too, and only a takeover does. Two devices that
-// claim a vault at the same moment both answer until their heartbeats
-// sync: the tie-off markers then tell each what the other answered, and
-// the sync tool's conflict copies of a tie-off are merged by run id.
+// at MaxGen and wins by naming the claim it took over (Over). So once the
+// files have synced the devices agree, a device that did not yet see the
+// answering device's heartbeat (a new device, a sync delay) never takes
+// the vault from it by claiming it too, and only a takeover does. Two
+// devices that claim a vault at the same moment learn which claim wins
+// once their heartbeats sync; package vault holds a first claim's answers
+// back that long in a synced folder, so that the loser appends nothing.
 package device
 
 import (
