@@ -18,13 +18,16 @@
 // generation 1, and a takeover claims the generation after the one it
 // takes over. Every device reads the same heartbeats and applies the same
 // rule: the highest generation wins, and of equal ones the oldest claim
-// (first come, first served), then the lowest id. So once the files have
-// synced the devices agree, a device that did not yet see the answering
-// device's heartbeat (a new device, a sync delay) never takes the vault
-// from it by claiming it too, and only a takeover does. Two devices that
-// claim a vault at the same moment both answer until their heartbeats
-// sync: the tie-off markers then tell each what the other answered, and
-// the sync tool's conflict copies of a tie-off are merged by run id.
+// (first come, first served), then the lowest id. A generation is a
+// peer's input: one beyond MaxGen, or below 0, claims nothing, and a
+// takeover of a claim at MaxGen itself (no knotd counts that far) stays
+// at MaxGen and wins by naming the claim it took over (Over). So once the
+// files have synced the devices agree, a device that did not yet see the
+// answering device's heartbeat (a new device, a sync delay) never takes
+// the vault from it by claiming it too, and only a takeover does. Two
+// devices that claim a vault at the same moment learn which claim wins
+// once their heartbeats sync; package vault holds a first claim's answers
+// back that long in a synced folder, so that the loser appends nothing.
 package device
 
 import (
@@ -44,8 +47,12 @@ type Heartbeat struct {
 	// again when it starts, unless another device took over meanwhile.
 	Claim time.Time `json:"claim,omitzero"`
 	// Gen is the claim's generation: 1 for a first claim, one more than
-	// the claim it took over from for a takeover.
+	// the claim it took over from for a takeover (at most MaxGen).
 	Gen int `json:"gen,omitempty"`
+	// Over is, for a takeover, the id of the device whose claim it took
+	// over: at MaxGen, where generations no longer count, a claim beats
+	// the one it names.
+	Over string `json:"over,omitempty"`
 	// Beat is when the device last wrote the file.
 	Beat time.Time `json:"beat"`
 	// Running says knotd runs on the device (false after a clean stop).
@@ -85,6 +92,7 @@ type Decision struct {
 	Answer bool
 	Claim  time.Time
 	Gen    int
+	Over   string
 	// From, when set, is the device this one takes over from, which was
 	// still running at its last heartbeat: before it answers, this device
 	// should wait until that device's heartbeat shows it stood by (see
@@ -96,10 +104,24 @@ type Decision struct {
 	// Why says, for people, why the device answers or stands by, and how
 	// to change that when it stands by.
 	Why string
-	// Warning, when set, is a problem with the configuration to tell the
-	// user (a runner that names several devices).
+	// How, when the device stands by, says what makes it answer (for
+	// people: --take-over, or runner: when the config names a device).
+	How string
+	// Unanswered, when set, says that the device this one stands by for
+	// may be gone, so that nobody answers the vault: it has this
+	// machine's name and is stopped or silent (this machine before its
+	// identity was lost, most likely). It is said loudly, not only logged.
+	Unanswered string
+	// Warning, when set, is a problem with the configuration or the
+	// heartbeats to tell the user (a runner that names several devices,
+	// a claim whose generation no knotd writes).
 	Warning string
 }
+
+// MaxGen is the highest generation of a claim: more takeovers than anyone
+// makes (one a second for 68 years). A heartbeat whose generation is
+// beyond it, or below 0, claims nothing (Decide says so).
+const MaxGen = 1<<31 - 1
 
 // Decide decides what the device me (its own heartbeat as last written,
 // with its claim, if any) should do, given the other devices' heartbeats,
@@ -108,8 +130,43 @@ type Decision struct {
 // reaches the same answer about which device answers.
 func Decide(me Heartbeat, others []Heartbeat, p Policy, now time.Time, takeOver bool) Decision {
 	others = slices.DeleteFunc(slices.Clone(others), func(h Heartbeat) bool { return h.Device == me.Device })
+	var bad []string
+	me, bad = validClaim(me, bad)
+	for i := range others {
+		others[i], bad = validClaim(others[i], bad)
+	}
+	d := decide(me, others, p, now, takeOver)
+	if len(bad) > 0 {
+		w := "ignoring the claim of " + strings.Join(bad, ", ") + ": a generation no knotd writes (0 to 2147483647)"
+		if d.Warning != "" {
+			w = d.Warning + "; " + w
+		}
+		d.Warning = w
+	}
+	return d
+}
+
+// validClaim returns h without its claim when its generation is out of
+// range (a peer's file no knotd wrote), adding its label to bad.
+func validClaim(h Heartbeat, bad []string) (Heartbeat, []string) {
+	if h.Gen >= 0 && h.Gen <= MaxGen {
+		return h, bad
+	}
+	if !h.Claim.IsZero() {
+		bad = append(bad, fmt.Sprintf("%s (generation %d)", h.Label(), h.Gen))
+	}
+	h.Claim, h.Gen, h.Over = time.Time{}, 0, ""
+	return h, bad
+}
+
+// decide is Decide on valid heartbeats, others without me.
+func decide(me Heartbeat, others []Heartbeat, p Policy, now time.Time, takeOver bool) Decision {
 	if p.Runner != "" {
-		return byRunner(me, others, p.Runner, now)
+		d := byRunner(me, others, p.Runner, now)
+		if takeOver && !d.Answer {
+			d.Why = "--take-over cannot make this device answer: " + d.Why
+		}
+		return d
 	}
 	cur, isMe := bestClaim(me, others)
 	switch {
@@ -122,13 +179,18 @@ func Decide(me Heartbeat, others []Heartbeat, p Policy, now time.Time, takeOver 
 	case cur == nil:
 		return Decision{Answer: true, Claim: now, Gen: 1, Why: "no other device answers this vault"}
 	case isMe:
-		return Decision{Answer: true, Claim: cur.Claim, Gen: max(cur.Gen, 1), Why: "this device answers this vault since " + stamp(cur.Claim)}
+		return Decision{Answer: true, Claim: cur.Claim, Gen: max(cur.Gen, 1), Over: cur.Over, Why: "this device answers this vault since " + stamp(cur.Claim)}
 	case p.TakeoverAfter > 0 && now.Sub(cur.Beat) >= p.TakeoverAfter:
 		return takeFrom(cur, false, now, p,
 			fmt.Sprintf("%s has been silent since %s, longer than takeover_after (%v)", cur.Label(), stamp(cur.Beat), p.TakeoverAfter))
 	}
 	c := *cur
-	return Decision{By: &c, Why: standbyWhy(c, p, now)}
+	d := Decision{By: &c, Why: standbyWhy(c, p, now), How: takeOverHow}
+	if strings.EqualFold(c.Name, me.Name) && !live(c, now, p) {
+		d.Unanswered = fmt.Sprintf("%s, which answers this vault, has this machine's name and has been %s: if it was this machine before knotd's state directory (its device identity) was lost, nobody answers the vault now; run knotd --take-over here to answer it",
+			c.Label(), state(c, now))
+	}
+	return d
 }
 
 // takeFrom is the decision to take the vault over from cur (nil: no
@@ -139,16 +201,23 @@ func takeFrom(cur *Heartbeat, isMe bool, now time.Time, p Policy, why string) De
 		return d
 	}
 	if isMe {
-		d.Claim, d.Gen = cur.Claim, max(cur.Gen, 1)
+		d.Claim, d.Gen, d.Over = cur.Claim, max(cur.Gen, 1), cur.Over
 		return d
 	}
-	d.Gen = max(cur.Gen, 1) + 1
+	d.Gen, d.Over = after(*cur)
 	if !live(*cur, now, p) {
 		return d
 	}
 	c := *cur
 	d.From = &c
 	return d
+}
+
+// after returns the generation of a claim that takes over cur's, and the
+// device it names: one more than cur's, or MaxGen when cur's is MaxGen
+// already (it wins then by naming cur's device, see beats).
+func after(cur Heartbeat) (gen int, over string) {
+	return min(max(cur.Gen, 1), MaxGen-1) + 1, cur.Device
 }
 
 // live reports whether the device of h was running when it last wrote its
@@ -190,11 +259,11 @@ func byRunner(me Heartbeat, others []Heartbeat, runner string, now time.Time) De
 			runner, len(matches), strings.Join(labels, ", "), matches[0].Label())
 	}
 	if len(matches) > 0 && matches[0].Device == me.Device {
-		d.Answer, d.Claim, d.Gen = true, me.Claim, max(me.Gen, 1)
+		d.Answer, d.Claim, d.Gen, d.Over = true, me.Claim, max(me.Gen, 1), me.Over
 		if d.Claim.IsZero() {
-			d.Claim, d.Gen = now, 1
+			d.Claim, d.Gen, d.Over = now, 1, ""
 			if cur, _ := bestClaim(Heartbeat{}, others); cur != nil {
-				d.Gen = max(cur.Gen, 1) + 1
+				d.Gen, d.Over = after(*cur)
 				if live(*cur, now, Policy{}) {
 					c := *cur
 					d.From = &c
@@ -208,8 +277,9 @@ func byRunner(me Heartbeat, others []Heartbeat, runner string, now time.Time) De
 		by := matches[0]
 		d.By = &by
 	}
-	d.Why = fmt.Sprintf("the vault config names %q as the answering device (runner: %s), and this device is %s; to answer from here, set runner: %s in .knot/config.yaml and restart knotd on each device",
-		runner, runner, me.Label(), me.Name)
+	d.How = fmt.Sprintf("set runner: %s in .knot/config.yaml and restart knotd on each device; --take-over cannot override runner:", me.Name)
+	d.Why = fmt.Sprintf("the vault config names %q as the answering device (runner: %s), and this device is %s; to answer from here, %s",
+		runner, runner, me.Label(), d.How)
 	return d
 }
 
@@ -221,10 +291,14 @@ func names(h Heartbeat, runner string) bool {
 
 // bestClaim returns the heartbeat whose claim wins among me and others:
 // the highest generation, then the oldest claim, then the lowest id; and
-// whether it is me. It is nil when none claims the vault.
+// whether it is me. It is nil when none claims the vault. The heartbeats
+// are taken in id order, so that every device that sees the same ones
+// reaches the same answer.
 func bestClaim(me Heartbeat, others []Heartbeat) (*Heartbeat, bool) {
 	var best *Heartbeat
-	for _, h := range append([]Heartbeat{me}, others...) {
+	all := append([]Heartbeat{me}, others...)
+	slices.SortStableFunc(all, func(a, b Heartbeat) int { return strings.Compare(a.Device, b.Device) })
+	for _, h := range all {
 		if h.Claim.IsZero() {
 			continue
 		}
@@ -242,6 +316,10 @@ func beats(a, b Heartbeat) bool {
 	switch {
 	case ga != gb:
 		return ga > gb
+	case ga == MaxGen && a.Over == b.Device && b.Over != a.Device:
+		return true // generations no longer count: a takeover beats the claim it names
+	case ga == MaxGen && b.Over == a.Device && a.Over != b.Device:
+		return false
 	case !a.Claim.Equal(b.Claim):
 		return a.Claim.Before(b.Claim)
 	}
@@ -250,21 +328,29 @@ func beats(a, b Heartbeat) bool {
 
 // standbyWhy says why a device stands by for cur, and how to change that.
 func standbyWhy(cur Heartbeat, p Policy, now time.Time) string {
-	state := "running, last heard " + stamp(cur.Beat)
-	switch {
-	case !cur.Running:
-		state = "stopped since " + stamp(cur.Beat)
-	case now.Sub(cur.Beat) > 3*Interval:
-		state = "silent since " + stamp(cur.Beat)
-	}
-	how := "knotd --take-over on this device, or name the answering device with runner: in .knot/config.yaml"
+	how := takeOverHow
 	if p.TakeoverAfter > 0 {
 		how += fmt.Sprintf("; this device takes over on its own once %s has been silent for %v (takeover_after)", cur.Name, p.TakeoverAfter)
 	} else {
 		how += ", or let a device take over after a silence with takeover_after:"
 	}
 	return fmt.Sprintf("%s answers this vault since %s (%s); this device stands by. To answer from here: %s",
-		cur.Label(), stamp(cur.Claim), state, how)
+		cur.Label(), stamp(cur.Claim), state(cur, now), how)
+}
+
+// takeOverHow says what makes a device that stands by for another one's
+// claim answer.
+const takeOverHow = "knotd --take-over on this device, or name the answering device with runner: in .knot/config.yaml"
+
+// state says, for people, whether the device of h runs.
+func state(h Heartbeat, now time.Time) string {
+	switch {
+	case !h.Running:
+		return "stopped since " + stamp(h.Beat)
+	case now.Sub(h.Beat) > 3*Interval:
+		return "silent since " + stamp(h.Beat)
+	}
+	return "running, last heard " + stamp(h.Beat)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

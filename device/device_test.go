@@ -1,6 +1,9 @@
 package device
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -236,5 +239,155 @@ func TestWrite_StaysInTheVault(t *testing.T) {
 	}
 	if hs, err := Read(vault); err == nil && len(hs) != 0 {
 		t.Errorf("Read through a link out of the vault = %v", hs)
+	}
+}
+
+// TestDecide_GenerationsFromPeers: a heartbeat's generation is a peer's
+// input. One that no knotd writes (beyond MaxGen, below 0) claims nothing,
+// and says so; a takeover of any claim wins, and keeps winning on every
+// device, without overflowing.
+func TestDecide_GenerationsFromPeers(t *testing.T) {
+	now := t0.Add(time.Hour)
+	for _, g := range []int{math.MaxInt64, MaxGen + 1, MaxGen, MaxGen - 1, -1, math.MinInt64} {
+		t.Run(fmt.Sprint(g), func(t *testing.T) {
+			peer := gen(claim(b, t0, now), g)
+			valid := g >= 0 && g <= MaxGen
+			d := Decide(a, []Heartbeat{peer}, Policy{}, now, false)
+			if valid && (d.Answer || d.By == nil || d.By.Device != b.Device) {
+				t.Fatalf("Decide with a peer's claim of generation %d = %+v; want to stand by for it", g, d)
+			}
+			if !valid && (!d.Answer || !strings.Contains(d.Warning, "a generation no knotd writes") || !strings.Contains(d.Warning, b.Device[:8])) {
+				t.Fatalf("Decide with a peer's claim of generation %d = %+v; want it ignored, and said", g, d)
+			}
+			// The user makes this device take over.
+			d = Decide(a, []Heartbeat{peer}, Policy{}, now, true)
+			if !d.Answer || d.Gen < 1 || d.Gen > MaxGen {
+				t.Fatalf("take over from generation %d = %+v; want to answer with a generation in 1..MaxGen", g, d)
+			}
+			mine := a
+			mine.Claim, mine.Gen, mine.Over = d.Claim, d.Gen, d.Over
+			later := now.Add(time.Minute)
+			if d := Decide(mine, []Heartbeat{peer}, Policy{}, later, false); !d.Answer {
+				t.Errorf("after taking over from generation %d, this device = %+v; want it to keep answering", g, d)
+			}
+			if d := Decide(peer, []Heartbeat{mine}, Policy{}, later, false); d.Answer {
+				t.Errorf("after the takeover from generation %d, the peer = %+v; want it to stand by", g, d)
+			}
+			c := Heartbeat{Device: "cccccccc-0000-4000-8000-000000000003", Name: "phone", Running: true, Beat: later}
+			for _, order := range [][]Heartbeat{{peer, mine}, {mine, peer}} {
+				if d := Decide(c, order, Policy{}, later, false); d.Answer || d.By == nil || d.By.Device != a.Device {
+					t.Errorf("a third device, after the takeover from generation %d, = %+v; want it to stand by for the device that took over", g, d)
+				}
+			}
+		})
+	}
+}
+
+// TestDecide_SaysWhatToDo: a device that stands by says what makes it
+// answer; under runner: that is the config, not --take-over, which cannot
+// override it. When the device it stands by for has this machine's name
+// and is stopped or silent (this machine before its state directory was
+// lost, most likely), it says that nobody may answer the vault.
+func TestDecide_SaysWhatToDo(t *testing.T) {
+	now := t0.Add(time.Hour)
+	named := func(h Heartbeat, name string) Heartbeat { h.Name = name; return h }
+	stopped := func(h Heartbeat) Heartbeat { h.Running = false; return h }
+	tests := []struct {
+		name       string
+		me         Heartbeat
+		others     []Heartbeat
+		policy     Policy
+		takeOver   bool
+		why, how   string // substrings
+		notHow     string
+		unanswered string // substring; "" for none
+	}{
+		{name: "another device answers", me: a, others: []Heartbeat{claim(b, t0, now)}, how: "knotd --take-over"},
+		{name: "runner names another", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "desktop"},
+			how: "set runner: laptop in .knot/config.yaml", notHow: "--take-over on"},
+		{name: "take over under runner", me: a, others: []Heartbeat{claim(b, t0, now)}, policy: Policy{Runner: "desktop"}, takeOver: true,
+			why: "--take-over cannot make this device answer", how: "--take-over cannot override runner:"},
+		{name: "my old self, stopped", me: a, others: []Heartbeat{stopped(named(claim(b, t0, t0), "Laptop"))}, how: "knotd --take-over",
+			unanswered: "Laptop (bbbbbbbb), which answers this vault, has this machine's name and has been stopped since 2026-11-23T12:00:00Z"},
+		{name: "my old self, silent", me: a, others: []Heartbeat{named(claim(b, t0, t0), "laptop")},
+			unanswered: "has been silent since 2026-11-23T12:00:00Z: if it was this machine before knotd's state directory"},
+		{name: "another machine of the same name, running", me: a, others: []Heartbeat{named(claim(b, t0, now), "laptop")}},
+		{name: "another name, stopped", me: a, others: []Heartbeat{stopped(claim(b, t0, t0))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(tt.me, tt.others, tt.policy, now, tt.takeOver)
+			if d.Answer {
+				t.Fatalf("Decide = %+v; want to stand by", d)
+			}
+			if !strings.Contains(d.Why, tt.why) || !strings.Contains(d.How, tt.how) || d.How == "" {
+				t.Errorf("Why = %q, How = %q; want them to say %q and %q", d.Why, d.How, tt.why, tt.how)
+			}
+			if tt.notHow != "" && (strings.Contains(d.How, tt.notHow) || strings.Contains(d.Why, tt.notHow)) {
+				t.Errorf("Why = %q, How = %q; want no %q", d.Why, d.How, tt.notHow)
+			}
+			if tt.unanswered == "" && d.Unanswered != "" || !strings.Contains(d.Unanswered, tt.unanswered) {
+				t.Errorf("Unanswered = %q; want %q", d.Unanswered, tt.unanswered)
+			}
+			if tt.unanswered != "" && !strings.Contains(d.Unanswered, "knotd --take-over") {
+				t.Errorf("Unanswered = %q; want it to say how to answer", d.Unanswered)
+			}
+		})
+	}
+}
+
+// TestRead_ManyDevices: more than a thousand files in the folder (devices
+// that came and went) never make a device lose its own heartbeat or the
+// answering device's, however old they are; the others read are the
+// latest, and Read says that it left some.
+func TestRead_ManyDevices(t *testing.T) {
+	vault, dir := openVault(t)
+	mine, answering := a, claim(b, t0, t0)
+	for _, h := range []Heartbeat{mine, answering} {
+		if err := Write(vault, h, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	for _, h := range []Heartbeat{mine, answering} {
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(Name(h.Device))), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 1100
+	newest := ""
+	for i := range n {
+		h := Heartbeat{Device: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Name: fmt.Sprint("gone", i), Beat: t0}
+		if err := Write(vault, h, false); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(time.Duration(i-n) * time.Second)
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(Name(h.Device))), at, at); err != nil {
+			t.Fatal(err)
+		}
+		newest = h.Device
+	}
+	ids := func(hs []Heartbeat) map[string]bool {
+		m := map[string]bool{}
+		for _, h := range hs {
+			m[h.Device] = true
+		}
+		return m
+	}
+	hs, err := Read(vault, mine.Device, answering.Device)
+	if !errors.Is(err, ErrTooMany) || !strings.Contains(err.Error(), "more than 1024") {
+		t.Errorf("Read of %d heartbeats: err = %v; want it to say it read 1024 of the others", n+2, err)
+	}
+	got := ids(hs)
+	if len(hs) != 1024+2 || !got[mine.Device] || !got[answering.Device] || !got[newest] || got["00000000-0000-4000-8000-000000000000"] {
+		t.Errorf("Read = %d heartbeats (mine %v, the answering device's %v, the newest %v, the oldest %v); want 1026: mine, the answering device's, and the 1024 latest",
+			len(hs), got[mine.Device], got[answering.Device], got[newest], got["00000000-0000-4000-8000-000000000000"])
+	}
+	hs, err = ReadAll(vault, mine.Device)
+	if got := ids(hs); err != nil || len(hs) != n+2 || !got[answering.Device] {
+		t.Errorf("ReadAll = %d heartbeats, %v; want all %d", len(hs), err, n+2)
+	}
+	if h, ok := ReadOne(vault, answering.Device); !ok || !h.Claim.Equal(t0) {
+		t.Errorf("ReadOne = %+v, %v; want the answering device's claim", h, ok)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,26 +46,40 @@ func (v *Vault) heartbeat() time.Duration {
 // The error is set when the device stands by because its heartbeat could
 // not be written (a pass reports it as a failure).
 func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
-	others, rerr := device.Read(v.fs)
-	if rerr != nil {
+	me := v.me()
+	// This device's heartbeat, and the answering device's as last seen,
+	// are read whatever else the folder holds; at first, when this device
+	// does not know yet which device answers, every heartbeat is.
+	read := device.ReadAll
+	always := []string{me.Device}
+	if last := v.lastDecision(); last != nil {
+		read = device.Read
+		if last.By != nil {
+			always = append(always, last.By.Device)
+		}
+	}
+	others, rerr := read(v.fs, always...)
+	switch {
+	case errors.Is(rerr, device.ErrTooMany):
+		v.warnOnce(device.Dir+" too many", "the folder of the devices' heartbeats holds too many files; this device's own heartbeat, and the answering device's, are read all the same", "err", rerr)
+	case rerr != nil:
 		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
 		if last := v.lastDecision(); last != nil && !takeOver {
 			return *last, nil
 		}
 	}
-	me := v.me()
 	now := v.now().UTC()
 	d := device.Decide(me, others, device.Policy{Runner: v.config().Runner, TakeoverAfter: v.config().TakeoverAfter}, now, takeOver)
 	if d.Warning != "" {
 		v.warnOnce(device.Dir, d.Warning)
 	}
 	var standErr error
-	claim, gen := time.Time{}, 0
+	claim, gen, over := time.Time{}, 0, ""
 	if d.Answer {
-		claim, gen = d.Claim, d.Gen
+		claim, gen, over = d.Claim, d.Gen, d.Over
 	}
-	if !claim.Equal(me.Claim) || gen != me.Gen || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
-		me.Claim, me.Gen, me.Beat, me.Running = claim, gen, now, true
+	if !claim.Equal(me.Claim) || gen != me.Gen || over != me.Over || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
+		me.Claim, me.Gen, me.Over, me.Beat, me.Running = claim, gen, over, now, true
 		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry && (len(others) > 0 || d.From != nil) {
 			// Other devices share the vault and could not see this one's
 			// claim: answering would make two answering devices.
@@ -92,12 +107,8 @@ func (v *Vault) me() device.Heartbeat {
 	defer v.beatMu.Unlock()
 	if v.mine == nil {
 		h := device.Heartbeat{Device: v.device.ID, Name: v.device.Name}
-		if hs, err := device.Read(v.fs); err == nil {
-			for _, o := range hs {
-				if o.Device == v.device.ID {
-					h.Claim, h.Gen = o.Claim, o.Gen
-				}
-			}
+		if o, ok := device.ReadOne(v.fs, v.device.ID); ok { // by name: whatever else the folder holds
+			h.Claim, h.Gen, h.Over = o.Claim, o.Gen, o.Over
 		}
 		v.mine = &h
 	}
@@ -142,14 +153,9 @@ func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
 	tick := time.NewTicker(min(v.heartbeat(), time.Second))
 	defer tick.Stop()
 	for {
-		hs, err := device.Read(v.fs)
-		if err == nil {
-			for _, h := range hs {
-				if h.Device == from.Device && device.Stepped(h) {
-					v.log.Info("the device this one takes over from stands by", "from", from.Label())
-					return
-				}
-			}
+		if h, ok := device.ReadOne(v.fs, from.Device); ok && device.Stepped(h) {
+			v.log.Info("the device this one takes over from stands by", "from", from.Label())
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -159,6 +165,87 @@ func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// settleFor is how long the answers of a first claim made in a synced
+// folder wait before they are appended (see answersHold): the time the
+// heartbeat of a device that claimed the vault at the same moment takes to
+// arrive, as for a handover.
+const settleFor = handoverWait
+
+// answersHold reports whether the reply of a run may be appended: this
+// device still answers the vault. Two devices started at the same moment
+// on a synced vault both find no claim and both claim it; once their
+// heartbeats sync, the older claim wins (see package device). So, in a
+// folder a sync tool shares (syncedFolder), the answers of a first claim
+// wait until it is settleFor old, reading the heartbeats meanwhile: the
+// device whose claim loses drops its runs' replies (their changes are
+// left to the device that answers, as at a handover) and stands by, and
+// only one device appends. The runs themselves start at once, and a
+// claim that is older, a takeover's, or made in a folder no sync tool
+// shares never waits. ctx ending (knotd stops) ends the wait: the reply
+// is kept if this device still answers then.
+func (v *Vault) answersHold(ctx context.Context) bool {
+	if v.dry || v.lastDecision() == nil {
+		return true // a run outside a decision (none yet): as before
+	}
+	v.settleMu.Lock()
+	defer v.settleMu.Unlock()
+	var tick *time.Ticker
+	for {
+		d := *v.lastDecision()
+		if v.settling(d) {
+			d, _ = v.decideAnswering(false)
+		}
+		if !d.Answer || !v.settling(d) {
+			if !d.Answer {
+				select { // keepAnswering stands by now, not at its next beat
+				case v.recheck <- struct{}{}:
+				default:
+				}
+			}
+			return d.Answer
+		}
+		if tick == nil {
+			v.log.Info("this device's claim of the vault is new, and the folder is synced: the answers wait until no other device's earlier claim arrives", "claim", d.Claim, "until", d.Claim.Add(settleFor))
+			tick = time.NewTicker(min(v.heartbeat(), time.Second))
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return !v.steppingDown.Load()
+		case <-tick.C:
+		}
+	}
+}
+
+// settling reports whether d is a first claim younger than settleFor in a
+// synced folder, whose answers wait (see answersHold).
+func (v *Vault) settling(d device.Decision) bool {
+	return d.Answer && d.Gen == 1 && d.From == nil && d.Over == "" &&
+		v.now().Sub(d.Claim) < settleFor && syncedFolder(v.root)
+}
+
+// syncedFolder reports whether the vault at root is in a folder that a
+// sync tool knotd recognises shares with other devices: Syncthing's
+// .stfolder, Dropbox's .dropbox, Nextcloud's or ownCloud's sync log, at
+// the vault's root or above, or iCloud Drive.
+func syncedFolder(root string) bool {
+	if strings.Contains(root, string(filepath.Separator)+"Mobile Documents"+string(filepath.Separator)) || strings.Contains(root, "com~apple~CloudDocs") {
+		return true
+	}
+	for dir := root; ; {
+		for _, marker := range []string{".stfolder", ".dropbox", ".nextcloudsync.log", ".owncloudsync.log"} {
+			if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {
+				return true
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
 	}
 }
 
@@ -219,6 +306,9 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
 			} else {
 				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
+				if d.Unanswered != "" {
+					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
+				}
 			}
 			said = d.Why
 		}
@@ -270,6 +360,7 @@ func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, 
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-v.recheck:
 		}
 		d, _ := v.decideAnswering(false)
 		if !d.Answer {

@@ -2,6 +2,11 @@ package vault
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -219,4 +224,153 @@ type standby struct {
 func (s *standby) stop() error {
 	s.once.Do(func() { s.cancel(); s.wg.Wait() })
 	return s.err
+}
+
+// TestOnce_ManyDeviceFiles: the folder of heartbeats holds more than a
+// thousand files, newer than the answering device's (devices that came
+// and went: a heartbeat is never removed). The answering device keeps its
+// claim, the other keeps standing by for it, each change is answered
+// once.
+func TestOnce_ManyDeviceFiles(t *testing.T) {
+	a := newEnv(t)
+	b := a.otherDevice()
+	a.onceFresh()
+	b.onceFresh()
+	claimOfA := func() time.Time {
+		var h device.Heartbeat
+		b, err := os.ReadFile(filepath.Join(a.root, filepath.FromSlash(device.Name(a.deviceID().ID))))
+		if err == nil {
+			err = json.Unmarshal(b, &h)
+		}
+		if err != nil || h.Claim.IsZero() {
+			t.Fatalf("device A's heartbeat = %+v, %v; want its claim", h, err)
+		}
+		return h.Claim
+	}
+	claimed := claimOfA()
+	dir := filepath.Join(a.root, filepath.FromSlash(device.Dir))
+	old := time.Now().Add(-24 * time.Hour)
+	for _, id := range []string{a.deviceID().ID, b.deviceID().ID} {
+		mustDo(t, os.Chtimes(filepath.Join(dir, id+".json"), old, old))
+	}
+	for i := range 1100 {
+		h := device.Heartbeat{Device: fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i), Name: fmt.Sprint("gone", i), Beat: old}
+		mustDo(t, device.Write(a.vaultRoot(), h, false))
+	}
+
+	a.write("n.md", "# One\n")
+	sum := a.onceFresh()
+	if got := ran(sum); !slices.Equal(got, []string{"Created n.md"}) || sum.Standby != "" {
+		t.Fatalf("device A ran %v (%+v); want n.md", got, sum)
+	}
+	if got := claimOfA(); !got.Equal(claimed) {
+		t.Errorf("device A's claim is from %v now; want it kept from %v", got, claimed)
+	}
+	a.write("n.md", "# Two\n")
+	if sum := b.onceFresh(); sum.Ran != 0 || !strings.Contains(sum.Standby, a.deviceID().ID[:8]) {
+		t.Errorf("device B = %+v; want it to stand by for A", sum)
+	}
+	if evs := a.events("n.md"); !slices.Equal(evs, []string{"Created"}) {
+		t.Errorf("tie-off = %v; want the one change answered once", evs)
+	}
+}
+
+// TestOnce_FirstClaimsAtOnce: two devices claim a synced vault at the same
+// moment, each before the other's heartbeat reached it (A's is held back
+// here, as a sync tool's delay would). B answers a change; while its agent
+// runs, A's heartbeat arrives with the older claim, which wins: B drops
+// its run's reply, appends nothing and stands by, and A answers the change.
+// Each change is answered once.
+func TestOnce_FirstClaimsAtOnce(t *testing.T) {
+	a := newEnv(t)
+	mustDo(t, os.Mkdir(a.abs(".stfolder"), 0o755)) // a Syncthing folder
+	b := a.otherDevice()
+	c := newClock(time.Now())
+	a.onceWith(a.at(c), OnceOptions{})
+	beatA := filepath.Join(a.root, filepath.FromSlash(device.Name(a.deviceID().ID)))
+	held := filepath.Join(t.TempDir(), "held.json")
+	mustDo(t, os.Rename(beatA, held)) // A's heartbeat is on its way
+	b.onceWith(b.at(c), OnceOptions{})
+	if !claimOf(t, b, b) {
+		t.Fatal("device B, seeing no claim, did not claim the vault")
+	}
+
+	b.useAgent("", gateBehaviour) // one user config for both devices here
+	b.write("n.md", "# One\n")
+	v, err := Open(b.root, b.at(c))
+	mustDo(t, err)
+	t.Cleanup(func() { _ = v.Close() })
+	type result struct {
+		sum Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := v.Once(context.Background(), OnceOptions{})
+		done <- result{sum, err}
+	}()
+	b.waitCalls(1)
+	mustDo(t, os.Rename(held, beatA)) // A's heartbeat arrives
+	b.release(1)
+	res := <-done
+	mustDo(t, res.err)
+	if res.sum.Ran != 0 || len(b.sections("n.md")) != 0 {
+		t.Fatalf("device B's pass = %+v, tie-off %v; want its run's reply dropped, as A's older claim wins", res.sum, b.events("n.md"))
+	}
+	if claimOf(t, b, b) {
+		t.Error("device B still claims the vault; want it to stand by for A")
+	}
+
+	c.advance(time.Minute)
+	a.release(2)
+	if got := ran(a.onceWith(a.at(c), OnceOptions{})); !slices.Equal(got, []string{"Created n.md"}) {
+		t.Errorf("device A ran %v; want the change B left to it", got)
+	}
+	if evs := a.events("n.md"); !slices.Equal(evs, []string{"Created"}) {
+		t.Errorf("tie-off = %v; want the change answered once", evs)
+	}
+}
+
+// TestOnce_FirstClaimAlone: a device alone with a vault appends its first
+// claim's answers at once; in a synced folder it appends them once no
+// other device's earlier claim arrived within settleFor of its claim.
+func TestOnce_FirstClaimAlone(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(fmt.Sprint("synced=", synced), func(t *testing.T) {
+			e := newEnv(t)
+			if synced {
+				mustDo(t, os.Mkdir(e.abs(".stfolder"), 0o755))
+			}
+			c := newClock(time.Now())
+			e.write("n.md", "# One\n")
+			var log testutil.Buffer
+			o := e.at(c)
+			o.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			v, err := Open(e.root, o)
+			mustDo(t, err)
+			t.Cleanup(func() { _ = v.Close() })
+			done := make(chan Summary, 1)
+			go func() {
+				sum, _ := v.Once(context.Background(), OnceOptions{All: true})
+				done <- sum
+			}()
+			if synced {
+				testutil.WaitFor(t, waitTimeout, "the run's answer to wait", func() bool { return strings.Contains(log.String(), "the answers wait") })
+				if n := len(e.sections("n.md")); n != 0 {
+					t.Fatalf("the answer was appended before the claim settled (%d sections)", n)
+				}
+				c.advance(settleFor)
+			}
+			sum := <-done
+			if got := ran(sum); !slices.Equal(got, []string{"Created n.md"}) {
+				t.Errorf("the pass ran %v", got)
+			}
+			if evs := e.events("n.md"); !slices.Equal(evs, []string{"Created"}) {
+				t.Errorf("tie-off = %v", evs)
+			}
+			if waited := strings.Contains(log.String(), "the answers wait"); waited != synced {
+				t.Errorf("the answer waited: %v; want %v\n%s", waited, synced, log.String())
+			}
+		})
+	}
 }

@@ -55,6 +55,13 @@ type Summary struct {
 	// Standby, when set, says that another device answers the vault, and
 	// which: the pass ran nothing.
 	Standby string `json:"standby,omitempty"`
+	// StandbyHow says, when Standby is set, what makes this device answer
+	// (knotd --take-over, or runner: when the vault config names one).
+	StandbyHow string `json:"standby_how,omitempty"`
+	// Unanswered, when set, says that the device this one stands by for
+	// may be gone (it has this machine's name and is stopped or silent):
+	// nobody may answer the vault.
+	Unanswered string `json:"unanswered,omitempty"`
 	// Refused lists the notes of OnceOptions.Notes the pass could not
 	// answer, with why; NotRun those it looked at and ran nothing for
 	// (each with Skipped saying why).
@@ -137,7 +144,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	d, derr := v.decideAnswering(opts.TakeOver)
 	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
-		t.sum.Standby = standbyReason(d)
+		t.sum.Standby, t.sum.StandbyHow, t.sum.Unanswered = standbyReason(d), d.How, d.Unanswered
 		return t.sum, derr
 	}
 	v.waitHandover(ctx, d.From)
@@ -148,12 +155,13 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	said := d.Why
 	var kw sync.WaitGroup
 	kw.Go(func() { v.keepAnswering(passCtx, stepDown, &said) })
+	parent := ctx // ctx becomes passCtx below, which stepDown ends
 	defer func() {
 		stepDown()
 		kw.Wait()
-		if v.steppingDown.Swap(false) && ctx.Err() == nil {
+		if v.steppingDown.Swap(false) && parent.Err() == nil {
 			if last := v.lastDecision(); last != nil {
-				res.Standby = standbyReason(*last)
+				res.Standby, res.StandbyHow = standbyReason(*last), last.How
 			}
 			if errors.Is(err, context.Canceled) {
 				err = nil // the pass stopped because another device took over

@@ -278,6 +278,14 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 		return rep, err
 	}
 	defer r.log.close()
+	if !v.answersHold(ctx) {
+		// Another device's claim of the vault won while the agent ran
+		// (two first claims at the same moment): that device answers
+		// the change; nothing is appended or recorded.
+		v.log.Warn("another device answers the vault: this run's reply is not appended, and the change is left to that device", "strand", w.rel, "run", rep.RunID)
+		rep.Ran = false
+		return rep, nil
+	}
 	return rep, v.record(ctx, w, rep, r)
 }
 

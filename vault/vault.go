@@ -109,6 +109,11 @@ type Vault struct {
 	// steppingDown is set while a device that another took over from
 	// stops: its runs get no grace period.
 	steppingDown atomic.Bool
+	// settleMu serialises the runs that wait for a first claim to settle
+	// (see answersHold); recheck, when it holds a value, makes
+	// keepAnswering decide again at once (a run found another claim).
+	settleMu sync.Mutex
+	recheck  chan struct{}
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
@@ -309,6 +314,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		grace: opts.Grace,
 		beat:  opts.Heartbeat,
 
+		recheck:    make(chan struct{}, 1),
 		observe:    quiet{},
 		faults:     quiet{},
 		checkEvery: rootCheck,

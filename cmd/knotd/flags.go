@@ -117,7 +117,7 @@ func mainFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.explain, "explain-ignore", "", "say whether `PATH` is ignored, and why, then exit; a relative PATH is\nread from the current directory, or else from the vault's root")
 	fs.BoolVar(&o.version, "version", false, "print the version (module version, commit, Go release) and exit")
-	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before")
+	fs.BoolVar(&o.takeOver, "take-over", false, "make this device the vault's answering device, whichever device answered it before, unless the vault config names another with runner:")
 	return fs
 }
 

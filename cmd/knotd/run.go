@@ -249,8 +249,17 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
+	if sum.Unanswered != "" {
+		// Said on stderr whatever the output: a pass that stands by is
+		// no failure, but nobody may answer the vault.
+		fmt.Fprintf(stderr, "knotd --once: nobody may answer this vault: %s\n", sum.Unanswered)
+	}
 	if sum.Standby != "" && !o.jsonOut {
-		fmt.Fprintf(stdout, "knotd --once: %s; this device stands by and ran nothing (knotd --take-over answers from here)\n", sum.Standby)
+		how := sum.StandbyHow
+		if how == "" {
+			how = "knotd --take-over"
+		}
+		fmt.Fprintf(stdout, "knotd --once: %s; this device stands by and ran nothing. To answer from here: %s\n", sum.Standby, how)
 		return nil
 	}
 	if o.jsonOut {

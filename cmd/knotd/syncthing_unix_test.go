@@ -471,3 +471,41 @@ func TestSyncthing_KnotdsOwnWriteThatLostIsRemoved(t *testing.T) {
 	}
 	a.stop(t)
 }
+
+// TestSyncthing_FirstClaimsAtOnce: knotd starts on both devices at the same
+// moment on a vault that nobody answers yet, so each claims it before the
+// other's heartbeat arrives; notes written on each right away are answered
+// exactly once in all (the device whose claim loses drops its replies and
+// stands by), and one device answers from then on.
+func TestSyncthing_FirstClaimsAtOnce(t *testing.T) {
+	syncthingtest.Binary(t) // or skip loudly
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := syncthingtest.StartPair(t, dirA, dirB)
+	a, b := newKnotdDevice(t, "A", dirA), newKnotdDevice(t, "B", dirB)
+	a.start(t)
+	b.start(t)
+	a.claimsIn(t, dirA)
+	b.claimsIn(t, dirB)
+	writeFile(t, filepath.Join(dirA, "one.md"), "# One, written on A\n")
+	writeFile(t, filepath.Join(dirB, "two.md"), "# Two, written on B\n")
+	answered(t, a, b, "one.md", 1)
+	answered(t, a, b, "two.md", 1)
+	syncthingtest.Await(t, "one device to stand by", func() error {
+		ea, eb := claims(dirA, a.id(t)), claims(dirA, b.id(t))
+		if (ea == nil) == (eb == nil) {
+			return fmt.Errorf("A's claim: %v, B's claim: %v", ea, eb)
+		}
+		return nil
+	})
+	syncthingtest.Synced(t, sa, sb)
+	writeFile(t, filepath.Join(dirB, "three.md"), "# Three, written on B\n")
+	answered(t, a, b, "three.md", 1)
+	syncthingtest.Synced(t, sa, sb)
+	for rel, n := range map[string]int{"one.md": 1, "two.md": 1, "three.md": 1} {
+		answered(t, a, b, rel, n)
+	}
+	noConflictCopies(t, a, b)
+	a.stop(t)
+	b.stop(t)
+}
