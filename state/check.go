@@ -98,6 +98,8 @@ func (tx *Tx) check(content bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Paused()
-	return err
+	if _, err = tx.Paused(); err != nil {
+		return err
+	}
+	return tx.checkBreakers()
 }

@@ -37,6 +37,10 @@ import (
 //	          paused. Made by the first pause, not by an upgrade: the
 //	          schema stays 2, so that an older knotd still opens the
 //	          store (and, not knowing pauses, runs paused notes)
+//	breakers  strand path -> uvarint failed runs in a row, uvarint n, then
+//	          n varint Unix nanoseconds: the strand's recent runs, as
+//	          many as its breaker's window needs (see Breaker). Made by
+//	          the first counts stored; the schema stays 2, as for paused
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
@@ -55,6 +59,7 @@ var (
 	bucketPending  = []byte("pending")
 	bucketNotices  = []byte("notices")
 	bucketPaused   = []byte("paused")
+	bucketBreakers = []byte("breakers")
 	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")

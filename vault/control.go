@@ -276,6 +276,10 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 				return err
 			}
 			if was {
+				// A resumed note starts its breakers' counts afresh.
+				if err := tx.ForgetBreaker(rel); err != nil {
+					return err
+				}
 				res.Done = append(res.Done, rel)
 			} else {
 				res.Refused = append(res.Refused, control.Refusal{Note: rel, Why: "not paused"})
@@ -288,7 +292,6 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 	}
 	s := v.live.Load()
 	for _, rel := range res.Done {
-		v.breakers.reset(rel)
 		v.log.Info("strand resumed", "strand", rel)
 		if s != nil {
 			// A change made while it was paused runs now; an unchanged

@@ -290,7 +290,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 				v.ranFor(rel, rep, rep.Usage)
 			}
 			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
-				if why := v.breakers.ran(rel, v.now(), rep.Failed(), v.config().Breakers); why != "" {
+				if why, err := breakerRan(v.store, rel, v.now(), rep.Failed(), v.config().Breakers); err != nil {
+					v.log.Error("cannot count the run for the breakers", "strand", rel, "err", err)
+				} else if why != "" {
 					v.trip(rel, rep, why)
 				}
 			}

@@ -111,9 +111,6 @@ type Vault struct {
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
 	active active
-	// breakers count runs and failures, to pause a strand that loops
-	// or keeps failing.
-	breakers breakers
 	// spend counts the day's runs for the budget.
 	spend spend
 	// obsidian is Obsidian's Excluded files setting, read at open and at
