@@ -101,5 +101,9 @@ func (tx *Tx) check(content bool) error {
 	if _, err = tx.Paused(); err != nil {
 		return err
 	}
-	return tx.checkBreakers()
+	if err := tx.checkBreakers(); err != nil {
+		return err
+	}
+	_, err = tx.Groups()
+	return err
 }

@@ -41,6 +41,11 @@ import (
 //	          n varint Unix nanoseconds: the strand's recent runs, as
 //	          many as its breaker's window needs (see Breaker). Made by
 //	          the first counts stored; the schema stays 2, as for paused
+//	groups    decimal process group id -> uvarint leader start time,
+//	          uvarint n, n bytes of boot id, then the run id: the agents
+//	          running now (see Group), which a knotd killed meanwhile
+//	          leaves for the next start. Made by the first group recorded;
+//	          the schema stays 2
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
@@ -60,6 +65,7 @@ var (
 	bucketNotices  = []byte("notices")
 	bucketPaused   = []byte("paused")
 	bucketBreakers = []byte("breakers")
+	bucketGroups   = []byte("groups")
 	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")

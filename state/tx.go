@@ -17,6 +17,7 @@ type Tx struct {
 	tx                                                         *bolt.Tx
 	meta, strands, content, sessions, pending, notices, paused *bolt.Bucket
 	breakers                                                   *bolt.Bucket // nil until the first counts stored
+	groups                                                     *bolt.Bucket // nil until the first group recorded
 }
 
 func newTx(btx *bolt.Tx) (*Tx, error) {
@@ -30,6 +31,7 @@ func newTx(btx *bolt.Tx) (*Tx, error) {
 		notices:  btx.Bucket(bucketNotices),
 		paused:   btx.Bucket(bucketPaused), // nil until the first pause
 		breakers: btx.Bucket(bucketBreakers),
+		groups:   btx.Bucket(bucketGroups),
 	}
 	// checkSchema and prepareSchema made every bucket when the store was
 	// opened: one missing now is a damaged page of the root bucket.

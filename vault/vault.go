@@ -182,6 +182,9 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 		return nil, err
 	}
 	if !dry {
+		if err := v.endOrphans(); err != nil {
+			return nil, err
+		}
 		if err := v.recover(); err != nil {
 			return nil, err
 		}
@@ -341,7 +344,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	if v.grace <= 0 {
 		v.grace = 10 * time.Second
 	}
-	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
+	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now, Groups: agentGroups{v}})
 	v.loadObsidianFilters()
 	return v, nil
 }
