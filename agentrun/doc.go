@@ -76,7 +76,9 @@
 // outlives it (one that leaves it with setsid is beyond reach without
 // cgroups). exec.Cmd.WaitDelay
 // makes sure a descendant that keeps the output pipes open cannot block the
-// run. On Linux the agent also gets SIGKILL if knotd dies. On Windows only the
+// run. On Linux the agent also gets SIGKILL if knotd dies, and with
+// Runner.Groups set each agent's group is recorded while it runs, so that
+// the next start ends what it left (EndOrphans). On Windows only the
 // agent process itself is killed; its descendants may survive.
 //
 // Standard output is captured up to Runner.MaxStdout bytes (the rest is

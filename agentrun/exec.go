@@ -30,6 +30,10 @@ type procSpec struct {
 	// talk, when set, holds a conversation with the process on its
 	// standard input and output (see conversation); stdin is not used.
 	talk conversation
+	// groups, when set, records the process's group while it runs, with
+	// runID (see Group).
+	groups GroupRecorder
+	runID  string
 }
 
 // procResult is what one process did.
@@ -116,6 +120,13 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 	if err := cmd.Start(); err != nil {
 		res.startErr = err
 		return res
+	}
+	if spec.groups != nil {
+		if g, ok := groupOf(cmd.Process.Pid, spec.runID); ok {
+			spec.groups.Started(g)
+			// After killGroup below: nothing of the group is left.
+			defer spec.groups.Ended(g)
+		}
 	}
 	type writerEnd struct {
 		err    error

@@ -42,6 +42,9 @@ type Runner struct {
 	// NewSessionID returns the id of a fresh conversation when an agent
 	// could not continue its own (default uuid.NewString).
 	NewSessionID func() string
+	// Groups, when set, records each agent's process group while it runs
+	// (on Linux; see Group and EndOrphans).
+	Groups GroupRecorder
 }
 
 // errTimedOut is the cause of a run's context when its timeout expires.
@@ -294,6 +297,8 @@ func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]b
 		maxStderr: orDefault(r.MaxStderr, DefaultMaxStderr),
 		maxLine:   orDefault(r.MaxLine, DefaultMaxLine),
 		onLine:    onLine,
+		groups:    r.Groups,
+		runID:     req.RunID,
 	}
 }
 

@@ -79,3 +79,45 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// manyKeys returns a strand whose block holds n keys: unknown knot_* keys
+// (knot_x0: 1, ...) if unknown, else ordinary keys (x0: 1, ...).
+func manyKeys(n int, unknown bool) []byte {
+	var b bytes.Buffer
+	b.WriteString("---\ntitle: Many keys\n")
+	prefix := "x"
+	if unknown {
+		prefix = "knot_x"
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "%s%d: %d\n", prefix, i, i)
+	}
+	b.WriteString("---\n# Many keys\n")
+	return b.Bytes()
+}
+
+// BenchmarkManyKeys measures what a save costs knotd (Parse, and
+// WithoutOwnKeys, which compares versions) on a block of 10,000 and
+// 100,000 keys, ordinary or unknown knot_* keys: both grow linearly, and
+// an unknown knot_* key (a problem knotd reports, with its line) costs
+// about what an ordinary key costs.
+func BenchmarkManyKeys(b *testing.B) {
+	for _, unknown := range []bool{false, true} {
+		for _, n := range []int{10_000, 100_000} {
+			src := manyKeys(n, unknown)
+			kind := "ordinary"
+			if unknown {
+				kind = "knot_"
+			}
+			b.Run(fmt.Sprintf("%s/%dk", kind, n/1000), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := Parse(src); err != nil {
+						b.Fatal(err)
+					}
+					sink = WithoutOwnKeys(src)
+				}
+			})
+		}
+	}
+}

@@ -114,6 +114,10 @@ const (
 
 var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents}
 
+// unknownKeyMsg is the problem of an unknown knot_* key (made once: a block
+// can hold many).
+var unknownKeyMsg = "unknown knotd key; knotd's keys are " + strings.Join(canonical[:], ", ")
+
 // aliases are agent-doc's names, read (never written), in precedence order.
 var aliases = [numFields][]string{
 	fieldSession: {"agent_doc_session", "session"},
@@ -159,8 +163,7 @@ func (p *parsed) readFields() error {
 		f, r, ok := fieldOf(e.key)
 		if !ok {
 			if strings.HasPrefix(e.key, "knot_") {
-				unknown = append(unknown, &FieldError{Key: e.key, Line: p.fileLine(e.k.Line),
-					Msg: "unknown knotd key; knotd's keys are " + strings.Join(canonical[:], ", ")})
+				unknown = append(unknown, &FieldError{Key: e.key, Line: p.fileLine(e.k.Line), Msg: unknownKeyMsg})
 			}
 			continue
 		}

@@ -158,6 +158,11 @@ type parsed struct {
 	root    *yaml.Node // the top-level map; nil for an empty block
 	entries []entry
 	fields  Fields
+	// fileLines are the source lines of the block's lines, and last of the
+	// block's end (numberLines); counted is how many bytes of src
+	// numbering them read, which a test bounds.
+	fileLines []int
+	counted   int
 }
 
 // entry is one top-level key and its value.
@@ -305,13 +310,39 @@ func (p *parsed) setRoot(doc *yaml.Node) error {
 }
 
 // fileLine converts a line of the block's YAML (as yaml.v3 counts lines)
-// to a line of the source (as editors count them).
+// to a line of the source (as editors count them). The source is read
+// once, on the first call, for the lines of all the block's lines: a
+// block of many keys with a problem each costs linear time, not
+// quadratic.
 func (p *parsed) fileLine(yamlLine int) int {
-	off := p.layout.content.Start
-	if yamlLine >= 1 && yamlLine <= len(p.lines) {
-		off = p.lines[yamlLine-1].start
-	} else if yamlLine > len(p.lines) {
-		off = p.layout.content.End
+	if p.fileLines == nil {
+		p.numberLines()
 	}
-	return 1 + bytes.Count(p.src[:off], []byte("\n"))
+	switch {
+	case yamlLine < 1:
+		return p.fileLines[0]
+	case yamlLine > len(p.lines):
+		return p.fileLines[len(p.fileLines)-1]
+	}
+	return p.fileLines[yamlLine-1]
+}
+
+// numberLines fills p.fileLines: the source line on which each of the
+// block's lines starts, and last the one on which the block's content
+// ends.
+func (p *parsed) numberLines() {
+	count := func(b []byte) int {
+		p.counted += len(b)
+		return bytes.Count(b, []byte("\n"))
+	}
+	c := p.layout.content
+	n := 1 + count(p.src[:c.Start])
+	p.fileLines = make([]int, 0, len(p.lines)+1)
+	off := c.Start
+	for _, l := range p.lines {
+		n += count(p.src[off:l.start])
+		p.fileLines = append(p.fileLines, n)
+		off = l.start
+	}
+	p.fileLines = append(p.fileLines, n+count(p.src[off:c.End]))
 }

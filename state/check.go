@@ -98,6 +98,12 @@ func (tx *Tx) check(content bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.Paused()
+	if _, err = tx.Paused(); err != nil {
+		return err
+	}
+	if err := tx.checkBreakers(); err != nil {
+		return err
+	}
+	_, err = tx.Groups()
 	return err
 }

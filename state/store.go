@@ -38,6 +38,15 @@ import (
 //	          paused. Made by the first pause, not by an upgrade: the
 //	          schema stays 2, so that an older knotd still opens the
 //	          store (and, not knowing pauses, runs paused notes)
+//	breakers  strand path -> uvarint failed runs in a row, uvarint n, then
+//	          n varint Unix nanoseconds: the strand's recent runs, as
+//	          many as its breaker's window needs (see Breaker). Made by
+//	          the first counts stored; the schema stays 2, as for paused
+//	groups    decimal process group id -> uvarint leader start time,
+//	          uvarint n, n bytes of boot id, then the run id: the agents
+//	          running now (see Group), which a knotd killed meanwhile
+//	          leaves for the next start. Made by the first group recorded;
+//	          the schema stays 2
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
@@ -56,6 +65,8 @@ var (
 	bucketPending  = []byte("pending")
 	bucketNotices  = []byte("notices")
 	bucketPaused   = []byte("paused")
+	bucketBreakers = []byte("breakers")
+	bucketGroups   = []byte("groups")
 	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")

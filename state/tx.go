@@ -16,6 +16,8 @@ import (
 type Tx struct {
 	tx                                                         *bolt.Tx
 	meta, strands, content, sessions, pending, notices, paused *bolt.Bucket
+	breakers                                                   *bolt.Bucket // nil until the first counts stored
+	groups                                                     *bolt.Bucket // nil until the first group recorded
 }
 
 func newTx(btx *bolt.Tx) (*Tx, error) {
@@ -28,6 +30,8 @@ func newTx(btx *bolt.Tx) (*Tx, error) {
 		pending:  btx.Bucket(bucketPending),
 		notices:  btx.Bucket(bucketNotices),
 		paused:   btx.Bucket(bucketPaused), // nil until the first pause
+		breakers: btx.Bucket(bucketBreakers),
+		groups:   btx.Bucket(bucketGroups),
 	}
 	// checkSchema and prepareSchema made every bucket when the store was
 	// opened: one missing now is a damaged page of the root bucket.
@@ -165,7 +169,8 @@ func (tx *Tx) AddWrote(rel string, h Hash) error {
 	return tx.putRecord(&rec)
 }
 
-// Delete forgets the strand at rel: its record, content and session.
+// Delete forgets the strand at rel: its record, content, session and
+// breaker counts.
 // Deleting a strand that has no record is not an error.
 func (tx *Tx) Delete(rel string) error {
 	rec, ok, err := tx.Get(rel)
@@ -178,6 +183,9 @@ func (tx *Tx) Delete(rel string) error {
 	}
 	if err := tx.content.Delete(key); err != nil {
 		return fmt.Errorf("state: delete %s: %w", rel, err)
+	}
+	if err := tx.ForgetBreaker(rel); err != nil {
+		return err
 	}
 	return tx.unindex(rec)
 }
@@ -210,7 +218,15 @@ func (tx *Tx) Rename(oldRel, newRel string) error {
 		return err
 	}
 	content := bytes.Clone(tx.content.Get([]byte(oldRel)))
+	// A strand that loops goes on counting where it moved.
+	breaker, err := tx.Breaker(oldRel)
+	if err != nil {
+		return err
+	}
 	if err := tx.Delete(oldRel); err != nil {
+		return err
+	}
+	if err := tx.PutBreaker(newRel, breaker); err != nil {
 		return err
 	}
 	if p := tx.pausedValue(oldRel); p != nil {

@@ -2,7 +2,6 @@ package vault
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,53 +11,55 @@ import (
 	"github.com/knotd/knotd/tieoff"
 )
 
-// breakers count each strand's recent runs and its failed runs in a row,
-// to pause a strand that loops or keeps failing (config.Breakers). The
-// counts are kept in memory: a restart starts them afresh.
-type breakers struct {
-	mu     sync.Mutex
-	runs   map[string][]time.Time // the times of the strand's runs within the window
-	failed map[string]int         // failed runs in a row
-}
-
-// ran counts a run of the strand rel that ended at now, and returns why
-// the strand must be paused now, "" when it need not.
-func (b *breakers) ran(rel string, now time.Time, failed bool, c config.Breakers) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.runs == nil {
-		b.runs, b.failed = map[string][]time.Time{}, map[string]int{}
-	}
+// countRun counts, in b, a run of a strand that ended at now, and returns
+// the counts to keep and why the strand must be paused now ("" when it
+// need not). It keeps only what the window needs: the runs within it, and
+// no more of them than trip the breaker.
+func countRun(b state.Breaker, now time.Time, failed bool, c config.Breakers) (state.Breaker, string) {
 	if failed {
-		b.failed[rel]++
+		b.Failed++
 	} else {
-		delete(b.failed, rel)
+		b.Failed = 0
 	}
+	var kept []time.Time
 	if c.Runs > 0 {
-		times := b.runs[rel]
-		kept := times[:0]
-		for _, t := range times {
+		for _, t := range b.Runs {
 			if now.Sub(t) < c.Within {
 				kept = append(kept, t)
 			}
 		}
-		b.runs[rel] = append(kept, now)
-		if n := len(b.runs[rel]); n > c.Runs {
-			return fmt.Sprintf("it ran %d times within %v, which looks like a loop (an agent that edits the note it answers, or two tools taking turns at it)", n, c.Within)
+		kept = append(kept, now)
+		if len(kept) > c.Runs+1 {
+			kept = kept[len(kept)-(c.Runs+1):]
 		}
 	}
-	if n := b.failed[rel]; c.Failures > 0 && n >= c.Failures {
-		return fmt.Sprintf("its last %d runs failed", n)
+	b.Runs = kept
+	if n := len(b.Runs); c.Runs > 0 && n > c.Runs {
+		return b, fmt.Sprintf("it ran %d times within %v, which looks like a loop (an agent that edits the note it answers, or two tools taking turns at it)", n, c.Within)
 	}
-	return ""
+	if c.Failures > 0 && b.Failed >= c.Failures {
+		return b, fmt.Sprintf("its last %d runs failed", b.Failed)
+	}
+	return b, ""
 }
 
-// reset forgets the strand's counts (it was resumed, or it is gone).
-func (b *breakers) reset(rel string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.runs, rel)
-	delete(b.failed, rel)
+// breakerRan counts a run of the strand rel that ended at now, in the
+// state store (so that a restart keeps the counts: a note that loops
+// across restarts still trips), and returns why the strand must be paused
+// now, "" when it need not.
+func breakerRan(s *state.Store, rel string, now time.Time, failed bool, c config.Breakers) (why string, err error) {
+	err = s.Update(func(tx *state.Tx) error {
+		b, err := tx.Breaker(rel)
+		if err != nil {
+			return err
+		}
+		b, why = countRun(b, now, failed, c)
+		return tx.PutBreaker(rel, b)
+	})
+	if err != nil {
+		return "", fmt.Errorf("vault: count the run of %s for the breakers: %w", rel, err)
+	}
+	return why, nil
 }
 
 // trip pauses the strand rel for why, and appends one failure section to
@@ -68,14 +69,15 @@ func (v *Vault) trip(rel string, rep RunReport, why string) {
 	now := v.now().UTC()
 	paused := false
 	err := v.store.Update(func(tx *state.Tx) (err error) {
-		paused, err = tx.Pause(rel, now, "paused by knotd: "+why)
-		return err
+		if paused, err = tx.Pause(rel, now, "paused by knotd: "+why); err != nil {
+			return err
+		}
+		return tx.ForgetBreaker(rel)
 	})
 	if err != nil {
 		v.log.Error("a breaker tripped, and knotd cannot pause the strand", "strand", rel, "why", why, "err", err)
 		return
 	}
-	v.breakers.reset(rel)
 	if !paused {
 		return
 	}

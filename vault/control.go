@@ -420,6 +420,10 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 				return err
 			}
 			if was {
+				// A resumed note starts its breakers' counts afresh.
+				if err := tx.ForgetBreaker(rel); err != nil {
+					return err
+				}
 				res.Add(rel, "")
 				resumed = append(resumed, rel)
 			} else {
@@ -445,7 +449,6 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 	res.Done = kept
 	s := v.live.Load()
 	for _, rel := range resumed {
-		v.breakers.reset(rel)
 		v.log.Info("strand resumed", "strand", rel)
 		if s != nil {
 			// A change made while it was paused runs now; an unchanged

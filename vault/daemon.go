@@ -305,6 +305,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			// every save or pass, only as the pauses allow.
 			return
 		}
+		// This run reads the strand as it is now: a follow-up waiting for
+		// an earlier run's changes is done by it.
+		later.supersede(rel)
 		rep, again, err := v.process(runCtx, rel, job)
 		v.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		if err != nil {
@@ -324,7 +327,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		} else {
 			later.succeeded(rel)
 			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
-				if why := v.breakers.ran(rel, v.now(), rep.Failed(), v.config().Breakers); why != "" {
+				if why, err := breakerRan(v.store, rel, v.now(), rep.Failed(), v.config().Breakers); err != nil {
+					v.log.Error("cannot count the run for the breakers", "strand", rel, "err", err)
+				} else if why != "" {
 					v.trip(rel, rep, why)
 				}
 			}
@@ -335,10 +340,16 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		if again && ctx.Err() == nil {
 			// The strand moved on during the run: while watching, its
 			// follow-up waits until it has been quiet for the debounce,
-			// like any change, and no longer than max_wait after the run;
-			// a pass (--once) runs it before it ends.
+			// like any change, and no longer than max_wait and a debounce
+			// after the run; a pass (--once) runs it before it ends. The
+			// watcher sees the same writes and hints at them max_wait
+			// after the first at the latest: the debounce more leaves it
+			// the first word, and the run its hint starts ends this
+			// follow-up, so that a note written without a pause runs once
+			// per max_wait, not twice within a few milliseconds.
 			if v.watching.Load() {
-				v.followUp(ctx, later, s, rel, Job{FiredBy: job.FiredBy}, v.now().Add(v.config().MaxWait))
+				c := v.config()
+				v.followUp(ctx, later, s, rel, Job{FiredBy: job.FiredBy}, v.now().Add(c.MaxWait+c.Debounce))
 			} else {
 				s.Submit(rel, Job{FiredBy: job.FiredBy})
 			}
@@ -436,6 +447,17 @@ func (l *laterTimers) after(ctx context.Context, rel string, d time.Duration, su
 		}
 	})
 	l.timers[rel] = t
+}
+
+// supersede stops the strand's follow-up if one waits (not a retry after
+// a failure, which holds the work that waits for it).
+func (l *laterTimers) supersede(rel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.timers[rel]; ok && l.failures[rel] == 0 {
+		t.Stop()
+		delete(l.timers, rel)
+	}
 }
 
 // failed counts a failure of the strand and returns the pause before it

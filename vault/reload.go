@@ -83,7 +83,7 @@ func (v *Vault) reload() (Reloaded, error) {
 		v.log.Warn("the vault config asks knotd to do more than your own configuration says, and yours applies: a vault config may make knotd do less, never more (knotd trust lets it)",
 			"file", config.VaultConfigPath(v.root), "value", c)
 	}
-	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
+	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now, Groups: agentGroups{v}})
 	v.conf.Store(cfg)
 	v.loadObsidianFilters()
 	return r, nil

@@ -123,9 +123,6 @@ type Vault struct {
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
 	active active
-	// breakers count runs and failures, to pause a strand that loops
-	// or keeps failing.
-	breakers breakers
 	// spend counts the day's runs for the budget.
 	spend spend
 	// obsidian is Obsidian's Excluded files setting, read at open and at
@@ -215,6 +212,9 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 		return nil, err
 	}
 	if !dry {
+		if err := v.endOrphans(); err != nil {
+			return nil, err
+		}
 		if err := v.recover(); err != nil {
 			return nil, err
 		}
@@ -263,15 +263,54 @@ func (v *Vault) openStore() (*state.Store, error) {
 }
 
 // moveStoreAside moves the damaged state store (closed) aside, saying so.
+// The copy is named for the second it was moved aside, with -2, -3, ...
+// added when a copy of that second is there already: an earlier copy is
+// never overwritten.
 func (v *Vault) moveStoreAside(damage error) error {
 	path := v.folder.StateFile()
-	aside := path + ".damaged-" + v.now().UTC().Format("20060102T150405Z")
-	if err := os.Rename(path, aside); err != nil {
+	aside, err := moveAside(path, path+".damaged-"+v.now().UTC().Format("20060102T150405Z"))
+	if err != nil {
 		return fmt.Errorf("%w; moving it aside failed: %w", damage, err)
 	}
 	v.log.Error("the state store is damaged: moved it aside; a new one is rebuilt from the vault's tie-offs (notes answered there are not run again; notes changed since their last answer run once)",
 		"damaged", aside, "err", damage)
 	return nil
+}
+
+// moveAside renames path to base, or to base-2, base-3, ... when that name
+// is taken, and returns the name it took. A hard link claims the name (it
+// fails, where a rename would overwrite, when the name is taken); where the
+// file system has no hard links the name is checked and then renamed to,
+// which the vault's lock in the state directory makes safe (no other
+// knotd moves this vault's store).
+func moveAside(path, base string) (string, error) {
+	const tries = 1000
+	for n := 1; n <= tries; n++ {
+		aside := base
+		if n > 1 {
+			aside = fmt.Sprintf("%s-%d", base, n)
+		}
+		err := os.Link(path, aside)
+		switch {
+		case err == nil:
+			if err := os.Remove(path); err != nil {
+				return "", fmt.Errorf("vault: %w", err)
+			}
+			return aside, nil
+		case errors.Is(err, fs.ErrExist):
+			continue
+		}
+		if _, lerr := os.Lstat(aside); lerr == nil {
+			continue
+		} else if !errors.Is(lerr, fs.ErrNotExist) {
+			return "", fmt.Errorf("vault: %w", lerr)
+		}
+		if err := os.Rename(path, aside); err != nil {
+			return "", fmt.Errorf("vault: %w", err)
+		}
+		return aside, nil
+	}
+	return "", fmt.Errorf("vault: %s and %d more names like it are taken", base, tries-1)
 }
 
 // newVault loads the configuration and builds a Vault without touching the
@@ -336,7 +375,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	if v.grace <= 0 {
 		v.grace = 10 * time.Second
 	}
-	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now})
+	v.runner.Store(&agentrun.Runner{Limits: cfg.Limits, Now: v.now, Groups: agentGroups{v}})
 	v.loadObsidianFilters()
 	return v, nil
 }
