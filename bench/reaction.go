@@ -12,11 +12,11 @@ import (
 // instant agent, in watch mode. The settled moment is taken as the time
 // the save returned plus --debounce; the agent start is the agent's own
 // stamp. So the figure includes the kernel's event delivery, the quiet
-// period's timer, reconcile, the run's preparation (for a note's first
-// run, writing its knot_session), building the prompt, and spawning the
+// period's timer, reconcile, the run's preparation, building the prompt,
+// and spawning the
 // agent. Changes are made one at a time, with the next save a quiet period
 // after the previous run ended: -samples/2 notes that have not run before
-// (a first run writes the note's knot_session first), then the same notes
+// (knotd has no record of them yet), then the same notes
 // again (later runs). The baseline is spawning the agent directly from Go,
 // in the same run.
 func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
@@ -63,7 +63,7 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 			withBase(msf(median(spawn99)), median(ratios(p99, spawn99))).
 			maxBudget(median(p99), 10, "p99 < 10 ms").profiled("reaction", n),
 		newRow(scen, "settled → agent start, max", msf(median(max_))),
-		newRow(scen, "first run of a note (writes knot_session): p50 / p99", msf(median(first50))+" / "+msf(median(first99))),
+		newRow(scen, "first run of a note (no record yet): p50 / p99", msf(median(first50))+" / "+msf(median(first99))),
 		newRow(scen, "later runs of the same notes: p50 / p99", msf(median(later50))+" / "+msf(median(later99))),
 		newRow(scen, "of which settled → \"run started\" logged, p50 / p99", msf(median(toLog))+" / "+msf(median(toLog99))),
 		newRow(scen, "of which \"run started\" → agent start, p50 / p99", msf(median(fromLog))+" / "+msf(median(fromLog99))).
@@ -103,8 +103,8 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 		over = append(over, ms(agentAt.Sub(settled)))
 		logged = append(logged, ms(started.Time.Sub(settled)))
 		spawned = append(spawned, ms(agentAt.Sub(started.Time)))
-		// Let knotd's own write (the note's new knot_session) settle
-		// before the next save, so that samples do not overlap.
+		// Let the run end before the next save, so that samples do not
+		// overlap.
 		time.Sleep(d + 50*time.Millisecond)
 	}
 	return over, logged, spawned, nil
