@@ -54,6 +54,10 @@ type Result struct {
 	// ExitCode is the agent's exit status; -1 when it did not exit by
 	// itself (killed, not started) or ran in-process.
 	ExitCode int
+	// NotStarted says why the agent's process was never started (its
+	// program was not found or cannot be executed, its command line or
+	// prompt file could not be made), "" when it was started.
+	NotStarted string
 	// Duration is the wall-clock time of the run, all attempts included.
 	Duration time.Duration
 	// Usage holds this run's token counts and cost when the CLI reports

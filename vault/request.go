@@ -165,10 +165,13 @@ func firstLine(s string) string {
 // failureBody explains a failed run in the tie-off.
 func failureBody(w *work, res agentrun.Result) string {
 	what := fmt.Sprintf("The %s agent did not reply", w.agentName)
-	switch res.Outcome {
-	case agentrun.OutcomeTimeout:
+	switch {
+	case res.NotStarted != "":
+		what = fmt.Sprintf("The %s agent could not be started: %s", w.agentName, res.NotStarted)
+		return tieoff.Failure{What: what, ExitStatus: tieoff.NoExitStatus, NotStarted: true, Duration: res.Duration, Stderr: res.Stderr}.Body()
+	case res.Outcome == agentrun.OutcomeTimeout:
 		what = fmt.Sprintf("The %s agent timed out", w.agentName)
-	case agentrun.OutcomeCanceled:
+	case res.Outcome == agentrun.OutcomeCanceled:
 		what = fmt.Sprintf("The %s agent was stopped", w.agentName)
 	}
 	if res.Reason != "" {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -424,5 +425,41 @@ func TestOnce_SilentPresetRunRecordsNoEmptyMessage(t *testing.T) {
 	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.RunFinished, transcript.TieOffAppended}
 	if got := eventTypes(events); !slices.Equal(got, want) {
 		t.Errorf("transcript types = %v; want %v", got, want)
+	}
+}
+
+// TestOnce_AgentNotStartedSaysSo: an agent whose program cannot be
+// started (not found, not executable) gets a failure section that says
+// so, and not that it "did not exit by itself".
+func TestOnce_AgentNotStartedSaysSo(t *testing.T) {
+	noExec := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(noExec, []byte("#!/bin/sh\necho hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, program, want string }{
+		{"not found", "knotd-no-such-agent", `The fake agent could not be started: exec: "knotd-no-such-agent": executable file not found in `},
+		{"not executable", noExec, "The fake agent could not be started: fork/exec " + noExec + ": permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "not executable" && runtime.GOOS == "windows" {
+				t.Skip("no execute permission on Windows")
+			}
+			e := newEnv(t)
+			e.userConfig(fmt.Sprintf("default_agent: fake\nagents:\n  fake:\n    command: [%q]\n", tc.program))
+			e.onceFresh()
+			e.write("note.md", "# Note\n")
+			if sum := e.onceFresh(); sum.Failed != 1 {
+				t.Fatalf("summary = %+v; want one failed run", sum)
+			}
+			secs := e.sections("note.md")
+			if len(secs) != 1 || !secs[0].Failed {
+				t.Fatalf("sections = %+v; want one failed section", secs)
+			}
+			body := secs[0].Body
+			if !strings.Contains(body, tc.want) || !strings.Contains(body, "- Exit status: none (the agent could not be started)") ||
+				strings.Contains(body, "did not exit by itself") {
+				t.Errorf("failure section:\n%s\nwant it to say %q, and that the agent could not be started", body, tc.want)
+			}
+		})
 	}
 }
