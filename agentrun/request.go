@@ -95,14 +95,19 @@ type Request struct {
 	// OnStart must return quickly: the agent waits for it.
 	OnStart func(Start)
 	// OnOutput, when set, receives the agent's content blocks while it
-	// runs, for the presets whose CLI streams them (claude, codex, gemini): each
-	// call carries the blocks that became final (they can no longer
-	// change), in order, as a message in the CLI's format. The vault
-	// writes them to the run's transcript as they come, so that a run can
-	// be watched as it happens. The blocks of an attempt are the first
-	// ones of its Result.Message. It is called on the goroutine that reads
-	// the agent's output, never at the same time as OnStart, and must
-	// return quickly: the agent's output waits for it.
+	// runs. For the presets whose CLI streams them (claude, codex, gemini),
+	// each call carries the blocks that became final (they can no longer
+	// change), in order, as a message in the CLI's format. For the others
+	// (a command, llm, ollama), the standard output the Result keeps, as
+	// it comes: text-only text blocks in FormatText, each handed over at
+	// most a quarter of a second after it was printed, cut after a line
+	// (or a space) where it can be. The vault writes them to the run's
+	// transcript as they come, so that a run can be watched as it happens.
+	// The blocks of an attempt are the first ones of its Result.Message.
+	// It is called on the goroutine that reads the agent's output or on a
+	// timer's, never two calls at once, never at the same time as
+	// OnStart, never after the attempt's process is done; it must return
+	// quickly: the agent's output waits for it.
 	OnOutput func(transcript.AssistantMessage)
 }
 

@@ -73,7 +73,9 @@ type Result struct {
 	// Message is what the agent produced, as content blocks for the run's
 	// transcript: read from the whole output by the presets whose CLI
 	// prints JSON (claude and codex line by line, past the Stdout cap),
-	// otherwise the reply, or the captured output, as one text block.
+	// otherwise the reply, or the captured output, as one text block; with
+	// Request.OnOutput, the captured output as the blocks it was handed
+	// over in (then, for a command's JSON output, the reply).
 	// Truncated is set when blocks may be missing because output was cut.
 	// Nil when the agent produced nothing (it never started).
 	Message *transcript.AssistantMessage

@@ -256,8 +256,15 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	}
 	spec := r.procSpec(a, argv, d.delivery() == PromptStdin, onLine)
 	spec.talk = conv
+	rp, raw := parser.(rawParser)
+	if raw && a.req.OnOutput != nil {
+		spec.live = newTextLive(a.req.OnOutput)
+	}
 	out.proc = runProc(ctx, spec)
 	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
+	if spec.live != nil {
+		rp.streamed(&out.parsed, spec.live.sent)
+	}
 	if out.proc.talkErr != nil {
 		if out.parseErr != nil {
 			out.parseErr = fmt.Errorf("%w (%w)", out.parseErr, out.proc.talkErr)
