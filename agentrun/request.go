@@ -64,6 +64,11 @@ type Request struct {
 	// Resume is the agent's resume handle from the last run (knot_resume),
 	// empty when there is none: the run then starts a new conversation.
 	Resume string
+	// SessionAnswered reports that a turn of Session went through before
+	// (its tie-off has a section of it that is not a failure): a command
+	// that keeps its conversation under the session ({session}, no
+	// resume_command), and has no handle to resume, continues it.
+	SessionAnswered bool
 	// TotalsBefore is the Result.Totals of the run that last continued the
 	// conversation Resume names, nil when unknown: for an agent that
 	// reports running totals, this run's own use is its total minus these.

@@ -167,6 +167,9 @@ func (r *Runner) firstAttempt(req *Request, d driver) attempt {
 	if d.resumes() {
 		a.resume = req.Resume
 	}
+	if c, ok := d.(continuer); ok {
+		a.continues = c.continues(req)
+	}
 	if !d.inlineInstructions() {
 		a.instructions = req.Agent.Instructions
 	}
@@ -177,7 +180,7 @@ func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) 
 	spec := promptSpec{
 		req:     a.req,
 		now:     r.now(a.req),
-		session: sessionState{resumed: a.resume != "", restart: restart},
+		session: sessionState{resumed: a.resume != "" || a.continues, restart: restart},
 		limits:  r.Limits.withDefaults(d.limits()),
 	}
 	if d.inlineInstructions() {

@@ -62,6 +62,11 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	}
 	if win != nil {
 		req.TieOff = sectionTexts(*win)
+		for _, s := range win.Sections {
+			if !w.newSession && s.Session == w.session && !s.Failed {
+				req.SessionAnswered = true
+			}
+		}
 		if win.Start > 0 {
 			// Turns counts the sections knotd appended; the exact count
 			// of older sections would cost a read of the whole history.
