@@ -271,6 +271,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 			return
 		}
 		rep, again, err := v.process(runCtx, rel, job)
+		// From now on the strand's record holds what knotd wrote into
+		// it, if anything: the watcher no longer needs telling.
+		v.own.forget(rel)
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()

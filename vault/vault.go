@@ -111,6 +111,9 @@ type Vault struct {
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
 	active active
+	// own holds knotd's own writes into strands whose work is under way
+	// (knot_session), so that the watcher does not take them for changes.
+	own ownWrites
 	// breakers count runs and failures, to pause a strand that loops
 	// or keeps failing.
 	breakers breakers
