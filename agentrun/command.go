@@ -26,6 +26,14 @@ func (d *commandDriver) resumes() bool            { return len(d.agent.ResumeCom
 func (d *commandDriver) defaultProgram() string   { return "" }
 func (d *commandDriver) limits() Limits           { return Limits{} }
 
+// continues reports that the command keeps its conversation under the
+// strand's session ({session}), with no resume_command, and that the
+// session has had a turn that went through (Request.SessionAnswered): it
+// continues that conversation.
+func (d *commandDriver) continues(req *Request) bool {
+	return len(d.agent.ResumeCommand) == 0 && d.agent.KeepsConversation() && req.SessionAnswered
+}
+
 func (d *commandDriver) argv(a *attempt) ([]string, error) {
 	tmpl := d.agent.Command
 	if a.resume != "" {

@@ -27,6 +27,9 @@ type procSpec struct {
 	// onLine, when set, receives every line of standard output as it
 	// arrives.
 	onLine func([]byte)
+	// live, when set, receives the standard output kept (maxStdout) as it
+	// arrives; runProc closes it before it returns.
+	live *textLive
 	// talk, when set, holds a conversation with the process on its
 	// standard input and output (see conversation); stdin is not used.
 	talk conversation
@@ -77,13 +80,17 @@ type procResult struct {
 // waited for by Wait (at most spec.grace after the process exits).
 func runProc(ctx context.Context, spec procSpec) procResult {
 	res := procResult{exitCode: -1}
+	if spec.live != nil {
+		// After Wait: the output is all copied.
+		defer spec.live.close()
+	}
 	cmd := exec.CommandContext(ctx, spec.argv[0], spec.argv[1:]...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
 	if spec.hasStdin && spec.talk == nil {
 		cmd.Stdin = strings.NewReader(spec.stdin)
 	}
-	out := &capWriter{max: spec.maxStdout}
+	out := &capWriter{max: spec.maxStdout, live: spec.live}
 	var (
 		box   *outbox
 		stdin io.WriteCloser

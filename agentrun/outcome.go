@@ -49,8 +49,10 @@ func classify(o attemptOutcome, res *Result) {
 	switch {
 	case o.runErr != nil:
 		fail("cannot run " + res.Agent + ": " + o.runErr.Error())
+		res.NotStarted = o.runErr.Error()
 	case o.proc.startErr != nil:
 		fail("could not start " + prog + ": " + o.proc.startErr.Error())
+		res.NotStarted = o.proc.startErr.Error()
 	case o.proc.exitCode != 0 && !o.proc.lingered:
 		fail(o.proc.describe() + detail(p.agentErr, o.proc.stderr, o.parseErr))
 	case p.agentErr != "":

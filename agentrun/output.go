@@ -23,19 +23,25 @@ const (
 // capWriter keeps the first max bytes written to it and counts them all.
 // When lines is set, every complete line (without its newline) is also
 // handed to it as it arrives, so a streaming parser sees the whole output
-// even past max. It is written by one goroutine (exec's copier) and read
-// after Wait, which waits for that goroutine.
+// even past max; when live is set, the bytes kept are handed to it as they
+// arrive. It is written by one goroutine (exec's copier) and read after
+// Wait, which waits for that goroutine.
 type capWriter struct {
 	max   int
 	buf   []byte
 	n     int64
 	lines *lineSplitter
+	live  *textLive
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	if room := w.max - len(w.buf); room > 0 {
-		w.buf = append(w.buf, p[:min(room, len(p))]...)
+		kept := p[:min(room, len(p))]
+		w.buf = append(w.buf, kept...)
+		if w.live != nil {
+			w.live.write(kept)
+		}
 	}
 	if w.lines != nil {
 		w.lines.write(p)

@@ -26,6 +26,10 @@ type attempt struct {
 	// resume is the handle of the conversation to continue, "" for a new
 	// conversation.
 	resume string
+	// continues reports that a driver that is handed no resume handle
+	// continues the conversation all the same (a command that keeps it
+	// under the session).
+	continues bool
 	// instructions go to the CLI's system-prompt flag ("" when the driver
 	// writes them into the prompt instead, or when there are none).
 	instructions string
@@ -154,6 +158,12 @@ type totaler interface {
 // process with the attempt's environment and working directory.
 type finisher interface {
 	finish(ctx context.Context, a *attempt, p *parsed, run func(ctx context.Context, argv []string) procResult)
+}
+
+// continuer is a driver that continues a conversation without a resume
+// handle of its own: continues reports whether req's run does.
+type continuer interface {
+	continues(req *Request) bool
 }
 
 // preparer is a driver with a step before each attempt (creating a

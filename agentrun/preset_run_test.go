@@ -386,3 +386,71 @@ func TestText_ReplyCutSaysSo(t *testing.T) {
 		t.Errorf("Message = %+v; want it marked truncated", res.Message)
 	}
 }
+
+// TestPlain_OutputArrivesWhileRunning: the standard output of an agent
+// that prints plain text or JSON (a command, llm, ollama) reaches
+// Request.OnOutput while the agent still runs. The fake waits, after
+// printing, for a file that only OnOutput creates: a runner that handed
+// the output over at the end would time the run out. The reply is what it
+// always was, and the message starts with the blocks handed out live.
+func TestPlain_OutputArrivesWhileRunning(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		agent      func() Agent
+		live, last string // text handed out live; the message's last block
+	}{
+		{"command text", func() Agent {
+			return Agent{Command: []string{fakeagent.Program(t)}, Env: fakeagent.Env(fakeagent.Echo, "")}
+		}, "ECHO: ## Event Context\n", "ECHO: ## Event Context\n"},
+		{"command json", func() Agent {
+			return Agent{Command: []string{fakeagent.Program(t), "lines"}, Env: fakeagent.Env(fakeagent.JSON, ""),
+				Output: OutputJSON, Reply: "/answer/text"}
+		}, `{"type": "progress", "answer": {"note": "working"}}` + "\nwarning: this line is not JSON\n", "JSON REPLY to "},
+		{"llm", func() Agent { a, _ := fakePreset(t, PresetLLM); return a }, "FAKE REPLY (user messages seen: 1)\n", "FAKE REPLY (user messages seen: 1)\n"},
+		{"ollama", func() Agent { a, _ := fakePreset(t, PresetOllama); return a }, "FAKE REPLY (user messages seen: 1)\n", "FAKE REPLY (user messages seen: 1)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := tc.agent()
+			gate := filepath.Join(t.TempDir(), "seen")
+			agent.Env[fakeagent.EnvGate] = gate
+			agent.Timeout = 20 * time.Second
+			req := runRequest(t, agent, planV1)
+			var live []transcript.Block
+			var text strings.Builder
+			req.OnOutput = func(m transcript.AssistantMessage) {
+				if m.Format != transcript.FormatText {
+					t.Errorf("live message in format %q; want text", m.Format)
+				}
+				live = append(live, m.Blocks...)
+				for _, b := range m.Blocks {
+					if b.Type != transcript.BlockText || b.Fidelity != transcript.TextOnly {
+						t.Errorf("live block %+v; want text-only text", b)
+					}
+					text.WriteString(b.Text)
+				}
+				if strings.Contains(text.String(), tc.live) {
+					if err := os.WriteFile(gate, nil, 0o600); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			res := mustRun(t, &Runner{}, req)
+			if res.Outcome != OutcomeOK {
+				t.Fatalf("Run = %s %q; want ok (the output did not arrive while the agent ran)", res.Outcome, res.Reason)
+			}
+			if !strings.HasPrefix(text.String(), tc.live) {
+				t.Errorf("output handed out live %q; want it to start with %q", text.String(), tc.live)
+			}
+			if tc.name != "command json" && res.Reply != strings.TrimSpace(tc.live) {
+				t.Errorf("reply %q; want %q", res.Reply, strings.TrimSpace(tc.live))
+			}
+			if res.Message == nil || len(res.Message.Blocks) < len(live) ||
+				!slices.EqualFunc(res.Message.Blocks[:len(live)], live, func(a, b transcript.Block) bool {
+					return a.Type == b.Type && a.Fidelity == b.Fidelity && a.Text == b.Text
+				}) ||
+				!strings.HasPrefix(res.Message.Blocks[len(res.Message.Blocks)-1].Text, tc.last) {
+				t.Errorf("Result.Message %+v; want the blocks handed out live %+v first, ending with %q", res.Message, live, tc.last)
+			}
+		})
+	}
+}

@@ -64,6 +64,11 @@ type Request struct {
 	// Resume is the agent's resume handle from the last run (knot_resume),
 	// empty when there is none: the run then starts a new conversation.
 	Resume string
+	// SessionAnswered reports that a turn of Session went through before
+	// (its tie-off has a section of it that is not a failure): a command
+	// that keeps its conversation under the session ({session}, no
+	// resume_command), and has no handle to resume, continues it.
+	SessionAnswered bool
 	// TotalsBefore is the Result.Totals of the run that last continued the
 	// conversation Resume names, nil when unknown: for an agent that
 	// reports running totals, this run's own use is its total minus these.
@@ -95,14 +100,19 @@ type Request struct {
 	// OnStart must return quickly: the agent waits for it.
 	OnStart func(Start)
 	// OnOutput, when set, receives the agent's content blocks while it
-	// runs, for the presets whose CLI streams them (claude, codex, gemini): each
-	// call carries the blocks that became final (they can no longer
-	// change), in order, as a message in the CLI's format. The vault
-	// writes them to the run's transcript as they come, so that a run can
-	// be watched as it happens. The blocks of an attempt are the first
-	// ones of its Result.Message. It is called on the goroutine that reads
-	// the agent's output, never at the same time as OnStart, and must
-	// return quickly: the agent's output waits for it.
+	// runs. For the presets whose CLI streams them (claude, codex, gemini),
+	// each call carries the blocks that became final (they can no longer
+	// change), in order, as a message in the CLI's format. For the others
+	// (a command, llm, ollama), the standard output the Result keeps, as
+	// it comes: text-only text blocks in FormatText, each handed over at
+	// most a quarter of a second after it was printed, cut after a line
+	// (or a space) where it can be. The vault writes them to the run's
+	// transcript as they come, so that a run can be watched as it happens.
+	// The blocks of an attempt are the first ones of its Result.Message.
+	// It is called on the goroutine that reads the agent's output or on a
+	// timer's, never two calls at once, never at the same time as
+	// OnStart, never after the attempt's process is done; it must return
+	// quickly: the agent's output waits for it.
 	OnOutput func(transcript.AssistantMessage)
 }
 

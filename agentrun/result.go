@@ -54,6 +54,10 @@ type Result struct {
 	// ExitCode is the agent's exit status; -1 when it did not exit by
 	// itself (killed, not started) or ran in-process.
 	ExitCode int
+	// NotStarted says why the agent's process was never started (its
+	// program was not found or cannot be executed, its command line or
+	// prompt file could not be made), "" when it was started.
+	NotStarted string
 	// Duration is the wall-clock time of the run, all attempts included.
 	Duration time.Duration
 	// Usage holds this run's token counts and cost when the CLI reports
@@ -69,7 +73,9 @@ type Result struct {
 	// Message is what the agent produced, as content blocks for the run's
 	// transcript: read from the whole output by the presets whose CLI
 	// prints JSON (claude and codex line by line, past the Stdout cap),
-	// otherwise the reply, or the captured output, as one text block.
+	// otherwise the reply, or the captured output, as one text block; with
+	// Request.OnOutput, the captured output as the blocks it was handed
+	// over in (then, for a command's JSON output, the reply).
 	// Truncated is set when blocks may be missing because output was cut.
 	// Nil when the agent produced nothing (it never started).
 	Message *transcript.AssistantMessage

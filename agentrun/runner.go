@@ -170,6 +170,9 @@ func (r *Runner) firstAttempt(req *Request, d driver) attempt {
 	if d.resumes() {
 		a.resume = req.Resume
 	}
+	if c, ok := d.(continuer); ok {
+		a.continues = c.continues(req)
+	}
 	if !d.inlineInstructions() {
 		a.instructions = req.Agent.Instructions
 	}
@@ -180,7 +183,7 @@ func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) 
 	spec := promptSpec{
 		req:     a.req,
 		now:     r.now(a.req),
-		session: sessionState{resumed: a.resume != "", restart: restart},
+		session: sessionState{resumed: a.resume != "" || a.continues, restart: restart},
 		limits:  r.Limits.withDefaults(d.limits()),
 	}
 	if d.inlineInstructions() {
@@ -259,8 +262,15 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	}
 	spec := r.procSpec(a, argv, d.delivery() == PromptStdin, onLine)
 	spec.talk = conv
+	rp, raw := parser.(rawParser)
+	if raw && a.req.OnOutput != nil {
+		spec.live = newTextLive(a.req.OnOutput)
+	}
 	out.proc = runProc(ctx, spec)
 	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
+	if spec.live != nil {
+		rp.streamed(&out.parsed, spec.live.sent)
+	}
 	if out.proc.talkErr != nil {
 		if out.parseErr != nil {
 			out.parseErr = fmt.Errorf("%w (%w)", out.parseErr, out.proc.talkErr)

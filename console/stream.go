@@ -80,6 +80,9 @@ type stream struct {
 	id string
 }
 
+// sseLines turns every line break of an event stream into LF.
+var sseLines = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
 // send writes one Server-Sent Event and flushes it.
 func (s *stream) send(event, id, data string) error {
 	var b strings.Builder
@@ -87,8 +90,11 @@ func (s *stream) send(event, id, data string) error {
 	if id != "" {
 		b.WriteString("id: " + id + "\n")
 	}
-	for l := range strings.SplitSeq(data, "\n") {
-		b.WriteString("data: " + strings.TrimSuffix(l, "\r") + "\n")
+	// Every line break an event stream knows (CR, LF, CRLF) ends a field:
+	// each line of data is a data line of its own, so that text from a
+	// note or an agent cannot start a field ("event:", "id:") of its own.
+	for l := range strings.SplitSeq(sseLines.Replace(data), "\n") {
+		b.WriteString("data: " + l + "\n")
 	}
 	b.WriteString("\n")
 	if _, err := io.WriteString(s.w, b.String()); err != nil {

@@ -235,7 +235,7 @@ func listNotes(root string, rules *ignore.Rules, runs []transcript.Summary) (not
 // sectionView is a section of a tie-off, its reply rendered.
 type sectionView struct {
 	Event, Time, RunID string
-	Failed             bool
+	Failed, Paused     bool
 	HTML               template.HTML
 }
 
@@ -279,7 +279,7 @@ func readTieOff(root *os.Root, note string) (tieOffView, error) {
 			return v, fmt.Errorf("console: render %s: %w", name, err)
 		}
 		v.Sections = append(v.Sections, sectionView{
-			Event: s.Event.String(), Time: s.Time.UTC().Format("2006-01-02 15:04:05 UTC"), RunID: s.RunID, Failed: s.Failed,
+			Event: s.Event.String(), Time: s.Time.UTC().Format("2006-01-02 15:04:05 UTC"), RunID: s.RunID, Failed: s.Failed, Paused: s.Paused,
 			HTML: template.HTML(buf.String()), // goldmark's output, raw HTML left out
 		})
 	}

@@ -27,6 +27,9 @@ type Failure struct {
 	What string
 	// ExitStatus is the agent's exit status, or NoExitStatus.
 	ExitStatus int
+	// NotStarted reports that the agent's process was never started
+	// (What says why): it has no exit status to report.
+	NotStarted bool
 	// Duration is how long the run took.
 	Duration time.Duration
 	// Stderr is what the agent wrote to standard error (or its tail); Body
@@ -58,9 +61,12 @@ func (f Failure) Body() string {
 		what = "the agent run failed"
 	}
 	fmt.Fprintf(&b, "**Run failed:** %s\n\n", what)
-	if f.ExitStatus < 0 {
+	switch {
+	case f.NotStarted:
+		b.WriteString("- Exit status: none (the agent could not be started)\n")
+	case f.ExitStatus < 0:
 		b.WriteString("- Exit status: none (the agent did not exit by itself)\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "- Exit status: %d\n", f.ExitStatus)
 	}
 	fmt.Fprintf(&b, "- Duration: %s\n\n", roundDuration(f.Duration))

@@ -26,6 +26,11 @@ func TestFailure_Body(t *testing.T) {
 			want: "**Run failed:** agent timed out\n\n- Exit status: none (the agent did not exit by itself)\n- Duration: 10m0s\n\nNothing on stderr.\n",
 		},
 		{
+			name: "never started",
+			f:    Failure{What: "agent x could not be started: exec: \"nosuch\": executable file not found in $PATH", ExitStatus: NoExitStatus, NotStarted: true},
+			want: "**Run failed:** agent x could not be started: exec: \"nosuch\": executable file not found in $PATH\n\n- Exit status: none (the agent could not be started)\n- Duration: 0s\n\nNothing on stderr.\n",
+		},
+		{
 			name: "zero value still says something",
 			f:    Failure{},
 			want: "**Run failed:** the agent run failed\n\n- Exit status: 0\n- Duration: 0s\n\nNothing on stderr.\n",

@@ -185,7 +185,9 @@ func (p *parse) section(ki, next, end int) (size, bodyEnd int, ok bool) {
 	}
 	if k < next {
 		if w, v := p.header(p.kids[k]); w == wordStatus {
-			if s.Failed = strings.EqualFold(string(v), statusFailed); !s.Failed {
+			s.Failed = strings.EqualFold(string(v), statusFailed)
+			s.Paused = strings.EqualFold(string(v), statusPaused)
+			if !s.Failed && !s.Paused {
 				p.problem(p.line(p.kids[k])+1, fmt.Sprintf("unknown status %q", v), "")
 			}
 			k++

@@ -348,3 +348,25 @@ func TestParse_Concurrent(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestPausedNotice_RoundTrip: a pause notice is written with "## Status:
+// paused" and no run marker, and read back as Paused, not Failed; a
+// section cannot be both.
+func TestPausedNotice_RoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	b, err := Format(Section{Event: strand.Modified, Strand: "a.md", Time: at, Paused: true, Body: "knotd paused this note."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "## Event: Modified\n## Strand: a.md\n## Timestamp: 2026-11-23T10:00:00Z\n## Status: paused\n---\n\nknotd paused this note.\n"
+	if string(b) != want {
+		t.Fatalf("Format = %q; want %q", b, want)
+	}
+	secs, problems := Parse(b)
+	if len(problems) > 0 || len(secs) != 1 || !secs[0].Paused || secs[0].Failed || secs[0].RunID != "" {
+		t.Errorf("Parse = %+v, %v; want one paused section without a run id", secs, problems)
+	}
+	if _, err := Format(Section{Event: strand.Modified, Strand: "a.md", Time: at, Paused: true, Failed: true}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Format of a section both failed and paused: %v; want ErrInvalid", err)
+	}
+}

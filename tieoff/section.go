@@ -38,6 +38,10 @@ type Section struct {
 	Time time.Time
 	// Failed marks a run that failed; its Body explains why (see Failure).
 	Failed bool
+	// Paused marks knotd's notice that it paused the note (a breaker
+	// tripped): not a run, so never Failed too, and written without a run
+	// id. Its Body says why and how to resume the note.
+	Paused bool
 	// RunID is the run's id (a UUID v7). It may be empty only in sections a
 	// user wrote by hand; Format then writes no run marker.
 	RunID string
@@ -78,6 +82,7 @@ var headerWords = [...]string{wordEvent, wordStrand, wordTimestamp, wordStatus}
 
 const (
 	statusFailed = "failed"
+	statusPaused = "paused"
 	markerPrefix = "<!-- knot:run "
 	markerSuffix = "-->"
 	// The marker's fields, in the order Format writes them.
@@ -113,8 +118,11 @@ func Format(s Section) ([]byte, error) {
 	b.WriteString("\n## Timestamp: ")
 	b.WriteString(s.Time.UTC().Format(TimeLayout))
 	b.WriteByte('\n')
-	if s.Failed {
+	switch {
+	case s.Failed:
 		b.WriteString("## Status: " + statusFailed + "\n")
+	case s.Paused:
+		b.WriteString("## Status: " + statusPaused + "\n")
 	}
 	if s.RunID != "" {
 		b.WriteString(formatMarker(marker{id: s.RunID, size: len(body), hash: s.Hash, session: s.Session}))
@@ -136,6 +144,8 @@ func (s Section) validate() error {
 		return bad("empty strand path")
 	case s.Time.IsZero():
 		return bad("zero time")
+	case s.Failed && s.Paused:
+		return bad("both failed and paused")
 	}
 	if y := s.Time.UTC().Year(); y < 1 || y > 9999 {
 		return bad("time %v out of range", s.Time)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
@@ -82,21 +81,13 @@ func (v *Vault) trip(rel string, rep RunReport, why string) {
 		return
 	}
 	v.log.Warn("strand paused: "+why+"; its changes wait until knotd resume", "strand", rel)
-	runID, err := uuid.NewV7()
-	if err != nil {
-		v.log.Error("cannot say in the tie-off that the strand is paused", "strand", rel, "err", err)
-		return
-	}
-	sec := tieoff.Section{Event: rep.Event, Strand: rel, Time: now, RunID: runID.String(), Failed: true,
+	// A notice, not a run: "## Status: paused", and no run marker (there
+	// is no run, and no transcript, for it to name). What the last run
+	// answered stays in that run's section, which newestAnswer reads past
+	// the notice. It is appended once, when the pause begins; it is not
+	// journaled, so crash recovery never appends it again.
+	sec := tieoff.Section{Event: rep.Event, Strand: rel, Time: now, Paused: true,
 		Body: fmt.Sprintf("knotd paused this note: %s. Its changes wait, and none is lost: `knotd resume %s` resumes it and answers what changed meanwhile (`knotd status` lists the paused notes). The limits are `breakers:` in your configuration.", why, rel)}
-	// The marker keeps what the last run answered, so that the section
-	// answers the same version for a device without knotd's state.
-	if rec, ok, err := v.store.Get(rel); err == nil && ok {
-		sec.Session = rec.Session
-		if content, ok, err := v.store.Content(rel); err == nil && ok {
-			sec.Hash = markerHash(content)
-		}
-	}
 	t, err := strand.TieOffPath(rel)
 	if err == nil {
 		_, err = tieoff.Append(v.fs, t, sec)

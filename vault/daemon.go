@@ -310,6 +310,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		later.supersede(rel)
 		rep, again, err := v.process(runCtx, rel, job)
 		v.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
+		// From now on the strand's record holds what knotd wrote into
+		// it, if anything: the watcher no longer needs telling.
+		v.own.forget(rel)
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()

@@ -630,7 +630,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.runAgent().Run(ctx, req)
 		if err != nil {
-			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1}
+			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1, NotStarted: err.Error()}
 		}
 		rep.Outcome, rep.Reason, rep.Duration, rep.Usage = res.Outcome, res.Reason, res.Duration, res.Usage
 		if res.Outcome == agentrun.OutcomeCanceled && ctx.Err() != nil {

@@ -62,6 +62,11 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 	}
 	if win != nil {
 		req.TieOff = sectionTexts(*win)
+		for _, s := range win.Sections {
+			if !w.newSession && s.Session == w.session && !s.Failed && !s.Paused {
+				req.SessionAnswered = true
+			}
+		}
 		if win.Start > 0 {
 			// Turns counts the sections knotd appended; the exact count
 			// of older sections would cost a read of the whole history.
@@ -101,28 +106,44 @@ func (v *Vault) readTail(rel string) (*tieoff.Window, error) {
 // reads to find its newest section's headers.
 const newestAnswerBytes = 16 << 20
 
-// newestAnswer returns the newest section of the strand's tie-off, from
-// win when it holds one (a window Tail read for the prompt) or else from
-// the file; ok is false when the tie-off has no section.
+// newestAnswer returns the newest section of the strand's tie-off that
+// is a run's (knotd's notices that it paused the note are not answers),
+// from win when it holds one (a window Tail read for the prompt) or else
+// from the file; ok is false when the tie-off has no such section among
+// its newest.
 func (v *Vault) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
-	if win != nil && len(win.Sections) > 0 {
-		return win.Sections[len(win.Sections)-1], true, nil
-	}
-	if win != nil && win.Size == 0 {
-		return sec, false, nil
+	if win != nil {
+		if sec, ok := newestRun(win.Sections); ok || win.Start == 0 {
+			return sec, ok, nil
+		}
 	}
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return sec, false, err
 	}
-	w, err := tieoff.Tail(v.fs, t, 1, newestAnswerBytes)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && len(w.Sections) == 0 {
+	w, err := tieoff.Tail(v.fs, t, newestAnswerSections, newestAnswerBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return sec, false, nil
 	}
 	if err != nil {
 		return sec, false, err
 	}
-	return w.Sections[len(w.Sections)-1], true, nil
+	sec, ok = newestRun(w.Sections)
+	return sec, ok, nil
+}
+
+// newestAnswerSections is how many of a tie-off's newest sections
+// newestAnswer reads to find a run's past a pause notice.
+const newestAnswerSections = 4
+
+// newestRun returns the newest of secs that is not a pause notice.
+func newestRun(secs []tieoff.Section) (tieoff.Section, bool) {
+	for i := len(secs) - 1; i >= 0; i-- {
+		if !secs[i].Paused {
+			return secs[i], true
+		}
+	}
+	return tieoff.Section{}, false
 }
 
 // sectionTexts splits a tie-off window into the raw text of each section,
@@ -165,10 +186,13 @@ func firstLine(s string) string {
 // failureBody explains a failed run in the tie-off.
 func failureBody(w *work, res agentrun.Result) string {
 	what := fmt.Sprintf("The %s agent did not reply", w.agentName)
-	switch res.Outcome {
-	case agentrun.OutcomeTimeout:
+	switch {
+	case res.NotStarted != "":
+		what = fmt.Sprintf("The %s agent could not be started: %s", w.agentName, res.NotStarted)
+		return tieoff.Failure{What: what, ExitStatus: tieoff.NoExitStatus, NotStarted: true, Duration: res.Duration, Stderr: res.Stderr}.Body()
+	case res.Outcome == agentrun.OutcomeTimeout:
 		what = fmt.Sprintf("The %s agent timed out", w.agentName)
-	case agentrun.OutcomeCanceled:
+	case res.Outcome == agentrun.OutcomeCanceled:
 		what = fmt.Sprintf("The %s agent was stopped", w.agentName)
 	}
 	if res.Reason != "" {

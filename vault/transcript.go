@@ -49,11 +49,12 @@ func folderOf(home, root string) (f statedir.Folder, ok bool, err error) {
 //     whose prompt is a second message.user (its command line differs only
 //     in the session flag and is not recorded again; run.finished's notes
 //     say why it happened).
-//   - message.assistant: the agent's content blocks. For the agents whose
-//     CLI streams (Request.OnBlocks), one message.assistant for each batch
-//     of blocks as they become final while the agent runs, so that a
-//     subscriber sees the run as it happens; the rest of the output, with
-//     the notes on what could not be read, once the agent is done.
+//   - message.assistant: the agent's content blocks, one message.assistant
+//     for each batch handed to Request.OnOutput while the agent runs (the
+//     blocks that became final, for a CLI that streams them; the output as
+//     it comes, for a plain one), so that a subscriber sees the run as it
+//     happens; the rest of the output, with the notes on what could not be
+//     read, once the agent is done.
 //   - run.finished once the agent is done; a run that never started (a
 //     strand that cannot be run, a request the runner refused) still gets
 //     run.started and run.finished.
@@ -64,7 +65,8 @@ func folderOf(home, root string) (f statedir.Folder, ok bool, err error) {
 // error writing it is logged and never fails the run. A nil *runLog (its
 // file could not be created) records nothing. Its methods are called from
 // the run's goroutine, and onOutput from the goroutine reading
-// the agent's output, never at the same time (see Request.OnBlocks).
+// the agent's output (or a timer's), never at the same time (see
+// Request.OnOutput).
 type runLog struct {
 	v       *Vault
 	tr      *transcript.Recorder

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -424,5 +425,108 @@ func TestOnce_SilentPresetRunRecordsNoEmptyMessage(t *testing.T) {
 	want := []transcript.Type{transcript.RunStarted, transcript.MessageUser, transcript.RunFinished, transcript.TieOffAppended}
 	if got := eventTypes(events); !slices.Equal(got, want) {
 		t.Errorf("transcript types = %v; want %v", got, want)
+	}
+}
+
+// TestOnce_AgentNotStartedSaysSo: an agent whose program cannot be
+// started (not found, not executable) gets a failure section that says
+// so, and not that it "did not exit by itself".
+func TestOnce_AgentNotStartedSaysSo(t *testing.T) {
+	noExec := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(noExec, []byte("#!/bin/sh\necho hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, program, want string }{
+		{"not found", "knotd-no-such-agent", `The fake agent could not be started: exec: "knotd-no-such-agent": executable file not found in `},
+		{"not executable", noExec, "The fake agent could not be started: fork/exec " + noExec + ": permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "not executable" && runtime.GOOS == "windows" {
+				t.Skip("no execute permission on Windows")
+			}
+			e := newEnv(t)
+			e.userConfig(fmt.Sprintf("default_agent: fake\nagents:\n  fake:\n    command: [%q]\n", tc.program))
+			e.onceFresh()
+			e.write("note.md", "# Note\n")
+			if sum := e.onceFresh(); sum.Failed != 1 {
+				t.Fatalf("summary = %+v; want one failed run", sum)
+			}
+			secs := e.sections("note.md")
+			if len(secs) != 1 || !secs[0].Failed {
+				t.Fatalf("sections = %+v; want one failed section", secs)
+			}
+			body := secs[0].Body
+			if !strings.Contains(body, tc.want) || !strings.Contains(body, "- Exit status: none (the agent could not be started)") ||
+				strings.Contains(body, "did not exit by itself") {
+				t.Errorf("failure section:\n%s\nwant it to say %q, and that the agent could not be started", body, tc.want)
+			}
+		})
+	}
+}
+
+// TestOnce_PlainOutputInTranscriptWhileRunning: a plain command agent's
+// output is in its run's transcript while it still runs (what knotd
+// status and the console's live view read). The fake waits, after
+// printing its reply, until the test has seen it in the transcript; the
+// tie-off section is the reply as before.
+func TestOnce_PlainOutputInTranscriptWhileRunning(t *testing.T) {
+	e := newEnv(t)
+	gate := filepath.Join(t.TempDir(), "seen")
+	e.userConfig(fmt.Sprintf("default_agent: fake\nagents:\n  fake:\n    command: [%q]\n    timeout: 30s\n    env: {%s: %q, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.Echo, fakeagent.EnvGate, gate))
+	e.onceFresh()
+	e.write("note.md", "# Note\n")
+	seen := make(chan bool, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer func() {
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Error(err)
+			}
+		}()
+		deadline := time.After(20 * time.Second)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-deadline:
+				seen <- false
+				return
+			case <-stop:
+				seen <- false
+				return
+			case <-tick.C:
+			}
+			ids, _ := filepath.Glob(filepath.Join(e.runsDir(), "*"+transcript.Ext))
+			for _, p := range ids {
+				events, _, err := transcript.ReadRun(e.runsDir(), strings.TrimSuffix(filepath.Base(p), transcript.Ext))
+				if err != nil {
+					continue
+				}
+				for _, ev := range events {
+					if ev.Type == transcript.RunFinished {
+						seen <- false // the run ended before its output was seen
+						return
+					}
+					if ev.Type != transcript.MessageAssistant {
+						continue
+					}
+					if pl, err := ev.Payload(); err == nil && len(pl.(transcript.AssistantMessage).Blocks) > 0 &&
+						strings.HasPrefix(pl.(transcript.AssistantMessage).Blocks[0].Text, "ECHO: ## Event Context") {
+						seen <- true
+						return
+					}
+				}
+			}
+		}
+	}()
+	sum := e.onceFresh()
+	close(stop)
+	if !<-seen {
+		t.Errorf("the agent's output was not in the transcript while it ran")
+	}
+	secs := e.sections("note.md")
+	if sum.OK != 1 || len(secs) != 1 || strings.TrimSpace(secs[0].Body) != "ECHO: ## Event Context" {
+		t.Fatalf("summary %+v, sections %+v; want one ok run answered with the echo", sum, secs)
 	}
 }

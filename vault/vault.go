@@ -123,6 +123,9 @@ type Vault struct {
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
 	active active
+	// own holds knotd's own writes into strands whose work is under way
+	// (knot_session), so that the watcher does not take them for changes.
+	own ownWrites
 	// spend counts the day's runs for the budget.
 	spend spend
 	// obsidian is Obsidian's Excluded files setting, read at open and at

@@ -379,7 +379,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 			continue
 		}
 		delete(l.fresh, rel)
-		l.s.Submit(rel, Job{FiredBy: fired})
+		l.submit(rel, Job{FiredBy: fired})
 	}
 	l.v.observe.reconciled(batch, paths)
 }
@@ -505,8 +505,17 @@ func (l *watchLoop) due(now time.Time) {
 		if f == "" {
 			f = agentrun.FiredByWatch
 		}
-		l.s.Submit(rel, Job{FiredBy: f})
+		l.submit(rel, Job{FiredBy: f})
 	}
+}
+
+// submit submits a change of the strand rel, unless the strand is as
+// knotd's own write left it for the work under way (see ownWrites).
+func (l *watchLoop) submit(rel string, job Job) {
+	if info, where, err := l.v.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) {
+		return
+	}
+	l.s.Submit(rel, job)
 }
 
 // next returns when the earliest waiting strand or retry is due.

@@ -68,6 +68,17 @@ func echo(inv *Invocation) int {
 	}
 	first, _, _ := strings.Cut(in, "\n")
 	fmt.Fprintln(inv.Stdout, "ECHO: "+first)
+	return gated(inv)
+}
+
+// gated waits for the file EnvGate names, if set, and returns the exit
+// status.
+func gated(inv *Invocation) int {
+	if gate := os.Getenv(EnvGate); gate != "" {
+		if err := waitFor(gate); err != nil {
+			return inv.die(err)
+		}
+	}
 	return 0
 }
 
@@ -84,6 +95,9 @@ func jsonReply(inv *Invocation) int {
 	if argOr(inv.Args, 0, "") == "lines" {
 		fmt.Fprintln(inv.Stdout, `{"type": "progress", "answer": {"note": "working"}}`)
 		fmt.Fprintln(inv.Stdout, "warning: this line is not JSON")
+		if code := gated(inv); code != 0 {
+			return code
+		}
 	}
 	fmt.Fprintln(inv.Stdout, string(b))
 	return 0

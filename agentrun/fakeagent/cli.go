@@ -30,7 +30,9 @@ const EnvPad = "KNOTD_FAKEAGENT_PAD"
 
 // EnvGate makes the Claude fake, in stream-json, stop after its assistant
 // message until a file exists at this path, and only then print its
-// result: a test can see what reached it while the agent still runs.
+// result: a test can see what reached it while the agent still runs. The
+// plain-text fakes (Echo, LLM, Ollama) wait for it after printing their
+// reply, and JSON with "lines" after its first lines, before they exit.
 const EnvGate = "KNOTD_FAKEAGENT_GATE"
 
 // conversations stores the turn count of each conversation of one fake CLI

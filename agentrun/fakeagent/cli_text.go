@@ -83,7 +83,7 @@ func llmPrompt(inv *Invocation) int {
 		return inv.die(err)
 	}
 	fmt.Fprintln(inv.Stdout, e.Response)
-	return 0
+	return gated(inv)
 }
 
 func llmLogs(inv *Invocation) int {
@@ -148,5 +148,5 @@ func ollama(inv *Invocation) int {
 		return 1
 	}
 	fmt.Fprintln(inv.Stdout, reply(1))
-	return 0
+	return gated(inv)
 }

@@ -62,12 +62,16 @@ func TestKnotd_BreakersPauseALoopAndAFailingNote(t *testing.T) {
 	loop := sections("loop.md")
 	require.Len(t, loop, 5, "loop.md: 4 runs, then the section that says it is paused")
 	last := loop[4]
-	require.True(t, last.Failed)
+	require.True(t, last.Paused, "a notice, not a failed run")
+	require.False(t, last.Failed)
+	require.Empty(t, last.RunID, "no run marker: no run, no transcript")
 	require.Contains(t, last.Body, "knotd paused this note: it ran 4 times within 1h0m0s")
 	require.Contains(t, last.Body, "knotd resume loop.md")
 	fail := sections("f.md")
 	require.Len(t, fail, 3, "f.md: 2 failed runs, then the section that says it is paused")
 	require.Contains(t, fail[2].Body, "its last 2 runs failed")
+	require.True(t, fail[2].Paused)
+	require.Empty(t, fail[2].RunID)
 
 	_, st := status(t, v)
 	require.Len(t, st.Paused, 2)
