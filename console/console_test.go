@@ -298,7 +298,7 @@ func TestConsole_Pages(t *testing.T) {
 	f.b.status.Failures = []control.Failure{{Note: "sub/b.md", RunID: failed, Reason: "exit status 3"}}
 	f.b.status.Paused = []control.Paused{{Note: "a.md", Why: "on holiday"}}
 	f.b.status.Deferred = []control.Paused{{Note: "never.md", Why: "the vault's budget of $1.00 a day is spent"}}
-	f.b.status.Today = control.Totals{Runs: 2, OK: 1, Failed: 1, InputTokens: 110, OutputTokens: 23, CostUSD: 0.0123, Priced: 1}
+	f.b.status.Today = control.Totals{Runs: 2, OK: 1, Failed: 1, InputTokens: 110, OutputTokens: 23, Metered: 1, CostUSD: 0.0123, Priced: 1}
 	section, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), RunID: ok,
 		Body: "Some **bold** text, <script>alert(1)</script>, [a link](javascript:alert(2)) and <img src=x onerror=alert(3)>.\n"})
 	require.NoError(t, err)
@@ -313,13 +313,18 @@ func TestConsole_Pages(t *testing.T) {
 		"never.md", "(user)", // waiting
 		"exit status 3", "on holiday", // failures, paused
 		"Waiting for the day's budget (1)", "budget of $1.00 a day is spent", // deferred
-		"110 tokens in, 23 out; $0.0123 reported by the CLIs of 1 runs", // today
+		"2 runs, 1 ok, 1 failed; 110 tokens in, 23 out (reported by the CLIs of 1 run); $0.0123 reported by the CLIs of 1 run", // today
 		`data-note="a.md"`, "$0.0123", // cost reported
 		`data-note="sub/b.md"`, "in progress",
 		`data-note="never.md"`, "never ran",
 	} {
 		require.Contains(t, page, want)
 	}
+	// No CLI reported tokens: unknown, not 0.
+	f.b.status.Today = control.Totals{Runs: 1, OK: 1}
+	unmetered := f.get(t, base).Body.String()
+	require.Contains(t, unmetered, "1 run, 1 ok, 0 failed; tokens not reported")
+	require.NotContains(t, unmetered, "0 tokens")
 	require.NotContains(t, page, "ignored/x.md")
 	require.NotContains(t, page, "y.md")
 	require.NotContains(t, page, "z.md")

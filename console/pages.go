@@ -31,6 +31,13 @@ func newPages() (*pages, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
 		"ts":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 		"elapsed": func(d time.Duration) string { return d.Round(time.Second).String() },
+		// plural is n and word, with an s unless n is 1: "1 run", "2 runs".
+		"plural": func(n int, word string) string {
+			if n == 1 {
+				return "1 " + word
+			}
+			return fmt.Sprintf("%d %ss", n, word)
+		},
 		"acts": func(base, note string, paused, gone bool, off, back string) map[string]any {
 			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Gone": gone, "Off": off, "Back": back}
 		},
