@@ -129,8 +129,12 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "first contact: knotd would adopt %d strands as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed since their last answer (use --all to run them all)\n",
-		a.Adopted, a.Answered, a.Changed)
+	strands := "strands"
+	if a.Adopted == 1 {
+		strands = "strand"
+	}
+	fmt.Fprintf(w, "first contact: knotd would adopt %d %s as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed since their last answer (use --all to run them all)\n",
+		a.Adopted, strands, a.Answered, a.Changed)
 	for _, r := range runs {
 		fmt.Fprintln(w, r)
 	}

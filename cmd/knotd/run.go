@@ -244,7 +244,7 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 	}
 	sum, err := v.Once(ctx, opts)
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("interrupted after %d runs; what did not finish is processed by the next pass", sum.Ran)
+		return fmt.Errorf("interrupted after %s; what did not finish is processed by the next pass", plural(sum.Ran, "run"))
 	}
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 
 func printSummary(w io.Writer, s vault.Summary) {
 	if s.Adopted > 0 {
-		fmt.Fprintf(w, "adopted %d existing strands as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", s.Adopted)
+		fmt.Fprintf(w, "adopted %s as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", plural(s.Adopted, "existing strand"))
 	}
 	for _, r := range s.Runs {
 		status := string(r.Outcome)

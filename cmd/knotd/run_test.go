@@ -182,7 +182,7 @@ func TestRun_OnceTextSummary(t *testing.T) {
 	v, c := setup(t)
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	_, out, _ := knotd(t, "--once", v)
-	if !strings.Contains(out, "adopted 1 existing strands") {
+	if !strings.Contains(out, "adopted 1 existing strand as") {
 		t.Errorf("first pass output:\n%s", out)
 	}
 	failingAgentConfig(t, c)
