@@ -328,8 +328,14 @@ func checkState(ctx context.Context, o Options) Finding {
 		f.Status, f.Detail = OK, fmt.Sprintf("in use by the running knotd (pid %d, since %s)", st.PID, st.Since.UTC().Format(time.RFC3339))
 		return f
 	}
-	s, err := state.Open(folder.StateFile())
-	if err != nil {
+	// Read-only: a check never locks out a knotd that starts meanwhile,
+	// and changes nothing (an older store is prepared by knotd itself).
+	s, err := state.OpenReadOnly(folder.StateFile())
+	switch {
+	case errors.Is(err, state.ErrNotReady) || errors.Is(err, fs.ErrNotExist):
+		f.Status, f.Detail = OK, folder.StateFile()+": not prepared yet; knotd prepares it when it next starts"
+		return f
+	case err != nil:
 		return stateErr(f, folder, err)
 	}
 	err = s.Check(false)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -198,4 +199,30 @@ func TestDoctor_Sync(t *testing.T) {
 			require.Equal(t, tt.status, f[0].Status, "%+v", f[0])
 		})
 	}
+}
+
+// TestDoctor_StateReadOnly: doctor reads the state store read-only, as
+// knotd status does: it checks a store another reader holds open (where
+// an exclusive open would wait and say "in use"), and changes nothing.
+func TestDoctor_StateReadOnly(t *testing.T) {
+	e := newEnv(t)
+	lock, err := statedir.Acquire(e.home, e.root)
+	require.NoError(t, err)
+	folder := lock.Folder
+	s, err := state.Open(folder.StateFile())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, lock.Release())
+	before, err := os.ReadFile(folder.StateFile())
+	require.NoError(t, err)
+
+	reader, err := state.OpenReadOnly(folder.StateFile())
+	require.NoError(t, err)
+	f := find(e.run(t), "state store")[0]
+	require.NoError(t, reader.Close())
+	require.Equal(t, OK, f.Status, "%+v", f)
+	require.Contains(t, f.Detail, "sound")
+	after, err := os.ReadFile(folder.StateFile())
+	require.NoError(t, err)
+	require.Equal(t, before, after, "doctor changed the state store")
 }
