@@ -36,6 +36,9 @@ import (
 //     wiped, the vault moved, another agent's handle) answers an error
 //     ("No previous sessions found for this project.", or "Invalid session
 //     identifier"): the run starts a fresh session, once (sessionLost);
+//   - session/load of a session id with a leading space (geminiLoadID)
+//     loads that session; the plain id loses it when the load comes in the
+//     clock minute the session started in (see geminiLoadID);
 //   - session/load replays the conversation as session/update
 //     notifications (user_message_chunk, agent_message_chunk…) from a
 //     background task, then sends available_commands_update from a timer:
@@ -130,7 +133,10 @@ type geminiConversation struct {
 	resume      string // the session to load, "" for a new one
 	perm        Permissions
 
-	session string // the session id, once known
+	session string // the session id, once known: the resume handle
+	// acpID is the session id knotd's ACP requests name: session or,
+	// for a loaded session, geminiLoadID(session).
+	acpID string
 	// loaded: session/load succeeded; commands: the
 	// available_commands_update that ends a load's replay was seen (it may
 	// come before the load's response).
@@ -224,8 +230,8 @@ func (c *geminiConversation) response(m acpMessage) [][]byte {
 				c.agentErr, c.done = "this Gemini CLI cannot load a session (no loadSession capability): it cannot continue a conversation", true
 				return nil
 			}
-			c.session = c.resume
-			return [][]byte{acpRequest(acpSession, "session/load", map[string]any{"sessionId": c.resume, "cwd": c.cwd, "mcpServers": []any{}})}
+			c.session, c.acpID = c.resume, geminiLoadID(c.resume)
+			return [][]byte{acpRequest(acpSession, "session/load", map[string]any{"sessionId": c.acpID, "cwd": c.cwd, "mcpServers": []any{}})}
 		}
 		return [][]byte{acpRequest(acpSession, "session/new", map[string]any{"cwd": c.cwd, "mcpServers": []any{}})}
 	case acpSession:
@@ -240,7 +246,7 @@ func (c *geminiConversation) response(m acpMessage) [][]byte {
 			c.agentErr, c.done = "Gemini CLI's session/new returned no sessionId", true
 			return nil
 		}
-		c.session = r.SessionID
+		c.session, c.acpID = r.SessionID, r.SessionID
 		return [][]byte{c.promptRequest()}
 	case acpPrompt:
 		c.done = true // its stopReason and usage are the decoder's
@@ -248,10 +254,48 @@ func (c *geminiConversation) response(m acpMessage) [][]byte {
 	return nil
 }
 
+// geminiLoadID is the session id knotd's session/load, and the requests
+// about the loaded session, name for Gemini CLI's session id: the id with
+// a leading space. Gemini CLI 0.61.0 looks the session up by the trimmed
+// id but names a chat file after the id as given, and with the plain id
+// a load in the UTC minute the session started in loses the conversation.
+//
+// Its ACP loadSession (packages/cli/src/acp/acpSessionManager.ts; in the
+// npm bundle gemini-3HFX2LNT.js:16429) calls config.initialize() first,
+// which starts a fresh chat (GeminiClient.initialize, chunk-JDPZ4CE3.js:379256)
+// before the session is looked up. The fresh chat's recording
+// (ChatRecordingService.initialize, core/src/services/chatRecordingService.ts;
+// chunk-JDPZ4CE3.js:286261-286284) appends to
+// chats/session-<UTC YYYY-MM-DDTHH-MM>-<first 8 characters of the
+// sanitized id>.jsonl, then {"$set":{"messages":[<session_context>]}}
+// (updateMessagesFromHistory, 286644). In the session's first minute that
+// is the conversation's own file; reading it (loadConversationRecord,
+// 286093) the "$set" replaces every message before it, the session
+// context alone is no resumable content (isIgnoredUserContent, 285867),
+// and SessionSelector.findSession (packages/cli/src/utils/sessionUtils.ts;
+// chunk-2YTYPKEZ.js:9981, 10095) finds no session: "No previous sessions
+// found for this project." (or "Invalid session identifier"), and the
+// conversation is gone for good. In a later minute the fresh chat gets a
+// file of its own.
+//
+// findSession trims the identifier (chunk-2YTYPKEZ.js:10093) while the
+// recording's name keeps it, with the space made "_" (sanitizeFilenamePart,
+// core/src/utils/fileUtils.ts; chunk-JDPZ4CE3.js:254099): the fresh chat of
+// a load of " <id>" goes to session-<minute>-_<7 characters>.jsonl, and
+// the conversation, found by the trimmed id, goes on in its own file. That
+// other file has no 8-character short id in its name, so the session
+// retention cleanup (general.sessionRetention, on by default;
+// packages/cli/src/utils/sessionCleanup.ts, chunk-2YTYPKEZ.js:10260,
+// 10382) deletes it alone, where it deletes every file of the session's
+// short id, the conversation's too, for the file a plain-id load leaves.
+// The CLI keeps the loaded session under the id as given, so the prompt
+// names " <id>" too; the resume handle stays the plain id.
+func geminiLoadID(id string) string { return " " + id }
+
 func (c *geminiConversation) promptRequest() []byte {
 	c.prompted = true
 	return acpRequest(acpPrompt, "session/prompt", map[string]any{
-		"sessionId": c.session,
+		"sessionId": c.acpID,
 		"prompt":    []any{map[string]any{"type": "text", "text": c.prompt}},
 	})
 }

@@ -15,7 +15,10 @@ import (
 // session/update notifications, the first before the response and the
 // rest after it, then available_commands_update; an error for a session it
 // does not have) and session/prompt (the reply in two agent_message_chunk
-// updates, then the response with the turn's tokens in _meta.quota). It
+// updates, then the response with the turn's tokens in _meta.quota). As
+// Gemini CLI does, session/load finds the session by the id trimmed, and
+// the loaded session is then known by the id as given: a prompt must name
+// a session by the id session/new returned or session/load was given. It
 // exits 0 when its input ends, and then records its call, whose Stdin is
 // the prompt's text ("" when none came).
 //
@@ -59,6 +62,8 @@ func gemini(inv *Invocation) int {
 	}
 	commands := map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}}
 	received := "" // the prompt's text, for the call recorded at the end
+	// known maps the ids prompts may name to the conversation's id.
+	known := map[string]string{}
 	for in.Scan() {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
@@ -88,6 +93,7 @@ func gemini(inv *Invocation) int {
 			if _, err := conv.bump(s); err != nil { // turn 0 is 1 here: a prompt makes it 2
 				return inv.die(err)
 			}
+			known[s] = s
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
 			if mode == "flood" { // 4 MiB of output before reading on
 				pad := strings.Repeat("x", 64<<10)
@@ -98,12 +104,13 @@ func gemini(inv *Invocation) int {
 			update(s, commands)
 		case "session/load":
 			s := m.Params.SessionID
-			turns := conv.turns(s) - 1
+			turns := conv.turns(strings.TrimSpace(s)) - 1
 			if turns < 1 {
 				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
 					"data": map[string]any{"details": "No previous sessions found for this project."}}})
 				continue
 			}
+			known[s] = strings.TrimSpace(s)
 			update(s, text("user_message_chunk", "<session_context>\nThis is the fake Gemini CLI."))
 			send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
 			for k := 1; k <= turns; k++ {
@@ -113,6 +120,11 @@ func gemini(inv *Invocation) int {
 			update(s, commands)
 		case "session/prompt":
 			s := m.Params.SessionID
+			key, ok := known[s]
+			if !ok {
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32602, "message": "Session not found: " + s}})
+				continue
+			}
 			prompt := ""
 			for _, p := range m.Params.Prompt {
 				prompt += p.Text
@@ -154,7 +166,7 @@ func gemini(inv *Invocation) int {
 				}
 				suffix = " [permission: " + choice + "]"
 			}
-			n, err := conv.bump(s)
+			n, err := conv.bump(key)
 			if err != nil {
 				return inv.die(err)
 			}
