@@ -19,8 +19,9 @@ import (
 )
 
 // These tests drive the ACP adapters of Claude Code and Codex
-// (agenttest.ClaudeACP, agenttest.CodexACP) with a minimal JSON-RPC client
-// of their own, against the loopback stand-ins of the Anthropic and OpenAI
+// (agenttest.ClaudeACP, agenttest.CodexACP) and OpenCode's ACP mode
+// (agenttest.OpenCode, `opencode acp`) with a minimal JSON-RPC client of
+// their own, against the loopback stand-ins of the Anthropic and OpenAI
 // APIs, before knotd has an ACP driver for them: they pin what the
 // adapters do, which the driver and its presets are to be built on, and
 // with KNOT_RECORD_ACP_ADAPTERS=1 they record it into
@@ -78,6 +79,23 @@ import (
 //     "cancelled".
 //   - Neither calls fs/read_text_file or fs/write_text_file although the
 //     client offers them: both write the file on disk themselves.
+//
+// OpenCode 1.18.33 (npm opencode-ai, a native binary; `opencode acp`), run
+// against the Anthropic stand-in through OPENCODE_CONFIG_CONTENT
+// (Server.OpenCodeEnv: provider anthropic with options.baseURL), differs:
+// initialize says loadSession and sessionCapabilities resume (no
+// additionalDirectories), one authMethod "opencode-login" that the
+// stand-in's configuration does not need; it too asks the model for a
+// title ("Generate a title for this conversation:"); its modes are "build"
+// and "plan", and it asks before an edit when the configuration says
+// permission.edit "ask" (options "once", "always", "reject"); a refused
+// write ends the turn end_turn without calling the model again; an allowed
+// one is written through fs/write_text_file. Usage in the prompt response
+// (inputTokens, outputTokens, totalTokens) and a cost in usage_update. A
+// session it never had, or whose store (XDG_DATA_HOME/opencode) is gone:
+// -32603 "Internal error: OpenCode service failure", data {"service":
+// "session"}, at session/resume and session/load. Each process takes some
+// seconds to start.
 
 // envRecordACPAdapters set to 1 makes TestACPAdapters_RealCLI record what
 // the adapters said into testdata/acp/<adapter>-<version>/.
@@ -129,12 +147,12 @@ type acpOption struct {
 	Kind     string `json:"kind"`
 }
 
-// startACP starts bin in vault with env.
-func startACP(t *testing.T, bin, vault string, env []string) *acpConn {
+// startACPArgs starts bin with args in vault with env.
+func startACPArgs(t *testing.T, bin string, args []string, vault string, env []string) *acpConn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	c := &acpConn{t: t, cancel: cancel, vault: vault}
-	c.cmd = exec.CommandContext(ctx, bin)
+	c.cmd = exec.CommandContext(ctx, bin, args...)
 	c.cmd.Dir, c.cmd.Env, c.cmd.WaitDelay = vault, env, 10*time.Second
 	c.cmd.Stderr = &c.stderr
 	var err error
@@ -362,9 +380,13 @@ func (c *acpConn) record(dir, name string) {
 type acpAdapter struct {
 	name, version string
 	bin           func(testing.TB) string
+	args          []string // after bin
 	// asks is the session mode in which the adapter asks before the model
 	// writes a file (session/set_mode).
 	asks string
+	// fsWrite: the adapter writes an allowed file through
+	// fs/write_text_file.
+	fsWrite bool
 	// rejected is the stopReason of a turn whose write was refused.
 	rejected string
 	// store is where the adapter keeps its sessions, given the directory
@@ -400,8 +422,7 @@ var acpAdapters = []acpAdapter{
 				prompts: func() [][]string {
 					var out [][]string
 					for _, r := range api.MessageRequests() {
-						// Not Claude Code's calls for a session title.
-						if p := r.UserPrompts(); len(p) > 0 && !strings.HasPrefix(p[len(p)-1], "<session>\n") {
+						if p := r.UserPrompts(); len(p) > 0 && !isTitleCall(p) {
 							out = append(out, p)
 						}
 					}
@@ -410,6 +431,37 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "Write",
 						Input: map[string]string{"file_path": target, "content": content}}
+					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
+				},
+				results: func() []agenttest.ToolResult {
+					var out []agenttest.ToolResult
+					for _, r := range api.MessageRequests() {
+						out = append(out, r.ToolResults()...)
+					}
+					return out
+				},
+			}
+		},
+	},
+	{
+		name: "opencode", version: agenttest.OpenCodeVersion, bin: agenttest.OpenCode, args: []string{"acp"},
+		asks: "build", usage: [2]int{10, 8}, rejected: "end_turn", fsWrite: true,
+		store: func(dir string) string { return filepath.Join(dir, ".local", "share", "opencode") },
+		standIn: func(t *testing.T, dir string) ([]string, acpAPI) {
+			api := agenttest.NewAnthropic(t)
+			return api.OpenCodeEnv(dir, "ask"), acpAPI{
+				prompts: func() [][]string {
+					var out [][]string
+					for _, r := range api.MessageRequests() {
+						if p := r.UserPrompts(); len(p) > 0 && !isTitleCall(p) {
+							out = append(out, p)
+						}
+					}
+					return out
+				},
+				write: func(target, content string) {
+					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "write",
+						Input: map[string]string{"filePath": target, "content": content}}
 					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
 				},
 				results: func() []agenttest.ToolResult {
@@ -454,6 +506,14 @@ var acpAdapters = []acpAdapter{
 	},
 }
 
+// isTitleCall reports whether a model call whose user prompts are prompts
+// is a CLI's side call for a session title (Claude Code's and OpenCode's),
+// not the conversation.
+func isTitleCall(prompts []string) bool {
+	last := prompts[len(prompts)-1]
+	return strings.HasPrefix(last, "<session>\n") || strings.HasPrefix(last, "Generate a title for this conversation:")
+}
+
 // acpInit is the initialize request of a client that offers the file
 // system and no terminal.
 var acpInit = map[string]any{
@@ -479,7 +539,7 @@ func TestACPAdapters_RealCLI(t *testing.T) {
 			env, api := ad.standIn(t, home)
 			vault := t.TempDir()
 			start := func() *acpConn {
-				c := startACP(t, bin, vault, env)
+				c := startACPArgs(t, bin, ad.args, vault, env)
 				c.permit = func([]acpOption) string { return "" }
 				return c
 			}
@@ -658,10 +718,14 @@ func TestACPAdapters_RealCLI(t *testing.T) {
 					methods = append(methods, m.Method)
 				}
 				t.Logf("%s: stop %s; the agent asked %q; options %+v; tool results %+v", name, stopReason(res), methods, offered, api.results()[seen:])
-				// Neither adapter writes through fs/write_text_file, though
-				// the client offers it: the permission request is all.
-				if !slices.Equal(methods, []string{"session/request_permission"}) {
-					t.Errorf("%s: the agent asked %q; want one session/request_permission", name, methods)
+				// Only OpenCode writes through fs/write_text_file; the others
+				// write the file themselves, though the client offers it.
+				want := []string{"session/request_permission"}
+				if allow && ad.fsWrite {
+					want = append(want, "fs/write_text_file")
+				}
+				if !slices.Equal(methods, want) {
+					t.Errorf("%s: the agent asked %q; want %q", name, methods, want)
 				}
 				c.close()
 				c.record(fixtures, name)
