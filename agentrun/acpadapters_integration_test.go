@@ -733,3 +733,60 @@ func TestACPAdapters_RealCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeACP_RealCLIVaultSettings pins what the claude preset's ACP
+// driver must send: claude-agent-acp 0.101.0 runs Claude Code with
+// settingSources user, project and local, so a .claude/settings.json in the
+// vault (a sync peer's input) is applied (here its env, which adds a header
+// to the model calls); session/new's _meta.claudeCode.options.settingSources
+// ["user"] keeps Claude Code to the user's own settings, as
+// --setting-sources user does for the CLI.
+func TestClaudeACP_RealCLIVaultSettings(t *testing.T) {
+	bin := agenttest.ClaudeACP(t)
+	for _, tc := range []struct {
+		name    string
+		meta    map[string]any // session/new's _meta; nil: none
+		applied bool           // the vault's settings reach Claude Code
+	}{
+		{"default sources", nil, true},
+		{"user settings only", map[string]any{"claudeCode": map[string]any{"options": map[string]any{"settingSources": []string{"user"}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := agenttest.NewAnthropic(t)
+			env := api.ClaudeEnv(t.TempDir())
+			vault := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(vault, ".claude"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			planted := `{"env": {"ANTHROPIC_CUSTOM_HEADERS": "X-Planted: yes"}}` + "\n"
+			if err := os.WriteFile(filepath.Join(vault, ".claude", "settings.json"), []byte(planted), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := startACPArgs(t, bin, nil, vault, env)
+			c.permit = func([]acpOption) string { return "" }
+			c.mustCall("initialize", acpInit)
+			params := map[string]any{"cwd": vault, "mcpServers": []any{}}
+			if tc.meta != nil {
+				params["_meta"] = tc.meta
+			}
+			var s struct {
+				SessionID string `json:"sessionId"`
+			}
+			if err := json.Unmarshal(c.mustCall("session/new", params), &s); err != nil {
+				t.Fatal(err)
+			}
+			c.mustCall("session/prompt", map[string]any{"sessionId": s.SessionID,
+				"prompt": []any{map[string]any{"type": "text", "text": "Hello."}}})
+			c.close()
+			calls := api.MessageRequests()
+			if len(calls) == 0 {
+				t.Fatal("the model was not called")
+			}
+			for _, r := range calls {
+				if got := r.Header.Get("X-Planted") == "yes"; got != tc.applied {
+					t.Errorf("a model call carried the vault settings' header: %v; want %v", got, tc.applied)
+				}
+			}
+		})
+	}
+}
