@@ -37,7 +37,8 @@ func fixtureExit(t *testing.T, name string) int {
 // recordedDirs are the folders of testdata holding real CLI output, each
 // copied unchanged from its recording with a SHA256SUMS made then (see
 // testdata/README.md).
-var recordedDirs = []string{"claude", "codex-0.169.0", "gemini-cli-0.61.0", "gemini-acp-0.61.0"}
+var recordedDirs = []string{"claude", "codex-0.169.0", "gemini-cli-0.61.0", "gemini-acp-0.61.0",
+	"acp/claude-agent-acp-0.101.0", "acp/codex-acp-2.6.0", "acp/opencode-1.18.33"}
 
 // readSums reads a sha256sum listing: file name -> hex sum.
 func readSums(t *testing.T, path string) map[string]string {
