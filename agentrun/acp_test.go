@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -316,25 +317,55 @@ func TestACP_OutputArrivesWhileRunning(t *testing.T) {
 	}
 }
 
-// TestACP_CancelBeforeKill: at the timeout knotd sends session/cancel and
-// gives the agent the grace period to end its turn, before it stops the
-// process group: the fake only ends its turn on session/cancel, and its
-// stopReason cancelled is read before the run ends.
+// TestACP_CancelBeforeKill: at the timeout, and when the run is stopped,
+// knotd sends session/cancel and gives the agent the grace period to end
+// its turn, before it stops the process group: the fake only ends its
+// turn on session/cancel, and its stopReason cancelled is read before the
+// run ends.
 func TestACP_CancelBeforeKill(t *testing.T) {
-	agent, state := fakeACP(t, "cancel")
-	agent.Timeout = time.Second
-	res := mustRun(t, &Runner{Grace: 10 * time.Second}, runRequest(t, agent, planV1))
-	if res.Outcome != OutcomeTimeout {
-		t.Errorf("Run = %s %q; want timeout", res.Outcome, res.Reason)
-	}
-	if got := acpMethods(t, state); !slices.Equal(got, []string{"initialize", "session/new", "session/prompt", "session/cancel"}) {
-		t.Errorf("the agent received %q; want session/cancel after the prompt", got)
-	}
-	if !hasNote(res.Notes, "knotd sent session/cancel") {
-		t.Errorf("notes %q; want one saying session/cancel was sent", res.Notes)
-	}
-	if !hasNote(res.Notes, "ended the turn with stopReason cancelled") {
-		t.Errorf("notes %q; want the agent to have ended its turn (cancelled) before it was stopped", res.Notes)
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		stop    bool
+		want    Outcome
+	}{
+		{"timeout", time.Second, false, OutcomeTimeout},
+		{"stopped", time.Minute, true, OutcomeCanceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent, state := fakeACP(t, "cancel")
+			agent.Timeout = tc.timeout
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan Result, 1)
+			go func() {
+				res, err := (&Runner{Grace: 10 * time.Second}).Run(ctx, runRequest(t, agent, planV1))
+				if err != nil {
+					t.Error(err)
+				}
+				done <- res
+			}()
+			if tc.stop {
+				testutil.WaitFor(t, 30*time.Second, "the prompt to reach the agent", func() bool {
+					b, _ := os.ReadFile(filepath.Join(state, "acp.jsonl"))
+					return strings.Contains(string(b), `"session/prompt"`)
+				})
+				cancel()
+			}
+			res := <-done
+			if res.Outcome != tc.want {
+				t.Errorf("Run = %s %q; want %s", res.Outcome, res.Reason, tc.want)
+			}
+			if got := acpMethods(t, state); !slices.Equal(got, []string{"initialize", "session/new", "session/prompt", "session/cancel"}) {
+				t.Errorf("the agent received %q; want session/cancel after the prompt", got)
+			}
+			if !hasNote(res.Notes, "knotd sent session/cancel") {
+				t.Errorf("notes %q; want one saying session/cancel was sent", res.Notes)
+			}
+			if !hasNote(res.Notes, "ended the turn with stopReason cancelled") {
+				t.Errorf("notes %q; want the agent to have ended its turn (cancelled) before it was stopped", res.Notes)
+			}
+		})
 	}
 }
 
@@ -361,6 +392,21 @@ func TestACP_AgentGone(t *testing.T) {
 	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
 	if res.Outcome != OutcomeFailed || res.ExitCode != 1 || !strings.Contains(res.Reason, "the agent's store is corrupt") {
 		t.Errorf("Run = %s (exit %d) %q; want failed with the agent's exit status and error", res.Outcome, res.ExitCode, res.Reason)
+	}
+}
+
+// TestACP_Flood: an agent that streams updates faster than they are
+// handled loses none of them and keeps its connection.
+func TestACP_Flood(t *testing.T) {
+	agent, _ := fakeACP(t, "flood")
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeOK || res.Reply != "FAKE REPLY (user messages seen: 1)" {
+		t.Fatalf("Run = %s %q reply %q; want ok", res.Outcome, res.Reason, res.Reply)
+	}
+	if !slices.ContainsFunc(res.Message.Blocks, func(b transcript.Block) bool {
+		return b.Type == transcript.BlockThinking && b.Text == strings.Repeat("token ", 20000)
+	}) {
+		t.Errorf("blocks %d; want the 20,000 chunks in one thinking block", len(res.Message.Blocks))
 	}
 }
 

@@ -30,7 +30,8 @@ import (
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
 // with an error; "refusal" ends the turn with stopReason refusal; "crash"
-// exits 1, with an error on standard error, when asked for a session.
+// exits 1, with an error on standard error, when asked for a session;
+// "flood" streams 20,000 thought chunks before its reply.
 const ACP = "acp"
 
 func acpAgent(inv *Invocation) int {
@@ -225,6 +226,11 @@ func acpAgent(inv *Invocation) int {
 			update(s, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
 				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "the note's text"}}}})
 			update(s, map[string]any{"sessionUpdate": "usage_update", "used": 1000, "size": 200000, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
+			if mode == "flood" { // many small chunks at once, as a fast model streams
+				for range 20000 {
+					update(s, text("agent_thought_chunk", "token "))
+				}
+			}
 			update(s, text("agent_message_chunk", r[:len(r)/2]))
 			if mode == "gate" {
 				// A block after the chunk makes the chunk final.
