@@ -283,6 +283,9 @@ func (c *acpConversation) drive() {
 	}
 	if err != nil {
 		c.agentErr = "the agent failed the prompt: " + acpErrText(err)
+		if re := (*acp.RequestError)(nil); errors.As(err, &re) && re.Code == acpAuthRequired {
+			c.agentErr += "; sign in to the agent (run its command yourself once, as the user knotd runs as) and retry"
+		}
 		return
 	}
 	c.done = true
@@ -298,6 +301,10 @@ func (c *acpConversation) drive() {
 		c.notes = append(c.notes, fmt.Sprintf("the agent stopped early (stopReason %s): the reply may be cut short; raise the agent's own limit", r.StopReason))
 	}
 }
+
+// acpAuthRequired is ACP's error code for an agent that needs the user to
+// authenticate first.
+const acpAuthRequired = -32000
 
 // sessionLost records that the agent refused to continue the session.
 func (c *acpConversation) sessionLost(method string, err error) {
@@ -343,10 +350,12 @@ func (c *acpConversation) cancel() {
 func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error) {
 	if c.conn != nil {
 		// The agent exited: its output is over, and so is every request.
+		// The SDK sees the end first, so a request waiting for its
+		// answer ends as disconnected, not as cancelled by knotd.
 		_ = c.pw.Close() // a PipeWriter's Close never fails
+		<-c.conn.Done()
 		c.stop()
 		<-c.ended
-		<-c.conn.Done()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -366,7 +375,7 @@ func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error
 			return p, errNoOutput
 		}
 		if !c.prompted {
-			return p, errors.New("the ACP agent stopped before the prompt was sent")
+			return p, errors.New("the ACP agent stopped before the prompt was sent: check that the command speaks ACP on its standard input and output (for example goose acp, opencode acp, copilot --acp)")
 		}
 		return p, errors.New("the ACP agent stopped before answering the prompt")
 	}

@@ -369,12 +369,14 @@ func TestACP_CancelBeforeKill(t *testing.T) {
 	}
 }
 
-// TestACP_AgentErrors: the agent's error response and its refusal fail
-// the run with what it said.
+// TestACP_AgentErrors: the agent's error response, its refusal, and a
+// command that does not speak ACP fail the run with what to do.
 func TestACP_AgentErrors(t *testing.T) {
 	for _, tc := range []struct{ mode, reason string }{
 		{"error", "the agent failed the prompt: the model is overloaded (ACP error -32603)"},
 		{"refusal", "the agent refused the prompt (stopReason refusal)"},
+		{"notacp", "the ACP agent stopped before the prompt was sent: check that the command speaks ACP"},
+		{"auth", "the agent failed the prompt: Authentication required (ACP error -32000); sign in to the agent"},
 	} {
 		agent, _ := fakeACP(t, tc.mode)
 		res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))

@@ -29,13 +29,18 @@ import (
 // read or the error); "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
-// with an error; "refusal" ends the turn with stopReason refusal; "crash"
+// with an error, "auth" with ACP's authentication required; "refusal" ends the turn with stopReason refusal; "crash"
 // exits 1, with an error on standard error, when asked for a session;
-// "flood" streams 20,000 thought chunks before its reply.
+// "flood" streams 20,000 thought chunks before its reply; "notacp" prints
+// a usage line and exits 0 at once, as a command that is no ACP agent.
 const ACP = "acp"
 
 func acpAgent(inv *Invocation) int {
 	mode := failMode()
+	if mode == "notacp" { // a command that is not an ACP agent
+		fmt.Fprintln(inv.Stdout, "Usage: agent [COMMAND]")
+		return 0
+	}
 	conv, err := inv.conversations(ACP, false)
 	if err != nil {
 		return inv.die(err)
@@ -154,6 +159,9 @@ func acpAgent(inv *Invocation) int {
 			case "error":
 				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
 					"data": map[string]any{"details": "the model is overloaded"}}})
+				continue
+			case "auth":
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": "Authentication required"}})
 				continue
 			case "refusal":
 				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "refusal"}})
