@@ -128,9 +128,21 @@ type Agent struct {
 	EnvRemove []string `yaml:"env_remove,omitempty"`
 	// Permissions is what the agent may do unattended (default
 	// read-only). Only the presets whose CLI has tools (claude, codex,
-	// gemini) take it: a command's own flags decide what it may do.
+	// gemini) and ACP commands take it: a plain command's own flags decide
+	// what it may do.
 	Permissions Permissions `yaml:"permissions,omitempty"`
+	// Protocol, on a generic command, says how knotd talks to it: ""
+	// (the prompt in, the reply out, per Prompt and Output) or ProtocolACP.
+	Protocol string `yaml:"protocol,omitempty"`
 }
+
+// ProtocolACP is the protocol of a command that speaks the Agent Client
+// Protocol on its standard input and output (goose acp, opencode acp,
+// copilot --acp…): knotd is its ACP client (see acp.go).
+const ProtocolACP = "acp"
+
+// acp reports whether the agent is a generic command spoken to in ACP.
+func (a *Agent) acp() bool { return a.kind() == "" && a.Protocol == ProtocolACP }
 
 // permissions returns the agent's permission level, read-only by default.
 func (a *Agent) permissions() Permissions {
@@ -147,7 +159,7 @@ func (a *Agent) hasTools() bool {
 	case PresetClaude, PresetCodex, PresetGemini:
 		return true
 	}
-	return false
+	return a.acp()
 }
 
 // ErrInvalidAgent is wrapped by every error about an agent definition.
@@ -177,6 +189,9 @@ func (a *Agent) KeepsConversation() bool {
 	case PresetDigest:
 		return false
 	case "":
+		if a.acp() {
+			return true
+		}
 		if len(a.ResumeCommand) > 0 {
 			return true
 		}
@@ -225,8 +240,29 @@ func (a *Agent) Validate() error {
 		if k == PresetOllama && a.Model == "" {
 			add("the ollama preset needs a model (ollama run MODEL), for example model: llama3.2")
 		}
+	case a.Protocol != "" && a.Protocol != ProtocolACP:
+		add("protocol %q is not acp (remove it for a command that takes the prompt and prints the reply)", a.Protocol)
+	case a.acp():
+		if a.Command[0] == "" {
+			add("command[0] (the program) is empty")
+		}
+		if a.Prompt != "" || a.Output != "" || a.Reply != "" || a.Session != "" || len(a.ResumeCommand) > 0 {
+			add("prompt, output, reply, session and resume_command do not apply to protocol: acp (the prompt and reply go over ACP, and the agent's session id is the resume handle); remove them")
+		}
+		for _, el := range a.Command {
+			if name := rePlaceholder.FindStringSubmatch(el); name != nil && slices.Contains(templateNames, name[1]) {
+				add("command uses {%s}, but protocol: acp fills in no values (the prompt and session go over ACP); remove it", name[1])
+				break
+			}
+		}
+		if a.Model != "" {
+			add("model does not apply to protocol: acp (knotd does not choose an ACP agent's model); set the model in the agent's own configuration or in its command")
+		}
 	default:
 		a.validateCommand(add)
+	}
+	if a.Protocol != "" && a.kind() != "" {
+		add("protocol applies to a command; the %s preset fixes its own", a.kind())
 	}
 	if len(a.Command) > 0 && a.kind() != "" && a.Command[0] == "" {
 		add("command[0] (the program) is empty")
@@ -254,7 +290,7 @@ func (a *Agent) Validate() error {
 	switch a.Permissions {
 	case "", PermReadOnly, PermEdit, PermFull:
 		if a.Permissions != "" && !a.hasTools() {
-			add("permissions apply to the claude, codex and gemini presets, whose CLIs can edit files and run commands; remove it (a command's own flags decide what it may do)")
+			add("permissions apply to the claude, codex and gemini presets and to protocol: acp commands, whose agents ask before they edit files or run commands; remove it (a command's own flags decide what it may do)")
 		}
 	default:
 		add("permissions %q is not one of read-only, edit, full", a.Permissions)

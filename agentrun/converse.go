@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // conversation is the client side of an agent CLI that is driven over its
@@ -29,6 +30,22 @@ type conversation interface {
 	// returns the messages to send in answer, and whether the
 	// conversation is over.
 	line(b []byte) (send [][]byte, done bool)
+}
+
+// streamingTalk is a conversation that writes to the agent's input on its
+// own goroutines (an SDK's connection) rather than only in answer to open
+// and line: runProc calls attach once, after open, before the agent
+// starts, with the outbox's push and the grace period. The conversation
+// closes the input itself (push with close set) when it is over.
+type streamingTalk interface {
+	attach(push func(msgs [][]byte, close bool) error, grace time.Duration)
+}
+
+// cancellingTalk is a conversation that asks the agent to stop when the
+// run's context ends (ACP's session/cancel): runProc calls cancel before
+// the process group is signalled. It returns within the grace period.
+type cancellingTalk interface {
+	cancel()
 }
 
 // talker is a driver whose CLI holds a conversation on its standard input

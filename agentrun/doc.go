@@ -64,7 +64,9 @@
 // gemini preset instead holds a conversation with Gemini CLI on its
 // standard input and output (ACP, see converse.go and preset_gemini.go):
 // the prompt is one message of it, and standard input is closed once the
-// reply is in. The
+// reply is in. A command with protocol: acp is held the same kind of
+// conversation by knotd's ACP client on the acp-go-sdk (acp.go), which also
+// sends session/cancel before a timed-out or stopped agent is signalled. The
 // working directory is the vault root. The environment is knotd's own plus
 // KNOT_VAULT, KNOT_STRAND, KNOT_EVENT, KNOT_SESSION and KNOT_RUN_ID, with the
 // agent's configured additions and removals.

@@ -102,6 +102,9 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 			return res
 		}
 		box = newOutbox(spec.talk.open())
+		if s, ok := spec.talk.(streamingTalk); ok {
+			s.attach(box.push, spec.grace)
+		}
 		talk, onLine := spec.talk, spec.onLine
 		out.lines = &lineSplitter{max: spec.maxLine, fn: func(b []byte) {
 			if onLine != nil {
@@ -120,6 +123,9 @@ func runProc(ctx context.Context, spec procSpec) procResult {
 	var interrupted atomic.Bool
 	cmd.Cancel = func() error {
 		interrupted.Store(true)
+		if c, ok := spec.talk.(cancellingTalk); ok {
+			c.cancel() // at most spec.grace
+		}
 		return interrupt(cmd.Process)
 	}
 	cmd.WaitDelay = spec.grace

@@ -187,6 +187,9 @@ func newDriver(a *Agent, kind string) driver {
 	case PresetOllama:
 		return ollamaDriver{}
 	}
+	if a.acp() {
+		return acpDriver{}
+	}
 	return &commandDriver{agent: a}
 }
 

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -100,8 +101,8 @@ type Request struct {
 	// OnStart must return quickly: the agent waits for it.
 	OnStart func(Start)
 	// OnOutput, when set, receives the agent's content blocks while it
-	// runs. For the presets whose CLI streams them (claude, codex, gemini),
-	// each call carries the blocks that became final (they can no longer
+	// runs. For the presets whose CLI streams them (claude, codex, gemini)
+	// and protocol: acp commands, each call carries the blocks that became final (they can no longer
 	// change), in order, as a message in the CLI's format. For the others
 	// (a command, llm, ollama), the standard output the Result keeps, as
 	// it comes: text-only text blocks in FormatText, each handed over at
@@ -109,11 +110,25 @@ type Request struct {
 	// (or a space) where it can be. The vault writes them to the run's
 	// transcript as they come, so that a run can be watched as it happens.
 	// The blocks of an attempt are the first ones of its Result.Message.
-	// It is called on the goroutine that reads the agent's output or on a
-	// timer's, never two calls at once, never at the same time as
+	// It is called on the goroutine that reads the agent's output, on a
+	// timer's, or (an ACP agent's file system calls) on the goroutine that
+	// answers them, never two calls at once, never at the same time as
 	// OnStart, never after the attempt's process is done; it must return
 	// quickly: the agent's output waits for it.
 	OnOutput func(transcript.AssistantMessage)
+	// FS is the file system an ACP agent (protocol: acp) is offered: nil
+	// offers none. Reading is offered whenever FS is set, writing only at
+	// permissions edit or full; every call is in the run's transcript as
+	// a tool call of its own.
+	FS FileSystem
+}
+
+// FileSystem is the file system knotd offers an ACP agent (fs/read_text_file,
+// fs/write_text_file). Paths are absolute, as ACP sends them. Errors say why a
+// call was refused; they go back to the agent as the call's error.
+type FileSystem interface {
+	ReadTextFile(ctx context.Context, path string, line, limit int) (string, error)
+	WriteTextFile(ctx context.Context, path, content string) error
 }
 
 // Start is what Request.OnStart is told about an attempt that is about to

@@ -446,6 +446,8 @@ func TestLoad_MistypedPlaceholder(t *testing.T) {
 			"config FILE: line 7: agent \"mine\": resume_command uses {resum}, which is not a value knotd fills in; did you mean {resume}?"},
 		{"agents:\n  mine:\n    command: [mytool, \"{}\", \"{\\\"a\\\": 1}\", \"{customer_name}\", \"{session}\"]\n", ""},
 		{"agents:\n  c:\n    preset: claude\n    command: [\"/opt/{sesion}/claude\"]\n", ""},
+		{"agents:\n  g:\n    command: [goose, acp]\n    protocol: acp\n    permissions: edit\n", ""},
+		{"agents:\n  g:\n    command: [goose, acp]\n    protocol: acp\n    output: json\n", "output, reply, session and resume_command do not apply to protocol: acp"},
 	} {
 		e := newConfigEnv(t)
 		e.writeUser(t, tt.yaml)

@@ -63,7 +63,9 @@ func NewDecoder(format Format) (*Decoder, error) {
 	case FormatGeminiJSON, FormatGeminiStreamJSON:
 		d.n = &geminiNormalizer{}
 	case FormatGeminiACP:
-		d.n = &geminiACPNormalizer{}
+		d.n = &geminiACPNormalizer{agent: "gemini"}
+	case FormatACP:
+		d.n = &geminiACPNormalizer{agent: "ACP agent", generic: true}
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
 	}

@@ -26,8 +26,16 @@ import (
 // available_commands_update that follows: those are left out. The reply is
 // the text of the turn's agent_message_chunk updates; every block but a
 // text or thinking still receiving chunks is final.
+//
+// With generic set it reads FormatACP, any ACP agent's prompt turn as
+// knotd's ACP client hands it over (no history replay: a
+// user_message_chunk is skipped), with the turn's tokens in the prompt
+// response's usage field, a cost in usage_update, and each plan as a
+// reconstructed thinking block listing its entries.
 type geminiACPNormalizer struct {
-	blocks []Block
+	agent   string // the agent's name in notes
+	generic bool
+	blocks  []Block
 	// chunk is the type of the last block while it still receives chunks.
 	chunk    BlockType
 	tools    map[string]bool // tool_use ids seen
@@ -56,7 +64,7 @@ func (n *geminiACPNormalizer) event(obj map[string]json.RawMessage) {
 		n.skip("requests", method)
 	case object(obj, "error") != nil:
 		e := object(obj, "error")
-		n.notes = append(n.notes, fmt.Sprintf("gemini answered an error (code %d): %s", integer(e, "code"), str(e, "message")))
+		n.notes = append(n.notes, fmt.Sprintf("%s answered an error (code %d): %s", n.agent, integer(e, "code"), str(e, "message")))
 		n.failure = str(e, "message")
 		n.answered = true // a request failed: the conversation ends there
 	default:
@@ -76,16 +84,57 @@ func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
 	}
 	n.answered = true
 	if stop != "end_turn" {
-		n.notes = append(n.notes, "gemini ended the turn with stopReason "+stop)
+		n.notes = append(n.notes, n.agent+" ended the turn with stopReason "+stop)
 	}
 	if tc := object(object(object(res, "_meta"), "quota"), "token_count"); tc != nil {
 		n.usage = &Usage{InputTokens: integer(tc, "input_tokens"), OutputTokens: integer(tc, "output_tokens")}
 	}
+	if u := object(res, "usage"); u != nil {
+		cost := 0.0
+		if n.usage != nil {
+			cost = n.usage.CostUSD
+		}
+		n.usage = &Usage{InputTokens: integer(u, "inputTokens"), OutputTokens: integer(u, "outputTokens"),
+			CacheReadTokens: integer(u, "cachedReadTokens"), CacheWriteTokens: integer(u, "cachedWriteTokens"), CostUSD: cost}
+	}
+}
+
+// usageUpdate keeps the session's cost a usage_update reports (ACP's
+// cumulative cost of the session), when it is in US dollars.
+func (n *geminiACPNormalizer) usageUpdate(u map[string]json.RawMessage) {
+	c := object(u, "cost")
+	if c == nil {
+		return
+	}
+	if cur := str(c, "currency"); cur != "USD" {
+		n.skip("usage costs in", cur)
+		return
+	}
+	if n.usage == nil {
+		n.usage = &Usage{}
+	}
+	n.usage.CostUSD = number(c, "amount")
+}
+
+// plan records the agent's plan as a thinking block, one entry a line.
+func (n *geminiACPNormalizer) plan(u map[string]json.RawMessage) {
+	var entries []map[string]json.RawMessage
+	_ = json.Unmarshal(u["entries"], &entries) // not a list: an empty plan
+	var b strings.Builder
+	b.WriteString("Plan:")
+	for _, e := range entries {
+		fmt.Fprintf(&b, "\n- [%s] %s", str(e, "status"), str(e, "content"))
+	}
+	n.blocks = append(n.blocks, Block{Type: BlockThinking, Fidelity: Reconstructed, Text: b.String()})
 }
 
 func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
 	kind := str(u, "sessionUpdate")
 	switch {
+	case n.generic && kind == "user_message_chunk":
+		n.skip("updates", kind)
+		n.chunk = ""
+		return
 	case kind == "user_message_chunk":
 		n.replay = true
 	case kind == "available_commands_update":
@@ -117,7 +166,13 @@ func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
 		case "completed", "failed":
 			n.toolResult(u)
 		}
-	case "plan", "current_mode_update":
+	case "plan":
+		if n.generic {
+			n.plan(u)
+		}
+	case "usage_update":
+		n.usageUpdate(u)
+	case "current_mode_update", "available_commands_update", "session_info_update", "config_option_update":
 	default:
 		n.skip("updates", kind)
 	}
@@ -221,9 +276,13 @@ func (n *geminiACPNormalizer) finish() Decoded {
 	if unanswered > 0 {
 		notes = append(notes, fmt.Sprintf("%d tool calls have no result: refused, or the run was cut short", unanswered))
 	}
-	notes = append(notes, noteCounts("gemini ACP messages", n.skipped)...)
+	label := n.agent + " ACP messages"
+	if n.generic {
+		label = "ACP messages"
+	}
+	notes = append(notes, noteCounts(label, n.skipped)...)
 	if !n.answered {
-		notes = append(notes, "no response to the gemini prompt: the run was cut short")
+		notes = append(notes, "no response to the "+n.agent+" prompt: the run was cut short")
 	}
 	return Decoded{
 		Message: AssistantMessage{Blocks: n.blocks, Notes: notes},

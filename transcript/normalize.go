@@ -34,11 +34,16 @@ const (
 	// FormatGeminiACP is `gemini --acp`: the agent's side of an Agent
 	// Client Protocol conversation, JSON-RPC 2.0 messages, one a line.
 	FormatGeminiACP Format = "gemini-acp"
+	// FormatACP is any agent speaking the Agent Client Protocol on its
+	// standard output, as knotd's generic ACP client hands it the lines of
+	// the prompt turn: session/update notifications and the prompt's
+	// response (usage from its usage field and usage_update).
+	FormatACP Format = "acp"
 )
 
 // formats lists every format a Decoder reads.
 func formats() []Format {
-	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON, FormatGeminiACP}
+	return []Format{FormatText, FormatClaudeJSON, FormatClaudeStreamJSON, FormatCodexJSON, FormatGeminiJSON, FormatGeminiStreamJSON, FormatGeminiACP, FormatACP}
 }
 
 // ErrUnknownFormat is returned by NewDecoder and Decode for a format they

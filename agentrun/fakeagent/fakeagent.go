@@ -110,7 +110,7 @@ func Main(extra map[string]Behaviour) {
 // Behaviours returns the built-in behaviours by name.
 func Behaviours() map[string]Behaviour {
 	return map[string]Behaviour{
-		Claude: claude, Codex: codex, Gemini: gemini, LLM: llm, Ollama: ollama,
+		Claude: claude, Codex: codex, Gemini: gemini, LLM: llm, Ollama: ollama, ACP: acpAgent,
 		Echo: echo, JSON: jsonReply, Fail: fail, Empty: empty, Huge: huge, Hang: hang,
 		Stubborn: stubborn, stubbornChild: stubbornGrandchild, File: file, LongLine: longLine,
 	}

@@ -1,0 +1,266 @@
+package fakeagent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// ACP is a generic ACP agent (Agent Client Protocol version 1, JSON-RPC
+// 2.0 lines on standard input and output), for knotd's protocol: acp
+// commands. It follows the protocol as written rather than one CLI: it
+// offers session/load and session/resume (a loaded session's history is
+// replayed before the load's response), answers a prompt with a thought,
+// a plan, a tool call and its result, a usage_update with a cost, the
+// reply in two agent_message_chunk updates, and the response with
+// stopReason end_turn and the turn's usage (100×turns in, 20 out). It
+// appends every message it receives, one a line, to <state>/acp.jsonl,
+// exits 0 when its input ends, and records its call, whose Stdin is the
+// prompt's text.
+//
+// EnvFail: "load" offers session/load only, "fresh" neither load nor
+// resume; "permission" asks permission for an edit tool call before
+// replying and ends the reply with "[permission: <optionId or
+// cancelled>]"; "fs" reads line 1 of <cwd>/in.md and writes <cwd>/out.md through
+// the client and ends the reply with "[read: …] [write: …]" (the content
+// read or the error); "gate" stops after its first chunk until the file
+// EnvGate names exists; "cancel" waits for session/cancel after the
+// prompt, then answers stopReason cancelled; "error" answers the prompt
+// with an error, "auth" with ACP's authentication required; "refusal" ends the turn with stopReason refusal; "crash"
+// exits 1, with an error on standard error, when asked for a session;
+// "flood" streams 20,000 thought chunks before its reply; "notacp" prints
+// a usage line and exits 0 at once, as a command that is no ACP agent.
+const ACP = "acp"
+
+func acpAgent(inv *Invocation) int {
+	mode := failMode()
+	if mode == "notacp" { // a command that is not an ACP agent
+		fmt.Fprintln(inv.Stdout, "Usage: agent [COMMAND]")
+		return 0
+	}
+	conv, err := inv.conversations(ACP, false)
+	if err != nil {
+		return inv.die(err)
+	}
+	log, err := os.OpenFile(filepath.Join(inv.State, "acp.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return inv.die(err)
+	}
+	defer log.Close()
+	in := bufio.NewScanner(inv.Stdin)
+	in.Buffer(nil, 64<<20)
+	enc := json.NewEncoder(inv.Stdout)
+	send := func(m map[string]any) {
+		m["jsonrpc"] = "2.0"
+		if err := enc.Encode(m); err != nil {
+			fmt.Fprintf(inv.Stderr, "fakeagent: write: %v\n", err)
+		}
+	}
+	type message struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			SessionID string `json:"sessionId"`
+			Prompt    []struct {
+				Text string `json:"text"`
+			} `json:"prompt"`
+		} `json:"params"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	read := func() (message, bool) {
+		var m message
+		if !in.Scan() {
+			return m, false
+		}
+		if _, err := log.Write(append(append([]byte(nil), in.Bytes()...), '\n')); err != nil {
+			fmt.Fprintf(inv.Stderr, "fakeagent: log: %v\n", err)
+		}
+		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
+			fmt.Fprintf(inv.Stderr, "fakeagent: bad message %q: %v\n", in.Bytes(), err)
+		}
+		return m, true
+	}
+	nextID := 0
+	// call sends a request to the client and returns its answer: the
+	// result, or the error's message.
+	call := func(method string, params map[string]any) (json.RawMessage, string) {
+		nextID++
+		id := "fake-" + strconv.Itoa(nextID)
+		send(map[string]any{"id": id, "method": method, "params": params})
+		for {
+			m, ok := read()
+			if !ok {
+				return nil, "input ended"
+			}
+			if string(m.ID) == strconv.Quote(id) && m.Method == "" {
+				if m.Error != nil {
+					var e struct{ Message string }
+					_ = json.Unmarshal(m.Error, &e)
+					return nil, e.Message
+				}
+				return m.Result, ""
+			}
+		}
+	}
+	update := func(session string, u map[string]any) {
+		send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": session, "update": u}})
+	}
+	text := func(kind, s string) map[string]any {
+		return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": s}}
+	}
+	received := ""
+	for {
+		m, ok := read()
+		if !ok {
+			break
+		}
+		id := m.ID
+		s := m.Params.SessionID
+		switch m.Method {
+		case "initialize":
+			caps := map[string]any{"loadSession": mode != "fresh"}
+			if mode != "load" && mode != "fresh" {
+				caps["sessionCapabilities"] = map[string]any{"resume": map[string]any{}}
+			}
+			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentCapabilities": caps,
+				"agentInfo": map[string]any{"name": "fake-acp", "version": "0.0.1"}}})
+		case "session/new":
+			if mode == "crash" {
+				fmt.Fprintln(inv.Stderr, "fatal: the agent's store is corrupt")
+				return 1
+			}
+			s := newID()
+			if _, err := conv.bump(s); err != nil {
+				return inv.die(err)
+			}
+			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s}})
+		case "session/load", "session/resume":
+			turns := conv.turns(s) - 1
+			if turns < 1 {
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32002, "message": "Resource not found: session " + s}})
+				continue
+			}
+			if m.Method == "session/load" {
+				for k := 1; k <= turns; k++ {
+					update(s, text("user_message_chunk", "prompt "+strconv.Itoa(k)))
+					update(s, text("agent_message_chunk", reply(k)))
+				}
+			}
+			send(map[string]any{"id": id, "result": map[string]any{}})
+		case "session/prompt":
+			for _, p := range m.Params.Prompt {
+				received += p.Text
+			}
+			switch mode {
+			case "error":
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
+					"data": map[string]any{"details": "the model is overloaded"}}})
+				continue
+			case "auth":
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": "Authentication required"}})
+				continue
+			case "refusal":
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "refusal"}})
+				continue
+			case "cancel":
+				update(s, text("agent_message_chunk", "working…"))
+				for {
+					c, ok := read()
+					if !ok {
+						return inv.die(fmt.Errorf("input ended before session/cancel"))
+					}
+					if c.Method == "session/cancel" {
+						break
+					}
+				}
+				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
+				continue
+			}
+			suffix := ""
+			switch mode {
+			case "permission":
+				res, errMsg := call("session/request_permission", map[string]any{
+					"sessionId": s,
+					"options": []any{
+						map[string]any{"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+						map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+						map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+					},
+					"toolCall": map[string]any{"toolCallId": "edit-1", "status": "pending", "title": "Edit out.md", "kind": "edit"},
+				})
+				var a struct {
+					Outcome struct {
+						Outcome  string `json:"outcome"`
+						OptionID string `json:"optionId"`
+					} `json:"outcome"`
+				}
+				if errMsg != "" || json.Unmarshal(res, &a) != nil {
+					return inv.die(fmt.Errorf("permission answer %s: %s", res, errMsg))
+				}
+				choice := a.Outcome.OptionID
+				if a.Outcome.Outcome != "selected" {
+					choice = a.Outcome.Outcome
+				}
+				suffix = " [permission: " + choice + "]"
+			case "fs":
+				res, errMsg := call("fs/read_text_file", map[string]any{"sessionId": s, "path": filepath.Join(inv.Dir, "in.md"), "line": 1, "limit": 1})
+				var r struct{ Content string }
+				_ = json.Unmarshal(res, &r)
+				if errMsg != "" {
+					r.Content = "error: " + errMsg
+				}
+				_, werr := call("fs/write_text_file", map[string]any{"sessionId": s, "path": filepath.Join(inv.Dir, "out.md"), "content": "written by the agent\n"})
+				if werr == "" {
+					werr = "ok"
+				}
+				suffix = " [read: " + r.Content + "] [write: " + werr + "]"
+			}
+			n, err := conv.bump(s)
+			if err != nil {
+				return inv.die(err)
+			}
+			n--
+			r := reply(n) + suffix
+			update(s, text("agent_thought_chunk", "Thinking about the note."))
+			update(s, map[string]any{"sessionUpdate": "plan", "entries": []any{
+				map[string]any{"content": "Read the note", "priority": "high", "status": "completed"},
+				map[string]any{"content": "Answer", "priority": "medium", "status": "in_progress"},
+			}})
+			update(s, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call-1", "title": "Read note.md", "kind": "read", "status": "pending"})
+			update(s, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "call-1", "status": "completed",
+				"content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "the note's text"}}}})
+			update(s, map[string]any{"sessionUpdate": "usage_update", "used": 1000, "size": 200000, "cost": map[string]any{"amount": 0.25, "currency": "USD"}})
+			if mode == "flood" { // many small chunks at once, as a fast model streams
+				for range 20000 {
+					update(s, text("agent_thought_chunk", "token "))
+				}
+			}
+			update(s, text("agent_message_chunk", r[:len(r)/2]))
+			if mode == "gate" {
+				// A block after the chunk makes the chunk final.
+				update(s, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call-2", "title": "Wait", "kind": "other", "status": "completed"})
+				if err := waitFor(os.Getenv(EnvGate)); err != nil {
+					return inv.die(err)
+				}
+			}
+			update(s, text("agent_message_chunk", r[len(r)/2:]))
+			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
+				"usage": map[string]any{"inputTokens": 100 * n, "outputTokens": 20, "totalTokens": 100*n + 20}}})
+		default:
+			if m.Method != "" && id != nil {
+				send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "Method not found: " + m.Method}})
+			}
+		}
+	}
+	if err := in.Err(); err != nil {
+		return inv.die(err)
+	}
+	if err := inv.save(received); err != nil {
+		return inv.die(err)
+	}
+	return 0
+}
