@@ -102,8 +102,9 @@ type Request struct {
 	OnStart func(Start)
 	// OnOutput, when set, receives the agent's content blocks while it
 	// runs. For the presets whose CLI streams them (claude, codex, gemini)
-	// and protocol: acp commands, each call carries the blocks that became final (they can no longer
-	// change), in order, as a message in the CLI's format. For the others
+	// and protocol: acp commands, each call carries the blocks that became
+	// final (they can no longer change), in order, as a message in the
+	// CLI's format. For the others
 	// (a command, llm, ollama), the standard output the Result keeps, as
 	// it comes: text-only text blocks in FormatText, each handed over at
 	// most a quarter of a second after it was printed, cut after a line
