@@ -104,6 +104,10 @@ type Request struct {
 	// the agent's output, never at the same time as OnStart, and must
 	// return quickly: the agent's output waits for it.
 	OnOutput func(transcript.AssistantMessage)
+	// FS, when set, is the file system knotd offers an agent that speaks
+	// ACP (fs/read_text_file, fs/write_text_file): every call goes through
+	// the vault, which refuses what the agent may not read or write.
+	FS FileSystem
 }
 
 // Start is what Request.OnStart is told about an attempt that is about to
