@@ -285,3 +285,72 @@ func TestAgentFS_WriteRacesSaves(t *testing.T) {
 		t.Fatal("no agent write was applied: the test raced nothing")
 	}
 }
+
+// fsAgent is an agent that, instead of running, uses the file system its
+// request offers (as an ACP agent does through knotd) and replies.
+type fsAgent struct {
+	use   func(ctx context.Context, req agentrun.Request) error
+	after *agentrun.FileSystem // the request's file system, kept for after the run
+}
+
+func (a fsAgent) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
+	if req.FS == nil {
+		return agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: "no file system in the request", ExitCode: 1}, nil
+	}
+	*a.after = req.FS
+	if err := a.use(ctx, req); err != nil {
+		return agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: 1}, nil
+	}
+	return agentrun.Result{Outcome: agentrun.OutcomeOK, Reply: "done"}, nil
+}
+
+// TestAgentFS_Run: every run's request carries the vault's file system,
+// at the agent's permission level, and it refuses calls once the run is
+// over.
+func TestAgentFS_Run(t *testing.T) {
+	tests := []struct {
+		perm    string
+		wantErr string // of the write, "" when it goes through
+	}{
+		{perm: "read-only", wantErr: "refused: writes need permissions: edit or full"},
+		{perm: "edit"},
+		{perm: "full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.perm, func(t *testing.T) {
+			e := newEnv(t)
+			e.userConfig("default_agent: a\nagents:\n  a: {preset: claude, permissions: " + tt.perm + "}\n")
+			e.write("notes/n.md", "before\n")
+			v := e.open()
+			e.once(v, false) // knotd adopts the note
+			e.write("notes/n.md", "hello\n")
+			var fsys agentrun.FileSystem
+			var writeErr error
+			v.agent = fsAgent{after: &fsys, use: func(ctx context.Context, req agentrun.Request) error {
+				got, err := req.FS.ReadTextFile(ctx, filepath.Join(req.Vault, "notes", "n.md"), 0, 0)
+				if err != nil || got != "hello\n" {
+					return fmt.Errorf("read the note: %q, %v", got, err)
+				}
+				writeErr = req.FS.WriteTextFile(ctx, filepath.Join(req.Vault, "notes", "out.md"), "from the agent\n")
+				return nil
+			}}
+			sum := e.once(v, false)
+			if sum.Ran != 1 || sum.Failed != 0 {
+				t.Fatalf("summary %+v; want one run that went through", sum)
+			}
+			switch {
+			case tt.wantErr == "" && writeErr != nil:
+				t.Fatalf("the agent's write: %v", writeErr)
+			case tt.wantErr != "" && (writeErr == nil || !strings.Contains(writeErr.Error(), tt.wantErr)):
+				t.Fatalf("the agent's write: %v; want an error with %q", writeErr, tt.wantErr)
+			case tt.wantErr == "" && e.read("notes/out.md") != "from the agent\n":
+				t.Fatalf("notes/out.md = %q", e.read("notes/out.md"))
+			case tt.wantErr != "" && e.exists("notes/out.md"):
+				t.Fatal("a refused write created its file")
+			}
+			if _, err := fsys.ReadTextFile(context.Background(), e.abs("notes/n.md"), 0, 0); err == nil || !strings.Contains(err.Error(), "the run is over") {
+				t.Fatalf("a read after the run: %v", err)
+			}
+		})
+	}
+}
