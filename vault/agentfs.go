@@ -207,8 +207,6 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 		switch {
 		case errors.Is(err, vaultfs.ErrChanged):
 			return refused("%s changed while the agent wrote it; the user's save is kept", rel)
-		case errors.Is(err, vaultfs.ErrHardLinked):
-			return refused("%s has other hard links: knotd never writes such a file", rel)
 		case errors.Is(err, vaultfs.ErrNotRegular):
 			return refused("%s is not a regular file: knotd reads and writes only regular files", rel)
 		case err != nil:

@@ -354,3 +354,41 @@ func TestAgentFS_Run(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentFS_EditOwnNote: an agent that edits the note it answers
+// changes it like anyone else: the edit stays, and the note runs again on
+// it (the breakers bound an agent that does so on every run).
+func TestAgentFS_EditOwnNote(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig("default_agent: a\nagents:\n  a: {preset: claude, permissions: edit}\n")
+	e.write("n.md", "before\n")
+	v := e.open()
+	e.once(v, false) // knotd adopts the note
+	e.write("n.md", "question\n")
+	var fsys agentrun.FileSystem
+	edits := 0
+	v.agent = fsAgent{after: &fsys, use: func(ctx context.Context, req agentrun.Request) error {
+		if edits > 0 {
+			return nil
+		}
+		edits++
+		p := filepath.Join(req.Vault, "n.md")
+		got, err := req.FS.ReadTextFile(ctx, p, 0, 0)
+		if err != nil {
+			return err
+		}
+		return req.FS.WriteTextFile(ctx, p, got+"edited by the agent\n")
+	}}
+	// The run on the question, then, in the same pass (the note changed
+	// during the run), one on the agent's edit.
+	sum := e.once(v, false)
+	if sum.Ran != 2 || sum.OK != 2 {
+		t.Fatalf("%+v; want a run on the question and one on the agent's edit", sum)
+	}
+	if got := e.read("n.md"); got != "question\nedited by the agent\n" {
+		t.Fatalf("the note holds %q", got)
+	}
+	if sum := e.once(v, false); sum.Ran != 0 {
+		t.Fatalf("next pass: %+v; want no run (nothing changed)", sum)
+	}
+}
