@@ -1,7 +1,6 @@
 package agentrun
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -118,18 +117,11 @@ type Request struct {
 	// quickly: the agent's output waits for it.
 	OnOutput func(transcript.AssistantMessage)
 	// FS is the file system an ACP agent (protocol: acp) is offered: nil
-	// offers none. Reading is offered whenever FS is set, writing only at
-	// permissions edit or full; every call is in the run's transcript as
-	// a tool call of its own.
+	// offers none. Every call goes through the vault, which refuses what
+	// the agent may not read or write. Reading is offered whenever FS is
+	// set, writing only at permissions edit or full; every call is in the
+	// run's transcript as a tool call of its own.
 	FS FileSystem
-}
-
-// FileSystem is the file system knotd offers an ACP agent (fs/read_text_file,
-// fs/write_text_file). Paths are absolute, as ACP sends them. Errors say why a
-// call was refused; they go back to the agent as the call's error.
-type FileSystem interface {
-	ReadTextFile(ctx context.Context, path string, line, limit int) (string, error)
-	WriteTextFile(ctx context.Context, path, content string) error
 }
 
 // Start is what Request.OnStart is told about an attempt that is about to

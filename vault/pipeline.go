@@ -627,8 +627,11 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		}
 		req.OnStart = r.log.onStart(w, &req)
 		req.OnOutput = r.log.onOutput
+		afs := v.newAgentFS(w.agent)
+		req.FS = afs
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.runAgent().Run(ctx, req)
+		afs.close()
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1, NotStarted: err.Error()}
 		}

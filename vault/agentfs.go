@@ -1,0 +1,396 @@
+package vault
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/ignore"
+	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/strand"
+)
+
+// agentFS is the file system knotd offers the agent of one run through ACP
+// (agentrun.FileSystem): every call is resolved inside the vault root,
+// never through a link, and refused for what the user keeps from agents
+// (ignored paths, rules with mode: off, Obsidian's Excluded files, knotd's
+// own .knot folder). It writes only at the permission levels edit and
+// full, never a tie-off or an ignore file, and every write of an existing
+// file goes through the race-safe replace knotd's own writes use: a save
+// the user made since the agent read the file, or while it writes, is
+// kept and the agent's write refused.
+//
+// Every read and write is bounded by limits.max_strand_size.
+//
+// An agent that edits the strand it answers changes it like anyone else:
+// the watcher sees the change and the strand runs again; the breakers
+// bound an agent that edits its note on every run.
+type agentFS struct {
+	v     *Vault
+	write bool // the run's permission level lets the agent write
+
+	mu     sync.Mutex
+	seen   map[string]state.Hash // rel → the content the agent last read or wrote
+	guards []agentGuard          // the replaces' guards, settled by close
+	closed bool
+}
+
+// agentGuard is the guard of a replace of the file rel.
+type agentGuard struct {
+	rel string
+	g   *vaultfs.Guard
+}
+
+var _ agentrun.FileSystem = (*agentFS)(nil)
+
+// newAgentFS returns the file system for a run of agent.
+func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
+	p := agent.Permissions
+	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{}}
+}
+
+// refused is the error of a call the vault refuses.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("refused: "+format, args...)
+}
+
+// errAgentFSClosed refuses a call that comes after its run.
+var errAgentFSClosed = errors.New("refused: the run is over")
+
+// ReadTextFile returns the text of the file at the absolute path p, from
+// the 1-based line (0: the first) and at most limit lines (0: all).
+func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	rel, err := a.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	data, err := a.readFile(rel, a.v.config().MaxStrandSize)
+	if err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return "", errAgentFSClosed
+	}
+	a.seen[rel] = state.HashOf(data)
+	a.mu.Unlock()
+	return lines(string(data), line, limit), nil
+}
+
+// readFile reads the file rel, refusing what is not a text file.
+func (a *agentFS) readFile(rel string, limit int64) ([]byte, error) {
+	data, _, err := vaultfs.ReadFile(a.v.fs, rel, limit)
+	for try := 1; errors.Is(err, vaultfs.ErrReplaced) && try < 3; try++ {
+		// Saved by a rename as it was opened: read the new file.
+		data, _, err = vaultfs.ReadFile(a.v.fs, rel, limit)
+	}
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, vaultfs.ErrReplaced):
+		return nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
+	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+		return nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
+	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
+		return nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
+	case errors.Is(err, vaultfs.ErrTooLarge):
+		return nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if !utf8.Valid(data) || strings.IndexByte(string(data), 0) >= 0 {
+		return nil, refused("%s is not a text file (NUL bytes, or not UTF-8)", rel)
+	}
+	return data, nil
+}
+
+// lines returns the text from the 1-based line (below 1: the first) and
+// at most limit lines (below 1: all of them), line endings kept.
+func lines(text string, line, limit int) string {
+	if line <= 1 && limit <= 0 {
+		return text
+	}
+	start := 0
+	for n := 1; n < line; n++ {
+		i := strings.IndexByte(text[start:], '\n')
+		if i < 0 {
+			return ""
+		}
+		start += i + 1
+	}
+	if limit <= 0 {
+		return text[start:]
+	}
+	end := start
+	for range limit {
+		i := strings.IndexByte(text[end:], '\n')
+		if i < 0 {
+			return text[start:]
+		}
+		end += i + 1
+	}
+	return text[start:end]
+}
+
+// WriteTextFile writes content to the file at the absolute path p: an
+// existing file is replaced, unless the user saved it since the agent
+// read it or while it writes; a new file (and its folders) is created.
+func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !a.write {
+		return refused("writes need permissions: edit or full")
+	}
+	if a.v.dry {
+		return refused("knotd runs with --dry-run: nothing is written")
+	}
+	rel, err := a.resolve(p)
+	if err != nil {
+		return err
+	}
+	base := path.Base(rel)
+	switch {
+	case strand.IsTieOff(rel):
+		return refused("%s is a tie-off: knotd writes it, agents may only read it", rel)
+	case ignore.IsFile(base):
+		return refused("%s is an ignore file: it decides what agents may read, and only the user changes it", rel)
+	case strings.Contains(base, vaultfs.TempInfix) && strings.HasSuffix(base, vaultfs.TempSuffix):
+		return refused("knotd's own files (%s is one of its temporary files)", rel)
+	}
+	limit := a.v.config().MaxStrandSize
+	if int64(len(content)) > limit {
+		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), byteSize(limit))
+	}
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errAgentFSClosed
+	}
+	// An earlier write's guard first: a save that went into the file it
+	// replaced is back before this write compares the file.
+	a.settle(rel)
+	seen, read := a.seen[rel]
+	current, err := a.readFile(rel, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if read {
+			return refused("%s was deleted since the agent read it; the deletion is kept", rel)
+		}
+		if err := a.create(rel, []byte(content)); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case read && state.HashOf(current) != seen:
+		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
+	case string(current) == content:
+		// Nothing to write.
+	default:
+		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
+		if g != nil {
+			a.guards = append(a.guards, agentGuard{rel, g})
+		}
+		switch {
+		case errors.Is(err, vaultfs.ErrChanged):
+			return refused("%s changed while the agent wrote it; the user's save is kept", rel)
+		case errors.Is(err, vaultfs.ErrNotRegular):
+			return refused("%s is not a regular file: knotd reads and writes only regular files", rel)
+		case err != nil:
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	a.seen[rel] = state.HashOf([]byte(content))
+	a.v.log.Info("an agent wrote a file through knotd", "file", rel, "bytes", len(content))
+	return nil
+}
+
+// create creates the new file rel with data, and the folders on its way,
+// inside the vault root and never through a link: a file that appears
+// meanwhile is left alone and the write refused.
+func (a *agentFS) create(rel string, data []byte) (err error) {
+	dir := path.Dir(rel)
+	if dir != "." {
+		if err := a.mkdirs(dir); err != nil {
+			return err
+		}
+	}
+	f, _, err := vaultfs.OpenWrite(a.v.fs, rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return refused("%s was created while the agent wrote it; it is kept", rel)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	defer func() {
+		if err != nil {
+			// Only the agent's own half-written file goes.
+			if rerr := a.v.fs.Remove(filepath.FromSlash(rel)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, fmt.Errorf("remove the half-written %s: %w", rel, rerr))
+			}
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close() // the write's error is the one to report
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close() // the sync's error is the one to report
+		return fmt.Errorf("sync %s: %w", rel, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", rel, err)
+	}
+	if err := vaultfs.SyncDir(a.v.fs, dir); err != nil {
+		a.v.log.Warn("cannot sync the folder of a file an agent created; a crash now may lose it", "file", rel, "err", err)
+	}
+	return nil
+}
+
+// mkdirs creates the folder dir and those on its way that are missing,
+// one at a time, refusing a link or a file on the way.
+func (a *agentFS) mkdirs(dir string) error {
+	elems := strings.Split(dir, "/")
+	for k := 1; k <= len(elems); k++ {
+		d := strings.Join(elems[:k], "/")
+		osd := filepath.FromSlash(d)
+		fi, err := a.v.fs.Lstat(osd)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = a.v.fs.Mkdir(osd, 0o755)
+			if errors.Is(err, fs.ErrExist) {
+				fi, err = a.v.fs.Lstat(osd) // someone made it meanwhile
+			} else if err == nil {
+				continue
+			}
+		}
+		switch {
+		case err != nil:
+			return fmt.Errorf("create the folder %s: %w", d, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return refused("%s is a symbolic link: knotd never writes through one", d)
+		case !fi.IsDir():
+			return refused("%s is not a folder", d)
+		}
+	}
+	return nil
+}
+
+// resolve maps the absolute path p an agent sent to a vault-relative one
+// that the agent may use, or says why not.
+func (a *agentFS) resolve(p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		return "", refused("%q is not an absolute path", p)
+	}
+	for _, el := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator }) {
+		if el == ".." {
+			return "", refused("%q has a .. element", p)
+		}
+	}
+	rel, ok := a.rel(filepath.Clean(p))
+	if !ok {
+		return "", refused("%s is outside the vault", p)
+	}
+	if rel == "" {
+		return "", refused("the vault root is a folder")
+	}
+	if err := strand.ValidateRel(rel); err != nil {
+		return "", refused("%v", err)
+	}
+	v := a.v
+	if rel == strand.StateDir || strings.HasPrefix(rel, strand.StateDir+"/") {
+		return "", refused("knotd's own files (%s)", strand.StateDir)
+	}
+	if err := v.rules.Load(v.root, rel); err != nil {
+		return "", refused("cannot read the ignore files on the way to %s: %v", rel, err)
+	}
+	if ign, why := v.rules.Explain(rel); ign {
+		return "", refused("%s is %s", rel, why)
+	}
+	linked, nested, err := v.linkedDir(rel, nil)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s: %w", rel, err)
+	case nested != "":
+		return "", refused("%s is inside %s, a vault of its own", rel, nested)
+	case linked != "":
+		return "", refused("%s is below %s, a symbolic link to a folder: knotd never follows it", rel, linked)
+	}
+	if sc := v.scopeOf(rel); sc.Off {
+		return "", refused("%s is kept from agents: %s", rel, sc.Why)
+	}
+	return rel, nil
+}
+
+// rel returns the slash-separated path of the clean absolute path p
+// relative to the vault root ("" for the root itself), also when p
+// reaches the root by another name (a symbolic link to it, or one of the
+// folders above it); ok is false when p is outside the vault.
+func (a *agentFS) rel(p string) (string, bool) {
+	if rel, ok := within(a.v.root, p); ok {
+		return rel, true
+	}
+	rootInfo, err := os.Stat(a.v.root)
+	if err != nil {
+		return "", false
+	}
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err == nil && os.SameFile(fi, rootInfo) {
+			return within(dir, p)
+		}
+		if filepath.Dir(dir) == dir {
+			return "", false
+		}
+	}
+}
+
+// within returns p relative to dir when p is dir or lies below it.
+func within(dir, p string) (string, bool) {
+	r, err := filepath.Rel(dir, p)
+	if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+		return "", false
+	}
+	if r == "." {
+		return "", true
+	}
+	return filepath.ToSlash(r), true
+}
+
+// settle settles the guards of the earlier writes of rel ("" for all).
+// The caller holds a.mu.
+func (a *agentFS) settle(rel string) {
+	kept := a.guards[:0]
+	for _, g := range a.guards {
+		if rel != "" && g.rel != rel {
+			kept = append(kept, g)
+			continue
+		}
+		if a.v.settleGuard(g.rel, g.g) {
+			// The file holds a save the agent has not read: its next
+			// write is refused until it reads the file again.
+			a.seen[g.rel] = state.Hash{}
+		}
+	}
+	a.guards = kept
+}
+
+// close ends the file system at the end of its run: the guards of its
+// writes are settled, and later calls are refused.
+func (a *agentFS) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settle("")
+	a.closed = true
+}
