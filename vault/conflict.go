@@ -78,6 +78,14 @@ func (c *copies) take(rel string) []string { return c.takeFrom(c.tie, rel) }
 
 func (c *copies) takeNotes(rel string) []string { return c.takeFrom(c.note, rel) }
 
+// pending reports whether conflict copies of the strand rel's tie-off or
+// note wait for its next processing.
+func (c *copies) pending(rel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.tie[rel]) > 0 || len(c.note[rel]) > 0
+}
+
 func (c *copies) takeFrom(m map[string][]string, rel string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

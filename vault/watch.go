@@ -510,9 +510,12 @@ func (l *watchLoop) due(now time.Time) {
 }
 
 // submit submits a change of the strand rel, unless the strand is as
-// knotd's own write left it for the work under way (see ownWrites).
+// knotd's own write left it for the work under way (see ownWrites) and
+// nothing else waits for its processing: a conflict copy of its note or
+// tie-off that a sync tool made meanwhile (of that very write, say) is
+// folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) {
+	if info, where, err := l.v.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.copies.pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)
