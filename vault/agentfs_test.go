@@ -77,7 +77,7 @@ func TestAgentFS_Read(t *testing.T) {
 		{name: "Obsidian's excluded files", path: e.abs("excluded/x.md"), wantErr: `refused: excluded/x.md is kept from agents: Obsidian's Excluded files ("excluded/")`},
 		{name: "Obsidian's config", path: e.abs(".obsidian/app.json"), wantErr: "refused: .obsidian/app.json is ignored: inside .obsidian"},
 		{name: "knotd's folder", path: e.abs(".knot/config.yaml"), wantErr: "refused: knotd's own files (.knot)"},
-		{name: "a folder", path: e.abs("notes"), wantErr: "refused: notes is not a regular file (a directory)"},
+		{name: "a folder", path: e.abs("notes"), wantErr: "refused: notes is not a regular file (a folder)"},
 		{name: "huge", path: e.abs("big.md"), wantErr: "refused: big.md is larger than limits.max_strand_size (64.0 KiB)"},
 		{name: "binary", path: e.abs("binary.md"), wantErr: "refused: binary.md is not a text file"},
 		{name: "missing", path: e.abs("notes/none.md"), wantErr: "notes/none.md: file does not exist"},

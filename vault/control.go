@@ -17,6 +17,7 @@ import (
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
@@ -532,7 +533,7 @@ func (v *Vault) whyNotRun(rel string) string {
 	case where == ignored:
 		return "ignored (knotd --explain-ignore says why)"
 	case info != nil && !info.Mode().IsRegular():
-		return fmt.Sprintf("not a note knotd answers: %s, and knotd answers only regular .md files", fileKind(info.Mode()))
+		return fmt.Sprintf("not a note knotd answers: %s, and knotd answers only regular .md files", vaultfs.TypeName(info.Mode()))
 	}
 	_, has, err := v.store.Get(rel)
 	if err != nil {
@@ -576,23 +577,6 @@ func (v *Vault) whyNotRun(rel string) string {
 		return "the rules for its path do not run it on " + event
 	}
 	return ""
-}
-
-// fileKind names what a file that is not a regular one is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }
 
 // stateCopyPattern names the copies of the state store CopyState writes in

@@ -104,7 +104,7 @@ func open(root *os.Root, name string, flag int, perm fs.FileMode, write bool) (*
 		// A symbolic link (dangling, or leading out of the vault) or a
 		// FIFO without a reader fails the open itself: say what it is.
 		if li, lerr := root.Lstat(osName); lerr == nil && !li.Mode().IsRegular() {
-			return fail(fmt.Errorf("%w (%s)", ErrNotRegular, typeName(li.Mode())))
+			return fail(fmt.Errorf("%w (%s)", ErrNotRegular, TypeName(li.Mode())))
 		}
 		return nil, nil, err
 	}
@@ -123,7 +123,7 @@ func open(root *os.Root, name string, flag int, perm fs.FileMode, write bool) (*
 // still refers to, and, for a write, that it has no other hard links.
 func check(root *os.Root, osName string, fi fs.FileInfo, write bool) error {
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w (%s)", ErrNotRegular, typeName(fi.Mode()))
+		return fmt.Errorf("%w (%s)", ErrNotRegular, TypeName(fi.Mode()))
 	}
 	li, err := root.Lstat(osName)
 	switch {
@@ -142,13 +142,14 @@ func check(root *os.Root, osName string, fi fs.FileInfo, write bool) error {
 	return nil
 }
 
-// typeName names the type of a file mode for messages.
-func typeName(m fs.FileMode) string {
+// TypeName names the type of a file mode that is not a regular file's,
+// for messages: "a symbolic link", "a folder", "a FIFO"...
+func TypeName(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
 	case m.IsDir():
-		return "a directory"
+		return "a folder"
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO"
 	case m&fs.ModeSocket != 0:
@@ -229,7 +230,7 @@ func ReplaceFrom(root *os.Root, name string, r io.Reader, opts ReplaceOptions) (
 	perm, keep := opts.Perm, opts.Perm != 0
 	switch li, err := root.Lstat(osName); {
 	case err == nil && !li.Mode().IsRegular():
-		return fail(fmt.Errorf("%w (%s)", ErrNotRegular, typeName(li.Mode())))
+		return fail(fmt.Errorf("%w (%s)", ErrNotRegular, TypeName(li.Mode())))
 	case err == nil && perm == 0:
 		perm, keep = li.Mode().Perm(), true
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
