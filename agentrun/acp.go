@@ -418,6 +418,10 @@ func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error
 	// The blocks handed out, the file system's among them, then the
 	// decoder's last ones.
 	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
+	if c.agentErr == "" && c.done && c.refused > 0 && cleanReply(d.Reply) == "" {
+		// OpenCode ends the turn, without a word, when a request is refused.
+		c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+	}
 	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost,
 		notes: append(append([]string(nil), c.notes...), d.Message.Notes...), message: &msg}
 	if c.agentErr == "" && !c.done {

@@ -452,7 +452,7 @@ func TestACPPresets_SessionOptions(t *testing.T) {
 		args               []string
 		env                [2]string
 	}{
-		{preset: PresetClaudeACP, mode: "default", meta: `{"claudeCode":{"options":{"settingSources":["user"]}}}`},
+		{preset: PresetClaudeACP, mode: "default", meta: `{"claudeCode":{"options":{"settingSources":["user"]}}}`, env: [2]string{"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false"}},
 		{preset: PresetCodexACP, mode: "read-only"},
 		{preset: PresetOpenCode, args: []string{"acp"}, env: [2]string{"OPENCODE_PERMISSION", `{"edit":"ask","bash":"ask","webfetch":"ask"}`}},
 	} {

@@ -92,7 +92,8 @@ type Agent struct {
 	// it in. It is used in messages only.
 	Name string `yaml:"name,omitempty"`
 	// Preset names a built-in agent or preset: digest, claude, codex,
-	// gemini, llm or ollama. Empty with no Command means digest.
+	// gemini, llm, ollama, claude-acp, codex-acp or opencode. Empty with
+	// no Command means digest.
 	Preset string `yaml:"preset,omitempty"`
 	// Command is the argv of a generic command. With a Preset it replaces
 	// the preset's program (for example ["/opt/claude/bin/claude"] or

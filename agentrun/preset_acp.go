@@ -62,8 +62,12 @@ var (
 	// --setting-sources user: the vault's .claude/settings.json is a sync
 	// peer's input), and the session's mode is "default", where it asks
 	// before edits and commands (its own default, "auto", never asks).
+	// Claude Code's prompt suggestions (a model call after each turn for
+	// what the user might type next, which nobody reads in knotd) are
+	// off.
 	claudeACPPreset = &acpPreset{
 		program: "claude-agent-acp",
+		env:     [][2]string{{"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false"}},
 		meta:    map[string]any{"claudeCode": map[string]any{"options": map[string]any{"settingSources": []string{"user"}}}},
 		mode:    "default",
 	}
