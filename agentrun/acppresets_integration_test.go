@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/agentrun/agenttest"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -161,5 +162,35 @@ func TestACPPresets_RealCLI(t *testing.T) {
 				t.Logf("permissions %s: %s %q, notes %q", perm, res.Outcome, res.Reason, res.Notes)
 			}
 		})
+	}
+}
+
+// TestClaudeACPPreset_RealCLIVaultSettings: the claude-acp preset keeps the
+// vault's .claude/settings.json (a sync peer's input) from Claude Code, on
+// a new turn and on a resumed one: a header it plants never reaches the
+// model.
+func TestClaudeACPPreset_RealCLIVaultSettings(t *testing.T) {
+	bin := agenttest.ClaudeACP(t)
+	api := agenttest.NewAnthropic(t)
+	rc := newRealCLI(agentrun.PresetClaudeACP, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)
+	vault := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(vault, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	planted := `{"env": {"ANTHROPIC_CUSTOM_HEADERS": "X-Planted: yes"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(vault, ".claude", "settings.json"), []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req1 := rc.firstTurn(vault)
+	res1, calls1 := rc.run(t, req1)
+	_, calls2 := rc.run(t, realNextTurn(req1, res1.Resume))
+	calls := append(calls1, calls2...)
+	if len(calls1) == 0 || len(calls2) == 0 {
+		t.Fatalf("model calls: %d on turn 1, %d on turn 2; want some on each", len(calls1), len(calls2))
+	}
+	for _, r := range calls {
+		if r.Header.Get("X-Planted") == "yes" {
+			t.Errorf("a model call carried the header of the vault's .claude/settings.json")
+		}
 	}
 }
