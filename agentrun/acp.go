@@ -43,19 +43,43 @@ import (
 // When the prompt's response arrives, standard input is closed and the
 // agent exits. The command is run as written: no template values, no
 // model (an ACP agent chooses its own).
-type acpDriver struct{}
+//
+// A preset built on it (acpPreset: claude-acp, codex-acp, opencode) adds
+// its arguments, environment and session options.
+type acpDriver struct {
+	// preset is nil for a protocol: acp command.
+	preset *acpPreset
+}
 
 func (acpDriver) delivery() PromptMode     { return PromptStdin }
 func (acpDriver) inlineInstructions() bool { return true }
 func (acpDriver) resumes() bool            { return true }
-func (acpDriver) defaultProgram() string   { return "" }
 func (acpDriver) limits() Limits           { return Limits{} }
+
+func (d acpDriver) defaultProgram() string {
+	if d.preset != nil {
+		return d.preset.program
+	}
+	return ""
+}
 
 // parser is not used: the conversation parses (see converse).
 func (acpDriver) parser() outputParser { return newACPConversation(nil) }
 
-func (acpDriver) argv(a *attempt) ([]string, error) {
-	return append([]string(nil), a.program...), nil
+func (d acpDriver) argv(a *attempt) ([]string, error) {
+	argv := append([]string(nil), a.program...)
+	if d.preset != nil {
+		argv = append(argv, d.preset.args...)
+	}
+	return argv, nil
+}
+
+// env is the preset's environment, set over the agent's own.
+func (d acpDriver) env() [][2]string {
+	if d.preset == nil {
+		return nil
+	}
+	return d.preset.env
 }
 
 func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
@@ -67,6 +91,7 @@ func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
 
 func (d acpDriver) converse(a *attempt) conversation {
 	c := newACPConversation(a)
+	c.preset = d.preset
 	if !utf8.ValidString(a.prompt) {
 		c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached the agent as U+FFFD")
 	}
@@ -88,6 +113,8 @@ type acpConversation struct {
 	perm                Permissions
 	fs                  FileSystem
 	grace               time.Duration
+	// preset is the preset's session options, nil for a command.
+	preset *acpPreset
 
 	push func(msgs [][]byte, close bool) error
 	pr   *io.PipeReader
@@ -111,6 +138,7 @@ type acpConversation struct {
 	prompted  bool
 	done      bool
 	cancelled bool
+	refused   int // permission requests knotd refused
 	agentErr  string
 	lost      string
 	notes     []string
@@ -242,7 +270,7 @@ func (c *acpConversation) drive() {
 	session := c.resume
 	switch {
 	case c.resume == "":
-		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Cwd: c.cwd, McpServers: []acp.McpServer{}})
+		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Meta: c.preset.sessionMeta(), Cwd: c.cwd, McpServers: []acp.McpServer{}})
 		if gone(err) {
 			return
 		}
@@ -256,12 +284,12 @@ func (c *acpConversation) drive() {
 		}
 		session = string(r.SessionId)
 	case init.AgentCapabilities.SessionCapabilities.Resume != nil:
-		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
+		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
 			c.sessionLost("session/resume", err)
 			return
 		}
 	case init.AgentCapabilities.LoadSession:
-		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(c.resume), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
+		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
 			c.sessionLost("session/load", err)
 			return
 		}
@@ -271,6 +299,16 @@ func (c *acpConversation) drive() {
 		c.agentErr = c.lost
 		c.mu.Unlock()
 		return
+	}
+	if mode := c.preset.sessionMode(); mode != "" {
+		_, err := c.conn.SetSessionMode(c.ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: acp.SessionModeId(mode)})
+		if gone(err) {
+			return
+		}
+		if err != nil {
+			fail("the agent did not switch its session to mode %q (session/set_mode), in which it asks before it edits: %s", mode, acpErrText(err))
+			return
+		}
 	}
 	c.mu.Lock()
 	c.session, c.prompted = session, true
@@ -282,6 +320,13 @@ func (c *acpConversation) drive() {
 		return
 	}
 	if err != nil {
+		if c.resume != "" && c.preset.promptLost(err) {
+			// The agent resumed a session whose conversation it no
+			// longer has (Codex with its store gone).
+			c.lost = firstLine("session/prompt refused: "+acpErrText(err), 200)
+			c.agentErr = c.lost
+			return
+		}
 		c.agentErr = "the agent failed the prompt: " + acpErrText(err)
 		if re := (*acp.RequestError)(nil); errors.As(err, &re) && re.Code == acpAuthRequired {
 			c.agentErr += "; sign in to the agent (run its command yourself once, as the user knotd runs as) and retry"
@@ -294,7 +339,12 @@ func (c *acpConversation) drive() {
 	case acp.StopReasonRefusal:
 		c.agentErr = "the agent refused the prompt (stopReason refusal): change the note or the agent's instructions"
 	case acp.StopReasonCancelled:
-		if !c.cancelled {
+		switch {
+		case c.cancelled:
+		case c.refused > 0:
+			// Codex ends the turn when a request is refused.
+			c.agentErr = fmt.Sprintf("the agent ended its turn when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+		default:
 			c.agentErr = "the agent cancelled the turn itself (stopReason cancelled)"
 		}
 	case acp.StopReasonMaxTokens, acp.StopReasonMaxTurnRequests:
@@ -368,6 +418,10 @@ func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error
 	// The blocks handed out, the file system's among them, then the
 	// decoder's last ones.
 	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
+	if c.agentErr == "" && c.done && c.refused > 0 && cleanReply(d.Reply) == "" {
+		// OpenCode ends the turn, without a word, when a request is refused.
+		c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+	}
 	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost,
 		notes: append(append([]string(nil), c.notes...), d.Message.Notes...), message: &msg}
 	if c.agentErr == "" && !c.done {
@@ -436,6 +490,9 @@ func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermission
 		verdict = "allowed"
 	}
 	cl.c.mu.Lock()
+	if !allowed {
+		cl.c.refused++
+	}
 	cl.c.notes = append(cl.c.notes, fmt.Sprintf("the agent asked permission for %q (a tool call of kind %s): %s (permissions %s)",
 		firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
 	cl.c.mu.Unlock()

@@ -440,3 +440,80 @@ func TestACP_Validate(t *testing.T) {
 		t.Error("an ACP command does not keep its conversation")
 	}
 }
+
+// TestACPPresets_SessionOptions: the ACP presets run the generic driver
+// with their own arguments, environment and session options: the
+// claude-acp preset's _meta (the user's settings only) on session/new and
+// session/resume and its mode "default" set before each prompt, codex-acp's
+// mode "read-only", opencode's "acp" argument and OPENCODE_PERMISSION.
+func TestACPPresets_SessionOptions(t *testing.T) {
+	for _, tc := range []struct {
+		preset, mode, meta string
+		args               []string
+		env                [2]string
+	}{
+		{preset: PresetClaudeACP, mode: "default", meta: `{"claudeCode":{"options":{"settingSources":["user"]}}}`, env: [2]string{"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false"}},
+		{preset: PresetCodexACP, mode: "read-only"},
+		{preset: PresetOpenCode, args: []string{"acp"}, env: [2]string{"OPENCODE_PERMISSION", `{"edit":"ask","bash":"ask","webfetch":"ask"}`}},
+	} {
+		t.Run(tc.preset, func(t *testing.T) {
+			agent, state := fakeCommand(t, fakeagent.ACP)
+			agent.Preset, agent.Name = tc.preset, tc.preset
+			agent.Env["OPENCODE_PERMISSION"] = `{"edit":"allow"}` // the preset's wins
+			if err := agent.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := agent.Program(); got != agent.Command[0] {
+				t.Errorf("Program() = %q; want %q", got, agent.Command[0])
+			}
+			req := runRequest(t, agent, planV1)
+			res1 := mustRun(t, &Runner{}, req)
+			if res1.Outcome != OutcomeOK || res1.Resume == "" {
+				t.Fatalf("turn 1 = %s %q resume %q; want ok with a session", res1.Outcome, res1.Reason, res1.Resume)
+			}
+			if want := append([]string{agent.Command[0]}, tc.args...); !slices.Equal(res1.Argv, want) {
+				t.Errorf("argv = %q; want %q", res1.Argv, want)
+			}
+			res2 := mustRun(t, &Runner{}, nextTurn(req, res1.Resume, planV2))
+			if res2.Outcome != OutcomeOK || res2.Reply != "FAKE REPLY (user messages seen: 2)" {
+				t.Fatalf("turn 2 = %s %q reply %q; want the resumed session's reply", res2.Outcome, res2.Reason, res2.Reply)
+			}
+			var seq []string
+			for _, m := range acpReceived(t, state) {
+				var method string
+				if json.Unmarshal(m["method"], &method) != nil || method == "" || method == "initialize" {
+					continue
+				}
+				var params struct {
+					Meta   json.RawMessage `json:"_meta"`
+					ModeID string          `json:"modeId"`
+				}
+				if err := json.Unmarshal(m["params"], &params); err != nil {
+					t.Fatal(err)
+				}
+				switch method {
+				case "session/new", "session/resume":
+					if string(params.Meta) != tc.meta {
+						t.Errorf("%s _meta = %s; want %q", method, params.Meta, tc.meta)
+					}
+				case "session/set_mode":
+					method += " " + params.ModeID
+				}
+				seq = append(seq, method)
+			}
+			want := []string{"session/new", "session/prompt", "session/resume", "session/prompt"}
+			if tc.mode != "" {
+				want = []string{"session/new", "session/set_mode " + tc.mode, "session/prompt", "session/resume", "session/set_mode " + tc.mode, "session/prompt"}
+			}
+			if !slices.Equal(seq, want) {
+				t.Errorf("the agent received %q; want %q", seq, want)
+			}
+			// The fake records only knotd's variables: the environment
+			// the runner starts the agent with.
+			env := (&Runner{}).procSpec(&attempt{req: &req}, res1.Argv, true, nil).env
+			if tc.env[0] != "" && !slices.Contains(env, tc.env[0]+"="+tc.env[1]) {
+				t.Errorf("the agent's environment lacks %s=%s: %q", tc.env[0], tc.env[1], env)
+			}
+		})
+	}
+}

@@ -25,11 +25,15 @@ const (
 	PresetGemini = "gemini"
 	PresetLLM    = "llm"
 	PresetOllama = "ollama"
+	// The presets on the ACP driver (preset_acp.go).
+	PresetClaudeACP = "claude-acp"
+	PresetCodexACP  = "codex-acp"
+	PresetOpenCode  = "opencode"
 )
 
 // Presets lists every preset name, the built-in digest first.
 func Presets() []string {
-	return []string{PresetDigest, PresetClaude, PresetCodex, PresetGemini, PresetLLM, PresetOllama}
+	return []string{PresetDigest, PresetClaude, PresetCodex, PresetGemini, PresetLLM, PresetOllama, PresetClaudeACP, PresetCodexACP, PresetOpenCode}
 }
 
 // PromptMode says how a generic command receives its prompt.
@@ -88,7 +92,8 @@ type Agent struct {
 	// it in. It is used in messages only.
 	Name string `yaml:"name,omitempty"`
 	// Preset names a built-in agent or preset: digest, claude, codex,
-	// gemini, llm or ollama. Empty with no Command means digest.
+	// gemini, llm, ollama, claude-acp, codex-acp or opencode. Empty with
+	// no Command means digest.
 	Preset string `yaml:"preset,omitempty"`
 	// Command is the argv of a generic command. With a Preset it replaces
 	// the preset's program (for example ["/opt/claude/bin/claude"] or
@@ -156,7 +161,7 @@ func (a *Agent) permissions() Permissions {
 // commands, so that Permissions applies to it.
 func (a *Agent) hasTools() bool {
 	switch a.kind() {
-	case PresetClaude, PresetCodex, PresetGemini:
+	case PresetClaude, PresetCodex, PresetGemini, PresetClaudeACP, PresetCodexACP, PresetOpenCode:
 		return true
 	}
 	return a.acp()
@@ -237,6 +242,9 @@ func (a *Agent) Validate() error {
 		if a.Prompt != "" || a.Output != "" || a.Reply != "" || a.Session != "" || len(a.ResumeCommand) > 0 {
 			add("prompt, output, reply, session and resume_command are fixed by the %s preset; remove them or use a command instead of the preset", k)
 		}
+		if acpPresets[k] != nil && a.Model != "" {
+			add("model does not apply to the %s preset (knotd does not choose an ACP agent's model); set the model in the agent's own configuration", k)
+		}
 		if k == PresetOllama && a.Model == "" {
 			add("the ollama preset needs a model (ollama run MODEL), for example model: llama3.2")
 		}
@@ -290,7 +298,7 @@ func (a *Agent) Validate() error {
 	switch a.Permissions {
 	case "", PermReadOnly, PermEdit, PermFull:
 		if a.Permissions != "" && !a.hasTools() {
-			add("permissions apply to the claude, codex and gemini presets and to protocol: acp commands, whose agents ask before they edit files or run commands; remove it (a command's own flags decide what it may do)")
+			add("permissions apply to the claude, codex, gemini, claude-acp, codex-acp and opencode presets and to protocol: acp commands, whose agents ask before they edit files or run commands; remove it (a command's own flags decide what it may do)")
 		}
 	default:
 		add("permissions %q is not one of read-only, edit, full", a.Permissions)

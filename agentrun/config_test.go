@@ -55,7 +55,8 @@ func TestAgent_Validate(t *testing.T) {
 		{name: "knot env", agent: Agent{Preset: "claude", Env: map[string]string{"KNOT_STRAND": "x"}}, want: []string{"KNOT_STRAND is set by knotd"}},
 		{name: "bad env name", agent: Agent{Preset: "claude", Env: map[string]string{"A=B": "x"}, EnvRemove: []string{""}}, want: []string{`"A=B" is not a valid`, `env_remove: "" is not`}},
 		{name: "bad permissions", agent: Agent{Preset: "claude", Permissions: "write"}, want: []string{`permissions "write"`, "read-only, edit, full"}},
-		{name: "permissions on a command", agent: Agent{Command: []string{"t"}, Permissions: PermEdit}, want: []string{"permissions apply to the claude, codex and gemini presets"}},
+		{name: "permissions on a command", agent: Agent{Command: []string{"t"}, Permissions: PermEdit}, want: []string{"permissions apply to the claude, codex, gemini, claude-acp, codex-acp and opencode presets"}},
+		{name: "model on an ACP preset", agent: Agent{Preset: PresetCodexACP, Model: "gpt-5"}, want: []string{"model does not apply to the codex-acp preset"}},
 		{name: "permissions on ollama", agent: Agent{Preset: "ollama", Model: "m", Permissions: PermReadOnly}, want: []string{"permissions apply to"}},
 		{name: "several problems", agent: Agent{Command: []string{"t"}, Prompt: "x", Output: "y"}, want: []string{`prompt "x"`, `output "y"`}},
 	}

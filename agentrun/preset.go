@@ -166,6 +166,12 @@ type continuer interface {
 	continues(req *Request) bool
 }
 
+// enver is a driver that sets environment variables of its own for the
+// agent, over knotd's and the agent's (Agent.Env).
+type enver interface {
+	env() [][2]string
+}
+
 // preparer is a driver with a step before each attempt (creating a
 // directory it needs).
 type preparer interface {
@@ -186,6 +192,9 @@ func newDriver(a *Agent, kind string) driver {
 		return llmDriver{}
 	case PresetOllama:
 		return ollamaDriver{}
+	}
+	if p := acpPresets[kind]; p != nil {
+		return acpDriver{preset: p}
 	}
 	if a.acp() {
 		return acpDriver{}

@@ -292,6 +292,9 @@ func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]b
 		{EnvSession, req.Session},
 		{EnvRunID, req.RunID},
 	}
+	if e, ok := newDriver(&req.Agent, req.Agent.kind()).(enver); ok {
+		knot = append(e.env(), knot...)
+	}
 	environ := os.Environ
 	if r.Environ != nil {
 		environ = r.Environ

@@ -19,7 +19,7 @@ import (
 // stopReason end_turn and the turn's usage (100×turns in, 20 out). It
 // appends every message it receives, one a line, to <state>/acp.jsonl,
 // exits 0 when its input ends, and records its call, whose Stdin is the
-// prompt's text.
+// prompt's text. It accepts any session/set_mode.
 //
 // EnvFail: "load" offers session/load only, "fresh" neither load nor
 // resume; "permission" asks permission for an edit tool call before
@@ -150,6 +150,8 @@ func acpAgent(inv *Invocation) int {
 					update(s, text("agent_message_chunk", reply(k)))
 				}
 			}
+			send(map[string]any{"id": id, "result": map[string]any{}})
+		case "session/set_mode":
 			send(map[string]any{"id": id, "result": map[string]any{}})
 		case "session/prompt":
 			for _, p := range m.Params.Prompt {
