@@ -44,6 +44,9 @@ import (
 // agent exits. The command is run as written: no template values, no
 // model (an ACP agent chooses its own).
 //
+// A preset whose agent needs its own ways in the protocol (the gemini
+// preset: geminiACP) runs the same conversation in an acpMode.
+//
 // A preset built on it (acpPreset: claude-acp, codex-acp, opencode) adds
 // its arguments, environment and session options.
 type acpDriver struct {
@@ -82,6 +85,39 @@ func (d acpDriver) env() [][2]string {
 	return d.preset.env
 }
 
+// acpMode adapts the ACP client to one preset's agent; the zero value is
+// any agent (protocol: acp).
+type acpMode struct {
+	// name is the agent in notes ("" for "the agent").
+	name string
+	// format is the transcript's; with FormatGeminiACP the decoder reads
+	// every line of the conversation, and leaves a load's replayed
+	// history out itself.
+	format transcript.Format
+	// noFS: the agent is offered no file system (it uses its own tools).
+	noFS bool
+	// replay: the agent continues a session by session/load only, and the
+	// prompt waits for the available_commands_update that ends the load's
+	// replay of the history.
+	replay bool
+	// loadID is the session id the requests about a loaded session name.
+	loadID func(id string) string
+	// lost tells the refusals of session/load that mean the session is
+	// lost (nil: any refusal).
+	lost func(reason string) bool
+	// stderrNotes are the notes of what the agent said on standard error.
+	stderrNotes func(stderr string) []string
+	// decoderNotes: the decoder's notes stay in the transcript's message.
+	decoderNotesInMessage bool
+}
+
+func (m acpMode) agent() string {
+	if m.name == "" {
+		return "the agent"
+	}
+	return m.name
+}
+
 func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
 	if exitCode != 0 || p.lost == "" {
 		return "", false
@@ -92,9 +128,6 @@ func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
 func (d acpDriver) converse(a *attempt) conversation {
 	c := newACPConversation(a)
 	c.preset = d.preset
-	if !utf8.ValidString(a.prompt) {
-		c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached the agent as U+FFFD")
-	}
 	if a.model != "" {
 		c.notes = append(c.notes, fmt.Sprintf("the model %q was not passed on: an ACP agent chooses its own model", a.model))
 	}
@@ -109,6 +142,7 @@ func (d acpDriver) converse(a *attempt) conversation {
 // runner's outbox (attach). The SDK's requests are made by drive, a
 // goroutine that attach starts and finish waits for.
 type acpConversation struct {
+	mode                acpMode
 	prompt, cwd, resume string
 	perm                Permissions
 	fs                  FileSystem
@@ -125,6 +159,9 @@ type acpConversation struct {
 	// ended is closed when drive returned; turnEnded when the prompt got
 	// its response (or drive gave up).
 	ended, turnEnded chan struct{}
+	// commands is closed at the first available_commands_update (mode.replay).
+	commands     chan struct{}
+	commandsOnce sync.Once
 
 	// mu guards everything below, and serialises live and the decoder:
 	// the file system's calls come on the SDK's goroutines.
@@ -135,6 +172,7 @@ type acpConversation struct {
 	decHanded int                // of which the decoder's
 	fsCalls   int
 	session   string
+	acpID     string // the session id knotd's requests name
 	prompted  bool
 	done      bool
 	cancelled bool
@@ -144,15 +182,31 @@ type acpConversation struct {
 	notes     []string
 }
 
-func newACPConversation(a *attempt) *acpConversation {
-	c := &acpConversation{content: newBlockStream(transcript.FormatACP), ended: make(chan struct{}), turnEnded: make(chan struct{})}
+func newACPConversation(a *attempt) *acpConversation { return newACPModeConversation(a, acpMode{}) }
+
+func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
+	if mode.format == "" {
+		mode.format = transcript.FormatACP
+	}
+	c := &acpConversation{mode: mode, content: newBlockStream(mode.format), ended: make(chan struct{}), turnEnded: make(chan struct{}),
+		commands: make(chan struct{})}
 	c.content.watch(c.decodedBlocks)
 	if a != nil {
 		c.prompt, c.cwd, c.resume = a.prompt, a.req.Vault, a.resume
 		c.perm, c.fs = a.req.Agent.permissions(), a.req.FS
+		if mode.noFS {
+			c.fs = nil
+		}
+		if !utf8.ValidString(a.prompt) {
+			// JSON strings are Unicode: encoding the prompt replaces them.
+			c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached "+mode.agent()+" as U+FFFD")
+		}
 	}
 	return c
 }
+
+// decodesAll: the decoder reads every line, not only the prompt turn's.
+func (c *acpConversation) decodesAll() bool { return c.mode.format == transcript.FormatGeminiACP }
 
 func (c *acpConversation) watch(live func(transcript.AssistantMessage)) {
 	c.mu.Lock()
@@ -170,7 +224,7 @@ func (c *acpConversation) decodedBlocks(m transcript.AssistantMessage) {
 func (c *acpConversation) hand(blocks []transcript.Block) {
 	c.blocks = append(c.blocks, blocks...)
 	if c.live != nil {
-		c.live(transcript.AssistantMessage{Format: transcript.FormatACP, Blocks: blocks})
+		c.live(transcript.AssistantMessage{Format: c.mode.format, Blocks: blocks})
 	}
 }
 
@@ -204,7 +258,7 @@ func (w outboxWriter) Write(b []byte) (int, error) {
 
 func (c *acpConversation) line(b []byte) (send [][]byte, done bool) {
 	c.mu.Lock()
-	if c.prompted {
+	if c.prompted || c.decodesAll() {
 		c.content.line(b)
 	}
 	c.mu.Unlock()
@@ -267,7 +321,7 @@ func (c *acpConversation) drive() {
 		fail("the agent speaks ACP protocol version %d; knotd speaks version %d: update the agent or knotd", init.ProtocolVersion, acp.ProtocolVersionNumber)
 		return
 	}
-	session := c.resume
+	session, acpID := c.resume, c.resume
 	switch {
 	case c.resume == "":
 		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Meta: c.preset.sessionMeta(), Cwd: c.cwd, McpServers: []acp.McpServer{}})
@@ -282,7 +336,26 @@ func (c *acpConversation) drive() {
 			fail("the agent's session/new returned no sessionId")
 			return
 		}
-		session = string(r.SessionId)
+		session, acpID = string(r.SessionId), string(r.SessionId)
+	case c.mode.replay && !init.AgentCapabilities.LoadSession:
+		fail("%s cannot load a session (no loadSession capability): it cannot continue a conversation", c.mode.agent())
+		return
+	case c.mode.replay:
+		if c.mode.loadID != nil {
+			acpID = c.mode.loadID(c.resume)
+		}
+		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(acpID), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
+			c.sessionLost("session/load", err)
+			return
+		}
+		// The prompt goes once the replay of the history is over.
+		select {
+		case <-c.commands:
+		case <-c.conn.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		}
 	case init.AgentCapabilities.SessionCapabilities.Resume != nil:
 		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
 			c.sessionLost("session/resume", err)
@@ -311,9 +384,9 @@ func (c *acpConversation) drive() {
 		}
 	}
 	c.mu.Lock()
-	c.session, c.prompted = session, true
+	c.session, c.acpID, c.prompted = session, acpID, true
 	c.mu.Unlock()
-	r, err := c.conn.Prompt(c.ctx, acp.PromptRequest{SessionId: acp.SessionId(session), Prompt: []acp.ContentBlock{acp.TextBlock(c.prompt)}})
+	r, err := c.conn.Prompt(c.ctx, acp.PromptRequest{SessionId: acp.SessionId(acpID), Prompt: []acp.ContentBlock{acp.TextBlock(c.prompt)}})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gone(err) {
@@ -327,7 +400,7 @@ func (c *acpConversation) drive() {
 			c.agentErr = c.lost
 			return
 		}
-		c.agentErr = "the agent failed the prompt: " + acpErrText(err)
+		c.agentErr = c.mode.agent() + " failed the prompt: " + acpErrText(err)
 		if re := (*acp.RequestError)(nil); errors.As(err, &re) && re.Code == acpAuthRequired {
 			c.agentErr += "; sign in to the agent (run its command yourself once, as the user knotd runs as) and retry"
 		}
@@ -368,6 +441,13 @@ func (c *acpConversation) sessionLost(method string, err error) {
 		c.agentErr = fmt.Sprintf("the agent did not answer %s: %s", method, acpErrText(err))
 		return
 	}
+	if c.mode.lost != nil {
+		c.agentErr = acpErrText(err)
+		if c.mode.lost(c.agentErr) {
+			c.lost = firstLine(c.agentErr, 200)
+		}
+		return
+	}
 	c.lost = firstLine(fmt.Sprintf("%s refused: %s", method, acpErrText(err)), 200)
 	c.agentErr = c.lost
 }
@@ -377,7 +457,7 @@ func (c *acpConversation) sessionLost(method string, err error) {
 // a prompt turn and waits up to the grace period for the turn to end.
 func (c *acpConversation) cancel() {
 	c.mu.Lock()
-	session, prompted, done := c.session, c.prompted, c.done
+	session, prompted, done := c.acpID, c.prompted, c.done
 	if prompted && !done {
 		c.cancelled = true
 		c.notes = append(c.notes, "knotd sent session/cancel: the run's time ran out or it was stopped")
@@ -397,7 +477,7 @@ func (c *acpConversation) cancel() {
 	}
 }
 
-func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error) {
+func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, error) {
 	if c.conn != nil {
 		// The agent exited: its output is over, and so is every request.
 		// The SDK sees the end first, so a request waiting for its
@@ -410,11 +490,11 @@ func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var d transcript.Decoded
-	if c.prompted {
+	if c.prompted || c.decodesAll() {
 		d = c.content.dec.Finish(stdout)
 	}
 	msg := d.Message
-	msg.Format = transcript.FormatACP
+	msg.Format = c.mode.format
 	// The blocks handed out, the file system's among them, then the
 	// decoder's last ones.
 	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
@@ -423,7 +503,13 @@ func (c *acpConversation) finish(stdout []byte, _ bool, _ string) (parsed, error
 		c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
 	}
 	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost,
-		notes: append(append([]string(nil), c.notes...), d.Message.Notes...), message: &msg}
+		notes: append([]string(nil), c.notes...), message: &msg}
+	if !c.mode.decoderNotesInMessage {
+		p.notes = append(p.notes, d.Message.Notes...)
+	}
+	if c.mode.stderrNotes != nil {
+		p.notes = append(p.notes, c.mode.stderrNotes(stderr)...)
+	}
 	if c.agentErr == "" && !c.done {
 		if len(bytes.TrimSpace(stdout)) == 0 {
 			return p, errNoOutput
@@ -467,8 +553,14 @@ func acpErrText(err error) string {
 // notifications.
 type acpClient struct{ c *acpConversation }
 
-// SessionUpdate: the decoder reads the updates from the lines themselves.
-func (acpClient) SessionUpdate(context.Context, acp.SessionNotification) error { return nil }
+// SessionUpdate: the decoder reads the updates from the lines themselves;
+// the client notes the first available_commands_update (see acpMode.replay).
+func (cl acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if n.Update.AvailableCommandsUpdate != nil {
+		cl.c.commandsOnce.Do(func() { close(cl.c.commands) })
+	}
+	return nil
+}
 
 func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	var req geminiPermissionRequest
@@ -493,8 +585,8 @@ func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermission
 	if !allowed {
 		cl.c.refused++
 	}
-	cl.c.notes = append(cl.c.notes, fmt.Sprintf("the agent asked permission for %q (a tool call of kind %s): %s (permissions %s)",
-		firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
+	cl.c.notes = append(cl.c.notes, fmt.Sprintf("%s asked permission for %q (a tool call of kind %s): %s (permissions %s)",
+		cl.c.mode.agent(), firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
 	cl.c.mu.Unlock()
 	if optionID == "" {
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil

@@ -1,12 +1,9 @@
 package agentrun
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/knotd/knotd/transcript"
 )
@@ -16,11 +13,13 @@ import (
 //
 //	gemini --acp --approval-mode default [--model M]
 //
-// knotd is the ACP client. One attempt is one conversation (see
-// geminiConversation): initialize, then session/new (a new session) or
-// session/load of the resume handle, then one session/prompt whose text
-// block is the prompt; when the prompt's response arrives, standard input
-// is closed and the CLI exits. The working directory and the session's cwd
+// knotd is the ACP client: the one protocol: acp agents get
+// (acpConversation, on github.com/coder/acp-go-sdk), in Gemini's mode
+// (geminiACP). One attempt is one conversation: initialize (offering no
+// file system: the CLI uses its own tools), then session/new (a new
+// session) or session/load of the resume handle, then one session/prompt
+// whose text block is the prompt; when the prompt's response arrives,
+// standard input is closed and the CLI exits. The working directory and the session's cwd
 // are the vault root (Gemini keeps sessions per project directory).
 //
 // ACP rather than headless mode (gemini -p, or the prompt on standard
@@ -69,24 +68,37 @@ func (geminiDriver) resumes() bool            { return true }
 func (geminiDriver) defaultProgram() string   { return "gemini" }
 func (geminiDriver) limits() Limits           { return Limits{} }
 
-// parser is not used: the conversation parses (see converse).
-func (geminiDriver) parser() outputParser {
-	return &geminiConversation{content: newBlockStream(transcript.FormatGeminiACP)}
+// geminiACP is the ACP client's mode for Gemini CLI (see geminiDriver).
+var geminiACP = acpMode{
+	name:                  "Gemini CLI",
+	format:                transcript.FormatGeminiACP,
+	noFS:                  true,
+	replay:                true,
+	loadID:                geminiLoadID,
+	lost:                  geminiSessionLost,
+	stderrNotes:           geminiStderrNotes,
+	decoderNotesInMessage: true,
 }
 
-func (geminiDriver) converse(a *attempt) conversation {
-	c := &geminiConversation{
-		prompt:  a.prompt,
-		cwd:     a.req.Vault,
-		resume:  a.resume,
-		perm:    a.req.Agent.permissions(),
-		content: newBlockStream(transcript.FormatGeminiACP),
+// parser is not used: the conversation parses (see converse).
+func (geminiDriver) parser() outputParser { return newACPModeConversation(nil, geminiACP) }
+
+func (geminiDriver) converse(a *attempt) conversation { return newACPModeConversation(a, geminiACP) }
+
+// geminiSessionLost tells Gemini CLI's two refusals of a session/load that
+// mean it does not have the session.
+func geminiSessionLost(reason string) bool {
+	return strings.Contains(reason, "No previous sessions found") || strings.Contains(reason, "Invalid session identifier")
+}
+
+// geminiStderrNotes notes a run in a folder the user has not trusted.
+func geminiStderrNotes(stderr string) []string {
+	for _, s := range geminiUntrusted {
+		if strings.Contains(stderr, s) {
+			return []string{geminiUntrustedNote}
+		}
 	}
-	if !utf8.ValidString(a.prompt) {
-		// JSON strings are Unicode: encoding the prompt replaces them.
-		c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached Gemini CLI as U+FFFD")
-	}
-	return c
+	return nil
 }
 
 // argv passes --approval-mode default whatever the permissions: it
@@ -117,141 +129,11 @@ const geminiUntrustedNote = "Gemini CLI does not trust the vault folder, so it r
 	"knotd does not trust folders for you: to let Gemini CLI use them, trust the folder in Gemini CLI " +
 	"(or add its path with \"TRUST_FOLDER\" to ~/.gemini/trustedFolders.json)"
 
-// The request ids of knotd's side of the conversation.
-const (
-	acpInitialize = 1
-	acpSession    = 2 // session/new or session/load
-	acpPrompt     = 3
-)
-
-// geminiConversation is knotd's side of one ACP conversation with Gemini
-// CLI: it sends the requests in turn and answers the CLI's requests. What
-// the CLI says (the reply, its blocks, the usage) is read from the same
-// lines by the transcript's gemini-acp decoder, as they arrive.
-type geminiConversation struct {
-	prompt, cwd string
-	resume      string // the session to load, "" for a new one
-	perm        Permissions
-
-	session string // the session id, once known: the resume handle
-	// acpID is the session id knotd's ACP requests name: session or,
-	// for a loaded session, geminiLoadID(session).
-	acpID string
-	// loaded: session/load succeeded; commands: the
-	// available_commands_update that ends a load's replay was seen (it may
-	// come before the load's response).
-	loaded, commands bool
-	prompted         bool // session/prompt was sent
-	done             bool
-	agentErr         string
-	lost             string
-	notes            []string
-	badLines         int
-	// content decodes every line for the reply, usage and blocks.
-	content blockStream
-}
-
-func (c *geminiConversation) watch(live func(transcript.AssistantMessage)) { c.content.watch(live) }
-
-// acpMessage is one JSON-RPC message from the CLI: a request (method and
-// id), a notification (method only) or a response (id, result or error).
-type acpMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *acpError       `json:"error"`
-}
-
+// acpError is an agent's JSON-RPC error, for its text.
 type acpError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data"`
-}
-
-func (c *geminiConversation) open() [][]byte {
-	return [][]byte{acpRequest(acpInitialize, "initialize", map[string]any{
-		"protocolVersion": 1,
-		// No file system or terminal: the CLI uses its own tools, and asks
-		// before any that needs approval.
-		"clientCapabilities": map[string]any{},
-	})}
-}
-
-func (c *geminiConversation) line(b []byte) (send [][]byte, done bool) {
-	c.content.line(b) // all of the output, also what follows the end
-	if c.done {
-		return nil, true
-	}
-	var m acpMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		c.badLines++
-		return nil, false
-	}
-	switch {
-	case m.Method != "" && len(m.ID) > 0:
-		return [][]byte{c.answer(m)}, false
-	case m.Method == "session/update":
-		c.update(m.Params)
-	case m.Method == "" && len(m.ID) > 0:
-		send = c.response(m)
-	}
-	if !c.done && c.loaded && c.commands && !c.prompted {
-		send = append(send, c.promptRequest())
-	}
-	return send, c.done
-}
-
-// response handles the answer to one of knotd's requests.
-func (c *geminiConversation) response(m acpMessage) [][]byte {
-	var id int
-	if err := json.Unmarshal(m.ID, &id); err != nil {
-		return nil
-	}
-	if m.Error != nil {
-		if id == acpSession && c.resume != "" {
-			if reason := m.Error.text(); strings.Contains(reason, "No previous sessions found") || strings.Contains(reason, "Invalid session identifier") {
-				c.lost = firstLine(reason, 200)
-			}
-		}
-		c.agentErr = m.Error.text()
-		c.done = true
-		return nil
-	}
-	switch id {
-	case acpInitialize:
-		if c.resume != "" {
-			var r struct {
-				AgentCapabilities struct {
-					LoadSession bool `json:"loadSession"`
-				} `json:"agentCapabilities"`
-			}
-			if err := json.Unmarshal(m.Result, &r); err == nil && !r.AgentCapabilities.LoadSession {
-				c.agentErr, c.done = "this Gemini CLI cannot load a session (no loadSession capability): it cannot continue a conversation", true
-				return nil
-			}
-			c.session, c.acpID = c.resume, geminiLoadID(c.resume)
-			return [][]byte{acpRequest(acpSession, "session/load", map[string]any{"sessionId": c.acpID, "cwd": c.cwd, "mcpServers": []any{}})}
-		}
-		return [][]byte{acpRequest(acpSession, "session/new", map[string]any{"cwd": c.cwd, "mcpServers": []any{}})}
-	case acpSession:
-		if c.resume != "" {
-			c.loaded = true
-			return nil // the prompt goes once the replay is over
-		}
-		var r struct {
-			SessionID string `json:"sessionId"`
-		}
-		if err := json.Unmarshal(m.Result, &r); err != nil || r.SessionID == "" {
-			c.agentErr, c.done = "Gemini CLI's session/new returned no sessionId", true
-			return nil
-		}
-		c.session, c.acpID = r.SessionID, r.SessionID
-		return [][]byte{c.promptRequest()}
-	case acpPrompt:
-		c.done = true // its stopReason and usage are the decoder's
-	}
-	return nil
 }
 
 // geminiLoadID is the session id knotd's session/load, and the requests
@@ -291,57 +173,6 @@ func (c *geminiConversation) response(m acpMessage) [][]byte {
 // The CLI keeps the loaded session under the id as given, so the prompt
 // names " <id>" too; the resume handle stays the plain id.
 func geminiLoadID(id string) string { return " " + id }
-
-func (c *geminiConversation) promptRequest() []byte {
-	c.prompted = true
-	return acpRequest(acpPrompt, "session/prompt", map[string]any{
-		"sessionId": c.acpID,
-		"prompt":    []any{map[string]any{"type": "text", "text": c.prompt}},
-	})
-}
-
-// update follows the session/update notifications for the protocol: a
-// load's replay of the history ends with available_commands_update, after
-// which the prompt may be sent.
-func (c *geminiConversation) update(params json.RawMessage) {
-	var p struct {
-		Update struct {
-			Kind string `json:"sessionUpdate"`
-		} `json:"update"`
-	}
-	if err := json.Unmarshal(params, &p); err != nil {
-		c.badLines++
-		return
-	}
-	if p.Update.Kind == "available_commands_update" {
-		c.commands = c.resume != ""
-	}
-}
-
-// answer answers a request of the CLI: a permission request per the
-// agent's permissions, anything else "method not found" (knotd offers no
-// file system or terminal).
-func (c *geminiConversation) answer(m acpMessage) []byte {
-	if m.Method != "session/request_permission" {
-		return acpReply(m.ID, nil, &acpError{Code: -32601, Message: "method not found: " + m.Method})
-	}
-	var p geminiPermissionRequest
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return acpReply(m.ID, nil, &acpError{Code: -32602, Message: "invalid params: " + err.Error()})
-	}
-	optionID, allowed := geminiPermit(c.perm, p)
-	verdict := "refused"
-	if allowed {
-		verdict = "allowed"
-	}
-	c.notes = append(c.notes, fmt.Sprintf("Gemini CLI asked permission for %q (a tool call of kind %s): %s (permissions %s)",
-		firstLine(p.ToolCall.Title, 120), p.ToolCall.Kind, verdict, c.perm))
-	outcome := map[string]any{"outcome": "cancelled"}
-	if optionID != "" {
-		outcome = map[string]any{"outcome": "selected", "optionId": optionID}
-	}
-	return acpReply(m.ID, map[string]any{"outcome": outcome}, nil)
-}
 
 // geminiPermissionRequest is the part of session/request_permission's
 // params knotd reads.
@@ -384,30 +215,6 @@ func geminiPermit(perm Permissions, p geminiPermissionRequest) (optionID string,
 	return "", false
 }
 
-// finish reports what the conversation gathered.
-func (c *geminiConversation) finish(stdout []byte, _ bool, stderr string) (parsed, error) {
-	d := c.content.decoded(stdout)
-	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost, notes: c.notes, message: &d.Message}
-	for _, s := range geminiUntrusted {
-		if strings.Contains(stderr, s) {
-			p.notes = append(p.notes, geminiUntrustedNote)
-			break
-		}
-	}
-	if c.badLines > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("%d lines of Gemini CLI's output were not ACP messages knotd could read", c.badLines))
-	}
-	switch {
-	case c.done:
-		return p, nil
-	case len(bytes.TrimSpace(stdout)) == 0:
-		return p, errNoOutput
-	case !c.prompted:
-		return p, errors.New("the Gemini CLI stopped before the prompt was sent")
-	}
-	return p, errors.New("the Gemini CLI stopped before answering the prompt")
-}
-
 // text is an ACP error's message for a failure reason. Gemini CLI 0.61.0
 // puts an API error's JSON object in the message ({"error":{"code":401,
 // "message":…,"status":"UNAUTHENTICATED"}}) and an internal error's cause
@@ -434,30 +241,4 @@ func (e *acpError) text() string {
 		msg = data.Details
 	}
 	return firstLine(fmt.Sprintf("%s (ACP error %d)", msg, e.Code), 300)
-}
-
-// acpRequest encodes a JSON-RPC request.
-func acpRequest(id int, method string, params any) []byte {
-	return mustJSON(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-// acpReply encodes the response to a request of the CLI.
-func acpReply(id json.RawMessage, result any, e *acpError) []byte {
-	m := map[string]any{"jsonrpc": "2.0", "id": id}
-	if e != nil {
-		m["error"] = map[string]any{"code": e.Code, "message": e.Message}
-	} else {
-		m["result"] = result
-	}
-	return mustJSON(m)
-}
-
-// mustJSON encodes values built here from strings, numbers, maps and raw
-// JSON that was decoded before: encoding them cannot fail.
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("agentrun: encode an ACP message: " + err.Error())
-	}
-	return b
 }

@@ -3,10 +3,13 @@ package agentrun
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +92,7 @@ func TestGemini_RecordedACP(t *testing.T) {
 				resume = strings.TrimSpace(string(b))
 			}
 			a := &attempt{req: &Request{Vault: "/vault", Agent: Agent{Preset: PresetGemini, Permissions: tc.perm}}, prompt: "the prompt", resume: resume}
-			p, sent := talk(geminiDriver{}, a, stdout, stderr)
+			p, sent := talkACP(t, geminiDriver{}.converse(a), stdout, stderr, nil)
 			if exit != 0 {
 				t.Errorf("the recorded exit status is %d; want 0", exit)
 			}
@@ -134,7 +137,7 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 			`","content":{"type":"text","text":"` + text + `"}}}}`
 	}
 	commands := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}`
-	loaded := `{"jsonrpc":"2.0","id":2,"result":{"modes":{}}}`
+	loaded := `{"jsonrpc":"2.0","id":2,"result":{"modes":null}}`
 	for name, lines := range map[string][]string{
 		"response first": {loaded, update("user_message_chunk", "ctx"), update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"), commands},
 		"replay first":   {update("user_message_chunk", "ctx"), update("agent_message_chunk", "OLD"), commands, loaded},
@@ -142,27 +145,28 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
-			out := []string{`{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{"loadSession":true}}}`}
+			out := []string{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`}
 			out = append(out, lines...)
 			out = append(out, update("agent_message_chunk", "NEW "), update("agent_message_chunk", "REPLY"),
 				`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
-			var sentAt []int
-			done := false
-			for i, l := range out {
-				send, d := c.line([]byte(l))
-				for _, m := range send {
-					if strings.Contains(string(m), `"session/prompt"`) {
-						sentAt = append(sentAt, i)
+			var log []string // what was fed ("in:N") and sent, in order
+			p, sent := talkACP(t, c, strings.Join(out, "\n")+"\n", "", func(event string) { log = append(log, event) })
+			if got := geminiSent(t, sent); !slices.Equal(got, []string{"initialize", "session/load", "session/prompt"}) {
+				t.Errorf("sent %q; want initialize, session/load, session/prompt", got)
+			}
+			prompt, replayEnd := slices.Index(log, "out:session/prompt"), slices.Index(log, fmt.Sprintf("in:%d", len(out)-4))
+			if prompt < 0 || replayEnd < 0 || prompt < replayEnd {
+				t.Errorf("events %q: want session/prompt sent only after line %d (the replay's end)", log, len(out)-4)
+			}
+			for _, m := range sent {
+				if strings.Contains(m, `"session/load"`) || strings.Contains(m, `"session/prompt"`) {
+					if !strings.Contains(m, `"sessionId":" s-1"`) {
+						t.Errorf("sent %s; want the loaded session named \" s-1\" (geminiLoadID)", m)
 					}
 				}
-				done = d
 			}
-			if want := len(out) - 4; !slices.Equal(sentAt, []int{want}) {
-				t.Errorf("session/prompt sent after lines %v; want after line %d only (the replay's end)", sentAt, want)
-			}
-			p, err := c.finish([]byte(strings.Join(out, "\n")), false, "")
-			if err != nil || !done || p.reply != "NEW REPLY" || p.handle != "s-1" {
-				t.Errorf("finish = %+v, %v (done %v); want the new reply only", p, err, done)
+			if p.agentErr != "" || p.reply != "NEW REPLY" || p.handle != "s-1" {
+				t.Errorf("finish = %+v; want the new reply only", p)
 			}
 		})
 	}
@@ -173,17 +177,17 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 func TestGemini_OutputAfterTheEndIsRead(t *testing.T) {
 	c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p"})
 	out := []string{
-		`{"jsonrpc":"2.0","id":1,"result":{"agentCapabilities":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s-1"}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"late"}}}}`,
 	}
-	for _, l := range out {
-		c.line([]byte(l))
+	p, sent := talkACP(t, c, strings.Join(out, "\n")+"\n", "", nil)
+	if got := geminiSent(t, sent); !slices.Equal(got, []string{"initialize", "session/new", "session/prompt"}) {
+		t.Errorf("sent %q; want initialize, session/new, session/prompt", got)
 	}
-	p, err := c.finish([]byte(strings.Join(out, "\n")), false, "")
-	if err != nil || p.message == nil || len(p.message.Blocks) != 1 || p.message.Blocks[0].Text != "late" {
-		t.Errorf("finish = %+v, %v; want the block printed after the end", p.message, err)
+	if p.agentErr != "" || p.message == nil || len(p.message.Blocks) != 1 || p.message.Blocks[0].Text != "late" {
+		t.Errorf("finish = %+v (sent %q); want the block printed after the end", p.message, sent)
 	}
 }
 
@@ -349,4 +353,119 @@ func TestGemini_InvalidUTF8Noted(t *testing.T) {
 	if c := mustCalls(t, state); len(c) != 1 || !strings.Contains(c[0].Stdin, "\uFFFD\uFFFD") {
 		t.Errorf("calls %+v; want the prompt with U+FFFD for the invalid bytes", c)
 	}
+}
+
+// talkACP holds conversation c (an ACP conversation on the SDK) with a
+// stand-in for the agent that prints stdout, line by line as runProc hands
+// them over, and returns what c parsed and every message knotd sent, in
+// order (and "finish: <error>" if finish failed). A response (an id, no
+// method) is handed over once knotd sent the request it answers: the
+// recorded id N answers knotd's Nth request, and gets the id knotd gave
+// it. A request of the agent is answered before the next line. event, if
+// not nil, gets "in:N" before line N is handed over and "out:<method>" or
+// "out:answer" as knotd sends.
+func talkACP(t *testing.T, c conversation, stdout, stderr string, event func(string)) (parsed, []string) {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		sent     []string
+		requests []json.RawMessage // the ids of knotd's requests, in order
+		answered = map[string]bool{}
+		closed   bool
+		changed  = make(chan struct{}, 1)
+	)
+	ev := func(e string) { // under mu
+		if event != nil {
+			event(e)
+		}
+	}
+	push := func(msgs [][]byte, close bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			sent = append(sent, string(m))
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if err := json.Unmarshal(m, &msg); err != nil {
+				t.Errorf("knotd sent %q: %v", m, err)
+				continue
+			}
+			switch {
+			case msg.Method != "" && len(msg.ID) > 0:
+				requests = append(requests, msg.ID)
+				ev("out:" + msg.Method)
+			case msg.Method != "":
+				ev("out:" + msg.Method)
+			default:
+				answered[string(msg.ID)] = true
+				ev("out:answer")
+			}
+		}
+		closed = closed || close
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	// waitFor waits for cond (under mu) with a deadline.
+	waitFor := func(what string, cond func() bool) bool {
+		deadline := time.After(10 * time.Second)
+		for {
+			mu.Lock()
+			ok := cond()
+			mu.Unlock()
+			if ok {
+				return true
+			}
+			select {
+			case <-changed:
+			case <-deadline:
+				t.Errorf("knotd did not %s within 10s", what)
+				return false
+			}
+		}
+	}
+	c.(streamingTalk).attach(push, time.Second)
+	i := 0
+	for line := range strings.Lines(stdout) {
+		line = strings.TrimSuffix(line, "\n")
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(line), &m) // not JSON: handed over as it is
+		id, method := m["id"], m["method"]
+		if len(id) > 0 && len(method) == 0 {
+			if n, err := strconv.Atoi(string(id)); err == nil && n > 0 {
+				if waitFor(fmt.Sprintf("send request %d (answered by line %d)", n, i), func() bool { return len(requests) >= n || closed }) {
+					mu.Lock()
+					if len(requests) >= n {
+						m["id"] = requests[n-1]
+						b, err := json.Marshal(m)
+						if err != nil {
+							t.Fatal(err)
+						}
+						line = string(b)
+					}
+					mu.Unlock()
+				}
+			}
+		}
+		mu.Lock()
+		ev(fmt.Sprintf("in:%d", i))
+		mu.Unlock()
+		c.line([]byte(line))
+		if len(id) > 0 && len(method) > 0 {
+			waitFor(fmt.Sprintf("answer the request of line %d", i), func() bool { return answered[string(id)] })
+		}
+		i++
+	}
+	waitFor("end the conversation", func() bool { return closed })
+	p, err := c.finish([]byte(stdout), false, stderr)
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		sent = append(sent, "finish: "+err.Error())
+	}
+	return p, sent
 }
