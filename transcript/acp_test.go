@@ -16,6 +16,7 @@ func TestDecode_ACP(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"Read","priority":"high","status":"pending"}]}}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"Read a","kind":"read","status":"completed","content":[{"type":"content","content":{"type":"text","text":"A"}}]}}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":10,"size":100,"cost":{"amount":0.5,"currency":"USD"}}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"fs/write_text_file","params":{"sessionId":"s","path":"/v/a.md","content":"x"}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hel"}}}}`,
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lo"}}}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","usage":{"inputTokens":7,"outputTokens":3,"cachedReadTokens":2,"totalTokens":10}}}`,
@@ -33,6 +34,9 @@ func TestDecode_ACP(t *testing.T) {
 	var got []string
 	for _, b := range d.Message.Blocks {
 		got = append(got, string(b.Type)+":"+b.Text+b.Content)
+	}
+	if notes := strings.Join(d.Message.Notes, "\n"); strings.Contains(notes, "fs/") {
+		t.Errorf("notes = %q; want none of the file system call (knotd's client records it)", d.Message.Notes)
 	}
 	want := []string{"thinking:Plan:\n- [pending] Read", "tool_use:", "tool_result:A", "text:Hello"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {

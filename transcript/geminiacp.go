@@ -60,6 +60,9 @@ func (n *geminiACPNormalizer) event(obj map[string]json.RawMessage) {
 		return
 	case method == "session/request_permission" && isRequest:
 		n.toolUse(object(object(obj, "params"), "toolCall"))
+	case n.generic && isRequest && (method == "fs/read_text_file" || method == "fs/write_text_file"):
+		// knotd's client records each file system call as a tool call of
+		// its own (agentrun's acpClient): nothing to add, nothing skipped.
 	case method != "":
 		n.skip("requests", method)
 	case object(obj, "error") != nil:
