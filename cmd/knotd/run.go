@@ -407,7 +407,7 @@ func vaultRoot(arg string, log *slog.Logger) (string, error) {
 		return "", usageError{fmt.Sprintf("vault %s: %v", arg, unwrapPath(err))}
 	}
 	if !fi.IsDir() {
-		return "", usageError{fmt.Sprintf("vault %s: not a directory", arg)}
+		return "", usageError{fmt.Sprintf("vault %s: not a folder (VAULT is the folder of your notes; to answer one note now: knotd run %s)", arg, arg)}
 	}
 	root, above, err := vault.FindRoot(abs)
 	if err != nil {

@@ -494,3 +494,17 @@ func TestRun_HelpAndReadmeAgree(t *testing.T) {
 		t.Errorf("found only %d flags in knotd --help:\n%s", len(inHelp), help)
 	}
 }
+
+// TestVaultArg_ANoteIsNoVault: a note given where a vault folder is asked
+// for (knotd retry NOTE, knotd --once NOTE) is a usage error that says
+// what VAULT is and how to answer one note.
+func TestVaultArg_ANoteIsNoVault(t *testing.T) {
+	note := filepath.Join(t.TempDir(), "n.md")
+	writeFile(t, note, "# N\n")
+	for _, args := range [][]string{{"retry", note}, {"--once", note}, {"status", note}} {
+		code, _, stderr := knotd(t, args...)
+		if code != 2 || !strings.Contains(stderr, "not a folder") || !strings.Contains(stderr, "knotd run "+note) {
+			t.Errorf("knotd %q: exit %d, stderr %q; want 2 and how to answer one note", args, code, stderr)
+		}
+	}
+}
