@@ -458,13 +458,13 @@ func tieoffSections(t *testing.T, path string) []tieoff.Section {
 	return secs
 }
 
-// TestRun_HelpAndReadmeAgree: knotd --help and the README's command-line
-// table name the same flags.
+// TestRun_HelpAndReadmeAgree: knotd --help and the flag table of the
+// manual's command-line page (docs/commands.md) name the same flags.
 func TestRun_HelpAndReadmeAgree(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "commands.md"))
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(readme), "\n## Command line\n")
-	require.True(t, ok, "README.md has no Command line section")
+	require.True(t, ok, "docs/commands.md has no Command line section")
 	section, _, _ = strings.Cut(section, "\n## ")
 	flagName := regexp.MustCompile("`(--[a-z-]+)")
 	inReadme := map[string]bool{}
