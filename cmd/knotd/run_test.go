@@ -21,7 +21,7 @@ import (
 )
 
 // TestRun_HelpMentionsEveryFlag: knotd --help exits 0 and documents every
-// flag of DESIGN §6, spelled as the documentation spells them.
+// flag of docs/commands.md, spelled as the documentation spells them.
 func TestRun_HelpMentionsEveryFlag(t *testing.T) {
 	for _, arg := range []string{"--help", "-h"} {
 		code, out, errOut := knotd(t, arg)
@@ -482,12 +482,12 @@ func TestRun_HelpAndReadmeAgree(t *testing.T) {
 	}
 	for f := range inHelp {
 		if !inReadme[f] {
-			t.Errorf("knotd --help has %s; README's table does not", f)
+			t.Errorf("knotd --help has %s; docs/commands.md's table does not", f)
 		}
 	}
 	for f := range inReadme {
 		if !inHelp[f] {
-			t.Errorf("README's table has %s; knotd --help does not", f)
+			t.Errorf("docs/commands.md's table has %s; knotd --help does not", f)
 		}
 	}
 	if len(inHelp) < 10 {
