@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/frontmatter"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 )
@@ -39,9 +40,12 @@ import (
 //     block's keys are paths ("limits.content", an agent's "agents.*.model",
 //     a rule's "rules[].path"), and every one must be a key the loader
 //     accepts.
+//   - A frontmatter key is a row of the table of a "## Frontmatter"
+//     section (| `knot_mode` | …), and one knotd reads.
 //
 // And the reverse: every command and flag of knotd's --help is named in
-// the documentation, and so is every key the loader accepts.
+// the documentation, and so is every key the loader accepts and every
+// frontmatter key knotd reads.
 
 // foreignFlags are flags the documentation names that belong to other
 // programs, with the program.
@@ -94,6 +98,7 @@ type knotdFacts struct {
 	subs     map[string]map[string]bool // "runs" → {"show"}
 	flags    map[string]map[string]bool // command ("" for knotd) → its flags
 	keys     map[string]bool            // "limits.content", "agents.*.model", …
+	fmKeys   map[string]bool            // knot_session, … (package frontmatter)
 	accepts  func(key string) bool      // the loader accepts key
 }
 
@@ -161,6 +166,7 @@ func helpFacts(t *testing.T) *knotdFacts {
 		}
 	}
 	f.keys = loaderKeys()
+	f.fmKeys = frontmatterKeys(t)
 	dir := t.TempDir()
 	f.accepts = func(key string) bool {
 		file := filepath.Join(dir, "config.yaml")
@@ -208,6 +214,23 @@ func loaderKeys() map[string]bool {
 	return keys
 }
 
+// frontmatterKeys returns knotd's frontmatter keys as package frontmatter
+// states them: the keys its message about an unknown knot_ key lists.
+func frontmatterKeys(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := frontmatter.Parse([]byte("---\nknot_zzz: 1\n---\n"))
+	require.NoError(t, err)
+	require.Len(t, doc.Fields.Problems, 1)
+	_, list, ok := strings.Cut(doc.Fields.Problems[0].Msg, "knotd's keys are ")
+	require.True(t, ok, "frontmatter's message on an unknown key: %q", doc.Fields.Problems[0].Msg)
+	keys := map[string]bool{}
+	for _, k := range strings.Split(list, ", ") {
+		keys[k] = true
+	}
+	require.Greater(t, len(keys), 4, list)
+	return keys
+}
+
 // keyYAML returns a config file that sets key (a path as loaderKeys gives
 // it) to null.
 func keyYAML(key string) string {
@@ -244,9 +267,11 @@ var (
 
 // docNames returns the knotd command lines, the bare flag spans (flag →
 // where) and the configuration keys (key → where) of docs.
-func docNames(docs []doc) (cmds []docCommand, bare map[string]string, keys map[string]string, problems []string) {
-	bare, keys = map[string]string{}, map[string]string{}
+func docNames(docs []doc) (cmds []docCommand, bare, keys, fmKeys map[string]string, problems []string) {
+	bare, keys, fmKeys = map[string]string{}, map[string]string{}, map[string]string{}
+	fmRow := regexp.MustCompile("^\\| `(knot_[a-z_]+)` \\|")
 	for _, d := range docs {
+		section := ""
 		var open, lang string
 		var block []string
 		blockLine := 0
@@ -266,6 +291,12 @@ func docNames(docs []doc) (cmds []docCommand, bare map[string]string, keys map[s
 					open = ""
 					continue
 				}
+			}
+			if open == "" && strings.HasPrefix(line, "## ") {
+				section = line
+			}
+			if m := fmRow.FindStringSubmatch(line); m != nil && open == "" && section == "## Frontmatter" {
+				fmKeys[m[1]] = where
 			}
 			if open != "" {
 				block = append(block, line)
@@ -288,7 +319,7 @@ func docNames(docs []doc) (cmds []docCommand, bare map[string]string, keys map[s
 			}
 		}
 	}
-	return cmds, bare, keys, problems
+	return cmds, bare, keys, fmKeys, problems
 }
 
 // commandLine returns the words of a knotd command line (its command
@@ -349,7 +380,7 @@ func yamlKeys(block []string, keys map[string]string, where string) error {
 
 // checkDocs returns what the documentation and knotd disagree on.
 func checkDocs(docs []doc, f *knotdFacts) []string {
-	cmds, bare, keys, problems := docNames(docs)
+	cmds, bare, keys, fmKeys, problems := docNames(docs)
 	named := map[string]bool{} // flags named anywhere
 	namedCmd := map[string]bool{}
 	for _, c := range cmds {
@@ -414,6 +445,16 @@ func checkDocs(docs []doc, f *knotdFacts) []string {
 	for key := range f.keys {
 		if _, ok := keys[key]; !ok {
 			problems = append(problems, fmt.Sprintf("the configuration loader accepts %s; no doc's yaml block names it", key))
+		}
+	}
+	for key, where := range fmKeys {
+		if !f.fmKeys[key] {
+			problems = append(problems, fmt.Sprintf("%s: knotd reads no frontmatter key %s", where, key))
+		}
+	}
+	for key := range f.fmKeys {
+		if _, ok := fmKeys[key]; !ok {
+			problems = append(problems, fmt.Sprintf("knotd reads the frontmatter key %s; no doc's Frontmatter table names it", key))
 		}
 	}
 	sort.Strings(problems)
@@ -487,6 +528,8 @@ func TestDocs_CheckFindsDrift(t *testing.T) {
 		{"an agent key the loader refuses", add("```yaml\nagents:\n  mine: { command: [x], promt: stdin }\n```\n"), "does not accept the key agents.*.promt"},
 		{"a key the loader accepts that no doc names", cut("run_empty:"), "the configuration loader accepts run_empty; no doc"},
 		{"a flag no doc names", cut("| `--max-wait DUR`"), "knotd --help has --max-wait; no doc names it"},
+		{"a frontmatter key knotd does not read", add("## Frontmatter\n\n| key | meaning |\n| --- | --- |\n| `knot_colour` | a colour |\n"), "bad-doc.md:5: knotd reads no frontmatter key knot_colour"},
+		{"a frontmatter key no doc names", cut("| `knot_model` |"), "knotd reads the frontmatter key knot_model; no doc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
