@@ -700,6 +700,7 @@ func TestDocs_LinksLead(t *testing.T) {
 	}
 	require.Greater(t, links, 20)
 	ref := regexp.MustCompile(`\bdocs/[a-z]+\.md(?:#[a-z0-9-]+)?`)
+	readmeRef := regexp.MustCompile(`github\.com/knotd/knotd#([a-z0-9-]+)`)
 	refs := 0
 	err := filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
 		if err != nil {
@@ -719,6 +720,12 @@ func TestDocs_LinksLead(t *testing.T) {
 			refs++
 			if err := check(path, r); err != nil {
 				t.Errorf("%s: %s: %v", path, r, err)
+			}
+		}
+		for _, m := range readmeRef.FindAllStringSubmatch(string(b), -1) {
+			refs++
+			if err := check(path, "README.md#"+m[1]); err != nil {
+				t.Errorf("%s: %s: %v", path, m[0], err)
 			}
 		}
 		return nil
