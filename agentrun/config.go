@@ -86,7 +86,7 @@ const (
 )
 
 // Agent is one agent definition, as the configuration loader reads it from
-// YAML (DESIGN §7). The zero Agent is the built-in digest agent.
+// YAML (docs/agents.md). The zero Agent is the built-in digest agent.
 type Agent struct {
 	// Name is the agent's name (the key under "agents:"); the loader fills
 	// it in. It is used in messages only.

@@ -3,7 +3,7 @@ package agentrun
 import "strings"
 
 // The flags each preset passes for an agent's Permissions, on every turn,
-// new or resumed (README.md, "Permissions", says what they let an agent do).
+// new or resumed (docs/agents.md#what-an-agent-may-do-on-its-own-permissions says what they let an agent do).
 
 // claudePermissionFlags maps a permission level to Claude Code 2.1.330's
 // flags. In -p mode nobody can answer a permission prompt:

@@ -20,7 +20,7 @@ import (
 	"github.com/knotd/knotd/strand"
 )
 
-// Config file names and defaults (DESIGN §7).
+// Config file names and defaults (docs/configuration.md).
 const (
 	// ConfigFile is the name of both config files: in the user's knotd
 	// config directory, and in <vault>/.knot/.
@@ -442,7 +442,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 // clamp holds an untrusted vault layer s to what the settings already in
 // effect (the user's, or the defaults) allow, and says which values it
 // refused: a vault config may make knotd do less than the user said,
-// never more. Each setting has its direction (README, Configuration):
+// never more. Each setting has its direction (docs/configuration.md#configuration):
 //
 //	less only: limits (lower), concurrency (lower), timeout (shorter),
 //	  breakers (trip sooner), budget (lower), debounce and max_wait

@@ -7,5 +7,6 @@
 // that exact file with `knotd trust`.
 //
 // The config file format is described by Settings and the merge and trust
-// rules by Config; the trust file format in trust.go.
+// rules by Config; the trust file format in trust.go. Users read every
+// key, and what a vault config may do, in docs/configuration.md.
 package config

@@ -47,7 +47,7 @@ type Settings struct {
 	ObsidianDir *string `yaml:"obsidian_dir"`
 	// Limits bounds strand sizes and the parts of a prompt.
 	Limits LimitSettings `yaml:"limits"`
-	// Agents defines agents by name (DESIGN §7); the value is
+	// Agents defines agents by name (docs/agents.md); the value is
 	// agentrun.Agent, whose fields are the keys of an agent definition.
 	Agents map[string]agentrun.Agent `yaml:"agents"`
 	// Runner names the answering device of a vault synced to several
@@ -63,8 +63,7 @@ type Settings struct {
 	// (the default) keeps knotd out of notes entirely: a strand's session
 	// lives in its tie-off's markers and knotd's state. The write cannot
 	// be made safe against a program that saves by reading the note and
-	// renaming a new file over it (README, "What knotd writes into a
-	// note"), so it is the user's to ask for: an untrusted vault config
+	// renaming a new file over it (docs/formats.md#what-knotd-writes-into-a-note), so it is the user's to ask for: an untrusted vault config
 	// cannot turn it on.
 	WriteSession *bool `yaml:"write_session"`
 	// RunEmpty true runs a strand that is empty or holds only white space

@@ -1,7 +1,7 @@
 // Package device decides which device answers a vault that is synced to
 // several devices, each running knotd: exactly one answers (runs agents and
-// writes tie-offs); the others stand by and say who answers (DESIGN §2,
-// invariant 7).
+// writes tie-offs); the others stand by and say who answers (docs/design.md#invariants,
+// 7).
 //
 // Devices see each other through the vault itself: each writes one small
 // heartbeat file, .knot/devices/<device id>.json, and only its own, so a

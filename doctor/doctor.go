@@ -397,7 +397,7 @@ func checkSync(o Options, cfg *config.Config) []Finding {
 			Fix:    "keep the vault's folder downloaded (Finder: Keep Downloaded)"})
 	}
 	if !found {
-		out = append(out, Finding{Check: "sync", Status: OK, Detail: "no git, Syncthing or iCloud folder seen: a vault on one machine (other sync tools work too; see README, Syncing and multiple devices)"})
+		out = append(out, Finding{Check: "sync", Status: OK, Detail: "no git, Syncthing or iCloud folder seen: a vault on one machine (other sync tools work too; see docs/syncing.md)"})
 	}
 	return out
 }

@@ -2,48 +2,18 @@
 // strand: knotd's own keys, in a block the user shares with Obsidian, Hugo,
 // Jekyll and whatever else reads their notes.
 //
-// # The block
+// # The block and knotd's keys
 //
-// A strand has frontmatter when its first line (after an optional UTF-8
-// BOM) is "---". The block ends at the next line that is "---" starting in
-// the first column; both delimiter lines may carry trailing blanks and a
-// CRLF, and the closing line may end the file. An indented "---" (inside a
-// "|" block scalar, say) is YAML content, as it is for YAML itself and for
-// Jekyll, Hugo and Obsidian. A strand whose first line is anything else,
-// even a blank line, has no frontmatter: every field is unset and the whole
-// file is body. The YAML inside must be a map of keys, in block style
-// (key: value lines), or empty; a "..." line ends it early, as in YAML.
-// Other formats (TOML between "+++", JSON) are not frontmatter to knotd;
-// the edits refuse a strand that starts with "+++" rather than put a YAML
-// block on top of it.
-// The YAML is decoded with github.com/adrg/frontmatter and gopkg.in/yaml.v3;
-// knotd's own scanner finds the exact bytes of the block and of each key,
-// which is what the edits need.
-//
-// # knotd's keys
-//
-//	knot_session  the strand's session UUID, written by knotd before its first run
-//	              where the user asks for it (write_session: true)
-//	knot_resume   the agent's resume handle (read; knotd does not write it)
-//	knot_mode     append (default) | replace | off
-//	knot_agent    name of an agent defined in trusted config
-//	knot_model    model name, handed to the agent as one argv element
-//	knot_events   created, modified and/or deleted: one name or a list (default all)
-//
-// agent-doc's names are read as aliases, never written: agent_doc_session
-// and session for knot_session, resume for knot_resume, agent_doc_mode and
-// mode for knot_mode. The canonical key beats every alias (and an alias it
-// shadows is not even checked), agent_doc_* beats the short alias.
-//
-// Values are exact: a string field is the YAML string as written, never
-// re-spelled. A null value is the same as an absent key. A value of the
-// wrong type or an unknown value is a problem, never a silent default:
-// knot_model: 123 is a number (YAML reads it so; quote it to mean the
-// name), knot_events: [bogus] names no event, a session that is not a UUID
-// is not used, and a knot_* key that knotd does not know is probably a typo
-// (knot_mdoe: off would otherwise quietly leave the strand running). Parse
-// lists these in Fields.Problems as *FieldError values that name the line,
-// the key and the fix; ResolveMode reports a bad mode as its error.
+// What is frontmatter, knotd's keys (knot_session, knot_resume, knot_mode,
+// knot_agent, knot_model, knot_events), their aliases (agent-doc's names,
+// read and never written) and how their values are read are specified in
+// docs/formats.md#frontmatter. The YAML is decoded with
+// github.com/adrg/frontmatter and gopkg.in/yaml.v3; knotd's own scanner
+// finds the exact bytes of the block and of each key, which is what the
+// edits need. Parse lists the problems of a value (wrong type, unknown
+// value, unknown knot_* key) in Fields.Problems as *FieldError values that
+// name the line, the key and the fix; ResolveMode reports a bad mode as
+// its error.
 //
 // Parse fails, with a *SyntaxError naming the line of the source, only when
 // the block is unterminated or is not YAML (or not a map of keys, or holds

@@ -1,7 +1,8 @@
 // Package ignore decides which paths of a vault knotd leaves alone, and
 // walks a vault by those rules. It needs no watcher: the watcher asks it
 // what to watch, the vault's reconcile walks with it, and knotd
-// --explain-ignore (Rules.Explain) says why.
+// --explain-ignore (Rules.Explain) says why. Users read the rules in
+// docs/configuration.md#ignored-paths.
 //
 // # Rules
 //

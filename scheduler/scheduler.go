@@ -13,7 +13,7 @@ import (
 	"github.com/knotd/knotd/config"
 )
 
-// Scheduler runs jobs keyed by strand path under three rules (DESIGN §3):
+// Scheduler runs jobs keyed by strand path under three rules (docs/design.md#what-happens-on-a-change):
 //
 //   - at most one Work call per key at a time;
 //   - jobs submitted for a key while it waits or runs collapse into at

@@ -14,5 +14,6 @@
 // ErrCorrupt), and Check verifies every invariant the store keeps.
 //
 // Every change is a transaction (Update); reads are consistent snapshots
-// (View). The file format is described in store.go.
+// (View). The file format is described in store.go; where the file lives,
+// and what knotd does with a damaged one, in docs/files.md.
 package state

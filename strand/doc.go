@@ -1,6 +1,8 @@
 // Package strand holds knotd's domain words: a Strand (one Markdown note in a
 // vault), the three event types that can happen to it, and the path rules
 // that decide which files are strands and where a strand's tie-off lives.
+// The words are defined in docs/design.md#words (users read "note" where
+// the code says strand).
 //
 // Paths inside a vault are always vault-relative, slash-separated and clean
 // ("ideas/plan.md"); they never start with "/" and never contain "..". Every

@@ -4,79 +4,14 @@
 //
 // # Format
 //
-// A section is these lines, in this order (DESIGN §4.1):
-//
-//	## Event: Modified
-//	## Strand: ideas/plan.md
-//	## Timestamp: 2026-11-21T19:30:05Z
-//	## Status: failed                          (failed runs only)
-//	<!-- knot:run RUN_ID bytes=N sha256=HEX session=SESSION -->
-//	---
-//	(blank line)
-//	<agent reply>
-//
-// The Event label is Created, Modified or Deleted; the Strand is the
-// vault-relative slash path; the Timestamp is UTC with second precision.
-//
-// The run marker is an HTML comment on its own line, so it renders as
-// nothing. Each section carries it so that a section can be found again,
-// recovery after a crash never appends the same run twice, and knotd can
-// link a section to its transcript (.knot/runs/<RUN_ID>.jsonl). Format
-// writes it exactly as above, for example
-//
-//	<!-- knot:run 0190f3c2-7b1a-7c3d-9e2f-1a2b3c4d5e6f bytes=1234 sha256=9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 session=0190f3c1-2b3c-7d4e-8f90-a1b2c3d4e5f6 -->
-//
-// with its fields in this order: bytes is the length in bytes of the reply
-// as written, which lets a reader notice a last section that a crash cut
-// short (Section.Torn); sha256 is what the section answered, the content
-// hash of the strand version the run ran on (Section.Hash: 64 lower-case
-// hex digits), and session the note's session (Section.Session), so that
-// a device without knotd's state can tell which notes are answered. The
-// sha256 and session fields are there only when known. A reader takes the
-// key=value fields after the run id in any order and ignores keys it does
-// not know, so that markers a newer knotd writes still read; a key given
-// twice, a field that is not key=value, or a bad value of a known key make
-// the marker malformed (a ParseError; the section is read without run id).
-// The older forms "<!-- knot:run RUN_ID -->" and
-// "<!-- knot:run RUN_ID bytes=N -->" read as before.
-//
-// Sections follow each other with a separator: a blank line, a "---" line
-// and a blank line, so the last paragraph of a reply never becomes a setext
-// heading. A file therefore renders as CommonMark in which every section's
-// headers are top-level H2 headings and every reply keeps its own structure.
-//
-// A strand path is written as it is, except that a backslash is written
-// "\\" and a byte that could break the header line or that is not UTF-8
-// (control characters, DEL, invalid UTF-8, and a space at either end of the
-// path) is written as "\xHH". Valid strand paths never contain a backslash
-// (see strand.ValidateRel), so ordinary paths, including ones with spaces,
-// emoji or leading dashes, appear unchanged.
-//
-// # Replies are neutralised
-//
-// Format writes the reply unchanged except for what would make the file
-// ambiguous:
-//
-//   - A line that imitates one of the headers ("## Event:", "## Strand:",
-//     "## Timestamp:", "## Status:", with any indentation, any number of
-//     '#', any case) gets a backslash before its first '#'. This is done on
-//     every line, inside code fences too, so that a raw line scan (Tail,
-//     HasRun) never meets a fake header. Rendered outside code the line looks
-//     the same; inside code the backslash shows.
-//   - Text that imitates the run marker ("<!--" then "knot" then ':') gets
-//     a backslash before the ':'.
-//   - A reply that does not end with a newline gets one.
-//   - A reply that would leave a block open at its end (an unclosed ``` or
-//     ~~~ fence, an unclosed <!--, <pre>, <script>, <style>, <textarea>, <?,
-//     <!X or <![CDATA[ HTML block) gets the line that closes it. Whether
-//     a reply is closed is decided by parsing it with goldmark followed by a
-//     separator and a header: the header must come out as a top-level H2. If
-//     no closing line helps, the whole reply is put in a code fence longer
-//     than any backtick run inside it, which always closes. Open lists, block
-//     quotes, indented code and paragraphs need nothing: the separator's blank
-//     line and "---" close them.
-//
-// A reply that needed none of this is read back byte for byte.
+// The section format, the run marker's fields and what is escaped in a
+// reply are specified in docs/formats.md#tie-off-section. Format writes a
+// section so; a reply that needed no escaping reads back byte for byte.
+// Whether a reply leaves a block open is decided by parsing it with
+// goldmark followed by a separator and a header: the header must come out
+// as a top-level H2; if no closing line helps, the reply is fenced.
+// Header imitations are escaped on every line, inside code fences too, so
+// that a raw line scan (Tail, HasRun) never meets a fake header.
 //
 // # Reading
 //

@@ -98,8 +98,8 @@ func TestGolden(t *testing.T) {
 
 // TestRender_HeadersAreTopLevelH2 renders the golden sections, appended to a
 // new tie-off, with a stock
-// goldmark (inline parsing included) and checks the contract of DESIGN
-// §4.1: each section's headers are top-level H2 headings, and each reply
+// goldmark (inline parsing included) and checks the contract of
+// docs/formats.md#tie-off-section: each section's headers are top-level H2 headings, and each reply
 // has the same top-level structure in the tie-off as on its own.
 func TestRender_HeadersAreTopLevelH2(t *testing.T) {
 	in := goldenSections()

@@ -1,32 +1,17 @@
-// Package transcript keeps the machine record of one agent run (DESIGN
-// §4.4): an append-only JSON Lines file, <dir>/<run-id>.jsonl (the vault
-// passes <vault>/.knot/runs), that a user audits when an agent did
+// Package transcript keeps the machine record of one agent run: an
+// append-only JSON Lines file, <dir>/<run-id>.jsonl in the vault's folder
+// of knotd's state directory, that a user audits when an agent did
 // something surprising and that live tools follow while the run goes on.
 //
 // # The line format
 //
-// Every line is one JSON object, the envelope, with the payload nested
-// under "data" (never flattened, so a payload field can never collide with
-// an envelope field and a reader can route a line without knowing its
-// type):
-//
-//	{"seq":1,"run_id":"0190…","type":"run.started","time":"2026-11-21T19:30:05.123456789Z","data":{…}}
-//
-// The fields:
-//
-//   - seq counts the lines of the file: 1, 2, 3, … strictly increasing with
-//     no gaps, from one counter per run.
-//   - run_id is the run's UUID, the file's name without ".jsonl".
-//   - type is one of a closed vocabulary (see Type): run.started,
-//     message.user, message.assistant, run.finished, tieoff.appended.
-//   - time is when the line was written, RFC 3339 in UTC with nanoseconds.
-//   - data is the typed payload of that type (Started, UserMessage,
-//     AssistantMessage, Finished, TieOff).
-//
-// The envelope's shape is a contract guarded by a golden file
-// (testdata/transcript.golden). Readers tolerate types they do not know: they
-// keep such a line's payload as raw JSON, and writing the event again gives
-// the same line. Fields outside the envelope's five are not kept.
+// The envelope (seq, run_id, type, time, data) and its types are specified
+// in docs/formats.md#transcript-line and guarded by a golden file
+// (testdata/transcript.golden). Type names the closed vocabulary; each
+// type's payload is a Go type here (Started, UserMessage, AssistantMessage,
+// Finished, TieOff). A line of a type this version does not know keeps its
+// payload as raw JSON, and writing the event again gives the same line.
+// Fields outside the envelope's five are not kept.
 //
 // Assistant output is a list of content blocks (Block) of four kinds: text,
 // thinking, tool_use and tool_result, each with a fidelity marker saying

@@ -11,8 +11,8 @@ import (
 	"github.com/knotd/knotd/tieoff"
 )
 
-// The vault is the truth and the state store a cache of it (DESIGN §8,
-// invariant 8): every tie-off section's run marker records the content
+// The vault is the truth and the state store a cache of it (docs/design.md#invariants,
+// 8): every tie-off section's run marker records the content
 // hash of the strand version it answered and the strand's session, so
 // that a device whose state is missing, damaged, or older than the vault
 // (another device answered meanwhile, a fresh clone, a restored backup)

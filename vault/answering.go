@@ -13,7 +13,7 @@ import (
 	"github.com/knotd/knotd/device"
 )
 
-// One device answers a vault (DESIGN §2, invariant 7; see package device):
+// One device answers a vault (docs/design.md#invariants, 7; see package device):
 // before it runs anything, a pass decides whether this device answers, and
 // the daemon decides again at every heartbeat. A device that does not
 // answer stands by: it runs nothing, writes nothing but its own heartbeat

@@ -19,7 +19,7 @@ import (
 	"github.com/knotd/knotd/internal/testutil"
 )
 
-// Two devices share a vault (DESIGN §2, invariant 7). These tests run both
+// Two devices share a vault (docs/design.md#invariants, 7). These tests run both
 // on one machine, each with its own state directory (its own identity),
 // on one directory: a sync tool that never lags.
 

@@ -139,7 +139,7 @@ func (e *env) crashChild(point string) (*os.ProcessState, string) {
 }
 
 // TestCrash_AtEveryStepOfARun kills knotd --once with SIGKILL at each step
-// of a run, starts it again, and checks the invariants of DESIGN §8.3: the
+// of a run, starts it again, and checks invariant 3 of docs/design.md#invariants: the
 // tie-offs are whole sections, no reply is appended twice, no change is
 // lost and the state is consistent.
 func TestCrash_AtEveryStepOfARun(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package vault is the application: everything knotd does to one vault
 // between the command line (cmd/knotd) and the single-purpose packages it
 // drives (watcher, ignore, agentrun, transcript, tieoff, frontmatter,
-// strand, state, config, device).
+// strand, state, config, device). The contract it keeps is
+// docs/design.md (what happens on a change, the invariants).
 //
 // Its parts, one file or small group of files each:
 //

@@ -32,8 +32,8 @@ import (
 // safe against a save that reads the note and renames over it: whatever
 // knotd puts at the note's name was computed from a version read before,
 // and while it undoes a write that a save got under, a reader may build
-// its save on knotd's version, which lacks that save (see README, "What
-// knotd writes into a note"). Before knotd stopped writing sessions by
+// its save on knotd's version, which lacks that save (see
+// docs/formats.md#what-knotd-writes-into-a-note). Before knotd stopped writing sessions by
 // default, this test lost 9 to 28 of 2,400 to 4,300 lines a run (six
 // runs, with and without -race; issue 22). KNOT_STRESS_WRITE_SESSION=1
 // runs it with write_session: true to measure what that risk still is (it

@@ -21,7 +21,7 @@ import (
 
 // reconcile compares the disk with the store for everything the hints
 // cover and returns, sorted, the strands that have a change to process
-// (DESIGN §3): a strand file whose content hash differs from the processed
+// (docs/design.md#what-happens-on-a-change): a strand file whose content hash differs from the processed
 // one (Created or Modified), or a recorded strand that is gone (Deleted).
 //
 // It is the one mechanism behind watch mode, --once, the startup catch-up,

@@ -18,7 +18,7 @@ import (
 	"github.com/knotd/knotd/internal/testutil"
 )
 
-// A vault is shared ground (DESIGN §8, invariant 8): nothing of the
+// A vault is shared ground (docs/design.md#invariants, 8): nothing of the
 // machine's lives in it, and the machine's state is a cache that the
 // tie-offs can rebuild. These tests hold knotd to that.
 

@@ -48,4 +48,7 @@
 // .ignore, .knotignore) changes, the directory's rescan rereads it and
 // sends a directory Hint, so newly un-ignored files are reconciled; the
 // rules of a directory that is gone or now ignored are forgotten.
+//
+// Where the watcher sits in the flow of a change: docs/design.md#what-happens-on-a-change;
+// its limits and what to do about them: docs/operating.md#watch-limits.
 package watcher

@@ -95,7 +95,7 @@ Configuration: $XDG_CONFIG_HOME/knotd/config.yaml (or --config FILE), then
 VAULT/.knot/config.yaml, then flags. A vault's config may choose agents and
 tune timing, ignores and limits, but it may define commands only once you
 trust it with 'knotd trust VAULT'. Notes choose agents with knot_agent in
-their frontmatter. See the README for every key.
+their frontmatter. Every key: docs/configuration.md.
 `
 
 // mainFlagSet returns knotd's flags, bound to o.

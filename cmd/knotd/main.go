@@ -1,6 +1,6 @@
 // Command knotd watches a vault of Markdown notes and, when a note settles
 // after an edit, runs an agent CLI on it and appends the reply to the
-// note's tie-off file. See `knotd --help` and the README.
+// note's tie-off file. See `knotd --help`, the README and docs/.
 package main
 
 import (

@@ -20,7 +20,7 @@ import (
 	"github.com/knotd/knotd/vault"
 )
 
-// Exit statuses of knotd (DESIGN §6).
+// Exit statuses of knotd (docs/commands.md).
 const (
 	exitOK     = 0
 	exitFailed = 1 // --once: at least one run failed

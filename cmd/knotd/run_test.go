@@ -21,7 +21,7 @@ import (
 )
 
 // TestRun_HelpMentionsEveryFlag: knotd --help exits 0 and documents every
-// flag of DESIGN §6, spelled as the documentation spells them.
+// flag of docs/commands.md, spelled as the documentation spells them.
 func TestRun_HelpMentionsEveryFlag(t *testing.T) {
 	for _, arg := range []string{"--help", "-h"} {
 		code, out, errOut := knotd(t, arg)
@@ -458,13 +458,13 @@ func tieoffSections(t *testing.T, path string) []tieoff.Section {
 	return secs
 }
 
-// TestRun_HelpAndReadmeAgree: knotd --help and the README's command-line
-// table name the same flags.
+// TestRun_HelpAndReadmeAgree: knotd --help and the flag table of the
+// manual's command-line page (docs/commands.md) name the same flags.
 func TestRun_HelpAndReadmeAgree(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "commands.md"))
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(readme), "\n## Command line\n")
-	require.True(t, ok, "README.md has no Command line section")
+	require.True(t, ok, "docs/commands.md has no Command line section")
 	section, _, _ = strings.Cut(section, "\n## ")
 	flagName := regexp.MustCompile("`(--[a-z-]+)")
 	inReadme := map[string]bool{}
@@ -482,12 +482,12 @@ func TestRun_HelpAndReadmeAgree(t *testing.T) {
 	}
 	for f := range inHelp {
 		if !inReadme[f] {
-			t.Errorf("knotd --help has %s; README's table does not", f)
+			t.Errorf("knotd --help has %s; docs/commands.md's table does not", f)
 		}
 	}
 	for f := range inReadme {
 		if !inHelp[f] {
-			t.Errorf("README's table has %s; knotd --help does not", f)
+			t.Errorf("docs/commands.md's table has %s; knotd --help does not", f)
 		}
 	}
 	if len(inHelp) < 10 {

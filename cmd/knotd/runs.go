@@ -25,7 +25,7 @@ const runsUsage = `usage: knotd runs [--strand PATH] [--since WHEN] [--limit N] 
 
 Every agent run leaves a transcript, RUN_ID.jsonl, in the vault's folder of
 knotd's state directory on the machine that ran it (not in the vault: see
-'Where knotd keeps its files' in the README): the command line (secrets
+docs/files.md): the command line (secrets
 masked), the prompt as sent, the agent's output as content blocks, how the
 run ended, and where its section went in the tie-off.
 

@@ -202,7 +202,7 @@ type systemdUser struct{}
 var systemdUnit = template.Must(template.New("unit").Funcs(template.FuncMap{"q": systemdQuote, "qenv": systemdEnvQuote, "pct": func(s string) string { return strings.ReplaceAll(s, "%", "%%") }}).Parse(`# Written by 'knotd service install'; 'knotd service uninstall' removes it.
 [Unit]
 Description=knotd watching {{pct .Vault}}
-Documentation=https://github.com/knotd/knotd#running-it-as-a-service
+Documentation=https://github.com/knotd/knotd/blob/main/docs/operating.md#running-it-as-a-service
 
 [Service]
 ExecStart={{q .Exe}} {{q .Vault}}

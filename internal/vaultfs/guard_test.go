@@ -438,7 +438,7 @@ func TestReplaceIfUnchanged_RacingSaves(t *testing.T) {
 // over, before the next (knotd settles at the end of the run). A second
 // save waits for the settle: two saves within the few system calls of one
 // replace happen only when knotd is descheduled in their middle, and then,
-// without leases, a save may be put back out of place (see README).
+// without leases, a save may be put back out of place (see docs/formats.md#what-knotd-writes-into-a-note).
 func racingSaves(t *testing.T, d time.Duration, long, leases bool) {
 	root, dir, _ := vault(t)
 	p := filepath.Join(dir, "note.md")
