@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/knotd/knotd/agentrun"
@@ -27,7 +28,10 @@ import (
 // full, never a tie-off or an ignore file, and every write of an existing
 // file goes through the race-safe replace knotd's own writes use: a save
 // the user made since the agent read the file, or while it writes, is
-// kept and the agent's write refused.
+// kept and the agent's write refused. An agent that writes a file it did
+// not read through knotd (it read it with its own tools, as OpenCode
+// does, or not at all) may have read an older version: its write of a
+// file that changed while it ran is refused as well.
 //
 // Every read and write is bounded by limits.max_strand_size.
 //
@@ -37,6 +41,9 @@ import (
 type agentFS struct {
 	v     *Vault
 	write bool // the run's permission level lets the agent write
+	// start is when the run began, less changeSlack: a file whose change
+	// time is later changed while the agent ran.
+	start time.Time
 
 	mu     sync.Mutex
 	seen   map[string]state.Hash // rel → the content the agent last read or wrote
@@ -55,7 +62,22 @@ var _ agentrun.FileSystem = (*agentFS)(nil)
 // newAgentFS returns the file system for a run of agent.
 func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
 	p := agent.Permissions
-	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{}}
+	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{},
+		start: time.Now().Add(-changeSlack)}
+}
+
+// changeSlack is how far before the run's start a file's change time may
+// lie and still be a change made while the agent ran: file systems stamp
+// a change from a clock that lags behind time.Now by up to a clock tick
+// (Linux: a jiffy, at most 10ms).
+const changeSlack = 20 * time.Millisecond
+
+// changedSince reports whether the file fi describes was changed (written,
+// or renamed into place) at t or later, as its status change time says,
+// or its modification time where there is none (Windows).
+func changedSince(fi fs.FileInfo, t time.Time) bool {
+	st := state.StampOf(fi)
+	return max(st.ModTime, st.Ctime) >= t.UnixNano()
 }
 
 // refused is the error of a call the vault refuses.
@@ -76,7 +98,7 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 	if err != nil {
 		return "", err
 	}
-	data, err := a.readFile(rel, a.v.config().MaxStrandSize)
+	data, _, err := a.readFile(rel, a.v.config().MaxStrandSize)
 	if err != nil {
 		return "", err
 	}
@@ -90,30 +112,31 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 	return lines(string(data), line, limit), nil
 }
 
-// readFile reads the file rel, refusing what is not a text file.
-func (a *agentFS) readFile(rel string, limit int64) ([]byte, error) {
-	data, _, err := vaultfs.ReadFile(a.v.fs, rel, limit)
+// readFile reads the file rel, refusing what is not a text file, and
+// returns what fstat said of it.
+func (a *agentFS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
+	data, fi, err := vaultfs.ReadFile(a.v.fs, rel, limit)
 	for try := 1; errors.Is(err, vaultfs.ErrReplaced) && try < 3; try++ {
 		// Saved by a rename as it was opened: read the new file.
-		data, _, err = vaultfs.ReadFile(a.v.fs, rel, limit)
+		data, fi, err = vaultfs.ReadFile(a.v.fs, rel, limit)
 	}
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, vaultfs.ErrReplaced):
-		return nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
+		return nil, nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
 	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
-		return nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
-		return nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
+		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
+		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", rel, err)
+		return nil, nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	if !utf8.Valid(data) || strings.IndexByte(string(data), 0) >= 0 {
-		return nil, refused("%s is not a text file (NUL bytes, or not UTF-8)", rel)
+		return nil, nil, refused("%s is not a text file (NUL bytes, or not UTF-8)", rel)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
 // lines returns the text from the 1-based line (below 1: the first) and
@@ -184,7 +207,7 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	// replaced is back before this write compares the file.
 	a.settle(rel)
 	seen, read := a.seen[rel]
-	current, err := a.readFile(rel, limit)
+	current, fi, err := a.readFile(rel, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if read {
@@ -199,6 +222,10 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
 	case string(current) == content:
 		// Nothing to write.
+	case !read && changedSince(fi, a.start):
+		// Read with the agent's own tools, or not at all: before or after
+		// the save, knotd cannot tell.
+		return refused("%s changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept: read it (fs/read_text_file), then write", rel)
 	default:
 		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
 		if g != nil {
