@@ -101,11 +101,14 @@ func (a fsAgentWrap) Run(ctx context.Context, req agentrun.Request) (agentrun.Re
 }
 
 // savingFS passes the agent's calls on to knotd's file system, and after
-// each read of side it serves, the user saves side (save, when set).
+// each read of side it serves, the user saves side (save, when set); just
+// before a write of side reaches knotd, the user saves it (saveAtWrite,
+// when set).
 type savingFS struct {
-	inner agentrun.FileSystem
-	side  string
-	save  func(n int) error
+	inner       agentrun.FileSystem
+	side        string
+	save        func(n int) error
+	saveAtWrite func() error
 
 	mu     sync.Mutex
 	reads  int
@@ -129,6 +132,11 @@ func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) 
 }
 
 func (f *savingFS) WriteTextFile(ctx context.Context, p, content string) error {
+	if f.saveAtWrite != nil && filepath.Clean(p) == f.side {
+		if err := f.saveAtWrite(); err != nil {
+			return fmt.Errorf("the test's save: %w", err)
+		}
+	}
 	err := f.inner.WriteTextFile(ctx, p, content)
 	if filepath.Clean(p) == f.side {
 		f.mu.Lock()
