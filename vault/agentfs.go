@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,9 @@ type agentFS struct {
 	// start is when the run began, less changeSlack: a file whose change
 	// time is later changed while the agent ran.
 	start time.Time
+	// lstat is the vault root's Lstat (slash-separated names); the tests
+	// make it fold case, as macOS's and Windows's file systems do.
+	lstat func(name string) (fs.FileInfo, error)
 
 	mu     sync.Mutex
 	seen   map[string]state.Hash // rel → the content the agent last read or wrote
@@ -184,9 +189,11 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	if err != nil {
 		return err
 	}
-	base := path.Base(rel)
+	// In any case: on a file system that folds case, a new A.TIEOFF.md is
+	// the tie-off knotd later writes as a.tieoff.md.
+	base := strings.ToLower(path.Base(rel))
 	switch {
-	case strand.IsTieOff(rel):
+	case strand.IsTieOff(strings.ToLower(rel)):
 		return refused("%s is a tie-off: knotd writes it, agents may only read it", rel)
 	case ignore.IsFile(base):
 		return refused("%s is an ignore file: it decides what agents may read, and only the user changes it", rel)
@@ -336,8 +343,15 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if err := strand.ValidateRel(rel); err != nil {
 		return "", refused("%v", err)
 	}
+	// Checked as the files are named on disk: where the file system folds
+	// case (macOS, Windows), PRIVATE/p.md is private/p.md, which a rule
+	// keeps from agents.
+	rel, err := a.onDisk(rel)
+	if err != nil {
+		return "", err
+	}
 	v := a.v
-	if rel == strand.StateDir || strings.HasPrefix(rel, strand.StateDir+"/") {
+	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, strand.StateDir) {
 		return "", refused("knotd's own files (%s)", strand.StateDir)
 	}
 	if err := v.rules.Load(v.root, rel); err != nil {
@@ -359,6 +373,65 @@ func (a *agentFS) resolve(p string) (string, error) {
 		return "", refused("%s is kept from agents: %s", rel, sc.Why)
 	}
 	return rel, nil
+}
+
+// onDisk returns rel with each of its elements that exists spelled as its
+// folder lists it: on a file system that folds case (or Unicode
+// normalization, macOS), a name the agent spells otherwise reaches the same
+// file, and the rules must see the name they were written for. What does
+// not exist stays as the agent spelled it.
+func (a *agentFS) onDisk(rel string) (string, error) {
+	lstat := a.lstat
+	if lstat == nil {
+		lstat = func(name string) (fs.FileInfo, error) { return a.v.fs.Lstat(filepath.FromSlash(name)) }
+	}
+	elems := strings.Split(rel, "/")
+	for k, el := range elems {
+		dir := strings.Join(elems[:k], "/")
+		fi, err := lstat(path.Join(dir, el))
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", rel, err)
+		}
+		d, err := a.v.fs.Open(filepath.FromSlash(cmp.Or(dir, ".")))
+		if err != nil {
+			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
+		}
+		names, err := d.Readdirnames(-1)
+		_ = d.Close() // read only
+		if err != nil {
+			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
+		}
+		if slices.Contains(names, el) {
+			continue
+		}
+		// The names that differ in case first, then the others (another
+		// Unicode normalization): the one that is the same file.
+		slices.SortStableFunc(names, func(x, y string) int {
+			return cmp.Compare(b2i(!strings.EqualFold(x, el)), b2i(!strings.EqualFold(y, el)))
+		})
+		found := false
+		for _, n := range names {
+			if ni, err := lstat(path.Join(dir, n)); err == nil && os.SameFile(ni, fi) {
+				elems[k], found = n, true
+				break
+			}
+		}
+		if !found {
+			return "", refused("%s reaches a file that its folder lists by no name knotd can match", rel)
+		}
+	}
+	return strings.Join(elems, "/"), nil
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // rel returns the slash-separated path of the clean absolute path p
