@@ -405,6 +405,9 @@ func (a *agentFS) onDisk(rel string) (string, error) {
 			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
 		}
 		if slices.Contains(names, el) {
+			if !fi.IsDir() {
+				break // a link or a file: the checks below say what it is
+			}
 			continue
 		}
 		// The names that differ in case first, then the others (another
@@ -421,6 +424,9 @@ func (a *agentFS) onDisk(rel string) (string, error) {
 		}
 		if !found {
 			return "", refused("%s reaches a file that its folder lists by no name knotd can match", rel)
+		}
+		if !fi.IsDir() {
+			break // a link or a file: the checks below say what it is
 		}
 	}
 	return strings.Join(elems, "/"), nil
