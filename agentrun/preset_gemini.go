@@ -15,8 +15,9 @@ import (
 //
 // knotd is the ACP client: the one protocol: acp agents get
 // (acpConversation, on github.com/coder/acp-go-sdk), in Gemini's mode
-// (geminiACP). One attempt is one conversation: initialize (offering no
-// file system: the CLI uses its own tools), then session/new (a new
+// (geminiACP). One attempt is one conversation: initialize (offering
+// knotd's file system, which Gemini CLI's read_file, write_file and edit
+// tools use for files in the vault), then session/new (a new
 // session) or session/load of the resume handle, then one session/prompt
 // whose text block is the prompt; when the prompt's response arrives,
 // standard input is closed and the CLI exits. The working directory and the session's cwd
@@ -72,7 +73,6 @@ func (geminiDriver) limits() Limits           { return Limits{} }
 var geminiACP = acpMode{
 	name:                  "Gemini CLI",
 	format:                transcript.FormatGeminiACP,
-	noFS:                  true,
 	replay:                true,
 	loadID:                geminiLoadID,
 	lost:                  geminiSessionLost,

@@ -1,6 +1,7 @@
 package vault
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/knotd/knotd/agentrun"
@@ -27,7 +30,10 @@ import (
 // full, never a tie-off or an ignore file, and every write of an existing
 // file goes through the race-safe replace knotd's own writes use: a save
 // the user made since the agent read the file, or while it writes, is
-// kept and the agent's write refused.
+// kept and the agent's write refused. An agent that writes a file it did
+// not read through knotd (it read it with its own tools, as OpenCode
+// does, or not at all) may have read an older version: its write of a
+// file that changed while it ran is refused as well.
 //
 // Every read and write is bounded by limits.max_strand_size.
 //
@@ -37,6 +43,12 @@ import (
 type agentFS struct {
 	v     *Vault
 	write bool // the run's permission level lets the agent write
+	// start is when the run began, less changeSlack: a file whose change
+	// time is later changed while the agent ran.
+	start time.Time
+	// lstat is the vault root's Lstat (slash-separated names); the tests
+	// make it fold case, as macOS's and Windows's file systems do.
+	lstat func(name string) (fs.FileInfo, error)
 
 	mu     sync.Mutex
 	seen   map[string]state.Hash // rel → the content the agent last read or wrote
@@ -55,7 +67,22 @@ var _ agentrun.FileSystem = (*agentFS)(nil)
 // newAgentFS returns the file system for a run of agent.
 func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
 	p := agent.Permissions
-	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{}}
+	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{},
+		start: time.Now().Add(-changeSlack)}
+}
+
+// changeSlack is how far before the run's start a file's change time may
+// lie and still be a change made while the agent ran: file systems stamp
+// a change from a clock that lags behind time.Now by up to a clock tick
+// (Linux: a jiffy, at most 10ms).
+const changeSlack = 20 * time.Millisecond
+
+// changedSince reports whether the file fi describes was changed (written,
+// or renamed into place) at t or later, as its status change time says,
+// or its modification time where there is none (Windows).
+func changedSince(fi fs.FileInfo, t time.Time) bool {
+	st := state.StampOf(fi)
+	return max(st.ModTime, st.Ctime) >= t.UnixNano()
 }
 
 // refused is the error of a call the vault refuses.
@@ -76,7 +103,7 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 	if err != nil {
 		return "", err
 	}
-	data, err := a.readFile(rel, a.v.config().MaxStrandSize)
+	data, _, err := a.readFile(rel, a.v.config().MaxStrandSize)
 	if err != nil {
 		return "", err
 	}
@@ -90,30 +117,31 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 	return lines(string(data), line, limit), nil
 }
 
-// readFile reads the file rel, refusing what is not a text file.
-func (a *agentFS) readFile(rel string, limit int64) ([]byte, error) {
-	data, _, err := vaultfs.ReadFile(a.v.fs, rel, limit)
+// readFile reads the file rel, refusing what is not a text file, and
+// returns what fstat said of it.
+func (a *agentFS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
+	data, fi, err := vaultfs.ReadFile(a.v.fs, rel, limit)
 	for try := 1; errors.Is(err, vaultfs.ErrReplaced) && try < 3; try++ {
 		// Saved by a rename as it was opened: read the new file.
-		data, _, err = vaultfs.ReadFile(a.v.fs, rel, limit)
+		data, fi, err = vaultfs.ReadFile(a.v.fs, rel, limit)
 	}
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, vaultfs.ErrReplaced):
-		return nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
+		return nil, nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
 	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
-		return nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
+		return nil, nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
-		return nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
+		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
+		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
 	case err != nil:
-		return nil, fmt.Errorf("%s: %w", rel, err)
+		return nil, nil, fmt.Errorf("%s: %w", rel, err)
 	}
 	if !utf8.Valid(data) || strings.IndexByte(string(data), 0) >= 0 {
-		return nil, refused("%s is not a text file (NUL bytes, or not UTF-8)", rel)
+		return nil, nil, refused("%s is not a text file (NUL bytes, or not UTF-8)", rel)
 	}
-	return data, nil
+	return data, fi, nil
 }
 
 // lines returns the text from the 1-based line (below 1: the first) and
@@ -161,9 +189,11 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	if err != nil {
 		return err
 	}
-	base := path.Base(rel)
+	// In any case: on a file system that folds case, a new A.TIEOFF.md is
+	// the tie-off knotd later writes as a.tieoff.md.
+	base := strings.ToLower(path.Base(rel))
 	switch {
-	case strand.IsTieOff(rel):
+	case strand.IsTieOff(strings.ToLower(rel)):
 		return refused("%s is a tie-off: knotd writes it, agents may only read it", rel)
 	case ignore.IsFile(base):
 		return refused("%s is an ignore file: it decides what agents may read, and only the user changes it", rel)
@@ -184,7 +214,7 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	// replaced is back before this write compares the file.
 	a.settle(rel)
 	seen, read := a.seen[rel]
-	current, err := a.readFile(rel, limit)
+	current, fi, err := a.readFile(rel, limit)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if read {
@@ -199,6 +229,10 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
 	case string(current) == content:
 		// Nothing to write.
+	case !read && changedSince(fi, a.start):
+		// Read with the agent's own tools, or not at all: before or after
+		// the save, knotd cannot tell.
+		return refused("%s changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept: read it (fs/read_text_file), then write", rel)
 	default:
 		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
 		if g != nil {
@@ -309,8 +343,15 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if err := strand.ValidateRel(rel); err != nil {
 		return "", refused("%v", err)
 	}
+	// Checked as the files are named on disk: where the file system folds
+	// case (macOS, Windows), PRIVATE/p.md is private/p.md, which a rule
+	// keeps from agents.
+	rel, err := a.onDisk(rel)
+	if err != nil {
+		return "", err
+	}
 	v := a.v
-	if rel == strand.StateDir || strings.HasPrefix(rel, strand.StateDir+"/") {
+	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, strand.StateDir) {
 		return "", refused("knotd's own files (%s)", strand.StateDir)
 	}
 	if err := v.rules.Load(v.root, rel); err != nil {
@@ -332,6 +373,71 @@ func (a *agentFS) resolve(p string) (string, error) {
 		return "", refused("%s is kept from agents: %s", rel, sc.Why)
 	}
 	return rel, nil
+}
+
+// onDisk returns rel with each of its elements that exists spelled as its
+// folder lists it: on a file system that folds case (or Unicode
+// normalization, macOS), a name the agent spells otherwise reaches the same
+// file, and the rules must see the name they were written for. What does
+// not exist stays as the agent spelled it.
+func (a *agentFS) onDisk(rel string) (string, error) {
+	lstat := a.lstat
+	if lstat == nil {
+		lstat = func(name string) (fs.FileInfo, error) { return a.v.fs.Lstat(filepath.FromSlash(name)) }
+	}
+	elems := strings.Split(rel, "/")
+	for k, el := range elems {
+		dir := strings.Join(elems[:k], "/")
+		fi, err := lstat(path.Join(dir, el))
+		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", rel, err)
+		}
+		d, err := a.v.fs.Open(filepath.FromSlash(cmp.Or(dir, ".")))
+		if err != nil {
+			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
+		}
+		names, err := d.Readdirnames(-1)
+		_ = d.Close() // read only
+		if err != nil {
+			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
+		}
+		if slices.Contains(names, el) {
+			if !fi.IsDir() {
+				break // a link or a file: the checks below say what it is
+			}
+			continue
+		}
+		// The names that differ in case first, then the others (another
+		// Unicode normalization): the one that is the same file.
+		slices.SortStableFunc(names, func(x, y string) int {
+			return cmp.Compare(b2i(!strings.EqualFold(x, el)), b2i(!strings.EqualFold(y, el)))
+		})
+		found := false
+		for _, n := range names {
+			if ni, err := lstat(path.Join(dir, n)); err == nil && os.SameFile(ni, fi) {
+				elems[k], found = n, true
+				break
+			}
+		}
+		if !found {
+			return "", refused("%s reaches a file that its folder lists by no name knotd can match", rel)
+		}
+		if !fi.IsDir() {
+			break // a link or a file: the checks below say what it is
+		}
+	}
+	return strings.Join(elems, "/"), nil
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // rel returns the slash-separated path of the clean absolute path p

@@ -123,6 +123,9 @@ func TestAgentFS_Write(t *testing.T) {
 			check: map[string]string{"notes/a.md": "one\nagent\n"}},
 		{name: "full, without reading first", perm: agentrun.PermFull, step: step{path: "notes/a.md", content: "agent\n"},
 			check: map[string]string{"notes/a.md": "agent\n"}},
+		{name: "a save during the run, without reading first", perm: agentrun.PermFull, step: step{save: "one\nuser\n", path: "notes/a.md", content: "agent\n",
+			wantErr: "refused: notes/a.md changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept"},
+			check: map[string]string{"notes/a.md": "one\nuser\n"}},
 		{name: "a save since the read", perm: agentrun.PermEdit, step: step{read: "notes/a.md", save: "one\nuser\n", path: "notes/a.md", content: "one\nagent\n",
 			wantErr: "refused: notes/a.md changed since the agent read it (the user saved it); the user's save is kept"},
 			check: map[string]string{"notes/a.md": "one\nuser\n"}},
@@ -151,6 +154,7 @@ func TestAgentFS_Write(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, v, outside := agentFSEnv(t)
 			e.write("notes/a.md", "one\n")
+			savedBeforeTheRun(t, e, "notes/a.md")
 			a := v.newAgentFS(agentrun.Agent{Permissions: tt.perm})
 			ctx := context.Background()
 			if tt.step.read != "" {
@@ -390,5 +394,27 @@ func TestAgentFS_EditOwnNote(t *testing.T) {
 	}
 	if sum := e.once(v, false); sum.Ran != 0 {
 		t.Fatalf("next pass: %+v; want no run (nothing changed)", sum)
+	}
+}
+
+// savedBeforeTheRun waits until the files rel were last changed before a
+// run that starts now, as far as their change times tell (see
+// changeSlack): until then, an agent's write of a file it did not read
+// through knotd is refused as a write over a save made while it ran.
+func savedBeforeTheRun(t *testing.T, e *env, rels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, rel := range rels {
+		for {
+			fi, err := os.Stat(e.abs(rel))
+			mustDo(t, err)
+			if !changedSince(fi, time.Now().Add(-2*changeSlack)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s keeps a change time in the future", rel)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 }

@@ -20,6 +20,7 @@ func TestAgentFS_NotRegular(t *testing.T) {
 	mustDo(t, syscall.Mkfifo(e.abs("notes/fifo.md"), 0o644))
 	e.write("notes/linked.md", "linked\n")
 	mustDo(t, os.Link(e.abs("notes/linked.md"), e.abs("notes/other.md")))
+	savedBeforeTheRun(t, e, "notes/linked.md")
 	a := v.newAgentFS(agentrun.Agent{Permissions: agentrun.PermFull})
 	defer a.close()
 	ctx := context.Background()

@@ -26,7 +26,11 @@ import (
 // replying and ends the reply with "[permission: <optionId or
 // cancelled>]"; "fs" reads line 1 of <cwd>/in.md and writes <cwd>/out.md through
 // the client and ends the reply with "[read: …] [write: …]" (the content
-// read or the error); "gate" stops after its first chunk until the file
+// read or the error); "fsedit" reads <cwd>/side.txt through the client
+// ("fsblind": from the disk itself, as an agent with its own read tool),
+// creates <gate>.read (EnvGate), waits for the gate, then writes what it
+// read and "agent line" through the client, ending the reply with
+// "[write: ok or the error]"; "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
 // with an error, "auth" with ACP's authentication required; "refusal" ends the turn with stopReason refusal; "crash"
@@ -220,6 +224,40 @@ func acpAgent(inv *Invocation) int {
 					werr = "ok"
 				}
 				suffix = " [read: " + r.Content + "] [write: " + werr + "]"
+			case "fsedit", "fsblind":
+				// Edit <cwd>/side.txt: read it (through the client, or
+				// from the disk itself as agents with their own read
+				// tools do), say so by creating <gate>.read, wait for
+				// the gate, then write what was read and a line of its
+				// own through the client.
+				side := filepath.Join(inv.Dir, "side.txt")
+				var content, errMsg string
+				if mode == "fsedit" {
+					var res json.RawMessage
+					res, errMsg = call("fs/read_text_file", map[string]any{"sessionId": s, "path": side})
+					var r struct{ Content string }
+					_ = json.Unmarshal(res, &r)
+					content = r.Content
+				} else if b, err := os.ReadFile(side); err != nil {
+					errMsg = err.Error()
+				} else {
+					content = string(b)
+				}
+				if errMsg != "" {
+					return inv.die(fmt.Errorf("read %s: %s", side, errMsg))
+				}
+				gate := os.Getenv(EnvGate)
+				if err := os.WriteFile(gate+".read", nil, 0o600); err != nil {
+					return inv.die(err)
+				}
+				if err := waitFor(gate); err != nil {
+					return inv.die(err)
+				}
+				_, werr := call("fs/write_text_file", map[string]any{"sessionId": s, "path": side, "content": content + "agent line\n"})
+				if werr == "" {
+					werr = "ok"
+				}
+				suffix = " [write: " + werr + "]"
 			}
 			n, err := conv.bump(s)
 			if err != nil {

@@ -35,6 +35,7 @@ type Guard struct {
 	limit  int64    // bounds what is read
 	done   bool
 	hooks  *exchangeHooks // passed on to the replaces that put saves back
+	next   *Guard         // another file to settle with this one (see undoExchange)
 	// changed: a late save was found (what the replace put at the name
 	// is no longer what it holds); err: the first error of a look.
 	changed bool
@@ -49,7 +50,10 @@ type Guard struct {
 // leases do. A Guard passes them on to the replaces that put a late save
 // back.
 type exchangeHooks struct {
-	before, after        func(f0, ours *os.File)
+	before, after func(f0, ours *os.File)
+	// back is called after each exchange that undoes one, with the file
+	// it just pushed to the name (open; nil where it could not be opened).
+	back                 func(pushed *os.File)
 	noExchange, noLeases bool
 }
 
@@ -67,6 +71,12 @@ func (h *exchangeHooks) takeLease(f *os.File) (leaseState, error) {
 func (h *exchangeHooks) beforeExchange(f0, ours *os.File) {
 	if h != nil && h.before != nil {
 		h.before(f0, ours)
+	}
+}
+
+func (h *exchangeHooks) exchangedBack(pushed *os.File) {
+	if h != nil && h.back != nil {
+		h.back(pushed)
 	}
 }
 
@@ -252,12 +262,12 @@ func ReplaceIfUnchanged(root *os.Root, name string, original, updated []byte, op
 			same = !broken
 		}
 		if err != nil || !same {
-			og, uerr := undoExchange(root, d, tmpName, tmpBase, osBase, ours, &oursLease, updated, limit, release, opts.hooks)
+			og, keptOurs, uerr := undoExchange(root, d, tmpName, tmpBase, osBase, ours, &oursLease, updated, limit, release, opts.hooks)
 			if uerr != nil {
 				return fail(fmt.Errorf("the file changed on disk during the replace, and putting the save back failed: %w", uerr))
 			}
 			removeTmp = false // undoExchange removed it
-			keepOurs = og != nil
+			keepOurs = keptOurs
 			if err == nil {
 				err = ErrChanged
 			}
@@ -332,56 +342,97 @@ func waitWriters(f *os.File, hooks *exchangeHooks) (bool, error) {
 // undoExchange puts back what an exchange took away from name: what is at
 // tmpName now (someone's save S that landed before the exchange, or the
 // file read, which someone is about to write into) goes back to name, by
-// exchanging again, and the old file's lease is released (release), which
-// lets an open held back by it go on. Then tmpName is removed. Somebody
-// may have opened the new file (ours) by name while it was there, to
-// write into it: with leases, ours is leased (*oursLease) from before the
-// exchange, and unbroken it says that nobody did, and undoExchange
-// returns no guard. Otherwise it returns a Guard over ours, as if S had
-// replaced it, which puts such a write back once settled.
-func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File, oursLease *bool, updated []byte, limit int64, release func() error, hooks *exchangeHooks) (*Guard, error) {
-	if err := exchangeBack(root, d, tmpName, tmpBase, osBase, ours); err != nil {
-		return nil, err
+// exchanging again (see exchangeBack), and the old file's lease is
+// released (release), which lets an open held back by it go on. Then
+// tmpName is removed. Somebody may have opened the new file (ours) by
+// name while it was there, to write into it: with leases, ours is leased
+// (*oursLease) from before the exchange, and unbroken it says that nobody
+// did. The same goes for a save that exchangeBack put back at the name
+// for a moment and then took away again, a newer save having replaced
+// ours meanwhile: it is leased from before it went to the name. A file
+// somebody may have written into that way (its lease broken, or no
+// leases) gets a Guard, as if the save now at the name had replaced it,
+// which puts such a write back once settled; undoExchange returns them
+// (nil: none), and whether one of them holds ours (which the caller then
+// must not close).
+func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File, oursLease *bool, updated []byte, limit int64, release func() error, hooks *exchangeHooks) (g *Guard, keptOurs bool, err error) {
+	aside, err := exchangeBack(root, d, tmpName, tmpBase, osBase, ours, limit, hooks)
+	if err != nil {
+		return nil, false, err
 	}
+	keptAside := false
+	defer func() {
+		if aside != nil && !keptAside {
+			_ = aside.f.Close() // read only; closing also releases its lease
+		}
+	}()
 	if err := release(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	name := path.Join(path.Dir(filepath.ToSlash(tmpName)), filepath.ToSlash(osBase))
-	leases := *oursLease
-	if *oursLease {
-		broken, err := leaseBroken(ours)
-		if err != nil {
-			return nil, err
-		}
-		if !broken {
-			// Its name goes while the lease still holds back whoever
-			// found it by name; after that nobody can.
-			if err := root.Remove(tmpName); err != nil {
-				return nil, err
+	// The files somebody may have opened at the name to write into, that
+	// are no longer there: ours, and what is at tmpName if not ours.
+	left := []pushedFile{{f: ours, leased: *oursLease, seen: updated}}
+	if aside != nil {
+		left = append(left, *aside)
+	}
+	var written []pushedFile
+	for _, p := range left {
+		if p.leased {
+			broken, err := leaseBroken(p.f)
+			if err != nil {
+				return nil, false, err
 			}
-			*oursLease = false
-			return nil, releaseLease(ours)
+			if !broken {
+				continue
+			}
+		}
+		written = append(written, p)
+	}
+	var base []byte
+	if len(written) > 0 {
+		// What the name holds now is what a write into them came after.
+		if base, _, err = ReadFile(root, name, limit+maxLateGrowth); err != nil {
+			base = nil // gone or replaced already: Settle looks again
 		}
 	}
-	// What the name holds now is what a write into ours came after.
-	base, _, err := ReadFile(root, name, limit+maxLateGrowth)
-	if err != nil {
-		base = nil // gone or replaced already: Settle looks again
-	}
+	// tmpName goes while the leases still hold back whoever found its
+	// file by name; after that nobody can.
 	if err := root.Remove(tmpName); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if *oursLease {
 		*oursLease = false
 		if err := releaseLease(ours); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	g := &Guard{root: root, name: name, file: ours, leases: leases, seen: updated, base: base, limit: limit + maxLateGrowth, hooks: hooks}
-	if leases {
-		g.look() // they are writing, or have written: put it back now
+	if aside != nil && aside.leased {
+		if err := releaseLease(aside.f); err != nil {
+			return nil, false, err
+		}
 	}
-	return g, nil
+	for i := len(written) - 1; i >= 0; i-- {
+		p := written[i]
+		g = &Guard{root: root, name: name, file: p.f, leases: p.leased, seen: p.seen, base: base, limit: limit + maxLateGrowth, hooks: hooks, next: g}
+		keptOurs = keptOurs || p.f == ours
+		keptAside = keptAside || aside != nil && p.f == aside.f
+	}
+	for n := g; n != nil; n = n.next {
+		if n.leases {
+			n.look() // they are writing, or have written: put it back now
+		}
+	}
+	return g, keptOurs, nil
+}
+
+// pushedFile is a file that an undone exchange put at the name for a
+// moment: open read-only, leased where leases tell (so that whoever opens
+// it by name for writing is seen), with what it held then.
+type pushedFile struct {
+	f      *os.File
+	leased bool
+	seen   []byte
 }
 
 // exchangeBack exchanges the file at tmpName back to the name, which should
@@ -391,31 +442,92 @@ func undoExchange(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ou
 // so on, until what an exchange pulls is what the one before pushed (the
 // name held still in between). tmpName then holds what the name should
 // not: ours, or a save a newer one replaced, as it would have without
-// knotd.
-func exchangeBack(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File) error {
+// knotd. But that save was at the name for a moment, between two
+// exchanges, and an editor may have opened it by name then, to save into
+// it: so each file is opened and leased before it is pushed to the name,
+// and the one left at tmpName, if not ours, is returned (its lease
+// taken, for undoExchange to look at; nil: ours is at tmpName).
+func exchangeBack(root *os.Root, d *os.File, tmpName, tmpBase, osBase string, ours *os.File, limit int64, hooks *exchangeHooks) (aside *pushedFile, err error) {
 	pushed, err := ours.Stat() // what the name should hold
 	if err != nil {
-		return err
+		return nil, err
 	}
 	atTmp, err := root.Lstat(tmpName)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for range 64 {
-		if _, err := exchange(d, tmpBase, osBase); err != nil {
-			return err
+	var files []*pushedFile // each file pushed to the name, open
+	defer func() {
+		for _, p := range files {
+			if p != aside {
+				_ = p.f.Close() // read only; closing also releases its lease
+			}
 		}
+	}()
+	for range 64 {
+		p, err := pushFile(root, tmpName, atTmp, limit, hooks)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			files = append(files, p)
+		}
+		if _, err := exchange(d, tmpBase, osBase); err != nil {
+			return nil, err
+		}
+		var f *os.File
+		if p != nil {
+			f = p.f
+		}
+		hooks.exchangedBack(f)
 		pulled, err := root.Lstat(tmpName)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if os.SameFile(pulled, pushed) {
-			return nil
+			for _, p := range files {
+				if fi, err := p.f.Stat(); err == nil && os.SameFile(fi, pulled) {
+					return p, nil
+				} else if err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil // ours, or a file nobody can write into
 		}
 		// A save landed at the name: put it back.
 		pushed, atTmp = atTmp, pulled
 	}
-	return fmt.Errorf("the name kept changing while knotd put the file back")
+	return nil, fmt.Errorf("the name kept changing while knotd put the file back")
+}
+
+// pushFile opens and leases the file at tmpName (which must be atTmp),
+// about to go to the name. A file that is not a regular file (nobody
+// saves into a link by writing into it) comes back nil.
+func pushFile(root *os.Root, tmpName string, atTmp fs.FileInfo, limit int64, hooks *exchangeHooks) (*pushedFile, error) {
+	f, fi, err := Open(root, filepath.ToSlash(tmpName))
+	if errors.Is(err, ErrNotRegular) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !os.SameFile(fi, atTmp) {
+		_ = f.Close() // read only
+		return nil, fmt.Errorf("the temporary name %s changed while knotd put a file back: %w", tmpName, ErrReplaced)
+	}
+	st, err := hooks.takeLease(f)
+	if err != nil {
+		_ = f.Close() // read only
+		return nil, err
+	}
+	// Busy: somebody is writing into it already; without a lease the
+	// Guard compares its content instead.
+	seen, err := readAll(f, limit+maxLateGrowth)
+	if err != nil {
+		_ = f.Close() // read only; closing also releases its lease
+		return nil, err
+	}
+	return &pushedFile{f: f, leased: st == leaseTaken, seen: seen}, nil
 }
 
 // maxLateGrowth bounds what a late save may add to a file, for reading it.
@@ -461,7 +573,11 @@ func (g *Guard) Settle() (changed bool, err error) {
 			g.err = fmt.Errorf("vaultfs: %s: %w", g.name, cerr)
 		}
 	}
-	return g.changed, g.err
+	if g.next == nil {
+		return g.changed, g.err
+	}
+	changed, err = g.next.Settle()
+	return g.changed || changed, errors.Join(g.err, err)
 }
 
 // look puts back what was written into the file since it was last looked

@@ -281,8 +281,11 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 		name          string
 		leasesOnly    bool
 		before, after func(t *testing.T, dir string, f0, ours *os.File) (wait func())
-		want          string
-		wantChanged   bool
+		// back: after the first exchange that undoes one, with the file
+		// it pushed to the name.
+		back        func(t *testing.T, dir string, pushed *os.File) (wait func())
+		want        string
+		wantChanged bool
 	}{
 		{
 			name: "a save renamed over the note just before the exchange",
@@ -327,6 +330,46 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 			},
 			want: "VS Code's save", wantChanged: true,
 		},
+		{
+			// The exchange is undone twice: the first pushes the save
+			// back to the name and pulls the newer one, the second
+			// pushes that back and pulls the save again, which is then
+			// thrown away as the newer one replaced it. But an append
+			// opened it by name in between: that append is the user's
+			// newest save, and must not go with it.
+			name: "an append into a save put back for a moment, while knotd undoes its exchange twice",
+			before: func(t *testing.T, dir string, _, _ *os.File) func() {
+				rename(dir, "a save by rename")
+				return nil
+			},
+			after: func(t *testing.T, dir string, _, _ *os.File) func() {
+				rename(dir, "a newer save")
+				return nil
+			},
+			back: func(t *testing.T, dir string, pushed *os.File) func() {
+				return inBackground(t, pushed, func() error {
+					return writeFile(filepath.Join(dir, "note.md"), os.O_WRONLY|os.O_APPEND, []byte("+appended"))
+				})
+			},
+			want: "a newer save+appended", wantChanged: true,
+		},
+		{
+			name: "a rewrite in place of a save put back for a moment, while knotd undoes its exchange twice",
+			before: func(t *testing.T, dir string, _, _ *os.File) func() {
+				rename(dir, "a save by rename")
+				return nil
+			},
+			after: func(t *testing.T, dir string, _, _ *os.File) func() {
+				rename(dir, "a newer save")
+				return nil
+			},
+			back: func(t *testing.T, dir string, pushed *os.File) func() {
+				return inBackground(t, pushed, func() error {
+					return writeFile(filepath.Join(dir, "note.md"), os.O_WRONLY, []byte("the newest save"))
+				})
+			},
+			want: "the newest save", wantChanged: true,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			leaseModes(t, func(t *testing.T, leases bool) {
@@ -353,6 +396,28 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 					}
 				}
 				hooks := &exchangeHooks{before: hook(tc.before), after: hook(tc.after), noLeases: !leases}
+				if tc.back != nil {
+					fired := false
+					hooks.back = func(pushed *os.File) {
+						if !fired {
+							fired = true
+							if w := tc.back(t, dir, pushed); w != nil {
+								waits = append(waits, w)
+							}
+						}
+					}
+				}
+				if tc.back != nil {
+					fired := false
+					hooks.back = func(pushed *os.File) {
+						if !fired {
+							fired = true
+							if w := tc.back(t, dir, pushed); w != nil {
+								waits = append(waits, w)
+							}
+						}
+					}
+				}
 				g, err := ReplaceIfUnchanged(root, "note.md", []byte("note"), []byte("knot: 1\nnote"), ReplaceOptions{hooks: hooks})
 				if tc.wantChanged != errors.Is(err, ErrChanged) {
 					t.Fatalf("ReplaceIfUnchanged = %v; want ErrChanged: %v", err, tc.wantChanged)
@@ -388,6 +453,11 @@ func inBackground(t *testing.T, leased *os.File, save func() error) (wait func()
 		case err := <-done:
 			return func() { mustDo(t, err) }
 		default:
+		}
+		if leased == nil {
+			// Nothing held back by a lease: wait for its end.
+			err := <-done
+			return func() { mustDo(t, err) }
 		}
 		if broken, _ := leaseBroken(leased); broken && leasesOn {
 			return func() { mustDo(t, <-done) }

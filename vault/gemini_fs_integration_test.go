@@ -1,0 +1,147 @@
+//go:build unix
+
+package vault
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/knotd/knotd/agentrun"
+	"github.com/knotd/knotd/agentrun/agenttest"
+)
+
+// TestGemini_RealCLIWritesThroughKnotd: the real Gemini CLI (0.61.0, the
+// gemini preset at permissions: edit, against the loopback stand-in of the
+// Gemini API) writes side.txt, beside the note it answers, with its
+// write_file tool, which reads the file and writes it through knotd's file
+// system (fs/read_text_file, fs/write_text_file): the write reaches the
+// vault's agentFS and lands in the vault. With the user saving side.txt
+// (by each way of saving) right after each of knotd's answers to the
+// CLI's reads, the write comes after a save the CLI did not read: knotd
+// refuses it, the CLI is told, the run goes on, and every save the user
+// made is in the file.
+func TestGemini_RealCLIWritesThroughKnotd(t *testing.T) {
+	bin := agenttest.GeminiCLI(t)
+	kinds := []string{"sed -i", "append", "truncate and write", "in place"}
+	for kind := -1; kind < len(kinds); kind++ {
+		name := "no save"
+		if kind >= 0 {
+			name = kinds[kind]
+		}
+		t.Run(name, func(t *testing.T) {
+			api := agenttest.NewGemini(t)
+			e := newEnv(t)
+			var env []string
+			for _, kv := range api.GeminiEnv(t.TempDir(), true) {
+				k, v, _ := strings.Cut(kv, "=")
+				env = append(env, fmt.Sprintf("%s: %q", k, v))
+			}
+			e.userConfig(fmt.Sprintf("default_agent: g\nagents:\n  g:\n    preset: gemini\n    command: [%q]\n    permissions: edit\n    env: {%s}\n",
+				bin, strings.Join(env, ", ")))
+			e.write("side.txt", "user line 1\n")
+			e.onceFresh() // knotd adopts the notes
+			savedBeforeTheRun(t, e, "side.txt")
+			e.write("in.md", "answer this\n")
+			side := e.abs("side.txt")
+			api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "write_file",
+				Args: map[string]any{"file_path": side, "content": "the model's text\n"}})
+
+			v := e.open()
+			fsys := &savingFS{side: side}
+			if kind >= 0 {
+				fsys.save = func(n int) error {
+					return saveLine(side, []int{0, 1, 2, 3}[kind], fmt.Sprintf("user save %d\n", n))
+				}
+			}
+			v.agent = fsAgentWrap{inner: v.runner.Load(), wrap: func(fs agentrun.FileSystem) agentrun.FileSystem { fsys.inner = fs; return fsys }}
+			sum, err := v.Once(context.Background(), OnceOptions{})
+			mustDo(t, err)
+			if sum.Ran != 1 || sum.Failed != 0 {
+				t.Fatalf("runs = %+v; want one ok run", sum.Runs)
+			}
+			fsys.mu.Lock()
+			defer fsys.mu.Unlock()
+			if fsys.reads == 0 || len(fsys.writes) != 1 {
+				t.Fatalf("the CLI read side.txt through knotd %d times and wrote it %d times; want reads and one write", fsys.reads, len(fsys.writes))
+			}
+			got := e.read("side.txt")
+			if kind < 0 {
+				if fsys.writes[0] != nil || got != "the model's text\n" {
+					t.Fatalf("without a save: the write %v, side.txt = %q; want the model's text written", fsys.writes[0], got)
+				}
+				return
+			}
+			want := "user line 1\n"
+			for n := 1; n <= fsys.reads; n++ {
+				want += fmt.Sprintf("user save %d\n", n)
+			}
+			if got != want {
+				t.Errorf("side.txt = %q; want every user save %q", got, want)
+			}
+			if err := fsys.writes[0]; err == nil || !strings.Contains(err.Error(), "the user's save is kept") {
+				t.Errorf("the CLI's write: %v; want it refused, the user's save kept", err)
+			}
+		})
+	}
+}
+
+// fsAgentWrap runs inner with the request's file system wrapped.
+type fsAgentWrap struct {
+	inner Agent
+	wrap  func(agentrun.FileSystem) agentrun.FileSystem
+}
+
+func (a fsAgentWrap) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
+	req.FS = a.wrap(req.FS)
+	return a.inner.Run(ctx, req)
+}
+
+// savingFS passes the agent's calls on to knotd's file system, and after
+// each read of side it serves, the user saves side (save, when set); just
+// before a write of side reaches knotd, the user saves it (saveAtWrite,
+// when set).
+type savingFS struct {
+	inner       agentrun.FileSystem
+	side        string
+	save        func(n int) error
+	saveAtWrite func() error
+
+	mu     sync.Mutex
+	reads  int
+	writes []error // the error of each write of side
+}
+
+func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
+	s, err := f.inner.ReadTextFile(ctx, p, line, limit)
+	if err != nil || filepath.Clean(p) != f.side {
+		return s, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	if f.save != nil {
+		if serr := f.save(f.reads); serr != nil {
+			return "", fmt.Errorf("the test's save: %w", serr)
+		}
+	}
+	return s, nil
+}
+
+func (f *savingFS) WriteTextFile(ctx context.Context, p, content string) error {
+	if f.saveAtWrite != nil && filepath.Clean(p) == f.side {
+		if err := f.saveAtWrite(); err != nil {
+			return fmt.Errorf("the test's save: %w", err)
+		}
+	}
+	err := f.inner.WriteTextFile(ctx, p, content)
+	if filepath.Clean(p) == f.side {
+		f.mu.Lock()
+		f.writes = append(f.writes, err)
+		f.mu.Unlock()
+	}
+	return err
+}
