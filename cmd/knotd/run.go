@@ -615,7 +615,7 @@ func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(t.Agents) > 0 {
 		agents = "agents " + strings.Join(t.Agents, ", ")
 	}
-	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
+	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.SHA256, agents)
 	return tellDaemon(ctx, root, stdout)
 }
 
