@@ -149,7 +149,7 @@ func (v *Vault) finishJournaled(rel string) error {
 		if p.Record.Path != rel {
 			continue
 		}
-		j, err := decodeJournal(p.Section)
+		j, err := decodeJournal(p.Journal)
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
@@ -729,7 +729,7 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 			v.log.Warn("cannot sync the strand's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
-	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
+	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Journal: enc}
 	if err := v.putPending(ctx, p); err != nil {
 		return err
 	}

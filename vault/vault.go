@@ -466,7 +466,7 @@ func (v *Vault) recover() error {
 		return err
 	}
 	for _, p := range ps {
-		j, err := decodeJournal(p.Section)
+		j, err := decodeJournal(p.Journal)
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
