@@ -350,30 +350,24 @@ func (s *Store) Close() error {
 // commits), but keep a transaction to a few thousand records, since its
 // changes are held in memory until it commits. Values fn passes to Tx
 // methods must not be modified before Update returns.
-func (s *Store) Update(fn func(*Tx) error) (err error) {
-	var fnErr error
-	defer s.recoverDamage("commit", &err, debug.SetPanicOnFault(true))
-	err = s.db.Update(func(btx *bolt.Tx) error {
-		tx, err := newTx(btx)
-		if err != nil {
-			return err
-		}
-		fnErr = fn(tx)
-		return fnErr
-	})
-	if err != nil && fnErr == nil {
-		err = fmt.Errorf("state: commit state %s: %w", s.path, err)
-	}
-	return err
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.run("commit", s.db.Update, fn)
 }
 
 // View runs fn in one read-only transaction: a consistent snapshot. Write
 // methods of the Tx fail. Keep it short: a long read transaction delays
 // writers that need to grow the file.
-func (s *Store) View(fn func(*Tx) error) (err error) {
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.run("read", s.db.View, fn)
+}
+
+// run runs fn in the transaction that begin (bbolt's Update or View)
+// runs; op names it in errors. A panic from a damaged page becomes an
+// ErrCorrupt error; fn's own error is returned as it is.
+func (s *Store) run(op string, begin func(func(*bolt.Tx) error) error, fn func(*Tx) error) (err error) {
 	var fnErr error
-	defer s.recoverDamage("read", &err, debug.SetPanicOnFault(true))
-	err = s.db.View(func(btx *bolt.Tx) error {
+	defer s.recoverDamage(op, &err, debug.SetPanicOnFault(true))
+	err = begin(func(btx *bolt.Tx) error {
 		tx, err := newTx(btx)
 		if err != nil {
 			return err
@@ -382,7 +376,7 @@ func (s *Store) View(fn func(*Tx) error) (err error) {
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
-		err = fmt.Errorf("state: read state %s: %w", s.path, err)
+		err = fmt.Errorf("state: %s state %s: %w", op, s.path, err)
 	}
 	return err
 }
