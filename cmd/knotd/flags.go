@@ -139,12 +139,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	switch len(pos) {
-	case 0:
-	case 1:
-		o.vault = pos[0]
-	default:
-		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))}
+	if o.vault, err = vaultArg("", pos); err != nil {
+		return o, err
 	}
 	if o.jsonOut && !o.once {
 		return o, usageError{"--json goes with --once"}

@@ -389,6 +389,23 @@ func utcTimes(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
+// vaultArg returns the VAULT among pos, the positional arguments of knotd
+// cmd ("" for knotd itself), or "" when there is none; more than one is a
+// usage error.
+func vaultArg(cmd string, pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", nil
+	case 1:
+		return pos[0], nil
+	}
+	msg := fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))
+	if cmd != "" {
+		msg = "knotd " + cmd + ": " + msg
+	}
+	return "", usageError{msg}
+}
+
 // vaultRoot resolves the VAULT argument (default: the current directory)
 // to the vault it belongs to: an absolute directory path, symbolic links
 // resolved, and the vault above it when it is a folder of a vault (one
@@ -592,12 +609,9 @@ func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usageError{"knotd trust takes at most one VAULT"}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
+	arg, err := vaultArg("trust", pos)
+	if err != nil {
+		return err
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {

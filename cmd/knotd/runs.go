@@ -117,12 +117,9 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if show {
 		pos = o.args[2:]
 	}
-	if len(pos) > 1 {
-		return usageError{fmt.Sprintf("knotd runs: one VAULT at most, got %s", strings.Join(pos, " "))}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
+	arg, err := vaultArg("runs", pos)
+	if err != nil {
+		return err
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {
