@@ -81,7 +81,7 @@ var (
 	// ErrSessionTaken is wrapped when a record would take a session that
 	// another existing strand holds (a copied note keeps its knot_session;
 	// the copy needs a new one).
-	ErrSessionTaken = errors.New("state: session belongs to another strand")
+	ErrSessionTaken = errors.New("state: session belongs to another note")
 	// ErrCorrupt is wrapped by every error about a damaged state file.
 	ErrCorrupt = errors.New("state: state store is damaged")
 	// ErrVersion is wrapped when the state file was written by a newer
@@ -618,7 +618,7 @@ func validatePath(op, rel string) error {
 		if err := strand.ValidateRel(rel); err != nil {
 			return fmt.Errorf("state: %s: %w", op, err)
 		}
-		return fmt.Errorf("state: %s %s: not a strand path", op, rel)
+		return fmt.Errorf("state: %s %s: not a note path", op, rel)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func TieOffPath(rel string) (string, error) {
 		return "", err
 	}
 	if !IsStrandName(path.Base(rel)) {
-		return "", fmt.Errorf("%w %q: not a strand", ErrBadPath, rel)
+		return "", fmt.Errorf("%w %q: not a note", ErrBadPath, rel)
 	}
 	dir, base := path.Split(rel)
 	stem := strings.TrimSuffix(base, Ext)

@@ -279,7 +279,7 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 
 func printSummary(w io.Writer, s vault.Summary) {
 	if s.Adopted > 0 {
-		fmt.Fprintf(w, "adopted %s as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", plural(s.Adopted, "existing strand"))
+		fmt.Fprintf(w, "adopted %s as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", plural(s.Adopted, "existing note"))
 	}
 	for _, r := range s.Runs {
 		status := string(r.Outcome)
@@ -518,7 +518,7 @@ func explainIgnore(root string, o options, w io.Writer) error {
 }
 
 // pathInVault turns PATH, given to the flag named flagName
-// (--explain-ignore, --strand), into a slash-separated path relative to
+// (--explain-ignore, --note), into a slash-separated path relative to
 // root (see explainIgnore for how a relative PATH is read).
 func pathInVault(root, flagName, path string) (string, error) {
 	inside := func(abs string) (string, bool) {
