@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -431,6 +432,10 @@ func (s *Store) recoverDamage(op string, err *error, was bool) {
 	s.noteDamage(*err)
 }
 
+// storeFuncPrefix begins the name of every function of this package in a
+// stack frame: its import path, whatever it is (the package may move).
+var storeFuncPrefix = reflect.TypeFor[Store]().PkgPath() + "."
+
 // panickedInStore reports whether the panic being recovered started in
 // bbolt or in this package, which reads bbolt's values straight from its
 // memory mapping (a damaged page, or a fault on the mapping), rather than
@@ -447,7 +452,7 @@ func panickedInStore() bool {
 		case f.Function == "runtime.gopanic":
 			panicking = true
 		case panicking && !stdlibFrame(f.Function):
-			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") || strings.HasPrefix(f.Function, "github.com/knotd/knotd/state.")
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") || strings.HasPrefix(f.Function, storeFuncPrefix)
 		}
 		if !more {
 			return panicking // nothing but the runtime: a fault in it
