@@ -63,8 +63,8 @@ type schedEntry[J any] struct {
 	running bool
 }
 
-// ErrSchedulerRunning is returned by Run when another Run is in progress.
-var ErrSchedulerRunning = errors.New("scheduler: already running")
+// errSchedulerRunning is returned by Run when another Run is in progress.
+var errSchedulerRunning = errors.New("scheduler: already running")
 
 // Entry is one key in a Snapshot: waiting with Job, or Running. A
 // running key's Job is that of its follow-up when FollowUp says one
@@ -175,7 +175,7 @@ func (s *Scheduler[J]) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.active {
 		s.mu.Unlock()
-		return ErrSchedulerRunning
+		return errSchedulerRunning
 	}
 	s.active = true
 	if s.wake == nil {

@@ -378,8 +378,8 @@ func TestScheduler_RunRefusesMisuse(t *testing.T) {
 		stop := startScheduler(t, s)
 		defer stop()
 		synctest.Wait()
-		if err := s.Run(t.Context()); !errors.Is(err, ErrSchedulerRunning) {
-			t.Errorf("second Run = %v; want ErrSchedulerRunning", err)
+		if err := s.Run(t.Context()); !errors.Is(err, errSchedulerRunning) {
+			t.Errorf("second Run = %v; want errSchedulerRunning", err)
 		}
 	})
 }
