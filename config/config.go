@@ -14,7 +14,6 @@ import (
 
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/vaultfs"
-	"github.com/knotd/knotd/state"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/strand"
@@ -302,7 +301,7 @@ func checkTrust(dir, root string, vault *layer) error {
 	if err != nil {
 		return err
 	}
-	vault.trusted = ok && rec.SHA256 == state.HashOf(vault.data).String()
+	vault.trusted = ok && rec.SHA256 == sha256Hex(vault.data)
 	if vault.trusted || len(vault.Agents) == 0 {
 		return nil
 	}

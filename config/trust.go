@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/vaultfs"
-	"github.com/knotd/knotd/state"
 
 	"gopkg.in/yaml.v3"
 )
@@ -41,9 +42,9 @@ type trustDoc struct {
 
 // Trusted describes a vault config file that Trust recorded.
 type Trusted struct {
-	File   string     // the vault config file
-	Hash   state.Hash // the hash of its content
-	Agents []string   // the agents it defines, sorted
+	File   string   // the vault config file
+	SHA256 string   // the SHA-256 of its content, in lower-case hex
+	Agents []string // the agents it defines, sorted
 }
 
 // Trust records that the user trusts the current content of the vault
@@ -74,12 +75,19 @@ func Trust(dir, root string) (Trusted, error) {
 	if err != nil {
 		return Trusted{}, err
 	}
-	h := state.HashOf(data)
-	doc.Vaults[key] = trustEntry{SHA256: h.String(), Trusted: time.Now().UTC().Truncate(time.Second)}
+	h := sha256Hex(data)
+	doc.Vaults[key] = trustEntry{SHA256: h, Trusted: time.Now().UTC().Truncate(time.Second)}
 	if err := writeTrust(dir, doc); err != nil {
 		return Trusted{}, err
 	}
-	return Trusted{File: file, Hash: h, Agents: slices.Sorted(maps.Keys(s.Agents))}, nil
+	return Trusted{File: file, SHA256: h, Agents: slices.Sorted(maps.Keys(s.Agents))}, nil
+}
+
+// sha256Hex returns the SHA-256 of b in lower-case hex, as the trust
+// file records it.
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // untrust removes the trust record of the vault at root, if any.
@@ -103,7 +111,7 @@ func untrust(dir, root string) error {
 // the user trusted for the vault at root.
 func isTrusted(dir, root string, content []byte) (bool, error) {
 	e, ok, err := trustRecord(dir, root)
-	return ok && e.SHA256 == state.HashOf(content).String(), err
+	return ok && e.SHA256 == sha256Hex(content), err
 }
 
 // trustRecord returns the trust record of the vault at root.

@@ -1,14 +1,14 @@
 package config
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/knotd/knotd/state"
 )
 
 const vaultAgents = `default_agent: shared
@@ -39,7 +39,7 @@ func TestLoad_TrustedVaultLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Trust = %v", err)
 	}
-	if tr.File != VaultConfigPath(e.vault) || tr.Hash != state.HashOf([]byte(vaultAgents)) || len(tr.Agents) != 1 || tr.Agents[0] != "shared" {
+	if tr.File != VaultConfigPath(e.vault) || tr.SHA256 != fmt.Sprintf("%x", sha256.Sum256([]byte(vaultAgents))) || len(tr.Agents) != 1 || tr.Agents[0] != "shared" {
 		t.Errorf("Trust = %+v; want the file, its hash and [shared]", tr)
 	}
 	c := e.mustLoad(t, Settings{})

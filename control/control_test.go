@@ -105,7 +105,7 @@ func TestClient_EveryCommandReachesTheBackend(t *testing.T) {
 }
 
 func TestClient_NoDaemon(t *testing.T) {
-	c := &Client{Path: filepath.Join(folder(t), SocketName)}
+	c := &Client{Path: filepath.Join(folder(t), socketName)}
 	_, err := c.Status(t.Context())
 	require.ErrorIs(t, err, ErrNoDaemon)
 }

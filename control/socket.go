@@ -12,9 +12,9 @@ import (
 	"strconv"
 )
 
-// SocketName is the control socket's name in the vault's folder of the
+// socketName is the control socket's name in the vault's folder of the
 // state directory.
-const SocketName = "control.sock"
+const socketName = "control.sock"
 
 // maxSocketPath is the longest socket path every system takes (macOS's
 // sun_path holds 104 bytes with its terminating NUL; Linux's 108).
@@ -25,7 +25,7 @@ const maxSocketPath = 103
 // too long for a socket, a short one in a folder of the user's own in
 // the temporary directory, named after dir.
 func SocketPath(dir string) string {
-	p := filepath.Join(dir, SocketName)
+	p := filepath.Join(dir, socketName)
 	if len(p) <= maxSocketPath {
 		return p
 	}

@@ -34,35 +34,35 @@ func TestClient_RefusesASocketNotOurs(t *testing.T) {
 		notOurs  bool
 		noDaemon bool
 	}{
-		{"ours", false, func(t *testing.T, dir string) string { return listenAt(t, filepath.Join(dir, SocketName)) }, false, false},
+		{"ours", false, func(t *testing.T, dir string) string { return listenAt(t, filepath.Join(dir, socketName)) }, false, false},
 		{"folder of another user", true, func(t *testing.T, dir string) string {
-			p := listenAt(t, filepath.Join(dir, SocketName))
+			p := listenAt(t, filepath.Join(dir, socketName))
 			require.NoError(t, os.Chown(dir, nobody, nobody))
 			return p
 		}, true, false},
 		{"folder others can open", false, func(t *testing.T, dir string) string {
-			p := listenAt(t, filepath.Join(dir, SocketName))
+			p := listenAt(t, filepath.Join(dir, socketName))
 			require.NoError(t, os.Chmod(dir, 0o755))
 			return p
 		}, true, false},
 		{"folder is a symbolic link", false, func(t *testing.T, dir string) string {
-			listenAt(t, filepath.Join(dir, SocketName))
+			listenAt(t, filepath.Join(dir, socketName))
 			link := filepath.Join(t.TempDir(), "l")
 			require.NoError(t, os.Symlink(dir, link))
-			return filepath.Join(link, SocketName)
+			return filepath.Join(link, socketName)
 		}, true, false},
 		{"socket of another user", true, func(t *testing.T, dir string) string {
-			p := listenAt(t, filepath.Join(dir, SocketName))
+			p := listenAt(t, filepath.Join(dir, socketName))
 			require.NoError(t, os.Lchown(p, nobody, nobody))
 			return p
 		}, true, false},
 		{"a file, no socket", false, func(t *testing.T, dir string) string {
-			p := filepath.Join(dir, SocketName)
+			p := filepath.Join(dir, socketName)
 			require.NoError(t, os.WriteFile(p, nil, 0o600))
 			return p
 		}, true, false},
-		{"no socket", false, func(t *testing.T, dir string) string { return filepath.Join(dir, SocketName) }, false, true},
-		{"no folder", false, func(t *testing.T, dir string) string { return filepath.Join(dir, "gone", SocketName) }, false, true},
+		{"no socket", false, func(t *testing.T, dir string) string { return filepath.Join(dir, socketName) }, false, true},
+		{"no folder", false, func(t *testing.T, dir string) string { return filepath.Join(dir, "gone", socketName) }, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

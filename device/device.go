@@ -19,9 +19,9 @@
 // takes over. Every device reads the same heartbeats and applies the same
 // rule: the highest generation wins, and of equal ones the oldest claim
 // (first come, first served), then the lowest id. A generation is a
-// peer's input: one beyond MaxGen, or below 0, claims nothing, and a
-// takeover of a claim at MaxGen itself (no knotd counts that far) stays
-// at MaxGen and wins by naming the claim it took over (Over). So once the
+// peer's input: one beyond maxGen, or below 0, claims nothing, and a
+// takeover of a claim at maxGen itself (no knotd counts that far) stays
+// at maxGen and wins by naming the claim it took over (Over). So once the
 // files have synced the devices agree, a device that did not yet see the
 // answering device's heartbeat (a new device, a sync delay) never takes
 // the vault from it by claiming it too, and only a takeover does. Two
@@ -47,10 +47,10 @@ type Heartbeat struct {
 	// again when it starts, unless another device took over meanwhile.
 	Claim time.Time `json:"claim,omitzero"`
 	// Gen is the claim's generation: 1 for a first claim, one more than
-	// the claim it took over from for a takeover (at most MaxGen).
+	// the claim it took over from for a takeover (at most maxGen).
 	Gen int `json:"gen,omitempty"`
 	// Over is, for a takeover, the id of the device whose claim it took
-	// over: at MaxGen, where generations no longer count, a claim beats
+	// over: at maxGen, where generations no longer count, a claim beats
 	// the one it names.
 	Over string `json:"over,omitempty"`
 	// Beat is when the device last wrote the file.
@@ -118,10 +118,10 @@ type Decision struct {
 	Warning string
 }
 
-// MaxGen is the highest generation of a claim: more takeovers than anyone
+// maxGen is the highest generation of a claim: more takeovers than anyone
 // makes (one a second for 68 years). A heartbeat whose generation is
 // beyond it, or below 0, claims nothing (Decide says so).
-const MaxGen = 1<<31 - 1
+const maxGen = 1<<31 - 1
 
 // Decide decides what the device me (its own heartbeat as last written,
 // with its claim, if any) should do, given the other devices' heartbeats,
@@ -149,7 +149,7 @@ func Decide(me Heartbeat, others []Heartbeat, p Policy, now time.Time, takeOver 
 // validClaim returns h without its claim when its generation is out of
 // range (a peer's file no knotd wrote), adding its label to bad.
 func validClaim(h Heartbeat, bad []string) (Heartbeat, []string) {
-	if h.Gen >= 0 && h.Gen <= MaxGen {
+	if h.Gen >= 0 && h.Gen <= maxGen {
 		return h, bad
 	}
 	if !h.Claim.IsZero() {
@@ -214,10 +214,10 @@ func takeFrom(cur *Heartbeat, isMe bool, now time.Time, p Policy, why string) De
 }
 
 // after returns the generation of a claim that takes over cur's, and the
-// device it names: one more than cur's, or MaxGen when cur's is MaxGen
+// device it names: one more than cur's, or maxGen when cur's is maxGen
 // already (it wins then by naming cur's device, see beats).
 func after(cur Heartbeat) (gen int, over string) {
-	return min(max(cur.Gen, 1), MaxGen-1) + 1, cur.Device
+	return min(max(cur.Gen, 1), maxGen-1) + 1, cur.Device
 }
 
 // live reports whether the device of h was running when it last wrote its
@@ -316,9 +316,9 @@ func beats(a, b Heartbeat) bool {
 	switch {
 	case ga != gb:
 		return ga > gb
-	case ga == MaxGen && a.Over == b.Device && b.Over != a.Device:
+	case ga == maxGen && a.Over == b.Device && b.Over != a.Device:
 		return true // generations no longer count: a takeover beats the claim it names
-	case ga == MaxGen && b.Over == a.Device && a.Over != b.Device:
+	case ga == maxGen && b.Over == a.Device && a.Over != b.Device:
 		return false
 	case !a.Claim.Equal(b.Claim):
 		return a.Claim.Before(b.Claim)

@@ -243,15 +243,15 @@ func TestWrite_StaysInTheVault(t *testing.T) {
 }
 
 // TestDecide_GenerationsFromPeers: a heartbeat's generation is a peer's
-// input. One that no knotd writes (beyond MaxGen, below 0) claims nothing,
+// input. One that no knotd writes (beyond maxGen, below 0) claims nothing,
 // and says so; a takeover of any claim wins, and keeps winning on every
 // device, without overflowing.
 func TestDecide_GenerationsFromPeers(t *testing.T) {
 	now := t0.Add(time.Hour)
-	for _, g := range []int{math.MaxInt64, MaxGen + 1, MaxGen, MaxGen - 1, -1, math.MinInt64} {
+	for _, g := range []int{math.MaxInt64, maxGen + 1, maxGen, maxGen - 1, -1, math.MinInt64} {
 		t.Run(fmt.Sprint(g), func(t *testing.T) {
 			peer := gen(claim(b, t0, now), g)
-			valid := g >= 0 && g <= MaxGen
+			valid := g >= 0 && g <= maxGen
 			d := Decide(a, []Heartbeat{peer}, Policy{}, now, false)
 			if valid && (d.Answer || d.By == nil || d.By.Device != b.Device) {
 				t.Fatalf("Decide with a peer's claim of generation %d = %+v; want to stand by for it", g, d)
@@ -261,8 +261,8 @@ func TestDecide_GenerationsFromPeers(t *testing.T) {
 			}
 			// The user makes this device take over.
 			d = Decide(a, []Heartbeat{peer}, Policy{}, now, true)
-			if !d.Answer || d.Gen < 1 || d.Gen > MaxGen {
-				t.Fatalf("take over from generation %d = %+v; want to answer with a generation in 1..MaxGen", g, d)
+			if !d.Answer || d.Gen < 1 || d.Gen > maxGen {
+				t.Fatalf("take over from generation %d = %+v; want to answer with a generation in 1..maxGen", g, d)
 			}
 			mine := a
 			mine.Claim, mine.Gen, mine.Over = d.Claim, d.Gen, d.Over

@@ -59,7 +59,7 @@ type Options struct {
 	// Answer runs each agent once on a trivial prompt.
 	Answer bool
 	// Limits reads the system's file-watch limits (nil: the system's
-	// own, see SystemLimits).
+	// own, see systemLimits).
 	Limits func() ([]Limit, error)
 	// Timeout bounds each program the checks run (default 20 s; an
 	// agent's answer gets the agent's own timeout).
@@ -88,7 +88,7 @@ func Run(ctx context.Context, o Options) []Finding {
 		o.Timeout = 20 * time.Second
 	}
 	if o.Limits == nil {
-		o.Limits = SystemLimits
+		o.Limits = systemLimits
 	}
 	var out []Finding
 	cfg, f := checkConfig(o)

@@ -4,9 +4,9 @@ package doctor
 
 import "syscall"
 
-// SystemLimits reads the open-file limit kqueue counts against: one
+// systemLimits reads the open-file limit kqueue counts against: one
 // descriptor per watched file and directory.
-func SystemLimits() ([]Limit, error) {
+func systemLimits() ([]Limit, error) {
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err != nil {
 		return nil, err

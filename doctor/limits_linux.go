@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// SystemLimits reads Linux's inotify limits: one watch per directory,
+// systemLimits reads Linux's inotify limits: one watch per directory,
 // counted per user.
-func SystemLimits() ([]Limit, error) {
+func systemLimits() ([]Limit, error) {
 	var out []Limit
 	for _, l := range []struct{ name, file string }{{"fs.inotify.max_user_watches", "max_user_watches"}} {
 		b, err := os.ReadFile("/proc/sys/fs/inotify/" + l.file)

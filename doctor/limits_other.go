@@ -2,5 +2,5 @@
 
 package doctor
 
-// SystemLimits has nothing to say on this system.
-func SystemLimits() ([]Limit, error) { return nil, nil }
+// systemLimits has nothing to say on this system.
+func systemLimits() ([]Limit, error) { return nil, nil }

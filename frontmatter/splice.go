@@ -54,7 +54,7 @@ func (p *parsed) apply(cs []change) ([]byte, error) {
 	}
 	if !l.found {
 		if textEnd, _, _ := lineAt(p.src, l.bom); bytes.Equal(bytes.TrimRight(p.src[l.bom:textEnd], " \t"), []byte("+++")) {
-			return nil, errors.New("frontmatter: line 1: the strand has TOML frontmatter (+++), which knotd does not edit; convert it to YAML between --- lines")
+			return nil, errors.New("frontmatter: line 1: the note has TOML frontmatter (+++), which knotd does not edit; convert it to YAML between --- lines")
 		}
 		var keys []byte
 		for _, c := range cs {
@@ -245,7 +245,7 @@ func (p *parsed) check(out []byte, cs []change) ([]byte, error) {
 		for i, c := range cs {
 			keys[i] = c.key
 		}
-		return nil, fmt.Errorf("frontmatter: cannot edit %s in place (%s); the strand is left unchanged", strings.Join(keys, ", "), why)
+		return nil, fmt.Errorf("frontmatter: cannot edit %s in place (%s); the note is left unchanged", strings.Join(keys, ", "), why)
 	}
 	q, err := parse(out)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/knotd/knotd/config"
 )
 
 // Scheduler runs jobs keyed by strand path under three rules (docs/design.md#what-happens-on-a-change):
@@ -32,7 +30,8 @@ import (
 // are safe to call from any goroutine, before, during and after Run.
 type Scheduler[J any] struct {
 	// Concurrency is the most Work calls that run at once; zero or less
-	// means config.DefaultConcurrency. Run reads it when it starts.
+	// means one at a time (the daemon passes the configured concurrency).
+	// Run reads it when it starts.
 	Concurrency int
 	// Work does one job for key. Run calls it from goroutines it owns and
 	// waits for; ctx is Run's context, so Work must return soon after ctx
@@ -64,8 +63,8 @@ type schedEntry[J any] struct {
 	running bool
 }
 
-// ErrSchedulerRunning is returned by Run when another Run is in progress.
-var ErrSchedulerRunning = errors.New("scheduler: already running")
+// errSchedulerRunning is returned by Run when another Run is in progress.
+var errSchedulerRunning = errors.New("scheduler: already running")
 
 // Entry is one key in a Snapshot: waiting with Job, or Running. A
 // running key's Job is that of its follow-up when FollowUp says one
@@ -176,7 +175,7 @@ func (s *Scheduler[J]) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.active {
 		s.mu.Unlock()
-		return ErrSchedulerRunning
+		return errSchedulerRunning
 	}
 	s.active = true
 	if s.wake == nil {
@@ -192,7 +191,7 @@ func (s *Scheduler[J]) Run(ctx context.Context) error {
 
 	limit := s.Concurrency
 	if limit <= 0 {
-		limit = config.DefaultConcurrency
+		limit = 1
 	}
 	var wg sync.WaitGroup
 	for {

@@ -177,6 +177,31 @@ func TestScheduler_FIFOAcrossKeys(t *testing.T) {
 	})
 }
 
+// TestScheduler_ZeroConcurrencyRunsOneAtATime: a Scheduler whose
+// Concurrency is not set runs one job at a time (the daemon always sets
+// the configured concurrency; the scheduler knows no config).
+func TestScheduler_ZeroConcurrencyRunsOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGatedWork()
+		s := &Scheduler[int]{Work: g.work}
+		stop := startScheduler(t, s)
+		defer stop()
+		s.Submit("a", 1)
+		s.Submit("b", 1)
+		synctest.Wait()
+		if w, r := schedulerStats(s); w != 1 || r != 1 {
+			t.Errorf("with two keys submitted = %d waiting, %d running; want 1, 1", w, r)
+		}
+		g.release("a")
+		synctest.Wait()
+		g.release("b")
+		synctest.Wait()
+		if runs, _, _ := g.snapshot(); !reflect.DeepEqual(runs, []string{"a:1", "b:1"}) {
+			t.Errorf("runs = %v; want [a:1 b:1]", runs)
+		}
+	})
+}
+
 // TestScheduler_NeverTwoRunsPerKey hammers a few keys from several
 // goroutines with work of varied (fake) durations: no key ever runs twice
 // at once, and each key's last run carries its last submitted job (no
@@ -353,8 +378,8 @@ func TestScheduler_RunRefusesMisuse(t *testing.T) {
 		stop := startScheduler(t, s)
 		defer stop()
 		synctest.Wait()
-		if err := s.Run(t.Context()); !errors.Is(err, ErrSchedulerRunning) {
-			t.Errorf("second Run = %v; want ErrSchedulerRunning", err)
+		if err := s.Run(t.Context()); !errors.Is(err, errSchedulerRunning) {
+			t.Errorf("second Run = %v; want errSchedulerRunning", err)
 		}
 	})
 }

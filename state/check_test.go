@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +277,15 @@ func TestStdlibFrame(t *testing.T) {
 		if got := stdlibFrame(fn); got != want {
 			t.Errorf("stdlibFrame(%q) = %v; want %v", fn, got, want)
 		}
+	}
+}
+
+// TestStoreFuncPrefix: panickedInStore recognises this package's frames
+// by their import path, whatever it is (it was spelled out, and would
+// have stopped matching once the package moved under internal/).
+func TestStoreFuncPrefix(t *testing.T) {
+	name := runtime.FuncForPC(reflect.ValueOf(decodePending).Pointer()).Name()
+	if !strings.HasPrefix(name, storeFuncPrefix) {
+		t.Errorf("decodePending's frame is %q; storeFuncPrefix %q does not begin it", name, storeFuncPrefix)
 	}
 }

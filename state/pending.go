@@ -12,12 +12,12 @@ import (
 // loses the reply nor appends it twice. The processor does, in order:
 //
 //  1. PutPending (one transaction; the reply is now safe on disk);
-//  2. append Section to the strand's tie-off;
+//  2. write the tie-off section that Journal describes;
 //  3. Complete(RunID) (one transaction: commit Record, drop the entry).
 //
 // On startup, for each entry of Pendings: if the tie-off already holds a
-// section with RunID's marker, only Complete; otherwise append Section,
-// then Complete.
+// section with RunID's marker, only Complete; otherwise write the section
+// Journal describes, then Complete.
 type Pending struct {
 	// RunID is the run's id (UUID v7, so entries sort by start time).
 	RunID string
@@ -29,9 +29,11 @@ type Pending struct {
 	// Content is the strand content the run processed; its hash must be
 	// Record.Hash (ignored for a Deleted event).
 	Content []byte
-	// Section is the whole tie-off section to append (reply or failure),
-	// with its run-id marker.
-	Section []byte
+	// Journal is what the caller needs to write the run's tie-off section
+	// (reply or failure, with its run-id marker) again after a crash. The
+	// store keeps it as opaque bytes; the vault package puts JSON there
+	// (the section and whether it replaces the tie-off's content).
+	Journal []byte
 }
 
 // pendingVersion is the first byte of every encoded Pending.
@@ -58,13 +60,13 @@ func (p *Pending) validate() error {
 
 // appendPending appends the encoding of p to b: the version byte, the
 // event, the record's path and encoded record (length-prefixed), the
-// content and the section (length-prefixed). The run id is the key.
+// content and the journal (length-prefixed). The run id is the key.
 func appendPending(b []byte, p *Pending) []byte {
 	b = append(b, pendingVersion, byte(p.Event))
 	b = appendString(b, p.Record.Path)
 	b = appendBytes(b, appendRecord(nil, &p.Record))
 	b = appendBytes(b, p.Content)
-	return appendBytes(b, p.Section)
+	return appendBytes(b, p.Journal)
 }
 
 func decodePending(runID string, b []byte) (Pending, error) {
@@ -76,7 +78,7 @@ func decodePending(runID string, b []byte) (Pending, error) {
 	path := d.string()
 	rec := d.raw()
 	p.Content = d.bytes()
-	p.Section = d.bytes()
+	p.Journal = d.bytes()
 	if err := d.finish(); err != nil {
 		return Pending{}, err
 	}

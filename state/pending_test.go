@@ -1,9 +1,12 @@
 package state
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/strand"
 )
@@ -16,7 +19,7 @@ func pending(runID string, ev strand.EventType, path, content string) Pending {
 		Event:   ev,
 		Record:  r,
 		Content: []byte(content),
-		Section: []byte("## Event: " + ev.String() + "\n## Strand: " + path + "\n<!-- knot-run " + runID + " -->\nreply\n"),
+		Journal: []byte("## Event: " + ev.String() + "\n## Strand: " + path + "\n<!-- knot-run " + runID + " -->\nreply\n"),
 	}
 }
 
@@ -153,12 +156,58 @@ func TestDecodePending_RoundTrip(t *testing.T) {
 		if len(want.Content) == 0 {
 			want.Content = nil
 		}
-		if len(want.Section) == 0 {
-			want.Section = nil
+		if len(want.Journal) == 0 {
+			want.Journal = nil
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("decodePending(appendPending(%s)) = %+v; want %+v", p.RunID, got, want)
 		}
+	}
+}
+
+// TestDecodePending_StoredBefore: a pending run journalled by an earlier
+// knotd (these bytes are what it wrote, when the journal field was still
+// called Section) decodes to the same run, and encodes to the same bytes:
+// renaming the Go field changed nothing on disk.
+func TestDecodePending_StoredBefore(t *testing.T) {
+	stored, err := hex.DecodeString("" +
+		"01020a6e6f7465732f612e6d6470040c8080c69393e086fc302a078280c69393" +
+		"e086fc305891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e8" +
+		"46f6be0306736573732d3100022430313961303030302d303030302d37303030" +
+		"2d383030302d303030303030303030303031028094b1f096e086fc3000000668" +
+		"656c6c6f0a6d7b2273656374696f6e223a7b224576656e74223a322c22537472" +
+		"616e64223a226e6f7465732f612e6d64222c2252756e4944223a223031396130" +
+		"3030302d303030302d373030302d383030302d30303030303030303030303122" +
+		"2c22426f6479223a227265706c795c6e227d7d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const runID = "019a0000-0000-7000-8000-000000000001"
+	want := Pending{
+		RunID: runID,
+		Event: strand.Modified,
+		Record: Record{
+			Path:        "notes/a.md",
+			Hash:        HashOf([]byte("hello\n")),
+			Stamp:       Stamp{Size: 6, ModTime: 1764300000000000000, Inode: 42, Device: 7, Ctime: 1764300000000000001},
+			Session:     "sess-1",
+			Turns:       2,
+			LastRunID:   runID,
+			LastOutcome: OutcomeSucceeded,
+			Processed:   time.Unix(0, 1764300000500000000).UTC(),
+		},
+		Content: []byte("hello\n"),
+		Journal: []byte(`{"section":{"Event":2,"Strand":"notes/a.md","RunID":"019a0000-0000-7000-8000-000000000001","Body":"reply\n"}}`),
+	}
+	got, err := decodePending(runID, stored)
+	if err != nil {
+		t.Fatalf("decodePending(stored) = %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decodePending(stored) = %+v; want %+v", got, want)
+	}
+	if again := appendPending(nil, &want); !bytes.Equal(again, stored) {
+		t.Errorf("appendPending = %x; want the stored bytes %x", again, stored)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -81,7 +82,7 @@ var (
 	// ErrSessionTaken is wrapped when a record would take a session that
 	// another existing strand holds (a copied note keeps its knot_session;
 	// the copy needs a new one).
-	ErrSessionTaken = errors.New("state: session belongs to another strand")
+	ErrSessionTaken = errors.New("state: session belongs to another note")
 	// ErrCorrupt is wrapped by every error about a damaged state file.
 	ErrCorrupt = errors.New("state: state store is damaged")
 	// ErrVersion is wrapped when the state file was written by a newer
@@ -350,30 +351,24 @@ func (s *Store) Close() error {
 // commits), but keep a transaction to a few thousand records, since its
 // changes are held in memory until it commits. Values fn passes to Tx
 // methods must not be modified before Update returns.
-func (s *Store) Update(fn func(*Tx) error) (err error) {
-	var fnErr error
-	defer s.recoverDamage("commit", &err, debug.SetPanicOnFault(true))
-	err = s.db.Update(func(btx *bolt.Tx) error {
-		tx, err := newTx(btx)
-		if err != nil {
-			return err
-		}
-		fnErr = fn(tx)
-		return fnErr
-	})
-	if err != nil && fnErr == nil {
-		err = fmt.Errorf("state: commit state %s: %w", s.path, err)
-	}
-	return err
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.run("commit", s.db.Update, fn)
 }
 
 // View runs fn in one read-only transaction: a consistent snapshot. Write
 // methods of the Tx fail. Keep it short: a long read transaction delays
 // writers that need to grow the file.
-func (s *Store) View(fn func(*Tx) error) (err error) {
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.run("read", s.db.View, fn)
+}
+
+// run runs fn in the transaction that begin (bbolt's Update or View)
+// runs; op names it in errors. A panic from a damaged page becomes an
+// ErrCorrupt error; fn's own error is returned as it is.
+func (s *Store) run(op string, begin func(func(*bolt.Tx) error) error, fn func(*Tx) error) (err error) {
 	var fnErr error
-	defer s.recoverDamage("read", &err, debug.SetPanicOnFault(true))
-	err = s.db.View(func(btx *bolt.Tx) error {
+	defer s.recoverDamage(op, &err, debug.SetPanicOnFault(true))
+	err = begin(func(btx *bolt.Tx) error {
 		tx, err := newTx(btx)
 		if err != nil {
 			return err
@@ -382,7 +377,7 @@ func (s *Store) View(fn func(*Tx) error) (err error) {
 		return fnErr
 	})
 	if err != nil && fnErr == nil {
-		err = fmt.Errorf("state: read state %s: %w", s.path, err)
+		err = fmt.Errorf("state: %s state %s: %w", op, s.path, err)
 	}
 	return err
 }
@@ -437,6 +432,10 @@ func (s *Store) recoverDamage(op string, err *error, was bool) {
 	s.noteDamage(*err)
 }
 
+// storeFuncPrefix begins the name of every function of this package in a
+// stack frame: its import path, whatever it is (the package may move).
+var storeFuncPrefix = reflect.TypeFor[Store]().PkgPath() + "."
+
 // panickedInStore reports whether the panic being recovered started in
 // bbolt or in this package, which reads bbolt's values straight from its
 // memory mapping (a damaged page, or a fault on the mapping), rather than
@@ -453,7 +452,7 @@ func panickedInStore() bool {
 		case f.Function == "runtime.gopanic":
 			panicking = true
 		case panicking && !stdlibFrame(f.Function):
-			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") || strings.HasPrefix(f.Function, "github.com/knotd/knotd/state.")
+			return strings.HasPrefix(f.Function, "go.etcd.io/bbolt") || strings.HasPrefix(f.Function, storeFuncPrefix)
 		}
 		if !more {
 			return panicking // nothing but the runtime: a fault in it
@@ -624,7 +623,7 @@ func validatePath(op, rel string) error {
 		if err := strand.ValidateRel(rel); err != nil {
 			return fmt.Errorf("state: %s: %w", op, err)
 		}
-		return fmt.Errorf("state: %s %s: not a strand path", op, rel)
+		return fmt.Errorf("state: %s %s: not a note path", op, rel)
 	}
 	return nil
 }

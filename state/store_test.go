@@ -560,3 +560,36 @@ func validDB(t *testing.T) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestStore_UpdateViewErrors: what fn returns comes back as it is; a
+// failure of the store itself says which transaction and which file.
+func TestStore_UpdateViewErrors(t *testing.T) {
+	path := statePath(t)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txns := []struct {
+		name string
+		txn  func(func(*Tx) error) error
+		op   string
+	}{
+		{"Update", s.Update, "commit"},
+		{"View", s.View, "read"},
+	}
+	mine := errors.New("mine")
+	for _, tc := range txns {
+		if err := tc.txn(func(*Tx) error { return mine }); err != mine {
+			t.Errorf("%s(fn returning %v) = %v; want fn's error as it is", tc.name, mine, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range txns {
+		err := tc.txn(func(*Tx) error { return nil })
+		if want := "state: " + tc.op + " state " + path + ": "; err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s on a closed store = %v; want an error starting %q", tc.name, err, want)
+		}
+	}
+}

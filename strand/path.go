@@ -79,12 +79,12 @@ func TieOffPath(rel string) (string, error) {
 	if err := ValidateRel(rel); err != nil {
 		return "", err
 	}
-	if !IsStrandName(path.Base(rel)) {
-		return "", fmt.Errorf("%w %q: not a strand", ErrBadPath, rel)
+	if !isStrandName(path.Base(rel)) {
+		return "", fmt.Errorf("%w %q: not a note", ErrBadPath, rel)
 	}
 	dir, base := path.Split(rel)
 	stem := strings.TrimSuffix(base, Ext)
-	if len(stem)+len(TieOffExt) <= MaxNameLen {
+	if len(stem)+len(TieOffExt) <= maxNameLen {
 		return dir + stem + TieOffExt, nil
 	}
 	// The strand's name is within a few bytes of the longest a file
@@ -93,17 +93,17 @@ func TieOffPath(rel string) (string, error) {
 	// name, so that two long names that share their start keep apart.
 	sum := sha256.Sum256([]byte(base))
 	mark := "~" + hex.EncodeToString(sum[:4])
-	cut := MaxNameLen - len(TieOffExt) - len(mark)
+	cut := maxNameLen - len(TieOffExt) - len(mark)
 	for cut > 0 && !utf8.RuneStart(stem[cut]) {
 		cut--
 	}
 	return dir + stem[:cut] + mark + TieOffExt, nil
 }
 
-// MaxNameLen is the longest file name (one path element, in bytes) the
+// maxNameLen is the longest file name (one path element, in bytes) the
 // common file systems take: a strand's name may be that long; its
 // tie-off's name is then shortened (see TieOffPath).
-const MaxNameLen = 255
+const maxNameLen = 255
 
 // StrandPath is the inverse of TieOffPath: "a/b.tieoff.md" becomes
 // "a/b.md". It reports false when rel is not a valid tie-off path. The
@@ -117,7 +117,7 @@ func StrandPath(rel string) (string, bool) {
 		return "", false
 	}
 	s := strings.TrimSuffix(rel, TieOffExt) + Ext
-	if !IsStrandName(path.Base(s)) {
+	if !isStrandName(path.Base(s)) {
 		return "", false
 	}
 	return s, true
@@ -128,22 +128,22 @@ func StrandPath(rel string) (string, bool) {
 // and ending in ~ and eight hex digits before the extension.
 func shortened(base string) bool {
 	stem := strings.TrimSuffix(base, TieOffExt)
-	if len(base) < MaxNameLen-utf8.UTFMax+1 || len(stem) < 9 || stem[len(stem)-9] != '~' {
+	if len(base) < maxNameLen-utf8.UTFMax+1 || len(stem) < 9 || stem[len(stem)-9] != '~' {
 		return false
 	}
 	_, err := hex.DecodeString(stem[len(stem)-8:])
 	return err == nil
 }
 
-// IsStrandName reports whether a base name is one knotd treats as a strand:
+// isStrandName reports whether a base name is one knotd treats as a strand:
 // it ends in ".md", is not a tie-off, and is not an editor or sync artefact
-// (see IsArtefact). Whether the file is regular is checked separately,
+// (see isArtefact). Whether the file is regular is checked separately,
 // where the file is looked at.
-func IsStrandName(name string) bool {
+func isStrandName(name string) bool {
 	if !strings.HasSuffix(name, Ext) || len(name) == len(Ext) {
 		return false
 	}
-	return !IsTieOff(name) && !IsArtefact(name)
+	return !IsTieOff(name) && !isArtefact(name)
 }
 
 // IsStrandPath reports whether rel is a valid vault-relative path to a
@@ -156,10 +156,10 @@ func IsStrandPath(rel string) bool {
 	if rel == StateDir || strings.HasPrefix(rel, StateDir+"/") {
 		return false
 	}
-	return IsStrandName(path.Base(rel))
+	return isStrandName(path.Base(rel))
 }
 
-// IsArtefact reports whether a base name is a temporary or backup file that
+// isArtefact reports whether a base name is a temporary or backup file that
 // an editor or sync tool makes, never a note of the user's:
 //
 //   - emacs lock and autosave files: ".#note.md", "#note.md#"
@@ -172,7 +172,7 @@ func IsStrandPath(rel string) bool {
 //     ".crdownload"
 //   - Office/LibreOffice lock files: "~$note.md", ".~lock.note.md#"
 //   - macOS resource forks: "._note.md"
-func IsArtefact(name string) bool {
+func isArtefact(name string) bool {
 	switch {
 	case name == "4913":
 		return true

@@ -41,8 +41,8 @@ func TestIsStrandName(t *testing.T) {
 		{"note.md.bak", false},
 	}
 	for _, tt := range tests {
-		if got := IsStrandName(tt.name); got != tt.want {
-			t.Errorf("IsStrandName(%q) = %v; want %v", tt.name, got, tt.want)
+		if got := isStrandName(tt.name); got != tt.want {
+			t.Errorf("isStrandName(%q) = %v; want %v", tt.name, got, tt.want)
 		}
 	}
 }
@@ -120,12 +120,12 @@ func TestTieOffPath(t *testing.T) {
 		switch {
 		case err != nil:
 			t.Errorf("TieOffPath(%d-byte name) = %v", len(stem)+3, err)
-		case len(base) > MaxNameLen || !utf8.ValidString(base) || !IsTieOff(got) || !strings.HasPrefix(got, "notes/"):
+		case len(base) > maxNameLen || !utf8.ValidString(base) || !IsTieOff(got) || !strings.HasPrefix(got, "notes/"):
 			t.Errorf("TieOffPath(%d-byte name) = %q (%d bytes)", len(stem)+3, got, len(base))
-		case len(stem)+len(TieOffExt) <= MaxNameLen && base != stem+TieOffExt:
+		case len(stem)+len(TieOffExt) <= maxNameLen && base != stem+TieOffExt:
 			t.Errorf("TieOffPath(%d-byte name) = %q; want the plain name, it fits", len(stem)+3, got)
 		}
-		if len(stem)+len(TieOffExt) > MaxNameLen {
+		if len(stem)+len(TieOffExt) > maxNameLen {
 			if s, ok := StrandPath(got); ok {
 				t.Errorf("StrandPath(%q) = %q, true; a shortened name has no inverse", got, s)
 			}
@@ -194,8 +194,8 @@ func TestIsConflictCopy(t *testing.T) {
 		if got := IsConflictCopy(tt.name); got != tt.want {
 			t.Errorf("IsConflictCopy(%q) = %v; want %v", tt.name, got, tt.want)
 		}
-		if tt.want && IsStrandName(tt.name) {
-			t.Errorf("IsStrandName(%q) = true; a conflict copy is never a strand", tt.name)
+		if tt.want && isStrandName(tt.name) {
+			t.Errorf("isStrandName(%q) = true; a conflict copy is never a strand", tt.name)
 		}
 	}
 }

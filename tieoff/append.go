@@ -19,7 +19,7 @@ const repairWindow = 64 << 10
 // path relative to root, the vault) and returns the offset at which the
 // section's Event header was written.
 //
-// A missing file is created with NotePerm (through the umask); a missing
+// A missing file is created with notePerm (through the umask); a missing
 // directory is an error, never created. Append refuses (and writes
 // nothing to) a name that is a symbolic link, even a dangling one or one
 // to a file inside the vault, or that is not a regular file (ErrNotRegular;
@@ -58,7 +58,7 @@ func Append(root *os.Root, name string, s Section) (offset int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("tieoff: append %s: %w", name, err)
 	}
-	f, fi, err := vaultfs.OpenWrite(root, name, os.O_RDWR|os.O_APPEND|os.O_CREATE, NotePerm)
+	f, fi, err := vaultfs.OpenWrite(root, name, os.O_RDWR|os.O_APPEND|os.O_CREATE, notePerm)
 	if errors.Is(err, vaultfs.ErrHardLinked) {
 		return appendByCopy(root, name, sec)
 	}
@@ -94,10 +94,10 @@ func Append(root *os.Root, name string, s Section) (offset int64, err error) {
 // change the other names too; it is replaced by a copy holding its content
 // and the new section (vaultfs.Replace: atomic, durable, the same
 // permissions), and the other names keep the old content. This one append
-// reads and writes the whole file (at most MaxReadSize); the copy has one
+// reads and writes the whole file (at most maxReadSize); the copy has one
 // link, so the next append is an append again.
 func appendByCopy(root *os.Root, name string, sec []byte) (int64, error) {
-	old, _, err := vaultfs.ReadFile(root, name, MaxReadSize)
+	old, _, err := vaultfs.ReadFile(root, name, maxReadSize)
 	if err != nil {
 		return 0, fmt.Errorf("tieoff: append %s (it has other hard links, so it is copied): %w", name, err)
 	}
@@ -106,7 +106,7 @@ func appendByCopy(root *os.Root, name string, sec []byte) (int64, error) {
 		return 0, fmt.Errorf("tieoff: append %s: read end: %w", name, err)
 	}
 	data := append(append(old, j...), sec...)
-	if len(data) > MaxReadSize {
+	if len(data) > maxReadSize {
 		return 0, fmt.Errorf("tieoff: append %s (it has other hard links, so it is copied): %w", name, ErrTooLarge)
 	}
 	if err := vaultfs.Replace(root, name, data, vaultfs.ReplaceOptions{}); err != nil {
@@ -196,7 +196,7 @@ func lastSection(f io.ReaderAt, size int64) (tail []byte, from int64, err error)
 // Replace makes the tie-off name (relative to root) hold only section s
 // (knot_mode: replace), with vaultfs.Replace: it writes a temporary file in
 // the same directory (".<name>.knot-<random>.tmp"), fsyncs it, gives it
-// the permissions of the file it replaces (NotePerm through the umask for
+// the permissions of the file it replaces (notePerm through the umask for
 // a new one) and renames it over name, then fsyncs the directory. Readers
 // see the old file or the new one, never a mix; after a crash the old file
 // is intact or the new one complete (a stray temporary file may remain).
@@ -213,7 +213,7 @@ func Replace(root *os.Root, name string, s Section) error {
 		return fmt.Errorf("tieoff: replace %s: %w", name, err)
 	}
 	// A zero Perm keeps the old permissions, and gives a new file 0o644,
-	// which is NotePerm, through the umask.
+	// which is notePerm, through the umask.
 	if err := vaultfs.Replace(root, name, sec, vaultfs.ReplaceOptions{}); err != nil {
 		return fmt.Errorf("tieoff: replace %s: %w", name, err)
 	}

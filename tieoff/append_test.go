@@ -148,7 +148,7 @@ func TestReplace(t *testing.T) {
 	}
 	// A new file gets the permissions an editor would give a note.
 	editor := filepath.Join(t.TempDir(), "editor.md")
-	if err := os.WriteFile(editor, nil, NotePerm); err != nil {
+	if err := os.WriteFile(editor, nil, notePerm); err != nil {
 		t.Fatal(err)
 	}
 	if fi, ei := mustStat(t, fresh), mustStat(t, editor); fi.Mode() != ei.Mode() {

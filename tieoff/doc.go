@@ -74,8 +74,8 @@
 // a tie-off with other hard links is never appended to: Append and
 // Replace put a new file at its name (a copy with the new section, or the
 // new section alone), and the other names keep their old content. Every read is bounded: Read and MergeFile refuse a
-// file larger than MaxReadSize (ErrTooLarge), Tail reads at most its byte
-// budget (at most MaxReadSize), Append reads at most the last 64 KiB, and
+// file larger than maxReadSize (ErrTooLarge), Tail reads at most its byte
+// budget (at most maxReadSize), Append reads at most the last 64 KiB, and
 // HasRun reads in chunks of at most 64 KiB.
 //
 // The functions here keep no state between calls and are safe to call

@@ -14,8 +14,8 @@ const NoExitStatus = -1
 
 // Limits on the stderr tail that Failure.Body shows.
 const (
-	MaxStderrLines = 20
-	MaxStderrBytes = 2048
+	maxStderrLines = 20
+	maxStderrBytes = 2048
 )
 
 // Failure describes a failed run. Its Body is the body of the run's
@@ -33,7 +33,7 @@ type Failure struct {
 	// Duration is how long the run took.
 	Duration time.Duration
 	// Stderr is what the agent wrote to standard error (or its tail); Body
-	// shows at most its last MaxStderrLines lines and MaxStderrBytes bytes.
+	// shows at most its last maxStderrLines lines and maxStderrBytes bytes.
 	Stderr string
 }
 
@@ -108,14 +108,14 @@ func stderrTail(s string) (lines []string, total int) {
 		return nil, 0
 	}
 	size := 0
-	for i := len(all) - 1; i >= 0 && len(lines) < MaxStderrLines; i-- {
+	for i := len(all) - 1; i >= 0 && len(lines) < maxStderrLines; i-- {
 		l := all[i]
-		if size+len(l)+1 > MaxStderrBytes {
+		if size+len(l)+1 > maxStderrBytes {
 			if len(lines) > 0 {
 				break
 			}
 			// A single huge last line: keep its end, cut at a rune start.
-			cut := len(l) - MaxStderrBytes + 1
+			cut := len(l) - maxStderrBytes + 1
 			for cut < len(l) && !utf8.RuneStart(l[cut]) {
 				cut++
 			}

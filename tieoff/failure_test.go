@@ -65,14 +65,14 @@ func TestFailure_StderrIsBounded(t *testing.T) {
 	if !strings.Contains(body, "Last 20 lines of stderr (80 earlier left out)") || !strings.Contains(body, "line 99\n") || strings.Contains(body, "line 79\n") {
 		t.Errorf("Body() with 100 lines = %q", body)
 	}
-	huge := strings.Repeat("é", MaxStderrBytes) // 2 bytes each
+	huge := strings.Repeat("é", maxStderrBytes) // 2 bytes each
 	body = Failure{What: "x", ExitStatus: 1, Stderr: "first\n" + huge}.Body()
-	if len(body) > MaxStderrBytes+300 || !utf8.ValidString(body) || strings.Contains(body, "first") {
+	if len(body) > maxStderrBytes+300 || !utf8.ValidString(body) || strings.Contains(body, "first") {
 		t.Errorf("Body() with a huge last line: %d bytes, valid UTF-8 %v", len(body), utf8.ValidString(body))
 	}
 	wide := strings.Repeat(strings.Repeat("w", 300)+"\n", 15)
 	body = Failure{What: "x", ExitStatus: 1, Stderr: wide}.Body()
-	if n := strings.Count(body, strings.Repeat("w", 300)); n*301 > MaxStderrBytes || n == 0 {
-		t.Errorf("Body() kept %d lines of 301 bytes; budget %d", n, MaxStderrBytes)
+	if n := strings.Count(body, strings.Repeat("w", 300)); n*301 > maxStderrBytes || n == 0 {
+		t.Errorf("Body() kept %d lines of 301 bytes; budget %d", n, maxStderrBytes)
 	}
 }

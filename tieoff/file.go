@@ -6,16 +6,16 @@ import (
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
-// NotePerm is the permission, before the umask, of a tie-off that Append
+// notePerm is the permission, before the umask, of a tie-off that Append
 // or Replace creates: what an editor gives a new note.
-const NotePerm fs.FileMode = 0o644
+const notePerm fs.FileMode = 0o644
 
-// MaxReadSize is the largest tie-off, in bytes, that Read and MergeFile
+// maxReadSize is the largest tie-off, in bytes, that Read and MergeFile
 // read whole (64 MiB); a larger one is refused with an error wrapping
 // ErrTooLarge. Tail reads at most this many bytes from the end of a file.
 // A tie-off grows by one reply per run, so even a busy strand takes years
 // to come near it.
-const MaxReadSize = 64 << 20
+const maxReadSize = 64 << 20
 
 // The errors below are those of internal/vaultfs, so that errors.Is works
 // with either name.
@@ -29,6 +29,6 @@ var (
 	// other hard links: appending would write to the other names too.
 	ErrHardLinked = vaultfs.ErrHardLinked
 	// ErrTooLarge is wrapped by the errors of Read and MergeFile for a
-	// tie-off larger than MaxReadSize.
+	// tie-off larger than maxReadSize.
 	ErrTooLarge = vaultfs.ErrTooLarge
 )

@@ -263,9 +263,9 @@ func TestFiles_FIFO(t *testing.T) {
 	}
 }
 
-// TestRead_TooLarge: Read refuses a tie-off over MaxReadSize without
+// TestRead_TooLarge: Read refuses a tie-off over maxReadSize without
 // reading it; Tail still returns its newest sections, reading at most
-// MaxReadSize+1 bytes.
+// maxReadSize+1 bytes.
 func TestRead_TooLarge(t *testing.T) {
 	root, dir := testVault(t)
 	const name = "big.tieoff.md"
@@ -274,10 +274,10 @@ func TestRead_TooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A sparse file: a hole of MaxReadSize bytes, then a section.
+	// A sparse file: a hole of maxReadSize bytes, then a section.
 	s := mkSection(0, strand.Modified, "n.md", "The newest reply.")
 	sec := append([]byte("\n"+separator), mustFormat(t, s)...)
-	if _, err := f.WriteAt(sec, MaxReadSize); err != nil {
+	if _, err := f.WriteAt(sec, maxReadSize); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
@@ -285,18 +285,18 @@ func TestRead_TooLarge(t *testing.T) {
 	}
 	_, _, err = Read(root, name)
 	if !errors.Is(err, ErrTooLarge) || !errors.Is(err, vaultfs.ErrTooLarge) {
-		t.Fatalf("Read(%d bytes) = %v; want ErrTooLarge", MaxReadSize+len(sec), err)
+		t.Fatalf("Read(%d bytes) = %v; want ErrTooLarge", maxReadSize+len(sec), err)
 	}
 	if testing.Short() {
 		return
 	}
-	for _, budget := range []int{0, MaxReadSize + 100} {
+	for _, budget := range []int{0, maxReadSize + 100} {
 		w, err := Tail(root, name, 0, budget)
 		if err != nil {
 			t.Fatalf("Tail(no count, budget %d) = %v", budget, err)
 		}
-		if len(w.Sections) != 1 || w.Sections[0].Body != "The newest reply.\n" || w.BytesRead > MaxReadSize+1 {
-			t.Errorf("Tail(no count, budget %d) = %d sections after reading %d bytes; want the newest within MaxReadSize+1", budget, len(w.Sections), w.BytesRead)
+		if len(w.Sections) != 1 || w.Sections[0].Body != "The newest reply.\n" || w.BytesRead > maxReadSize+1 {
+			t.Errorf("Tail(no count, budget %d) = %d sections after reading %d bytes; want the newest within maxReadSize+1", budget, len(w.Sections), w.BytesRead)
 		}
 	}
 }

@@ -53,7 +53,7 @@ func FuzzRoundTrip(f *testing.F) {
 		in[0].Hash = sha256Hex(r1)
 		in[1].Session = session
 		if _, err := Format(in[1]); err != nil {
-			if session != "" && validToken("session", session, MaxSessionLen) == nil {
+			if session != "" && validToken("session", session, maxSessionLen) == nil {
 				t.Fatalf("Format refused session %q: %v", session, err)
 			}
 			in[1].Session = ""

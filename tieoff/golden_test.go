@@ -133,7 +133,7 @@ func TestRender_HeadersAreTopLevelH2(t *testing.T) {
 		t.Fatalf("rendered tie-off has %d top-level Event headings; want %d", len(starts), len(in))
 	}
 	for si, k := range starts {
-		want := []string{"Event: " + in[si].Event.String(), "Strand: " + escapeStrand(in[si].Strand), "Timestamp: " + in[si].Time.UTC().Format(TimeLayout)}
+		want := []string{"Event: " + in[si].Event.String(), "Strand: " + escapeStrand(in[si].Strand), "Timestamp: " + in[si].Time.UTC().Format(timeLayout)}
 		if in[si].Failed {
 			want = append(want, "Status: failed")
 		}

@@ -34,7 +34,7 @@ func TestParseMarker(t *testing.T) {
 		{name: "unknown keys with odd values", line: "<!-- knot:run " + id + " x= y.z=a=b Bytes=no -->", want: marker{id: id, size: -1}},
 		{name: "blanks around", line: " \t<!-- knot:run  " + id + "\tbytes=3   -->\r", want: marker{id: id, size: 3}},
 		{name: "session of one byte", line: "<!-- knot:run r session=s -->", want: marker{id: "r", size: -1, session: "s"}},
-		{name: "session of the longest", line: "<!-- knot:run r session=" + strings.Repeat("s", MaxSessionLen) + " -->", want: marker{id: "r", size: -1, session: strings.Repeat("s", MaxSessionLen)}},
+		{name: "session of the longest", line: "<!-- knot:run r session=" + strings.Repeat("s", maxSessionLen) + " -->", want: marker{id: "r", size: -1, session: strings.Repeat("s", maxSessionLen)}},
 
 		{name: "duplicate bytes", line: "<!-- knot:run " + id + " bytes=12 bytes=12 -->", bad: true},
 		{name: "duplicate hash", line: "<!-- knot:run " + id + " sha256=" + h + " sha256=" + h + " -->", bad: true},
@@ -48,7 +48,7 @@ func TestParseMarker(t *testing.T) {
 		{name: "session with a slash", line: "<!-- knot:run " + id + " session=a/b -->", bad: true},
 		{name: "session not ASCII", line: "<!-- knot:run " + id + " session=ä -->", bad: true},
 		{name: "session with a colon", line: "<!-- knot:run " + id + " session=a:b -->", bad: true},
-		{name: "session too long", line: "<!-- knot:run r session=" + strings.Repeat("s", MaxSessionLen+1) + " -->", bad: true},
+		{name: "session too long", line: "<!-- knot:run r session=" + strings.Repeat("s", maxSessionLen+1) + " -->", bad: true},
 		{name: "empty session", line: "<!-- knot:run " + id + " session= -->", bad: true},
 		{name: "bytes not a number", line: "<!-- knot:run " + id + " bytes=x -->", bad: true},
 		{name: "bytes negative", line: "<!-- knot:run " + id + " bytes=-1 -->", bad: true},
@@ -176,7 +176,7 @@ func FuzzMarker(f *testing.F) {
 			return
 		}
 		if validRunID(m.id, false) != nil || m.hash != "" && !validHash(m.hash) ||
-			m.session != "" && validToken("session", m.session, MaxSessionLen) != nil || m.size < -1 {
+			m.session != "" && validToken("session", m.session, maxSessionLen) != nil || m.size < -1 {
 			t.Fatalf("parseMarker(%q) accepted %+v", line, m)
 		}
 		if m.size < 0 {

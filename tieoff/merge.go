@@ -314,11 +314,11 @@ func holds(cur, raw []byte, torn bool) bool {
 // startsText reports whether the text of whole starts with that of part.
 func startsText(whole, part []byte) bool { return bytes.HasPrefix(normText(whole), normText(part)) }
 
-// ErrChanged is wrapped by MergeFile's error when the tie-off or its
+// errChanged is wrapped by MergeFile's error when the tie-off or its
 // conflict copy changed while MergeFile merged them (a sync tool or an
 // editor wrote it): what changed is left as it is, nothing is lost, and
 // merging again finishes the work.
-var ErrChanged = errors.New("tieoff: the file changed while it was being merged")
+var errChanged = errors.New("tieoff: the file changed while it was being merged")
 
 // MergeFile merges copyName, a sync tool's conflict copy of the tie-off
 // name (see ConflictOf), into that tie-off, both slash-separated names
@@ -326,16 +326,16 @@ var ErrChanged = errors.New("tieoff: the file changed while it was being merged"
 //
 // It reads both files under the rules of Read (inside the vault, no
 // symbolic link at either name, regular files only, a FIFO refused without
-// blocking, at most MaxReadSize bytes each), merges them with Merge, and,
+// blocking, at most maxReadSize bytes each), merges them with Merge, and,
 // if that changes the tie-off, writes the result with vaultfs.Replace: a
 // temporary file, synced, renamed over the tie-off (which keeps its
 // permissions), and the directory synced. A hard-linked tie-off is thus
 // replaced, not written through: its other names keep the old content.
 // Only when the report says nothing of the copy was left out, and the
 // durable write is done, is the copy removed and its directory synced;
-// the report then says Removed. A merged tie-off larger than MaxReadSize
+// the report then says Removed. A merged tie-off larger than maxReadSize
 // is not written (ErrTooLarge). If either file changed since it was read,
-// MergeFile stops with an error wrapping ErrChanged.
+// MergeFile stops with an error wrapping errChanged.
 //
 // If the tie-off does not exist, the copy simply becomes it: it is linked
 // to name (which fails, and the merge is done instead, if a tie-off
@@ -352,11 +352,11 @@ func MergeFile(root *os.Root, name, copyName string) (report MergeReport, err er
 	if path.Clean(name) == path.Clean(copyName) {
 		return fail(errors.New("the copy is the tie-off itself"))
 	}
-	cdata, cfi, err := vaultfs.ReadFile(root, copyName, MaxReadSize)
+	cdata, cfi, err := vaultfs.ReadFile(root, copyName, maxReadSize)
 	if err != nil {
 		return fail(err)
 	}
-	odata, ofi, err := vaultfs.ReadFile(root, name, MaxReadSize)
+	odata, ofi, err := vaultfs.ReadFile(root, name, maxReadSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The copy becomes the tie-off: linked to its name, which fails if
 		// a tie-off appeared meanwhile (a rename would replace it), then
@@ -388,7 +388,7 @@ func MergeFile(root *os.Root, name, copyName string) (report MergeReport, err er
 	}
 	var merged []byte
 	merged, report = Merge(odata, cdata)
-	if len(merged) > MaxReadSize {
+	if len(merged) > maxReadSize {
 		return fail(fmt.Errorf("%w: the merged tie-off would be %d bytes; nothing is written", ErrTooLarge, len(merged)))
 	}
 	if !bytes.Equal(merged, odata) {
@@ -413,16 +413,16 @@ func MergeFile(root *os.Root, name, copyName string) (report MergeReport, err er
 	return report, nil
 }
 
-// unchanged reports, as an error wrapping ErrChanged, whether the file at
+// unchanged reports, as an error wrapping errChanged, whether the file at
 // name is no longer the one described by was, or has another size or
 // modification time.
 func unchanged(root *os.Root, name string, was fs.FileInfo) error {
 	now, err := root.Lstat(filepath.FromSlash(name))
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrChanged, name, err)
+		return fmt.Errorf("%w: %s: %w", errChanged, name, err)
 	}
 	if !os.SameFile(was, now) || now.Size() != was.Size() || !now.ModTime().Equal(was.ModTime()) {
-		return fmt.Errorf("%w: %s", ErrChanged, name)
+		return fmt.Errorf("%w: %s", errChanged, name)
 	}
 	return nil
 }

@@ -186,12 +186,12 @@ func TestMergeFile_Refuses(t *testing.T) {
 		{name: "copy out of the vault", copyName: "../x.tieoff.sync-conflict-20261123-120000-ABCDEFG.md"},
 		{name: "the copy is the tie-off", copyName: tieName},
 		{name: "copy too large", setup: func(t *testing.T, dir, _ string) {
-			if err := os.Truncate(filepath.Join(dir, stCopy), MaxReadSize+1); err != nil {
+			if err := os.Truncate(filepath.Join(dir, stCopy), maxReadSize+1); err != nil {
 				t.Fatal(err)
 			}
 		}, err: ErrTooLarge},
 		{name: "tie-off too large", setup: func(t *testing.T, dir, _ string) {
-			if err := os.Truncate(filepath.Join(dir, tieName), MaxReadSize+1); err != nil {
+			if err := os.Truncate(filepath.Join(dir, tieName), maxReadSize+1); err != nil {
 				t.Fatal(err)
 			}
 		}, err: ErrTooLarge},
@@ -272,7 +272,7 @@ func snapshot(t *testing.T, dir string) string {
 // is not replaced or removed.
 func TestMergeFile_Changed(t *testing.T) {
 	root, dir := mergeVault(t, tieOff(t, 0), tieOff(t, 1), stCopy)
-	_, fi, err := vaultfs.ReadFile(root, tieName, MaxReadSize)
+	_, fi, err := vaultfs.ReadFile(root, tieName, maxReadSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,11 +280,11 @@ func TestMergeFile_Changed(t *testing.T) {
 		t.Errorf("unchanged(untouched file) = %v", err)
 	}
 	writeFile(t, filepath.Join(dir, tieName), string(tieOff(t, 0, 2)))
-	if err := unchanged(root, tieName, fi); !errors.Is(err, ErrChanged) {
-		t.Errorf("unchanged(rewritten file) = %v; want ErrChanged", err)
+	if err := unchanged(root, tieName, fi); !errors.Is(err, errChanged) {
+		t.Errorf("unchanged(rewritten file) = %v; want errChanged", err)
 	}
 	mustRemove(t, filepath.Join(dir, tieName))
-	if err := unchanged(root, tieName, fi); !errors.Is(err, ErrChanged) {
-		t.Errorf("unchanged(removed file) = %v; want ErrChanged", err)
+	if err := unchanged(root, tieName, fi); !errors.Is(err, errChanged) {
+		t.Errorf("unchanged(removed file) = %v; want errChanged", err)
 	}
 }

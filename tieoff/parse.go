@@ -33,10 +33,10 @@ func (e ParseError) Error() string { return fmt.Sprintf("tieoff: line %d: %s", e
 // Read reads and parses the tie-off name (relative to root); see Parse.
 // It refuses a name that is a symbolic link (even to a file inside the
 // vault) or not a regular file (ErrNotRegular; a FIFO without blocking),
-// and a file larger than MaxReadSize (ErrTooLarge), which it finds without
-// reading more than MaxReadSize+1 bytes.
+// and a file larger than maxReadSize (ErrTooLarge), which it finds without
+// reading more than maxReadSize+1 bytes.
 func Read(root *os.Root, name string) ([]Section, []ParseError, error) {
-	data, _, err := vaultfs.ReadFile(root, name, MaxReadSize)
+	data, _, err := vaultfs.ReadFile(root, name, maxReadSize)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tieoff: read %s: %w", name, err)
 	}
@@ -258,7 +258,7 @@ func (p *parse) lastLine(n ast.Node) int {
 // line returns the index of the line where block n starts.
 func (p *parse) line(n ast.Node) int { return p.x.lineOf(p.base + max(n.Pos(), 0)) }
 
-// parseTime reads a Timestamp value: TimeLayout, or any RFC 3339 time a
+// parseTime reads a Timestamp value: timeLayout, or any RFC 3339 time a
 // user may have typed; the result is in UTC.
 func parseTime(v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, v)

@@ -292,7 +292,7 @@ func TestFormat_Invalid(t *testing.T) {
 		{"far future", func(s *Section) { s.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
 		{"run id with space", func(s *Section) { s.RunID = "a b" }},
 		{"run id closing comment", func(s *Section) { s.RunID = "x-->" }},
-		{"run id too long", func(s *Section) { s.RunID = strings.Repeat("a", MaxRunIDLen+1) }},
+		{"run id too long", func(s *Section) { s.RunID = strings.Repeat("a", maxRunIDLen+1) }},
 		{"hash too short", func(s *Section) { s.Hash = testHash[:63] }},
 		{"hash too long", func(s *Section) { s.Hash = testHash + "0" }},
 		{"hash upper case", func(s *Section) { s.Hash = strings.ToUpper(testHash) }},
@@ -300,7 +300,7 @@ func TestFormat_Invalid(t *testing.T) {
 		{"session with space", func(s *Section) { s.Session = "a b" }},
 		{"session closing comment", func(s *Section) { s.Session = "x-->" }},
 		{"session with equals", func(s *Section) { s.Session = "a=b" }},
-		{"session too long", func(s *Section) { s.Session = strings.Repeat("s", MaxSessionLen+1) }},
+		{"session too long", func(s *Section) { s.Session = strings.Repeat("s", maxSessionLen+1) }},
 		{"hash without run id", func(s *Section) { s.RunID, s.Hash = "", testHash }},
 		{"session without run id", func(s *Section) { s.RunID, s.Session = "", testSession }},
 	}

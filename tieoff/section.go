@@ -12,14 +12,14 @@ import (
 	"github.com/knotd/knotd/strand"
 )
 
-// TimeLayout is the layout of the Timestamp header: UTC, second precision.
-const TimeLayout = "2006-01-02T15:04:05Z"
+// timeLayout is the layout of the Timestamp header: UTC, second precision.
+const timeLayout = "2006-01-02T15:04:05Z"
 
-// MaxRunIDLen is the longest run id Format accepts.
-const MaxRunIDLen = 128
+// maxRunIDLen is the longest run id Format accepts.
+const maxRunIDLen = 128
 
-// MaxSessionLen is the longest session Format accepts.
-const MaxSessionLen = 128
+// maxSessionLen is the longest session Format accepts.
+const maxSessionLen = 128
 
 // ErrInvalid is wrapped by every error about a section that cannot be
 // written: an invalid event type, an empty strand path, a zero or
@@ -51,7 +51,7 @@ type Section struct {
 	// device without knotd's state can tell which notes are answered.
 	Hash string
 	// Session is the note's session UUID (its knot_session); "" when the
-	// note has none. At most MaxSessionLen bytes of [A-Za-z0-9._-]. It is
+	// note has none. At most maxSessionLen bytes of [A-Za-z0-9._-]. It is
 	// recorded in the run marker (session=).
 	Session string
 	// Body is the agent's reply. Format neutralises it (see the package
@@ -116,7 +116,7 @@ func Format(s Section) ([]byte, error) {
 	b.WriteString("\n## Strand: ")
 	b.WriteString(escapeStrand(s.Strand))
 	b.WriteString("\n## Timestamp: ")
-	b.WriteString(s.Time.UTC().Format(TimeLayout))
+	b.WriteString(s.Time.UTC().Format(timeLayout))
 	b.WriteByte('\n')
 	switch {
 	case s.Failed:
@@ -160,12 +160,12 @@ func (s Section) validate() error {
 		return bad("hash %q is not 64 lower-case hex digits", s.Hash)
 	}
 	if s.Session != "" {
-		return validToken("session", s.Session, MaxSessionLen)
+		return validToken("session", s.Session, maxSessionLen)
 	}
 	return nil
 }
 
-// validRunID checks a run id: at most MaxRunIDLen bytes of [A-Za-z0-9._-],
+// validRunID checks a run id: at most maxRunIDLen bytes of [A-Za-z0-9._-],
 // and not empty unless empty is allowed.
 func validRunID(id string, emptyOK bool) error {
 	if id == "" {
@@ -174,7 +174,7 @@ func validRunID(id string, emptyOK bool) error {
 		}
 		return fmt.Errorf("%w: empty run id", ErrInvalid)
 	}
-	return validToken("run id", id, MaxRunIDLen)
+	return validToken("run id", id, maxRunIDLen)
 }
 
 // validToken checks a non-empty run id or session: at most limit bytes
@@ -345,7 +345,7 @@ func formatMarker(m marker) string {
 // parseMarker reads a run marker line: "<!-- knot:run ID" then fields
 // "key=value" separated by blanks, in any order, then "-->". The fields
 // it knows are bytes (a decimal length), sha256 (64 lower-case hex digits)
-// and session (at most MaxSessionLen bytes of [A-Za-z0-9._-]); it ignores
+// and session (at most maxSessionLen bytes of [A-Za-z0-9._-]); it ignores
 // any other key, so that a marker from a newer knotd still reads. A field
 // that is not key=value, a key given twice, or a bad value of a known key
 // make the marker malformed. The old forms "<!-- knot:run ID -->" and
@@ -381,7 +381,7 @@ func parseMarker(line []byte) (marker, error) {
 			}
 			m.hash = v
 		case markerSession:
-			if v == "" || validToken(markerSession, v, MaxSessionLen) != nil {
+			if v == "" || validToken(markerSession, v, maxSessionLen) != nil {
 				return bad()
 			}
 			m.session = v

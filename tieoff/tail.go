@@ -40,7 +40,7 @@ type Window struct {
 // Tail returns the newest whole sections of the tie-off name (relative to
 // root): at most n of them (n <= 0: no limit) whose bytes, from the first
 // one to the end of the file, are at most maxBytes (maxBytes <= 0, or more
-// than MaxReadSize: MaxReadSize). It reads the file backwards from its end
+// than maxReadSize: maxReadSize). It reads the file backwards from its end
 // in growing chunks and stops as soon as it has n section headers or has
 // read maxBytes+1 bytes, so the bytes it reads are bounded by the budget,
 // not by the history.
@@ -60,8 +60,8 @@ func Tail(root *os.Root, name string, n, maxBytes int) (Window, error) {
 	defer f.Close() // read only: a close error loses nothing
 	size := fi.Size()
 	budget := int64(maxBytes)
-	if budget <= 0 || budget > MaxReadSize {
-		budget = MaxReadSize
+	if budget <= 0 || budget > maxReadSize {
+		budget = maxReadSize
 	}
 	r := &tailReader{f: f, size: size, off: size}
 	var starts []int64

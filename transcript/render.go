@@ -27,7 +27,7 @@ func Render(w io.Writer, events []Event) error {
 		p.line("[%d] %s %s", ev.Seq, ev.Type, ev.Time.UTC().Format(time.RFC3339Nano))
 		pl, err := ev.Payload()
 		if errors.Is(err, ErrUnknownType) {
-			p.field("note", "an event type this version of knotd does not know")
+			p.field("remark", "an event type this version of knotd does not know")
 			p.text("data", string(ev.Data))
 			continue
 		}
@@ -90,7 +90,7 @@ func (p printer) text(title, s string) {
 
 func (p printer) started(runID string, s Started) {
 	p.field("run", runID)
-	p.field("strand", fmt.Sprintf("%s (%s)", s.Strand, s.Event))
+	p.field("note", fmt.Sprintf("%s (%s)", s.Strand, s.Event))
 	var agent []string
 	if s.Preset != "" {
 		agent = append(agent, "preset "+s.Preset)
@@ -125,10 +125,10 @@ func (p printer) started(runID string, s Started) {
 func (p printer) assistant(a AssistantMessage) {
 	p.field("format", string(a.Format))
 	if a.Truncated {
-		p.field("note", "the output was cut: later blocks are missing")
+		p.field("remark", "the output was cut: later blocks are missing")
 	}
 	for _, n := range a.Notes {
-		p.field("note", n)
+		p.field("remark", n)
 	}
 	if len(a.Blocks) == 0 {
 		p.field("blocks", "none")
@@ -176,7 +176,7 @@ func (p printer) finished(f Finished) {
 		p.field("stdout", s)
 	}
 	for _, n := range f.Notes {
-		p.field("note", n)
+		p.field("remark", n)
 	}
 	if f.Stderr != "" {
 		title := "stderr"

@@ -74,13 +74,13 @@ func (v *Vault) trip(rel string, rep RunReport, why string) {
 		return tx.ForgetBreaker(rel)
 	})
 	if err != nil {
-		v.log.Error("a breaker tripped, and knotd cannot pause the strand", "strand", rel, "why", why, "err", err)
+		v.log.Error("a breaker tripped, and knotd cannot pause the note", "strand", rel, "why", why, "err", err)
 		return
 	}
 	if !paused {
 		return
 	}
-	v.log.Warn("strand paused: "+why+"; its changes wait until knotd resume", "strand", rel)
+	v.log.Warn("note paused: "+why+"; its changes wait until knotd resume", "strand", rel)
 	// A notice, not a run: "## Status: paused", and no run marker (there
 	// is no run, and no transcript, for it to name). What the last run
 	// answered stays in that run's section, which newestAnswer reads past
@@ -93,6 +93,6 @@ func (v *Vault) trip(rel string, rep RunReport, why string) {
 		_, err = tieoff.Append(v.fs, t, sec)
 	}
 	if err != nil {
-		v.log.Error("cannot say in the tie-off that the strand is paused (knotd status says it)", "strand", rel, "err", err)
+		v.log.Error("cannot say in the tie-off that the note is paused (knotd status says it)", "strand", rel, "err", err)
 	}
 }

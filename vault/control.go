@@ -379,7 +379,7 @@ func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Re
 		return control.Result{}, err
 	}
 	for _, rel := range paused {
-		v.log.Info("strand paused: its changes wait until it is resumed", "strand", rel, "why", why)
+		v.log.Info("note paused: its changes wait until it is resumed", "strand", rel, "why", why)
 	}
 	return res, nil
 }
@@ -450,7 +450,7 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 	res.Done = kept
 	s := v.live.Load()
 	for _, rel := range resumed {
-		v.log.Info("strand resumed", "strand", rel)
+		v.log.Info("note resumed", "strand", rel)
 		if s != nil {
 			// A change made while it was paused runs now; an unchanged
 			// strand has nothing to do.

@@ -257,7 +257,7 @@ func (v *Vault) firstContact() (Adoption, error) {
 	if err != nil {
 		return a, err
 	}
-	v.log.Info("first contact with this vault on this device: strands whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
+	v.log.Info("first contact with this vault on this device: notes whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
 		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed)
 	return a, nil
 }
@@ -322,10 +322,10 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 				// changing: the change is not dropped; it is tried again
 				// after a pause that grows while it keeps failing.
 				pause := later.failed(rel)
-				v.log.Error("cannot process strand; trying again", "strand", rel, "in", pause, "err", err)
+				v.log.Error("cannot process note; trying again", "strand", rel, "in", pause, "err", err)
 				later.after(ctx, rel, pause, func() { s.Submit(rel, later.release(rel, job, s.Merge)) })
 			} else {
-				v.log.Error("cannot process strand", "strand", rel, "err", err)
+				v.log.Error("cannot process note", "strand", rel, "err", err)
 			}
 		} else {
 			later.succeeded(rel)

@@ -90,7 +90,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 		return err
 	}
 	if len(pending) == 0 {
-		fmt.Fprintln(w, "nothing to do: every strand is processed")
+		fmt.Fprintln(w, "nothing to do: every note is processed")
 		return nil
 	}
 	var paused, deferred []string
@@ -129,12 +129,12 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	strands := "strands"
+	notes := "notes"
 	if a.Adopted == 1 {
-		strands = "strand"
+		notes = "note"
 	}
 	fmt.Fprintf(w, "first contact: knotd would adopt %d %s as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed since their last answer (use --all to run them all)\n",
-		a.Adopted, strands, a.Answered, a.Changed)
+		a.Adopted, notes, a.Answered, a.Changed)
 	for _, r := range runs {
 		fmt.Fprintln(w, r)
 	}

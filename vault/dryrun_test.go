@@ -126,7 +126,7 @@ func TestDryRun_FirstContact(t *testing.T) {
 	if err := DryRun(context.Background(), e.root, e.options(), OnceOptions{}, &out); err != nil {
 		t.Fatal(err)
 	}
-	if want := "first contact: knotd would adopt 2 strands"; !strings.Contains(out.String(), want) {
+	if want := "first contact: knotd would adopt 2 notes"; !strings.Contains(out.String(), want) {
 		t.Errorf("output %q lacks %q", out.String(), want)
 	}
 	if e.exists(".knot") {

@@ -44,13 +44,13 @@ func ExplainPath(root string, opts Options, rel string) (string, error) {
 	switch {
 	case ignored || isDir:
 	case strand.IsTieOff(rel):
-		msg += "; it is a tie-off (knotd's output), never a strand"
+		msg += "; it is a tie-off (knotd's output), never a note"
 	case !strand.IsStrandPath(rel):
-		msg += "; but it is not a strand: knotd only processes .md notes (not editor or sync temp files, not tie-offs, not under .knot)"
+		msg += "; but it is not a note: knotd only processes .md notes (not editor or sync temp files, not tie-offs, not under .knot)"
 	case statErr == nil && !fi.Mode().IsRegular():
 		msg += "; but it is not a regular file, so knotd leaves it alone"
 	default:
-		msg += "; it is a strand"
+		msg += "; it is a note"
 	}
 	return msg, nil
 }

@@ -21,17 +21,17 @@ func TestExplainPath(t *testing.T) {
 	tests := []struct {
 		rel, want string
 	}{
-		{"notes/a.md", "notes/a.md: not ignored; it is a strand"},
-		{"notes/new.md", "notes/new.md: not ignored; it is a strand"},
+		{"notes/a.md", "notes/a.md: not ignored; it is a note"},
+		{"notes/new.md", "notes/new.md: not ignored; it is a note"},
 		{"drafts/x.md", `drafts/x.md: ignored by .knotignore:1 pattern "drafts/"`},
 		{"notes/b.secret.md", `notes/b.secret.md: ignored by .knotignore:2 pattern "*.secret.md"`},
 		{"private/diary.md", `private/diary.md: ignored by knotd config ignore:1 pattern "private/**"`},
 		{".obsidian/workspace.md", ".obsidian/workspace.md: ignored: inside .obsidian"},
 		{".git/x.md", ".git/x.md: ignored"},
 		{"node_modules/pkg/readme.md", "node_modules/pkg/readme.md: ignored"},
-		{"notes/a.tieoff.md", "notes/a.tieoff.md: not ignored; it is a tie-off (knotd's output), never a strand"},
-		{"notes/a.txt", "notes/a.txt: not ignored; but it is not a strand"},
-		{"notes/.#a.md", "notes/.#a.md: not ignored; but it is not a strand"},
+		{"notes/a.tieoff.md", "notes/a.tieoff.md: not ignored; it is a tie-off (knotd's output), never a note"},
+		{"notes/a.txt", "notes/a.txt: not ignored; but it is not a note"},
+		{"notes/.#a.md", "notes/.#a.md: not ignored; but it is not a note"},
 		{"notes/", "notes: not ignored"},
 		{"inner/n.md", "inner/n.md: inside inner, a folder with a .knot of its own: a vault of its own"},
 		{"", "the vault root is never ignored"},

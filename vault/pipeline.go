@@ -86,16 +86,16 @@ type RunReport struct {
 func (r RunReport) Failed() bool { return r.Ran && r.Outcome != agentrun.OutcomeOK }
 
 // emptySkip is the reason an empty strand is not run.
-const emptySkip = "the strand is empty; it runs once it has content (run_empty: true runs it now)"
+const emptySkip = "the note is empty; it runs once it has content (run_empty: true runs it now)"
 
 // pausedSkip is the reason a paused strand's change is not run yet.
-const pausedSkip = "the strand is paused (knotd resume answers its changes)"
+const pausedSkip = "the note is paused (knotd resume answers its changes)"
 
 // budgetSkip begins the reason a change waits for the day's budget.
 const budgetSkip = "waits for the budget: "
 
 // errRetry asks the processor to start over: the strand changed under it.
-var errRetry = errors.New("strand changed while knotd was working on it")
+var errRetry = errors.New("note changed while knotd was working on it")
 
 // maxAttempts bounds how often process starts over because the user kept
 // saving while knotd wrote the strand's frontmatter.
@@ -149,7 +149,7 @@ func (v *Vault) finishJournaled(rel string) error {
 		if p.Record.Path != rel {
 			continue
 		}
-		j, err := decodeJournal(p.Section)
+		j, err := decodeJournal(p.Journal)
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
@@ -388,7 +388,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 		// Recorded with its stamp, so that it fails once, not at every
 		// pass; the next save after the user fixed it runs it.
 		w.info = linfo
-		w.failure = fmt.Sprintf("knotd may not read the strand (%v), so no agent was run. Make it readable and save it again.", err)
+		w.failure = fmt.Sprintf("knotd may not read the note (%v), so no agent was run. Make it readable and save it again.", err)
 		return w, "", nil
 	}
 	if err != nil {
@@ -445,15 +445,15 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	content := w.content
 	switch {
 	case w.tooBig:
-		w.failure = fmt.Sprintf("The strand is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
+		w.failure = fmt.Sprintf("The note is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
 			byteSize(w.info.Size()), byteSize(v.config().MaxStrandSize))
 		w.content = nil
 		return "", nil
 	case bytes.IndexByte(content, 0) >= 0:
-		w.failure = "The strand contains NUL bytes: it looks like a binary file named .md, so no agent was run. Rename it, or add it to .knotignore."
+		w.failure = "The note contains NUL bytes: it looks like a binary file named .md, so no agent was run. Rename it, or add it to .knotignore."
 		return "", nil
 	case !utf8.Valid(content):
-		w.failure = "The strand is not valid UTF-8 text, so no agent was run. Save it as UTF-8 in your editor."
+		w.failure = "The note is not valid UTF-8 text, so no agent was run. Save it as UTF-8 in your editor."
 		return "", nil
 	case !v.config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0:
 		// A note being created (Obsidian's Untitled.md, a touch) or
@@ -465,7 +465,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 
 	doc, err := frontmatter.Parse(content)
 	if err != nil {
-		w.failure = fmt.Sprintf("The strand's frontmatter cannot be read, so no agent was run: %v", err)
+		w.failure = fmt.Sprintf("The note's frontmatter cannot be read, so no agent was run: %v", err)
 		return "", nil
 	}
 	w.fields = doc.Fields
@@ -496,7 +496,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 		if len(probs) > maxProblemsShown {
 			msgs = append(msgs, fmt.Sprintf("- … and %d more", len(probs)-maxProblemsShown))
 		}
-		w.failure = "The strand's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
+		w.failure = "The note's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
 		return "", nil
 	}
 	if w.agentName, w.agent, err = v.scopedAgent(doc.Fields.Agent, sc); err != nil {
@@ -619,7 +619,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		r.log.failed(w)
 		rep.Outcome, rep.Reason = agentrun.OutcomeFailed, firstLine(w.failure)
 		r.sec.Failed, r.sec.Body = true, w.failure
-		v.log.Warn("strand cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
+		v.log.Warn("note cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
 	} else {
 		req, err := v.request(w, job, rep.RunID, now)
 		if err != nil {
@@ -726,10 +726,10 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 			// The agent has replied: losing the reply (and running it
 			// again) for a sync that failed would be worse than the
 			// risk it leaves, that a crash now undoes the write.
-			v.log.Warn("cannot sync the strand's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
+			v.log.Warn("cannot sync the note's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
-	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
+	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Journal: enc}
 	if err := v.putPending(ctx, p); err != nil {
 		return err
 	}

@@ -301,7 +301,7 @@ func TestOnce_SyncsWrittenStrandBeforeJournal(t *testing.T) {
 			if evs := e.events("notes/a.md"); len(evs) != 1 {
 				t.Errorf("tie-off sections %v; want the run's one", evs)
 			}
-			if logged := strings.Contains(log.String(), "cannot sync the strand's folder"); logged != (tt.syncErr != nil) {
+			if logged := strings.Contains(log.String(), "cannot sync the note's folder"); logged != (tt.syncErr != nil) {
 				t.Errorf("sync failure logged: %v; want %v", logged, tt.syncErr != nil)
 			}
 		})

@@ -118,7 +118,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 		rel := c.path
 		st, where, err := v.lookStrand(c, realDirs)
 		if err != nil {
-			v.log.Warn("cannot look at strand", "strand", rel, "err", err)
+			v.log.Warn("cannot look at note", "strand", rel, "err", err)
 			if !errors.Is(err, fs.ErrPermission) { // fixed by the user, who then saves
 				unlooked = append(unlooked, rel)
 			}
@@ -135,7 +135,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 		default:
 			same, err := v.sameContent(rel, rec.Hash)
 			if err != nil {
-				v.log.Warn("cannot read strand", "strand", rel, "err", err)
+				v.log.Warn("cannot read note", "strand", rel, "err", err)
 				if !errors.Is(err, fs.ErrPermission) {
 					unlooked = append(unlooked, rel)
 				}
@@ -166,7 +166,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 	for _, rel := range created {
 		owner, moved, err := v.detectRename(rel, gone)
 		if err != nil {
-			v.log.Warn("cannot check whether a new strand was moved", "strand", rel, "err", err)
+			v.log.Warn("cannot check whether a new note was moved", "strand", rel, "err", err)
 		}
 		if moved {
 			// The record moved to rel; compare the content with it now.
@@ -322,7 +322,7 @@ func (v *Vault) walkWith(dir string, stat bool, want func(rel string) bool, fn f
 			if errors.Is(err, fs.ErrNotExist) && rel == dir {
 				return fs.SkipAll // the subtree is gone: its records decide
 			}
-			v.log.Warn("cannot read part of the vault; its strands are skipped until it can be read", "path", rel, "err", err)
+			v.log.Warn("cannot read part of the vault; its notes are skipped until it can be read", "path", rel, "err", err)
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -420,7 +420,7 @@ func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs
 		return nil, ignored, nil
 	case dir != "":
 		if !v.rules.Ignored(dir, true) {
-			v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the strands it leads to are left alone")
+			v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the notes it leads to are left alone")
 		}
 		return nil, absent, nil
 	}
@@ -622,7 +622,7 @@ func (v *Vault) move(from, to string, holding bool) (bool, error) {
 	if err := v.store.Rename(from, to); err != nil {
 		return false, err
 	}
-	v.log.Info("strand moved; its history moves with it", "from", from, "to", to)
+	v.log.Info("note moved; its history moves with it", "from", from, "to", to)
 	return true, nil
 }
 
@@ -644,11 +644,11 @@ func (v *Vault) moveTieOff(from, to string) error {
 	} else if err != nil && v.unwritableTieOff(oldRel, err) {
 		// Its folder is a link out of the vault now (swapped for one):
 		// what is there is not knotd's to move.
-		v.log.Warn("strand moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
+		v.log.Warn("note moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
 		return nil
 	}
 	if _, err := v.fs.Lstat(newName); err == nil {
-		v.log.Warn("strand moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
+		v.log.Warn("note moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
 		return nil
 	}
 	if err := v.fs.Rename(oldName, newName); err != nil {

@@ -79,7 +79,7 @@ func TestOpen_RecoversJournaledRun(t *testing.T) {
 func TestOpen_RecoveryDoesNotAppendTwice(t *testing.T) {
 	e := newEnv(t)
 	p := journaledRun(t, e)
-	j, err := decodeJournal(p.Section)
+	j, err := decodeJournal(p.Journal)
 	mustDo(t, err)
 	_, err = tieoff.Append(e.vaultRoot(), "note.tieoff.md", j.Section)
 	mustDo(t, err)

@@ -40,7 +40,7 @@ type Reset struct {
 func (v *Vault) ResetStrand(rel string) (Reset, error) {
 	r := Reset{Strand: rel}
 	if !strand.IsStrandPath(rel) {
-		return r, fmt.Errorf("vault: %s is not a strand (a .md file that is not a tie-off)", rel)
+		return r, fmt.Errorf("vault: %s is not a note (a .md file that is not a tie-off)", rel)
 	}
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
@@ -122,7 +122,7 @@ func (v *Vault) resetWrite(r *Reset, content []byte, value string) error {
 func ResetNote(root, rel string) (Reset, error) {
 	r := Reset{Strand: rel}
 	if !strand.IsStrandPath(rel) {
-		return r, fmt.Errorf("vault: %s is not a strand (a .md file that is not a tie-off)", rel)
+		return r, fmt.Errorf("vault: %s is not a note (a .md file that is not a tie-off)", rel)
 	}
 	fsys, err := os.OpenRoot(root)
 	if err != nil {

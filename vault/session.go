@@ -41,7 +41,7 @@ func (v *Vault) writesSession(w *work) bool {
 // for nothing more until it is written again.
 func (v *Vault) newConversation(w *work) error {
 	id := uuid.NewString()
-	v.log.Info("strand asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
+	v.log.Info("note asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
 	if !v.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
@@ -108,24 +108,24 @@ func (v *Vault) ensureSession(w *work, have string) error {
 			// It got its own session before (knotd writes none into
 			// it, or the write did not happen): it keeps that one.
 			w.session, w.newSession = id, false
-			return v.giveSession(w, id, "strand is a copy of another strand; it keeps the session of its own it was given")
+			return v.giveSession(w, id, "note is a copy of another note; it keeps the session of its own it was given")
 		}
 		id := uuid.NewString()
 		if !v.sessions.claim(id, w.rel) {
 			return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 		}
-		v.log.Info("strand is a copy of another strand; giving it a session of its own", "strand", w.rel, "original", owner.Path)
+		v.log.Info("note is a copy of another note; giving it a session of its own", "strand", w.rel, "original", owner.Path)
 		w.session, w.newSession, w.resume = id, true, ""
 		return v.giveSession(w, id, "")
 	}
 	if id := w.rec.Session; id != "" && v.ownSession(w, id) {
 		w.session, w.newSession = id, false
-		return v.giveSession(w, id, "strand lost its knot_session; giving it back its recorded session")
+		return v.giveSession(w, id, "note lost its knot_session; giving it back its recorded session")
 	}
 	if !w.has {
 		if id := v.markerSessionOf(w); id != "" && v.ownSession(w, id) {
 			w.session, w.newSession = id, false
-			return v.giveSession(w, id, "strand has no knot_session; its tie-off names its session")
+			return v.giveSession(w, id, "note has no knot_session; its tie-off names its session")
 		}
 	}
 	id := uuid.NewString()
@@ -220,7 +220,7 @@ func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
 		return
 	}
 	rec.Session, rec.Resume, rec.Totals = uuid.NewString(), "", nil
-	v.log.Info("strand asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
+	v.log.Info("note asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
 }
 
 // onlyOwnKeysChanged reports whether before and after differ only in
@@ -258,7 +258,7 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 			// The user keeps saving (or keeps the strand open for
 			// writing): the run goes on without knotd's write, and the
 			// state keeps the session.
-			v.log.Info("the strand kept changing while knotd wrote its knot_session; it runs without it, and knotd keeps the session in its state", "strand", w.rel)
+			v.log.Info("the note kept changing while knotd wrote its knot_session; it runs without it, and knotd keeps the session in its state", "strand", w.rel)
 			return nil
 		}
 		return errRetry
@@ -343,12 +343,12 @@ func (v *Vault) settleGuard(rel string, g *vaultfs.Guard) bool {
 	var late *vaultfs.LateSave
 	if errors.As(err, &late) {
 		if where, rerr := v.rescue(rel, late.Content); rerr != nil {
-			v.log.Error("a save of the strand went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
+			v.log.Error("a save of the note went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
 		} else {
-			v.log.Warn("a save of the strand went into the file knotd had just replaced, and the strand holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
+			v.log.Warn("a save of the note went into the file knotd had just replaced, and the note holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
 		}
 	} else {
-		v.log.Warn("cannot look for a save that went into the file knotd replaced while writing the strand", "strand", rel, "err", err)
+		v.log.Warn("cannot look for a save that went into the file knotd replaced while writing the note", "strand", rel, "err", err)
 	}
 	return true
 }

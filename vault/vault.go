@@ -466,7 +466,7 @@ func (v *Vault) recover() error {
 		return err
 	}
 	for _, p := range ps {
-		j, err := decodeJournal(p.Section)
+		j, err := decodeJournal(p.Journal)
 		if err == nil {
 			err = v.complete(p, j, true)
 		}
@@ -648,7 +648,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if err != nil {
-		v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)
+		v.log.Warn("cannot read note; it will be processed when it can", "strand", rel, "err", err)
 		return adoptee{}, false
 	}
 	if tooBig {
@@ -660,7 +660,7 @@ func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	}
 	sec, ok, err := v.newestAnswer(rel, nil)
 	if err != nil {
-		v.log.Warn("cannot read the strand's tie-off; adopting the strand as it is", "strand", rel, "err", err)
+		v.log.Warn("cannot read the note's tie-off; adopting the note as it is", "strand", rel, "err", err)
 	}
 	if !ok || sec.Hash == "" || sec.Event == strand.Deleted {
 		return p, true

@@ -353,7 +353,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		for i, rel := range unlooked {
 			hs[i] = watcher.Hint{Path: rel}
 		}
-		l.retryLater(hs, errors.New("a strand could not be looked at (see above)"))
+		l.retryLater(hs, errors.New("a note could not be looked at (see above)"))
 	}
 	if fired != agentrun.FiredByWatch {
 		for i := range batch {
@@ -476,7 +476,7 @@ func (l *watchLoop) due(now time.Time) {
 			delete(l.fresh, rel)
 		}
 		if err == nil {
-			err = errors.New("a strand could not be looked at (see above)")
+			err = errors.New("a note could not be looked at (see above)")
 		}
 		l.retryLater(hs, err)
 	}

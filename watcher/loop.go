@@ -182,7 +182,7 @@ func (l *loop) handle(ctx context.Context, ev fsnotify.Event) error {
 	}
 	if rel == "" {
 		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			return fmt.Errorf("%w: %s", ErrRootGone, l.root)
+			return fmt.Errorf("%w: %s", errRootGone, l.root)
 		}
 		return nil
 	}

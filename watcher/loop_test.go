@@ -305,8 +305,8 @@ func TestWatcher_RootRemovedEndsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startFake(t, t.TempDir(), nil)
 		h.event("", fsnotify.Remove)
-		if err := <-h.done; !errors.Is(err, ErrRootGone) {
-			t.Fatalf("Run = %v; want ErrRootGone", err)
+		if err := <-h.done; !errors.Is(err, errRootGone) {
+			t.Fatalf("Run = %v; want errRootGone", err)
 		}
 		<-h.consumed // out was closed
 		h.cancel()

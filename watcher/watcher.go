@@ -17,7 +17,7 @@ import (
 // Defaults for the Watcher fields left zero.
 const (
 	DefaultQuiet   = 2 * time.Second
-	DefaultMaxWait = 15 * time.Second
+	defaultMaxWait = 15 * time.Second
 )
 
 // Defaults of the watcher's inner limits (tests set them lower).
@@ -26,9 +26,9 @@ const (
 	defaultMaxPending   = 10000
 )
 
-// ErrRootGone is returned by Run when the vault directory itself is removed
+// errRootGone is returned by Run when the vault directory itself is removed
 // or renamed while it is watched.
-var ErrRootGone = errors.New("watcher: vault directory removed or renamed")
+var errRootGone = errors.New("watcher: vault directory removed or renamed")
 
 // Watcher watches a vault recursively and sends settled Hints. It watches
 // directories only (never single files), adding a watch for each directory
@@ -44,7 +44,7 @@ type Watcher struct {
 	// (DefaultQuiet when zero).
 	Quiet time.Duration
 	// MaxWait bounds how long a path that keeps changing waits for its
-	// Hint (DefaultMaxWait when zero; never less than Quiet).
+	// Hint (defaultMaxWait when zero; never less than Quiet).
 	MaxWait time.Duration
 	// Filter reports whether a file (a vault-relative slash path) is of
 	// interest, such as a strand name; other files produce no Hints.
@@ -100,7 +100,7 @@ func (w *Watcher) counts() counts {
 // path has been quiet for Quiet, or MaxWait after its first event. Sends
 // block until the consumer receives, while events keep being absorbed.
 //
-// Run returns nil when ctx ends, ErrRootGone if the vault directory goes
+// Run returns nil when ctx ends, errRootGone if the vault directory goes
 // away, or an error if watching cannot start.
 func (w *Watcher) Run(ctx context.Context, out chan<- Hint) (err error) {
 	defer close(out)
@@ -161,7 +161,7 @@ func (w *Watcher) newLoop() (*loop, error) {
 	if l.maxPending == 0 {
 		l.maxPending = defaultMaxPending
 	}
-	l.pend = newPending(or(w.Quiet, DefaultQuiet), or(w.MaxWait, DefaultMaxWait), l.maxPending)
+	l.pend = newPending(or(w.Quiet, DefaultQuiet), or(w.MaxWait, defaultMaxWait), l.maxPending)
 	if l.rules == nil {
 		l.rules = &ignore.Rules{}
 	}

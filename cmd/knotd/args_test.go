@@ -33,6 +33,14 @@ func TestArgs_Errors(t *testing.T) {
 		{[]string{"trust", v, "--force"}, "knotd trust: unknown flag --force (see knotd trust --help)\n"},
 		{[]string{"reset", "a.md", "--confg", "x"}, "knotd reset: unknown flag --confg; did you mean --config? (see knotd reset --help)\n"},
 		{[]string{v, v}, "knotd: one VAULT at most, got 2: " + v + " " + v + " (see knotd --help)\n"},
+		// Every command that takes a VAULT takes one, and says so alike.
+		{[]string{"status", v, v}, "knotd status: one VAULT at most, got 2: " + v + " " + v + " (see knotd status --help)\n"},
+		{[]string{"retry", v, v}, "knotd retry: one VAULT at most, got 2: " + v + " " + v + " (see knotd retry --help)\n"},
+		{[]string{"runs", v, v}, "knotd runs: one VAULT at most, got 2: " + v + " " + v + " (see knotd runs --help)\n"},
+		{[]string{"doctor", v, v}, "knotd doctor: one VAULT at most, got 2: " + v + " " + v + " (see knotd doctor --help)\n"},
+		{[]string{"console", v, v}, "knotd console: one VAULT at most, got 2: " + v + " " + v + " (see knotd console --help)\n"},
+		{[]string{"trust", v, v}, "knotd trust: one VAULT at most, got 2: " + v + " " + v + " (see knotd trust --help)\n"},
+		{[]string{"service", "install", v, v}, "knotd service install: one VAULT at most, got 2: " + v + " " + v + " (see knotd service --help)\n"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := knotd(t, tt.args...)

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/knotd/knotd/config"
 	"github.com/knotd/knotd/console"
@@ -43,15 +42,12 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if help || err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usageError{fmt.Sprintf("knotd console: one VAULT at most, got %s", strings.Join(pos, " "))}
+	arg, err := vaultArg("console", pos)
+	if err != nil {
+		return err
 	}
 	if err := console.CheckAddr(*addr); err != nil {
 		return usageError{"knotd console: --addr: " + err.Error()}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
 	}
 	root, err := knownVault(arg, "console")
 	if err != nil {

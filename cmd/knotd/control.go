@@ -129,14 +129,10 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 			root, err = knownVault(dir, cmd)
 		}
 	default:
-		if len(pos) > 1 {
-			return usageError{fmt.Sprintf("knotd %s: one VAULT at most, got %s", cmd, strings.Join(pos, " "))}
-		}
 		var arg string
-		if len(pos) == 1 {
-			arg = pos[0]
+		if arg, err = vaultArg(cmd, pos); err == nil {
+			root, err = knownVault(arg, cmd)
 		}
-		root, err = knownVault(arg, cmd)
 	}
 	if err != nil {
 		return err

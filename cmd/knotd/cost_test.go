@@ -160,7 +160,7 @@ func TestOnce_SaysWhatWaits(t *testing.T) {
 
 	code, out, stderr = knotd(t, "--once", "--dry-run", v)
 	require.Equal(t, exitOK, code, stderr)
-	require.Contains(t, out, "==> c.md: not run now: the strand is paused (knotd resume answers its changes)\n")
+	require.Contains(t, out, "==> c.md: not run now: the note is paused (knotd resume answers its changes)\n")
 	require.Contains(t, out, "==> "+waiting+": not run now: waits for the budget: ")
 	require.Contains(t, out, "not run, paused: 1 (c.md); knotd resume answers their changes\n")
 	require.Contains(t, out, "not run, waiting for the day's budget: 1 ("+waiting+"); they run when it allows, or now with knotd run\n")

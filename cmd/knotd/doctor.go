@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/knotd/knotd/doctor"
 )
@@ -41,12 +40,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if help || err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usageError{fmt.Sprintf("knotd doctor: one VAULT at most, got %s", strings.Join(pos, " "))}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
+	arg, err := vaultArg("doctor", pos)
+	if err != nil {
+		return err
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {

@@ -20,11 +20,11 @@ Usage:
   knotd --once [flags] [VAULT]   process every note that changed since the
                                  last pass, then exit (for scripts and cron)
   knotd trust [VAULT]            allow the agents defined in VAULT/.knot/config.yaml
-  knotd runs [--strand PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]
+  knotd runs [--note PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]
                                  list the runs, newest first, from their
                                  transcripts in knotd's state directory;
                                  -f keeps printing new runs until Ctrl-C
-  knotd runs --cost [--since WHEN] [--strand PATH] [--json] [VAULT]
+  knotd runs --cost [--since WHEN] [--note PATH] [--json] [VAULT]
                                  tokens and cost (as the CLIs reported them)
                                  per day, agent, folder and note
   knotd runs show RUN_ID [--json] [VAULT]
@@ -139,12 +139,8 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 		return o, err
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	switch len(pos) {
-	case 0:
-	case 1:
-		o.vault = pos[0]
-	default:
-		return o, usageError{fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))}
+	if o.vault, err = vaultArg("", pos); err != nil {
+		return o, err
 	}
 	if o.jsonOut && !o.once {
 		return o, usageError{"--json goes with --once"}

@@ -38,7 +38,7 @@ func followRuns(ctx context.Context, root string, o runsOptions, w io.Writer) er
 		}
 	}
 	if !o.jsonOut {
-		fmt.Fprintf(w, "%-20s  %-10s  %-10s  %-8s  %-8s  %-10s  %s\n", "TIME", "RUN", "OUTCOME", "DURATION", "EVENT", "AGENT", "STRAND")
+		fmt.Fprintf(w, "%-20s  %-10s  %-10s  %-8s  %-8s  %-10s  %s\n", "TIME", "RUN", "OUTCOME", "DURATION", "EVENT", "AGENT", "NOTE")
 	}
 	seen := map[string]string{} // run id -> the state last printed
 	var last []dirEntryStamp

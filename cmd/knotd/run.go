@@ -279,7 +279,7 @@ func runOnce(ctx context.Context, v *vault.Vault, o options, stdout, stderr io.W
 
 func printSummary(w io.Writer, s vault.Summary) {
 	if s.Adopted > 0 {
-		fmt.Fprintf(w, "adopted %s as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", plural(s.Adopted, "existing strand"))
+		fmt.Fprintf(w, "adopted %s as already processed (no agent runs); later passes process what changes. Use --all to run them all.\n", plural(s.Adopted, "existing note"))
 	}
 	for _, r := range s.Runs {
 		status := string(r.Outcome)
@@ -387,6 +387,23 @@ func utcTimes(_ []string, a slog.Attr) slog.Attr {
 		a.Value = slog.TimeValue(a.Value.Time().UTC())
 	}
 	return a
+}
+
+// vaultArg returns the VAULT among pos, the positional arguments of knotd
+// cmd ("" for knotd itself), or "" when there is none; more than one is a
+// usage error.
+func vaultArg(cmd string, pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", nil
+	case 1:
+		return pos[0], nil
+	}
+	msg := fmt.Sprintf("one VAULT at most, got %d: %s", len(pos), strings.Join(pos, " "))
+	if cmd != "" {
+		msg = "knotd " + cmd + ": " + msg
+	}
+	return "", usageError{msg}
 }
 
 // vaultRoot resolves the VAULT argument (default: the current directory)
@@ -501,7 +518,7 @@ func explainIgnore(root string, o options, w io.Writer) error {
 }
 
 // pathInVault turns PATH, given to the flag named flagName
-// (--explain-ignore, --strand), into a slash-separated path relative to
+// (--explain-ignore, --note), into a slash-separated path relative to
 // root (see explainIgnore for how a relative PATH is read).
 func pathInVault(root, flagName, path string) (string, error) {
 	inside := func(abs string) (string, bool) {
@@ -592,12 +609,9 @@ func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if len(pos) > 1 {
-		return usageError{"knotd trust takes at most one VAULT"}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
+	arg, err := vaultArg("trust", pos)
+	if err != nil {
+		return err
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {
@@ -615,7 +629,7 @@ func runTrust(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(t.Agents) > 0 {
 		agents = "agents " + strings.Join(t.Agents, ", ")
 	}
-	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.Hash, agents)
+	fmt.Fprintf(stdout, "trusted %s (sha256 %s, defines %s); any change to it makes it untrusted again\n", t.File, t.SHA256, agents)
 	return tellDaemon(ctx, root, stdout)
 }
 

@@ -182,7 +182,7 @@ func TestRun_OnceTextSummary(t *testing.T) {
 	v, c := setup(t)
 	writeFile(t, filepath.Join(v, "a.md"), "# A\n")
 	_, out, _ := knotd(t, "--once", v)
-	if !strings.Contains(out, "adopted 1 existing strand as") {
+	if !strings.Contains(out, "adopted 1 existing note as") {
 		t.Errorf("first pass output:\n%s", out)
 	}
 	failingAgentConfig(t, c)
@@ -230,7 +230,7 @@ func TestRun_ExplainIgnore(t *testing.T) {
 		path, want string
 	}{
 		{"drafts/x.md", `drafts/x.md: ignored by .knotignore:1 pattern "drafts/"`},
-		{filepath.Join(v, "notes", "a.md"), "notes/a.md: not ignored; it is a strand"},
+		{filepath.Join(v, "notes", "a.md"), "notes/a.md: not ignored; it is a note"},
 		{".obsidian/app.md", ".obsidian/app.md: ignored"},
 	} {
 		code, out, errOut := knotd(t, "--explain-ignore", tt.path, v)
@@ -438,7 +438,7 @@ func testReset(t *testing.T, writes bool) {
 		t.Errorf("the run after that answered in %s; want the session knot_session: new started, %s", got, s3)
 	}
 
-	if code, _, errOut := knotd(t, "reset", filepath.Join(v, "a.tieoff.md")); code == exitOK || !strings.Contains(errOut, "not a strand") {
+	if code, _, errOut := knotd(t, "reset", filepath.Join(v, "a.tieoff.md")); code == exitOK || !strings.Contains(errOut, "not a note") {
 		t.Errorf("knotd reset of a tie-off: exit %d, %s", code, errOut)
 	}
 	if code, _, _ := knotd(t, "reset"); code != exitUsage {

@@ -18,8 +18,8 @@ import (
 	"github.com/knotd/knotd/vault"
 )
 
-const runsUsage = `usage: knotd runs [--strand PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]
-       knotd runs --cost [--strand PATH] [--since WHEN] [--json] [VAULT]
+const runsUsage = `usage: knotd runs [--note PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]
+       knotd runs --cost [--note PATH] [--since WHEN] [--json] [VAULT]
        knotd runs show RUN_ID [--json] [VAULT]
        knotd runs --keep DAYS [--keep-count N] [VAULT]
 
@@ -30,7 +30,7 @@ masked), the prompt as sent, the agent's output as content blocks, how the
 run ended, and where its section went in the tie-off.
 
 'knotd runs' lists the runs, newest first: time (UTC), run, outcome,
-duration, event, agent and strand; --strand PATH lists one note's (a
+duration, event, agent and note; --note PATH lists one note's (a
 relative PATH is read from the current folder, or else from the vault's
 root); --limit N lists the newest N. With -f
 (--follow) it lists the newest runs (10 unless --limit says otherwise),
@@ -76,7 +76,8 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var o runsOptions
 	fs := flag.NewFlagSet("knotd runs", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.strand, "strand", "", "list only the runs of the strand at `PATH`")
+	fs.StringVar(&o.strand, "note", "", "list only the runs of the note at `PATH`")
+	fs.StringVar(&o.strand, "strand", "", "the same as --note (its older name)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print JSON: the list, or the run's raw transcript lines")
 	fs.IntVar(&o.keepDays, "keep", 0, "delete transcripts older than `DAYS` days")
 	fs.IntVar(&o.keepNum, "keep-count", 0, "delete all transcripts but the newest `N`")
@@ -105,11 +106,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case show && (prune || o.strand != "" || o.follow || set["limit"]):
 		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
 	case prune && (o.jsonOut || o.strand != "" || o.follow || set["limit"] || o.cost || o.since != ""):
-		return usageError{"knotd runs --keep/--keep-count take no --json, --strand, --since, --limit, --cost or -f"}
+		return usageError{"knotd runs --keep/--keep-count take no --json, --note, --since, --limit, --cost or -f"}
 	case show && (o.cost || o.since != ""):
 		return usageError{"knotd runs show takes only RUN_ID, --json and VAULT"}
 	case o.cost && (o.follow || set["limit"]):
-		return usageError{"knotd runs --cost totals every run (--since and --strand choose which): it takes no --limit or -f"}
+		return usageError{"knotd runs --cost totals every run (--since and --note choose which): it takes no --limit or -f"}
 	case show && len(o.args) < 2:
 		return usageError{"knotd runs show needs a RUN_ID (from 'knotd runs' or a tie-off's <!-- knot:run RUN_ID --> marker)"}
 	}
@@ -117,12 +118,9 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if show {
 		pos = o.args[2:]
 	}
-	if len(pos) > 1 {
-		return usageError{fmt.Sprintf("knotd runs: one VAULT at most, got %s", strings.Join(pos, " "))}
-	}
-	var arg string
-	if len(pos) == 1 {
-		arg = pos[0]
+	arg, err := vaultArg("runs", pos)
+	if err != nil {
+		return err
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {
@@ -270,7 +268,7 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tRUN\tOUTCOME\tDURATION\tEVENT\tAGENT\tSTRAND")
+	fmt.Fprintln(tw, "TIME\tRUN\tOUTCOME\tDURATION\tEVENT\tAGENT\tNOTE")
 	for _, r := range runs {
 		outcome, dur := runColumns(r)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.UTC().Format(timeLayout), orDash(short[r.RunID]), outcome, dur,
@@ -282,13 +280,13 @@ func listRuns(root, dir string, o runsOptions, w io.Writer) error {
 	return nil
 }
 
-// strandArg turns --strand's PATH into the vault-relative, slash-separated
+// strandArg turns --note's PATH into the vault-relative, slash-separated
 // path runs record: a relative PATH is read from the current folder, as
 // every command reads a note's path, when that leads inside the vault, or
 // else from the vault's root (when both lead inside, the one that exists
 // wins); an absolute one must be inside the vault.
 func strandArg(root, path string) (string, error) {
-	return pathInVault(root, "--strand", path)
+	return pathInVault(root, "--note", path)
 }
 
 // isRunIDPrefix reports whether s may begin a run id: lower-case

@@ -77,22 +77,23 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 		t.Errorf("knotd runs --json = %+v; want b's run, then a's", list)
 	}
 
-	for _, strand := range []string{"sub/b.md", filepath.Join(v, "sub", "b.md")} {
-		code, out, _ = knotd(t, "runs", "--strand", strand, v)
+	// --strand is --note's older name, still taken.
+	for _, args := range [][]string{{"--note", "sub/b.md"}, {"--note", filepath.Join(v, "sub", "b.md")}, {"--strand", "sub/b.md"}} {
+		code, out, _ = knotd(t, "runs", args[0], args[1], v)
 		if code != exitOK || !strings.Contains(out, transcript.ShortID(runB)) || strings.Contains(out, transcript.ShortID(runA)) {
-			t.Errorf("knotd runs --strand %s: exit %d:\n%s\nwant run %s only", strand, code, out, runB)
+			t.Errorf("knotd runs %s %s: exit %d:\n%s\nwant run %s only", args[0], args[1], code, out, runB)
 		}
 	}
 
-	// From a folder of the vault, --strand reads PATH from there, as
+	// From a folder of the vault, --note reads PATH from there, as
 	// every command reads a note's path (and from the vault's root when
 	// only that leads to a note).
 	t.Run("from a folder of the vault", func(t *testing.T) {
 		t.Chdir(filepath.Join(v, "sub"))
 		for _, strand := range []string{"b.md", "sub/b.md", "../sub/b.md"} {
-			code, out, errOut := knotd(t, "runs", "--strand", strand)
+			code, out, errOut := knotd(t, "runs", "--note", strand)
 			if code != exitOK || !strings.Contains(out, transcript.ShortID(runB)) || strings.Contains(out, transcript.ShortID(runA)) {
-				t.Errorf("in sub/: knotd runs --strand %s: exit %d, stderr %q:\n%s\nwant run %s only", strand, code, errOut, out, runB)
+				t.Errorf("in sub/: knotd runs --note %s: exit %d, stderr %q:\n%s\nwant run %s only", strand, code, errOut, out, runB)
 			}
 		}
 		code, out, errOut := knotd(t, "runs", "--strand", "../a.md", "--cost")
@@ -105,7 +106,7 @@ func TestRuns_ListsAndShowsRuns(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("knotd runs show: exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"[1] run.started", "strand    a.md (Created)", "[2] message.user", "| alpha", "[3] message.assistant", "[4] run.finished", "[5] tieoff.appended", "a.tieoff.md at byte 0"} {
+	for _, want := range []string{"[1] run.started", "note      a.md (Created)", "[2] message.user", "| alpha", "[3] message.assistant", "[4] run.finished", "[5] tieoff.appended", "a.tieoff.md at byte 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("knotd runs show does not print %q:\n%s", want, out)
 		}
@@ -145,7 +146,7 @@ func TestRuns_Errors(t *testing.T) {
 		{[]string{"runs", "--keep", "3", "--json", v}, exitUsage, "no --json"},
 		{[]string{"runs", "show", "01a1ffd2-2797-7eef-b460-c7d42f598d8c", "--strand", "a.md", v}, exitUsage, "takes only"},
 		{[]string{"runs", v, v}, exitUsage, "one VAULT at most"},
-		{[]string{"runs", "--strand", "/elsewhere/a.md", v}, exitUsage, "not inside the vault"},
+		{[]string{"runs", "--note", "/elsewhere/a.md", v}, exitUsage, "not inside the vault"},
 		{[]string{"runs", "--nope", v}, exitUsage, "unknown flag --nope"},
 	}
 	for _, tt := range tests {
@@ -218,13 +219,13 @@ func TestRuns_Keep(t *testing.T) {
 // comes from; knotd --help names them.
 func TestRuns_Help(t *testing.T) {
 	code, out, _ := knotd(t, "runs", "--help")
-	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--strand PATH", "--json", "--limit N", "  -f\n", "--follow", "--cost", "--since WHEN", "never makes up a price"} {
+	for _, want := range []string{"knotd runs show RUN_ID", "<!-- knot:run RUN_ID", "--keep DAYS", "--keep-count N", "--note PATH", "--json", "--limit N", "  -f\n", "--follow", "--cost", "--since WHEN", "never makes up a price"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("knotd runs --help (exit %d) does not say %q:\n%s", code, want, out)
 		}
 	}
 	_, out, _ = knotd(t, "--help")
-	for _, want := range []string{"knotd runs [--strand PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]", "knotd runs --cost", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
+	for _, want := range []string{"knotd runs [--note PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]", "knotd runs --cost", "knotd runs show RUN_ID", "knotd runs --keep DAYS"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("knotd --help does not name %q", want)
 		}
@@ -241,7 +242,7 @@ func TestRuns_PrefixLimitAndUTC(t *testing.T) {
 		n++
 	}
 	code, out, errOut := knotd(t, "runs", "show", runA[:n+1], v)
-	if code != exitOK || !strings.Contains(out, "strand    a.md (Created)") {
+	if code != exitOK || !strings.Contains(out, "note      a.md (Created)") {
 		t.Errorf("knotd runs show %s (a unique prefix): exit %d, %q %q", runA[:n+1], code, out, errOut)
 	}
 	if n > 0 {

@@ -66,15 +66,12 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) == 0 || (pos[0] != "install" && pos[0] != "uninstall") {
 		return usageError{"knotd service: say install or uninstall (see knotd service --help)"}
 	}
-	if len(pos) > 2 {
-		return usageError{fmt.Sprintf("knotd service %s: one VAULT at most, got %s (see knotd service --help)", pos[0], strings.Join(pos[1:], " "))}
+	arg, err := vaultArg("service "+pos[0], pos[1:])
+	if err != nil {
+		return err
 	}
 	if pos[0] == "uninstall" && o.noStart {
 		return usageError{"knotd service uninstall: --no-start goes with install (see knotd service --help)"}
-	}
-	var arg string
-	if len(pos) == 2 {
-		arg = pos[1]
 	}
 	root, err := vaultRoot(arg, nil)
 	if err != nil {

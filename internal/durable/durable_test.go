@@ -3,6 +3,7 @@ package durable
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -16,5 +17,33 @@ func TestSyncDir(t *testing.T) {
 	}
 	if err := SyncDir(filepath.Join(dir, "missing")); err == nil {
 		t.Error("SyncDir(missing) = nil; want an error")
+	}
+}
+
+func TestSyncDirIn(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SyncDirIn does nothing on Windows")
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	for _, tc := range []struct {
+		dir     string
+		wantErr bool
+	}{
+		{".", false},
+		{"sub", false},
+		{"missing", true},
+		{"..", true}, // outside the root
+	} {
+		if err := SyncDirIn(root, tc.dir); (err != nil) != tc.wantErr {
+			t.Errorf("SyncDirIn(%q) = %v; want an error: %v", tc.dir, err, tc.wantErr)
+		}
 	}
 }

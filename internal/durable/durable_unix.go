@@ -16,7 +16,22 @@ func SyncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	return syncClose(d)
+}
+
+// SyncDirIn is SyncDir for the directory dir (a path in root's syntax)
+// inside root.
+func SyncDirIn(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	return syncClose(d)
+}
+
+// syncClose syncs and closes the open directory d.
+func syncClose(d *os.File) error {
+	err := d.Sync()
 	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
 		err = nil
 	}

@@ -38,10 +38,10 @@ func (f Folder) StateFile() string { return filepath.Join(f.Dir, StateFile) }
 func (f Folder) Running() string { return filepath.Join(f.Dir, runningFile) }
 
 // Runs returns the directory of the vault's run transcripts.
-func (f Folder) Runs() string { return filepath.Join(f.Dir, RunsDir) }
+func (f Folder) Runs() string { return filepath.Join(f.Dir, runsDir) }
 
 // LLM returns the directory of the llm preset's private logs.
-func (f Folder) LLM() string { return filepath.Join(f.Dir, LLMDir) }
+func (f Folder) LLM() string { return filepath.Join(f.Dir, llmDir) }
 
 // info is the content of a folder's vault.json.
 type info struct {

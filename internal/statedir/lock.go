@@ -95,11 +95,11 @@ func lockFile(path, root string) (*os.File, error) {
 		return nil, fmt.Errorf("statedir: lock %s: %w", root, err)
 	}
 	err = flock.TryLock(f)
-	if errors.Is(err, flock.ErrLocked) && staleHolder(ReadHolder(f)) {
+	if errors.Is(err, flock.ErrLocked) && staleHolder(readHolder(f)) {
 		err = retryLock(f)
 	}
 	if err != nil {
-		h := ReadHolder(f)
+		h := readHolder(f)
 		_ = f.Close() // nothing was written; the lock error is what matters
 		if errors.Is(err, flock.ErrLocked) {
 			return nil, &LockedError{Vault: root, Holder: h}
@@ -177,10 +177,10 @@ func writeHolder(f *os.File, root string) error {
 	return f.Sync()
 }
 
-// ReadHolder reads the holder a lock file names, or the zero Holder if
+// readHolder reads the holder a lock file names, or the zero Holder if
 // the content is missing or unreadable (the holder may be mid-write). It
 // reads at most 4 KiB.
-func ReadHolder(f io.ReaderAt) Holder {
+func readHolder(f io.ReaderAt) Holder {
 	var h Holder
 	b, err := io.ReadAll(io.NewSectionReader(f, 0, 4096))
 	if err != nil || json.Unmarshal(b, &h) != nil {

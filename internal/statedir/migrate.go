@@ -85,12 +85,12 @@ func (l *Lock) Migrate(vault *os.Root) (m Migration, err error) {
 			return m, err
 		}
 	}
-	if m.Transcripts, err = moveDir(vault, path.Join(LegacyDir, RunsDir), l.Folder.Runs(), func(name string) bool {
+	if m.Transcripts, err = moveDir(vault, path.Join(LegacyDir, runsDir), l.Folder.Runs(), func(name string) bool {
 		return strings.HasSuffix(name, ".jsonl")
 	}); err != nil {
 		return m, err
 	}
-	if m.LLMLogs, err = moveDir(vault, path.Join(LegacyDir, LLMDir), l.Folder.LLM(), func(string) bool { return true }); err != nil {
+	if m.LLMLogs, err = moveDir(vault, path.Join(LegacyDir, llmDir), l.Folder.LLM(), func(string) bool { return true }); err != nil {
 		return m, err
 	}
 	if held != nil {
@@ -125,7 +125,7 @@ func lockLegacy(vault *os.Root, root string) (*os.File, error) {
 		return nil, fmt.Errorf("statedir: migrate: %w", err)
 	}
 	if err := flock.TryLock(f); err != nil {
-		h := ReadHolder(f)
+		h := readHolder(f)
 		_ = f.Close() // read only so far
 		if errors.Is(err, flock.ErrLocked) {
 			return nil, &LockedError{Vault: root, Holder: h}

@@ -41,15 +41,15 @@ import (
 const (
 	StateFile = "state.db"
 	LockFile  = "lock"
-	RunsDir   = "runs"
-	LLMDir    = "llm"
+	runsDir   = "runs"
+	llmDir    = "llm"
 	infoFile  = "vault.json"
 	// runningFile is there while a knotd uses the folder.
 	runningFile = "running"
 )
 
-// ErrNoHome is wrapped when no state directory can be found for the user.
-var ErrNoHome = errors.New("statedir: no state directory")
+// errNoHome is wrapped when no state directory can be found for the user.
+var errNoHome = errors.New("statedir: no state directory")
 
 // Home returns knotd's state directory: $XDG_STATE_HOME/knotd when
 // XDG_STATE_HOME is set to an absolute path (on every platform, as the XDG
@@ -65,17 +65,17 @@ func Home() (string, error) {
 		if d := os.Getenv("LocalAppData"); filepath.IsAbs(d) {
 			return filepath.Join(d, "knotd"), nil
 		}
-		return "", fmt.Errorf("%w: %%LocalAppData%% is not set", ErrNoHome)
+		return "", fmt.Errorf("%w: %%LocalAppData%% is not set", errNoHome)
 	case "darwin", "ios":
 		d, err := os.UserConfigDir() // ~/Library/Application Support
 		if err != nil {
-			return "", fmt.Errorf("%w: %w", ErrNoHome, err)
+			return "", fmt.Errorf("%w: %w", errNoHome, err)
 		}
 		return filepath.Join(d, "knotd"), nil
 	}
 	h, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("%w: %w (set XDG_STATE_HOME)", ErrNoHome, err)
+		return "", fmt.Errorf("%w: %w (set XDG_STATE_HOME)", errNoHome, err)
 	}
 	return filepath.Join(h, ".local", "state", "knotd"), nil
 }

@@ -319,8 +319,8 @@ func TestMigrate_LinksAreNotFollowed(t *testing.T) {
 		require.NoError(t, os.Remove(p))
 		require.NoError(t, os.Symlink(victim, p))
 	}
-	require.NoError(t, os.RemoveAll(filepath.Join(root, ".knot", RunsDir)))
-	require.NoError(t, os.Symlink(outside, filepath.Join(root, ".knot", RunsDir)))
+	require.NoError(t, os.RemoveAll(filepath.Join(root, ".knot", runsDir)))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, ".knot", runsDir)))
 	l := mustAcquire(t, t.TempDir(), root)
 	m, err := l.Migrate(vr)
 	if err != nil {

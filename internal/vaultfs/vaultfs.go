@@ -31,6 +31,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+
+	"github.com/knotd/knotd/internal/durable"
 )
 
 var (
@@ -337,7 +339,7 @@ func SyncDir(root *os.Root, dir string) error {
 	if dir == "" {
 		dir = "."
 	}
-	return syncDir(root, filepath.FromSlash(dir))
+	return durable.SyncDirIn(root, filepath.FromSlash(dir))
 }
 
 // OpenDir opens the directory name for listing, refusing a symbolic link

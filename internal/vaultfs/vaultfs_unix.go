@@ -3,9 +3,7 @@
 package vaultfs
 
 import (
-	"errors"
 	"io/fs"
-	"os"
 	"syscall"
 )
 
@@ -18,19 +16,4 @@ func links(fi fs.FileInfo) uint64 {
 		return uint64(st.Nlink) // uint16 on darwin
 	}
 	return 1
-}
-
-func syncDir(root *os.Root, dir string) error {
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
-		err = nil
-	}
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

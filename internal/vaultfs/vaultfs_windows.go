@@ -2,17 +2,10 @@
 
 package vaultfs
 
-import (
-	"io/fs"
-	"os"
-)
+import "io/fs"
 
 // openFlags are added to every open; Windows has no FIFOs to block on.
 const openFlags = 0
 
 // links is 1 on Windows, whose FileInfo does not carry a link count.
 func links(fs.FileInfo) uint64 { return 1 }
-
-// syncDir does nothing on Windows, which cannot open a directory for
-// syncing; NTFS journals its directory entries.
-func syncDir(*os.Root, string) error { return nil }
