@@ -233,7 +233,9 @@ func TestOnce_PastMaxContextStartsAConversation(t *testing.T) {
 
 			secs := e.sections("note.md")
 			fin := payload[transcript.Finished](t, runTranscript(t, e, secs[len(secs)-2].RunID), transcript.RunFinished)
-			if !slices.ContainsFunc(fin.Notes, func(n string) bool { return strings.Contains(n, "started a new conversation") && strings.Contains(n, "past max_context 1,500") }) {
+			if !slices.ContainsFunc(fin.Notes, func(n string) bool {
+				return strings.Contains(n, "started a new conversation") && strings.Contains(n, "past max_context 1,500")
+			}) {
 				t.Errorf("turn 3's notes %q; want why a new conversation started", fin.Notes)
 			}
 		})
