@@ -502,7 +502,7 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 		// OpenCode ends the turn, without a word, when a request is refused.
 		c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
 	}
-	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost,
+	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost, context: d.ContextTokens, window: d.ContextWindow,
 		notes: append([]string(nil), c.notes...), message: &msg}
 	if !c.mode.decoderNotesInMessage {
 		p.notes = append(p.notes, d.Message.Notes...)

@@ -1,6 +1,7 @@
 package agentrun_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,5 +202,65 @@ func TestClaude_RealCLIRecoversLostSession(t *testing.T) {
 				t.Errorf("Notes = %q; want one saying a fresh conversation was started", res.Notes)
 			}
 		})
+	}
+}
+
+// TestClaude_RealCLIResumedTurnGetsTheChange: a turn that continues the
+// conversation which answered the previous version (Request.Continues)
+// sends the real CLI the change, not the 6 KB note again, and the model
+// still has turn 1 (the stand-in sees both turns' prompts). The context
+// size the CLI reports is read from its last assistant message; past
+// max_context, the next turn starts a new conversation with the whole
+// note and says why.
+func TestClaude_RealCLIResumedTurnGetsTheChange(t *testing.T) {
+	rc := newRealClaude(t)
+	var note strings.Builder
+	note.WriteString("# Meeting\n\n")
+	for i := range 85 {
+		fmt.Fprintf(&note, "- point %02d of the meeting, with enough words to make a real line of notes\n", i)
+	}
+	req1 := rc.firstTurn(t.TempDir())
+	req1.Event.Strand.Content = []byte(note.String())
+	res1, _ := rc.run(t, req1)
+	if res1.ContextTokens <= 0 {
+		t.Errorf("turn 1 context = %d tokens; want the last assistant message's input", res1.ContextTokens)
+	}
+
+	req2 := realNextTurn(req1, res1.Resume)
+	req2.Event.Strand.Content = []byte(note.String() + "- a new point\n")
+	req2.Continues, req2.LastContext = true, res1.ContextTokens
+	res2, calls := rc.run(t, req2)
+	call2 := mustOneCall(t, 2, calls)
+	prompts := call2.UserPrompts()
+	if len(prompts) != 2 || prompts[0] != res1.Prompt || prompts[1] != res2.Prompt {
+		t.Fatalf("turn 2: the model saw user prompts %q; want turn 1's and turn 2's", prompts)
+	}
+	for _, want := range []string{"Session: " + realSession + " (resumed)\n", "Context: the change since your last answer\n", "\n+- a new point\n", "Previous tie-off:\n"} {
+		if !strings.Contains(prompts[1], want) {
+			t.Errorf("turn 2's prompt, as the model got it, lacks %q:\n%s", want, prompts[1])
+		}
+	}
+	if strings.Contains(prompts[1], "- point 07 of the meeting") {
+		t.Errorf("turn 2's prompt repeats the note:\n%s", prompts[1])
+	}
+	t.Logf("prompt sizes: turn 1 %d bytes, turn 2 %d (note %d bytes)", len(res1.Prompt), len(res2.Prompt), note.Len())
+
+	rc.agent.MaxContext = agentrun.ContextLimit(res2.ContextTokens - 1)
+	req3 := realNextTurn(req2, res2.Resume)
+	req3.Agent = rc.agent
+	req3.Previous = req2.Event.Strand.Content
+	req3.Event.Strand.Content = []byte(string(req3.Previous) + "- one more\n")
+	req3.Continues, req3.LastContext = true, res2.ContextTokens
+	res3, calls := rc.run(t, req3)
+	call3 := mustOneCall(t, 3, calls)
+	if slices.Contains(res3.Argv, "--resume") || !slices.Contains(res3.Argv, "--session-id") {
+		t.Errorf("turn 3 argv %q; want a new conversation", res3.Argv)
+	}
+	why := fmt.Sprintf("Context: the whole note (a new conversation: the last one used %d tokens, past max_context %d)\n", res2.ContextTokens, res2.ContextTokens-1)
+	if got := call3.UserPrompts(); len(got) != 1 || !strings.Contains(got[0], why) || !strings.Contains(got[0], "- point 07 of the meeting") {
+		t.Errorf("turn 3: the model saw user prompts %q; want one, the whole note, saying %q", got, why)
+	}
+	if !slices.ContainsFunc(res3.Notes, func(n string) bool { return strings.Contains(n, "started a new conversation") }) {
+		t.Errorf("turn 3 notes %q; want why a new conversation started", res3.Notes)
 	}
 }

@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -139,6 +141,14 @@ type Agent struct {
 	// Protocol, on a generic command, says how knotd talks to it: ""
 	// (the prompt in, the reply out, per Prompt and Output) or ProtocolACP.
 	Protocol string `yaml:"protocol,omitempty"`
+	// ResumePrompt is what a turn that continues the conversation is
+	// given: ResumeChange (the default: the change since the last answer)
+	// or ResumeWhole (the whole note, as a new conversation gets it).
+	ResumePrompt string `yaml:"resume_prompt,omitempty"`
+	// MaxContext is the conversation's context limit in tokens: past it,
+	// the next turn starts a new conversation (see context.go). Zero is
+	// the preset's default, NoContextLimit none.
+	MaxContext ContextLimit `yaml:"max_context,omitempty"`
 }
 
 // ProtocolACP is the protocol of a command that speaks the Agent Client
@@ -209,6 +219,24 @@ func (a *Agent) KeepsConversation() bool {
 	default:
 		return newDriver(a, k).resumes()
 	}
+}
+
+// Identity identifies the agent whose conversation a turn continues: its
+// name, preset and command lines (not its model, which a conversation
+// outlives), as a short hash. A turn of an agent with another identity
+// starts a conversation of its own.
+func (a *Agent) Identity() string {
+	h := sha256.New()
+	for _, s := range append([]string{a.Name, a.kind(), a.Protocol, "\x00command"}, a.Command...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte("\x00resume_command"))
+	for _, s := range a.ResumeCommand {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // label names the agent in messages.
@@ -302,6 +330,14 @@ func (a *Agent) Validate() error {
 		}
 	default:
 		add("permissions %q is not one of read-only, edit, full", a.Permissions)
+	}
+	switch a.ResumePrompt {
+	case "", ResumeChange, ResumeWhole:
+	default:
+		add("resume_prompt %q is not one of change, whole", a.ResumePrompt)
+	}
+	if a.MaxContext < NoContextLimit {
+		add("max_context %d is negative (a number of tokens, or none)", a.MaxContext)
 	}
 	a.validateEnv(add)
 	if len(probs) == 0 {

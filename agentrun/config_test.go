@@ -31,6 +31,8 @@ func TestAgent_Validate(t *testing.T) {
 		{name: "permissions read-only", agent: Agent{Preset: "claude", Permissions: PermReadOnly}},
 		{name: "env", agent: Agent{Preset: "codex", Env: map[string]string{"CODEX_HOME": "/x"}, EnvRemove: []string{"OPENAI_API_KEY"}}},
 
+		{name: "bad resume_prompt", agent: Agent{Preset: "claude", ResumePrompt: "diff"}, want: []string{`resume_prompt "diff" is not one of change, whole`}},
+		{name: "negative max_context", agent: Agent{Preset: "claude", MaxContext: -2}, want: []string{"max_context -2 is negative"}},
 		{name: "named without preset", agent: Agent{Name: "mytool"}, want: []string{`"mytool"`, "needs a preset"}},
 		{name: "unknown preset", agent: Agent{Preset: "gpt"}, want: []string{`unknown preset "gpt"`, "claude, codex"}},
 		{name: "digest with command", agent: Agent{Preset: "digest", Command: []string{"x"}}, want: []string{"takes no command"}},
@@ -119,6 +121,8 @@ claude:
   model: sonnet
   timeout: 10m
   instructions: "You are reviewing my notes..."
+  resume_prompt: whole
+  max_context: 120000
 mytool:
   command: ["mytool", "--reply"]
   prompt: stdin
@@ -128,6 +132,7 @@ mytool:
   resume_command: ["mytool", "--reply", "--continue", "{resume}"]
   env: {MYTOOL_COLOR: never}
   env_remove: [OPENAI_API_KEY]
+  max_context: none
 `
 	var agents map[string]Agent
 	dec := yaml.NewDecoder(strings.NewReader(doc))
@@ -136,12 +141,13 @@ mytool:
 		t.Fatal(err)
 	}
 	c := agents["claude"]
-	if c.Preset != "claude" || c.Model != "sonnet" || c.Timeout != 10*time.Minute || c.Instructions != "You are reviewing my notes..." {
+	if c.Preset != "claude" || c.Model != "sonnet" || c.Timeout != 10*time.Minute || c.Instructions != "You are reviewing my notes..." ||
+		c.ResumePrompt != ResumeWhole || c.MaxContext != 120000 {
 		t.Errorf("claude = %+v", c)
 	}
 	m := agents["mytool"]
 	if m.Prompt != PromptStdin || m.Output != OutputJSON || m.Reply != "/answer" || m.Session != "/conversation" ||
-		len(m.ResumeCommand) != 4 || m.Env["MYTOOL_COLOR"] != "never" || m.EnvRemove[0] != "OPENAI_API_KEY" {
+		len(m.ResumeCommand) != 4 || m.Env["MYTOOL_COLOR"] != "never" || m.EnvRemove[0] != "OPENAI_API_KEY" || m.MaxContext != NoContextLimit {
 		t.Errorf("mytool = %+v", m)
 	}
 	for name, a := range agents {
@@ -173,5 +179,38 @@ func TestAgent_KeepsConversation(t *testing.T) {
 				t.Errorf("KeepsConversation() = %v; want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestContextLimit: max_context, else the preset's default, else a share
+// of the size an ACP agent reports; none is none whatever the preset.
+func TestContextLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		agent  Agent
+		window int64
+		want   int64
+	}{
+		{"claude default", Agent{Preset: PresetClaude}, 0, 160_000},
+		{"claude set", Agent{Preset: PresetClaude, MaxContext: 50_000}, 0, 50_000},
+		{"claude none", Agent{Preset: PresetClaude, MaxContext: NoContextLimit}, 0, 0},
+		{"gemini default", Agent{Preset: PresetGemini}, 1_000_000, 800_000},
+		{"acp reported size", Agent{Command: []string{"goose", "acp"}, Protocol: ProtocolACP}, 200_000, 160_000},
+		{"acp no size", Agent{Command: []string{"goose", "acp"}, Protocol: ProtocolACP}, 0, 0},
+		{"command", Agent{Command: []string{"t", "{session}"}}, 0, 0},
+		{"codex", Agent{Preset: PresetCodex}, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.agent.contextLimit(newDriver(&tt.agent, tt.agent.kind()), tt.window); got != tt.want {
+			t.Errorf("%s: contextLimit = %d; want %d", tt.name, got, tt.want)
+		}
+	}
+	for _, bad := range []string{"max_context: -5", "max_context: lots", "max_context: [1]"} {
+		var v struct {
+			C ContextLimit `yaml:"max_context"`
+		}
+		if err := yaml.Unmarshal([]byte(bad), &v); err == nil {
+			t.Errorf("%q decoded as %d; want an error", bad, v.C)
+		}
 	}
 }

@@ -41,6 +41,7 @@ func classify(o attemptOutcome, res *Result) {
 	o.record(res)
 	p := o.parsed
 	res.Reply, res.Resume, res.Usage = cleanReply(p.reply), p.handle, p.usage
+	res.ContextTokens, res.ContextWindow = p.context, p.window
 	prog := res.Agent
 	if len(res.Argv) > 0 {
 		prog = res.Argv[0]

@@ -30,6 +30,9 @@ type attempt struct {
 	// continues the conversation all the same (a command that keeps it
 	// under the session).
 	continues bool
+	// fresh is set when the turn starts a new conversation instead of
+	// continuing one past its context limit: why (see freshStart).
+	fresh string
 	// instructions go to the CLI's system-prompt flag ("" when the driver
 	// writes them into the prompt instead, or when there are none).
 	instructions string
@@ -42,6 +45,10 @@ type parsed struct {
 	reply  string
 	handle string
 	usage  *Usage
+	// context is how many tokens the model's context held at the turn's
+	// last model call, window the context size the agent reported; 0 when
+	// it reported none.
+	context, window int64
 	// agentErr is the agent's own report of a failure (an is_error result,
 	// a turn.failed event, an error object), empty when it reported none.
 	agentErr string

@@ -46,6 +46,11 @@ func (claudeDriver) defaultProgram() string   { return "claude" }
 func (claudeDriver) limits() Limits           { return Limits{} }
 func (claudeDriver) parser() outputParser     { return newClaudeParser() }
 
+// maxContext is the default max_context: Claude Code's models hold 200k
+// tokens; a conversation past 160k starts afresh before the CLI would
+// compact it.
+func (claudeDriver) maxContext() int64 { return 160_000 }
+
 func (claudeDriver) argv(a *attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "stream-json", "--verbose")
 	argv = append(argv, claudePermissionFlags(a.req.Agent.permissions())...)
@@ -118,6 +123,7 @@ func (cp *claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed,
 		return p, errors.New("no Claude result object in the output")
 	}
 	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
+	p.context = d.ContextTokens
 	if d.Failure != "" {
 		p.agentErr = firstLine(d.Failure, 300)
 	}

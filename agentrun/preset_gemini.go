@@ -69,6 +69,9 @@ func (geminiDriver) resumes() bool            { return true }
 func (geminiDriver) defaultProgram() string   { return "gemini" }
 func (geminiDriver) limits() Limits           { return Limits{} }
 
+// maxContext is the default max_context: Gemini's models hold 1M tokens.
+func (geminiDriver) maxContext() int64 { return 800_000 }
+
 // geminiACP is the ACP client's mode for Gemini CLI (see geminiDriver).
 var geminiACP = acpMode{
 	name:                  "Gemini CLI",

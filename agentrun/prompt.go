@@ -76,6 +76,13 @@ type promptSpec struct {
 	session      sessionState
 	instructions string // written before the Event Context ("" when the CLI takes them as a flag)
 	limits       Limits // complete (withDefaults applied)
+	// continuing is set when the turn continues the conversation that
+	// answered req.Previous: it is given the change, not what the
+	// conversation holds (the note, the tie-off's sections).
+	continuing bool
+	// fresh says why the turn starts a new conversation instead of
+	// continuing a full one ("" when it does not).
+	fresh string
 }
 
 // diffInputFactor bounds the strands the Changes diff is computed for: at
@@ -90,14 +97,33 @@ func buildPrompt(s promptSpec) (string, error) {
 	req, lim := s.req, s.limits
 	ev := req.Event
 	var diff, body string
+	whole := true // the diff shows the whole change
 	if ev.Type == strand.Modified {
-		diff = changes(ev.Strand.Path, req.Previous, ev.Strand.Content, lim)
+		diff, whole = changes(ev.Strand.Path, req.Previous, ev.Strand.Content, lim)
 	}
-	tieOff := tieOffBlock(req.TieOff, req.TieOffOmitted, lim)
 	if ev.Type == strand.Deleted {
 		body = deletedPrompt(ev.Strand.Path, req.Previous, lim)
 	} else {
 		body = boundMiddle(string(ev.Strand.Content), lim.Content)
+	}
+	context := "the whole note"
+	if s.fresh != "" {
+		context += " (a new conversation: " + s.fresh + ")"
+	}
+	var tieOff string
+	continuing := s.continuing && ev.Type == strand.Modified && req.Previous != nil
+	switch {
+	case !continuing:
+		tieOff = tieOffBlock(req.TieOff, req.TieOffOmitted, lim)
+	case !whole:
+		context = "the change since your last answer, and the whole note (the change cannot be shown whole)"
+		tieOff = tieOffHeld
+	case len(diff) > len(body):
+		context = "the change since your last answer, and the whole note (the change is larger than the note)"
+		tieOff = tieOffHeld
+	default:
+		context = "the change since your last answer"
+		tieOff, body = tieOffHeld, noteHeld
 	}
 
 	var b strings.Builder
@@ -113,6 +139,7 @@ func buildPrompt(s promptSpec) (string, error) {
 	b.WriteString("Session: " + req.Session + " (" + s.session.describe() + ")\n")
 	b.WriteString("Turn: " + strconv.Itoa(req.Turn) + "\n")
 	b.WriteString("Fired-By: " + string(req.FiredBy) + "\n")
+	b.WriteString("Context: " + context + "\n")
 	b.WriteString(trustLine)
 	if ev.Type == strand.Modified {
 		b.WriteString("Changes:\n")
@@ -128,6 +155,15 @@ func buildPrompt(s promptSpec) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// tieOffHeld stands for the tie-off's sections in a turn that continues
+// the conversation: it holds them, as its own earlier answers.
+const tieOffHeld = "(already in this conversation: your earlier answers)\n"
+
+// noteHeld stands for the note in a turn that continues the conversation
+// and is given the change: the conversation holds the note's previous
+// version, and the Changes turn it into the current one.
+const noteHeld = "(The note is not repeated: this conversation holds its previous version, and the Changes above make it the current one.)\n"
 
 // trustLine draws the trust boundary: knotd's own words are the lines
 // above it. What follows comes from the vault (the user's note, its
@@ -157,19 +193,21 @@ func displayPath(p string) string {
 	return p
 }
 
-// changes renders the body of the Changes line for a Modified event.
-func changes(path string, prev, cur []byte, lim Limits) string {
+// changes renders the body of the Changes line for a Modified event, and
+// reports whether it shows the whole change (it is not cut, and not
+// left out as unknown or too large).
+func changes(path string, prev, cur []byte, lim Limits) (string, bool) {
 	switch {
 	case prev == nil:
-		return "(the previous content is not known; the whole strand follows)\n"
+		return "(the previous content is not known; the whole strand follows)\n", false
 	case len(prev) > diffInputFactor*lim.Diff || len(cur) > diffInputFactor*lim.Diff:
-		return fmt.Sprintf("(too large to diff: %d bytes before, %d bytes now)\n", len(prev), len(cur))
+		return fmt.Sprintf("(too large to diff: %d bytes before, %d bytes now)\n", len(prev), len(cur)), false
 	}
 	d := udiff.Unified("a/"+path, "b/"+path, string(prev), string(cur))
 	if d == "" {
-		return "(no changes)\n"
+		return "(no changes)\n", true
 	}
-	return fenced("diff", boundHead(d, lim.Diff))
+	return fenced("diff", boundHead(d, lim.Diff)), len(d) <= lim.Diff
 }
 
 // tieOffSeparator joins tie-off sections as the tie-off file does.

@@ -35,6 +35,9 @@ func tieOffSection(event, reply string) string {
 const planV1 = "# Plan\n\n- buy milk\n- write knotd\n"
 const planV2 = "# Plan\n\n- buy milk\n- [x] write knotd\n- ship it\n"
 
+// planLong is a note whose one-line change is much smaller than itself.
+const planLong = "# Plan\n\n- buy milk\n- write knotd\n- read the design\n- write the tests first\n- measure the prompt\n- keep the tie-off\n- answer the mail\n- water the plants\n"
+
 func TestBuildPrompt_Golden(t *testing.T) {
 	small := Limits{Content: 120, Diff: 300, TieOffSections: 2, TieOffBytes: 160, Prompt: 4096}
 	long := strings.Repeat("line of a long note\n", 40)
@@ -44,6 +47,9 @@ func TestBuildPrompt_Golden(t *testing.T) {
 		sess  sessionState
 		instr string
 		lim   Limits
+		// continuing and fresh are promptSpec's.
+		continuing bool
+		fresh      string
 	}{
 		{name: "created-first-turn", req: func() *Request { return promptRequest(strand.Created, planV1) }},
 		{name: "modified-later-turn", sess: sessionState{resumed: true}, req: func() *Request {
@@ -94,6 +100,30 @@ func TestBuildPrompt_Golden(t *testing.T) {
 				r.Previous, r.Turn = []byte(planV1), 5
 				return r
 			}},
+		// A turn that continues the conversation which answered the
+		// previous version: the change, and neither the note nor the
+		// tie-off's sections, which the conversation holds.
+		{name: "modified-continuing", sess: sessionState{resumed: true}, continuing: true, req: func() *Request {
+			r := promptRequest(strand.Modified, planLong+"- ship it\n")
+			r.Previous, r.Turn = []byte(planLong), 3
+			r.TieOff = []string{tieOffSection("Created", "A plan: good start."), tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		// The change is larger than the note: the note comes too.
+		{name: "modified-continuing-change-larger", sess: sessionState{resumed: true}, continuing: true, req: func() *Request {
+			r := promptRequest(strand.Modified, "# Plan\n\nall new\n")
+			r.Previous, r.Turn = []byte(planV1), 3
+			r.TieOff = []string{tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		// The conversation is past max_context: the turn starts a new
+		// one, with the whole note and the newest sections, and says why.
+		{name: "modified-max-context-fresh", fresh: "the last one used 172,000 tokens, past max_context 160,000", req: func() *Request {
+			r := promptRequest(strand.Modified, planLong+"- ship it\n")
+			r.Previous, r.Turn = []byte(planLong), 7
+			r.TieOff = []string{tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
 		{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
 			r := promptRequest(strand.Modified, "code:\n````go\nx := 1\n````\n")
 			r.Previous, r.Turn = []byte("code:\n"), 2
@@ -103,7 +133,8 @@ func TestBuildPrompt_Golden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := buildPrompt(promptSpec{req: tt.req(), now: testNow, session: tt.sess, instructions: tt.instr, limits: tt.lim.withDefaults(Limits{})})
+			got, err := buildPrompt(promptSpec{req: tt.req(), now: testNow, session: tt.sess, instructions: tt.instr, limits: tt.lim.withDefaults(Limits{}),
+				continuing: tt.continuing, fresh: tt.fresh})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,7 +276,7 @@ func BenchmarkBuildPrompt(b *testing.B) {
 }
 
 func TestChanges_TooLargeToDiff(t *testing.T) {
-	got := changes("a.md", bytes.Repeat([]byte("x\n"), 50), []byte("short"), Limits{Diff: 10})
+	got, _ := changes("a.md", bytes.Repeat([]byte("x\n"), 50), []byte("short"), Limits{Diff: 10})
 	if got != "(too large to diff: 100 bytes before, 5 bytes now)\n" {
 		t.Errorf("changes(100 bytes, 5 bytes, Diff 10) = %q", got)
 	}

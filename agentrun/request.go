@@ -73,6 +73,19 @@ type Request struct {
 	// conversation Resume names, nil when unknown: for an agent that
 	// reports running totals, this run's own use is its total minus these.
 	TotalsBefore *Usage
+	// Continues reports that the conversation Resume names (or, for a
+	// command that keeps its conversation under the session, Session)
+	// is the one that answered Previous, in this agent: a turn that
+	// continues it is given the change since that answer, not the whole
+	// note and the tie-off's sections, which it already holds (unless
+	// the agent's resume_prompt is whole). The caller sets it.
+	Continues bool
+	// LastContext is how many tokens the context of the conversation
+	// Resume names held at its last turn (Result.ContextTokens), 0 when
+	// unknown; LastContextWindow the context size the agent reported
+	// then. Past the agent's context limit (max_context), the run starts
+	// a new conversation instead of continuing it.
+	LastContext, LastContextWindow int64
 	// Turn is 1 for the first run of the strand and counts up from there.
 	Turn int
 	// FiredBy says what triggered the run.
@@ -182,6 +195,14 @@ func (req *Request) validate() error {
 		}
 	}
 	return nil
+}
+
+// continued names the conversation the run was asked to continue.
+func (req *Request) continued() string {
+	if req.Resume != "" {
+		return "conversation " + req.Resume
+	}
+	return "session " + req.Session
 }
 
 // model is the model the run uses: the strand's override, else the agent's.

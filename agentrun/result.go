@@ -42,6 +42,14 @@ type Result struct {
 	// Restarted is set when the agent could not continue the conversation
 	// it was asked to resume and the run started a fresh one instead.
 	Restarted *Restart
+	// ContextTokens is how many tokens the conversation's context held at
+	// the turn's last model call (its input, cached or not), 0 when the
+	// agent does not report it. The caller keeps it for the next turn
+	// (Request.LastContext).
+	ContextTokens int64
+	// ContextWindow is the context size the agent reported (ACP's
+	// usage_update size), 0 when it reported none.
+	ContextWindow int64
 	// Agent is the name of the agent that ran; Preset its preset ("" for
 	// a generic command).
 	Agent, Preset string

@@ -89,6 +89,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	defer cancel()
 
 	a := r.firstAttempt(&req, d)
+	if a.fresh != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s started a new conversation instead of continuing %s: %s", res.Agent, req.continued(), a.fresh))
+	}
 	for try := 1; ; try++ {
 		out, err := r.attempt(runCtx, d, &a, &res, try)
 		if err != nil {
@@ -173,6 +176,14 @@ func (r *Runner) firstAttempt(req *Request, d driver) attempt {
 	if c, ok := d.(continuer); ok {
 		a.continues = c.continues(req)
 	}
+	if a.resume != "" || a.continues {
+		if why := freshStart(req, d); why != "" {
+			// The conversation is full: this turn starts a new one, as
+			// after a restart, under an id of its own.
+			a.fresh = why
+			a.resume, a.continues, a.session = "", false, r.newSessionID()
+		}
+	}
 	if !d.inlineInstructions() {
 		a.instructions = req.Agent.Instructions
 	}
@@ -185,6 +196,12 @@ func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) 
 		now:     r.now(a.req),
 		session: sessionState{resumed: a.resume != "" || a.continues, restart: restart},
 		limits:  r.Limits.withDefaults(d.limits()),
+		// A turn continues the conversation that answered the previous
+		// version only on the first attempt, resuming it: a restart or a
+		// fresh start is a new conversation.
+		continuing: restart == nil && a.fresh == "" && (a.resume != "" || a.continues) &&
+			a.req.Continues && a.req.Agent.ResumePrompt != ResumeWhole,
+		fresh: a.fresh,
 	}
 	if d.inlineInstructions() {
 		spec.instructions = a.req.Agent.Instructions

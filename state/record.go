@@ -111,6 +111,14 @@ type Record struct {
 	// most MaxWrote: a sync tool's conflict copy that is exactly one of
 	// them is knotd's own write, which a newer save replaced.
 	Wrote []Hash
+	// Agent identifies the agent whose conversation answered the
+	// processed version (agentrun.Agent.Identity), "" when unknown: a
+	// turn of another agent does not continue that conversation.
+	Agent string
+	// ContextTokens is how many tokens the context of the conversation
+	// Resume names held at its last turn, ContextWindow the context size
+	// the agent reported; 0 when unknown.
+	ContextTokens, ContextWindow int64
 }
 
 // MaxWrote bounds Record.Wrote.
@@ -143,9 +151,11 @@ type Usage struct {
 // knotd's records are never misread. Version 1 had no Ctime (read as
 // zero, which no file's stamp has: the first look hashes the file and
 // restamps it); versions 1 and 2 had no Totals (read as unknown);
-// versions 1 to 3 had no Wrote (read as none).
+// versions 1 to 3 had no Wrote (read as none); versions 1 to 4 had no
+// Agent and context (read as unknown).
 const (
-	recordVersion   = 4
+	recordVersion   = 5
+	recordVersionV4 = 4
 	recordVersionV3 = 3
 	recordVersionV2 = 2
 	recordVersionV1 = 1
@@ -189,6 +199,9 @@ func appendRecord(b []byte, r *Record) []byte {
 	for _, h := range r.Wrote {
 		b = append(b, h[:]...)
 	}
+	b = appendString(b, r.Agent)
+	b = binary.AppendVarint(b, r.ContextTokens)
+	b = binary.AppendVarint(b, r.ContextWindow)
 	return b
 }
 
@@ -229,7 +242,7 @@ func decodeRecord(path string, b []byte) (Record, error) {
 			d.err = fmt.Errorf("%w: record totals flag out of range", errCorruptValue)
 		}
 	}
-	if v >= recordVersion {
+	if v >= recordVersionV4 {
 		n := d.uvarint()
 		if n > MaxWrote {
 			d.err = fmt.Errorf("%w: record holds %d written versions, more than %d", errCorruptValue, n, MaxWrote)
@@ -240,10 +253,15 @@ func decodeRecord(path string, b []byte) (Record, error) {
 			r.Wrote = append(r.Wrote, h)
 		}
 	}
+	if v >= recordVersion {
+		r.Agent = d.string()
+		r.ContextTokens = d.varint()
+		r.ContextWindow = d.varint()
+	}
 	if err := d.finish(); err != nil {
 		return Record{}, err
 	}
-	if r.LastOutcome >= outcomeEnd || r.Turns < 0 {
+	if r.LastOutcome >= outcomeEnd || r.Turns < 0 || r.ContextTokens < 0 || r.ContextWindow < 0 {
 		return Record{}, fmt.Errorf("%w: record field out of range", errCorruptValue)
 	}
 	return r, nil

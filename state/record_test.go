@@ -22,6 +22,7 @@ func TestDecodeRecord_RoundTrip(t *testing.T) {
 		{Path: "d.md", Totals: &Usage{}},
 		{Path: "e.md", Wrote: []Hash{HashOf([]byte("one")), HashOf([]byte("two"))}},
 		{Path: "f.md", Totals: &Usage{CostUSD: 2}, Wrote: []Hash{HashOf([]byte("one"))}},
+		{Path: "g.md", Resume: "h", Agent: "claude\x00claude", ContextTokens: 172_000, ContextWindow: 1 << 20},
 	} {
 		b := appendRecord(nil, &r)
 		got, err := decodeRecord(r.Path, b)
@@ -33,6 +34,8 @@ func TestDecodeRecord_RoundTrip(t *testing.T) {
 
 func TestDecodeRecord_Refuses(t *testing.T) {
 	good := appendRecord(nil, new(rec("a.md", "x")))
+	// v5tail is the encoding of a zero agent and context, last.
+	const v5tail = 3
 	tests := []struct {
 		name string
 		b    []byte
@@ -42,7 +45,14 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 		{"truncated", good[:len(good)-1]},
 		{"trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"bad outcome", func() []byte { r := rec("a.md", "x"); r.LastOutcome = outcomeEnd; return appendRecord(nil, &r) }()},
-		{"bad totals flag", append(append([]byte(nil), good[:len(good)-2]...), 2, 0)},
+		{"bad totals flag", append(append([]byte(nil), good[:len(good)-2-v5tail]...), 2, 0, 0, 0, 0)},
+		{"negative context", func() []byte { r := rec("a.md", "x"); r.ContextTokens = -1; return appendRecord(nil, &r) }()},
+		{"truncated agent", func() []byte {
+			r := rec("a.md", "x")
+			r.Agent = "claude"
+			b := appendRecord(nil, &r)
+			return b[:len(b)-4]
+		}()},
 		{"truncated totals", func() []byte {
 			r := rec("a.md", "x")
 			r.Totals = &Usage{CostUSD: 1}
@@ -51,17 +61,17 @@ func TestDecodeRecord_Refuses(t *testing.T) {
 		}()},
 		{"too many writes", func() []byte {
 			b := appendRecord(nil, new(rec("a.md", "x")))
-			b = append(b[:len(b)-1], MaxWrote+1)
+			b = append(b[:len(b)-1-v5tail], MaxWrote+1)
 			for range MaxWrote + 1 {
 				b = append(b, make([]byte, len(Hash{}))...)
 			}
-			return b
+			return append(b, 0, 0, 0)
 		}()},
 		{"truncated writes", func() []byte {
 			r := rec("a.md", "x")
 			r.Wrote = []Hash{HashOf([]byte("one"))}
 			b := appendRecord(nil, &r)
-			return b[:len(b)-1]
+			return append(b[:len(b)-1-v5tail], 0, 0, 0)
 		}()},
 	}
 	for _, tt := range tests {
@@ -100,7 +110,13 @@ func TestRecord_AddWrote(t *testing.T) {
 func TestDecodeRecord_Version1(t *testing.T) {
 	r := rec("a.md", "x")
 	r.Stamp = Stamp{Size: 3, ModTime: 42, Inode: 7, Device: 9}
-	v4 := appendRecord(nil, &r)
+	v5 := appendRecord(nil, &r)
+	// Version 4 is version 5 without the agent and the context (an
+	// empty string and two 0 varints, last).
+	v4 := append([]byte{recordVersionV4}, v5[1:len(v5)-3]...)
+	if got, err := decodeRecord("a.md", v4); err != nil || !reflect.DeepEqual(got, r) {
+		t.Errorf("decodeRecord(version 4) = %+v, %v; want %+v", got, err, r)
+	}
 	// Version 3 is version 4 without knotd's writes (a 0 count, last).
 	v3 := append([]byte{recordVersionV3}, v4[1:len(v4)-1]...)
 	if got, err := decodeRecord("a.md", v3); err != nil || !reflect.DeepEqual(got, r) {

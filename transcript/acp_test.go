@@ -31,6 +31,9 @@ func TestDecode_ACP(t *testing.T) {
 	if u := d.Usage; u == nil || *u != (Usage{InputTokens: 7, OutputTokens: 3, CacheReadTokens: 2, CostUSD: 0.5}) {
 		t.Errorf("usage = %+v; want 7 in, 3 out, 2 cached, $0.5", u)
 	}
+	if d.ContextTokens != 10 || d.ContextWindow != 100 {
+		t.Errorf("context = %d of %d tokens; want usage_update's used 10 of size 100", d.ContextTokens, d.ContextWindow)
+	}
 	var got []string
 	for _, b := range d.Message.Blocks {
 		got = append(got, string(b.Type)+":"+b.Text+b.Content)

@@ -18,6 +18,7 @@ type claudeNormalizer struct {
 	blocks   []Block
 	result   map[string]json.RawMessage
 	assisted bool           // an assistant event gave content blocks
+	context  int64          // the context of the last assistant message's model call
 	skipped  map[string]int // content blocks of unknown types
 	events   map[string]int // events of unknown types
 }
@@ -25,8 +26,14 @@ type claudeNormalizer struct {
 func (n *claudeNormalizer) event(obj map[string]json.RawMessage) {
 	switch t := str(obj, "type"); t {
 	case "assistant":
-		for _, b := range contentBlocks(object(obj, "message")) {
+		msg := object(obj, "message")
+		for _, b := range contentBlocks(msg) {
 			n.assistantBlock(b)
+		}
+		if u := object(msg, "usage"); u != nil {
+			// The result's usage sums the turn's model calls; the last
+			// call's input is what the conversation's context holds.
+			n.context = integer(u, "input_tokens") + integer(u, "cache_read_input_tokens") + integer(u, "cache_creation_input_tokens")
 		}
 	case "user":
 		for _, b := range contentBlocks(object(obj, "message")) {
@@ -100,7 +107,7 @@ func (n *claudeNormalizer) count(m *map[string]int, t string) {
 func (n *claudeNormalizer) final() []Block { return n.blocks }
 
 func (n *claudeNormalizer) finish() Decoded {
-	out := Decoded{Message: AssistantMessage{Blocks: n.blocks}}
+	out := Decoded{Message: AssistantMessage{Blocks: n.blocks}, ContextTokens: n.context}
 	msg := &out.Message
 	msg.Notes = append(msg.Notes, noteCounts("Claude content blocks", n.skipped)...)
 	msg.Notes = append(msg.Notes, noteCounts("Claude events", n.events)...)

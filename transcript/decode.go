@@ -25,6 +25,12 @@ type Decoded struct {
 	// It is what the CLI printed: running totals where the CLI reports
 	// those.
 	Usage *Usage
+	// ContextTokens is how many tokens the model's context held at the
+	// turn's last model call (Claude's last assistant message's input,
+	// cached or not; ACP's usage_update used), 0 when the output does not
+	// say. ContextWindow is the context size the output reports (ACP's
+	// usage_update size), 0 when it reports none.
+	ContextTokens, ContextWindow int64
 	// Failure is the agent's own report that the turn failed (an is_error
 	// result, a turn.failed or error event, an error object), "" when it
 	// reported none.

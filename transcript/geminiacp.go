@@ -41,6 +41,8 @@ type geminiACPNormalizer struct {
 	tools    map[string]bool // tool_use ids seen
 	results  map[string]bool // tool_result ids seen
 	usage    *Usage
+	used     int64 // usage_update's used: the context's tokens
+	size     int64 // usage_update's size: the context's size
 	notes    []string
 	skipped  map[string]int
 	replay   bool
@@ -105,6 +107,13 @@ func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
 // usageUpdate keeps the session's cost a usage_update reports (ACP's
 // cumulative cost of the session), when it is in US dollars.
 func (n *geminiACPNormalizer) usageUpdate(u map[string]json.RawMessage) {
+	// used and size: how full the session's context is, of how much.
+	if v := integer(u, "used"); v > 0 {
+		n.used = v
+	}
+	if v := integer(u, "size"); v > 0 {
+		n.size = v
+	}
 	c := object(u, "cost")
 	if c == nil {
 		return
@@ -290,5 +299,6 @@ func (n *geminiACPNormalizer) finish() Decoded {
 	return Decoded{
 		Message: AssistantMessage{Blocks: n.blocks, Notes: notes},
 		Reply:   n.reply.String(), Handle: n.handle, Usage: n.usage, Failure: n.failure, Ended: n.answered,
+		ContextTokens: n.used, ContextWindow: n.size,
 	}
 }

@@ -78,6 +78,8 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 	}
 	rec.LastRunID, rec.Processed = sec.RunID, v.now().UTC()
 	rec.LastOutcome = state.OutcomeSucceeded
+	// No conversation of this device's answered that version.
+	rec.Agent, rec.ContextTokens, rec.ContextWindow = "", 0, 0
 	if sec.Failed {
 		rec.LastOutcome = state.OutcomeFailed
 	}

@@ -584,7 +584,12 @@ type reply struct {
 	sec    tieoff.Section
 	resume string
 	totals *state.Usage
-	log    *runLog
+	// agent identifies the agent whose conversation answered (""
+	// when none did); context and window are that conversation's
+	// context after the run (see state.Record).
+	agent           string
+	context, window int64
+	log             *runLog
 }
 
 // run is step 4: it runs the agent for prepared work, recording its
@@ -604,6 +609,8 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {
 		r.totals = nil
+	} else {
+		r.agent, r.context, r.window = w.rec.Agent, w.rec.ContextTokens, w.rec.ContextWindow
 	}
 
 	mask := masker(w.agent)
@@ -653,6 +660,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		}
 		if res.Outcome == agentrun.OutcomeOK {
 			r.totals = stateUsage(res.Totals)
+			r.agent, r.context, r.window = w.agent.Identity(), res.ContextTokens, res.ContextWindow
 			r.sec.Body = res.Reply
 		} else {
 			r.sec.Failed = true
@@ -682,6 +690,7 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
+	rec.Agent, rec.ContextTokens, rec.ContextWindow = r.agent, r.context, r.window
 	for _, h := range w.wrote {
 		rec.AddWrote(h)
 	}

@@ -73,7 +73,39 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
 		}
 	}
+	if v.sameConversation(w, req.Resume) {
+		req.Continues = req.Previous != nil && w.event == strand.Modified && v.answeredLast(w)
+		req.LastContext, req.LastContextWindow = w.rec.ContextTokens, w.rec.ContextWindow
+	}
 	return req, nil
+}
+
+// sameConversation reports whether a run given the resume handle resume
+// continues the conversation whose turn the strand's record was last
+// processed by: the same session, the handle the record keeps (none, for
+// a command that keeps its conversation under the session), and the same
+// agent.
+func (v *Vault) sameConversation(w *work, resume string) bool {
+	return !w.newSession && w.rec.Agent != "" && w.rec.Agent == w.agent.Identity() &&
+		w.rec.Session == w.session && resume == w.rec.Resume
+}
+
+// answeredLast reports whether the record's last run answered the
+// version it records (its reply is in the conversation), and the tie-off
+// agrees: its newest run section is that run's answer, when the newest
+// sections were read.
+func (v *Vault) answeredLast(w *work) bool {
+	if w.rec.LastOutcome != state.OutcomeSucceeded || w.rec.LastRunID == "" {
+		return false
+	}
+	if w.tail == nil {
+		return true
+	}
+	sec, ok := newestRun(w.tail.Sections)
+	if !ok {
+		return w.tail.Start > 0 // the answer is older than the sections read
+	}
+	return sec.RunID == w.rec.LastRunID && !sec.Failed && (sec.Session == "" || sec.Session == w.session)
 }
 
 // readTail reads the newest sections of the strand's tie-off, as many as

@@ -78,6 +78,7 @@ func (v *Vault) ResetStrand(rel string) (Reset, error) {
 		return r, err
 	}
 	rec.Session, rec.Resume, rec.Totals = r.Session, "", nil
+	rec.Agent, rec.ContextTokens, rec.ContextWindow = "", 0, 0
 	if prev == nil && rec.Hash != (state.Hash{}) {
 		// A version knotd recorded without its content (over the size
 		// limit): its record stays as it is, with the new session.

@@ -220,6 +220,7 @@ func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
 		return
 	}
 	rec.Session, rec.Resume, rec.Totals = uuid.NewString(), "", nil
+	rec.Agent, rec.ContextTokens, rec.ContextWindow = "", 0, 0
 	v.log.Info("note asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
 }
 

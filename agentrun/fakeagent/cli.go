@@ -35,6 +35,12 @@ const EnvPad = "KNOTD_FAKEAGENT_PAD"
 // reply, and JSON with "lines" after its first lines, before they exit.
 const EnvGate = "KNOTD_FAKEAGENT_GATE"
 
+// EnvContext sets how many tokens the Claude fake's context grows by each
+// turn of a conversation (default 1000): its assistant message's usage
+// says the context holds turns×that many, split as Claude Code splits it
+// between input, cache reads and cache writes.
+const EnvContext = "KNOTD_FAKEAGENT_CONTEXT"
+
 // conversations stores the turn count of each conversation of one fake CLI
 // under the state directory; perDir keys them by working directory too, as
 // Claude Code and Gemini CLI do.

@@ -88,11 +88,18 @@ func claude(inv *Invocation) int {
 		}}})
 	}
 	if stream {
+		perTurn := 1000
+		if v, err := strconv.Atoi(os.Getenv(EnvContext)); err == nil && v > 0 {
+			perTurn = v
+		}
+		ctx := perTurn * n
 		emitJSON(inv, map[string]any{"type": "assistant", "session_id": id, "message": map[string]any{
 			"id": "msg_1", "type": "message", "role": "assistant", "content": []any{
 				map[string]any{"type": "thinking", "thinking": "Reading the note."},
 				map[string]any{"type": "text", "text": reply(n)},
-			}}})
+			},
+			"usage": map[string]any{"input_tokens": 3, "cache_creation_input_tokens": ctx / 4, "cache_read_input_tokens": ctx - 3 - ctx/4, "output_tokens": 8},
+		}})
 		if gate := os.Getenv(EnvGate); gate != "" {
 			if err := waitFor(gate); err != nil {
 				return inv.die(err)
