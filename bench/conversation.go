@@ -199,6 +199,15 @@ var conversationCLIs = []convCLI{
 	}},
 }
 
+// conversationCLINames names the CLIs of conversationCLIs, in order.
+func conversationCLINames() []string {
+	names := make([]string, len(conversationCLIs))
+	for i, c := range conversationCLIs {
+		names[i] = c.name
+	}
+	return names
+}
+
 // mkdir makes dir/name and returns it; it fails tb if it cannot.
 func mkdir(tb *standInTB, dir, name string) string {
 	p := filepath.Join(dir, name)
@@ -217,6 +226,9 @@ type convResult struct {
 	fresh    int             // turns whose call did not continue the conversation
 	noLine   int             // saves whose new line the prompt lacked
 	sections int             // tie-off sections after the last turn
+	failed   int             // turns whose run did not end ok
+	// firstFailure is the first of them: turn, outcome and reason.
+	firstFailure string
 }
 
 // conversation measures issue 24 §3: for each CLI and mode, knotd --once
@@ -228,6 +240,9 @@ func conversation(ctx context.Context, e *env, _ launcher) ([]row, error) {
 	var results []convResult
 	var rows []row
 	for _, cli := range conversationCLIs {
+		if !slices.Contains(e.opts.clis, cli.name) {
+			continue
+		}
 		for _, mode := range conversationModes(knotdHasResumePrompt) {
 			if ctx.Err() != nil {
 				return rows, context.Cause(ctx)
@@ -240,6 +255,7 @@ func conversation(ctx context.Context, e *env, _ launcher) ([]row, error) {
 				rows = append(rows, skipRow(convScenario(cli, mode), "knotd's prompt per turn", firstLineOf(strings.TrimSpace(err.Error()))))
 				continue
 			case err != nil:
+				e.logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
 				rows = append(rows, newRow(convScenario(cli, mode), "error", "—").check(false, firstLineOf(err.Error())))
 				continue
 			}
@@ -277,20 +293,29 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		return res, err
 	}
 	env := append(slices.Clone(agent.env), "XDG_CONFIG_HOME="+xdg, "XDG_STATE_HOME="+filepath.Join(dir, "state"))
-	once := func() (time.Duration, error) {
+	// once runs knotd --once and returns its wall time and the runs it
+	// finished. A failed run is a figure (knotd exits 1 for it), not an
+	// error of the harness.
+	once := func() (time.Duration, []logLine, error) {
 		tctx, cancel := context.WithTimeout(ctx, convTurnTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(tctx, e.knotd.argv[0], "--config", config, "--log-format", "json", "--once", vault)
 		cmd.Env = env
 		cmd.WaitDelay = 10 * time.Second
+		log := newLogBook()
+		cmd.Stderr = log
 		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return 0, fmt.Errorf("knotd --once: %w\n%s", err, lastBytes(out, 2000))
+		out, err := cmd.Output()
+		wall := time.Since(start)
+		runs := log.snapshot()
+		runs = slices.DeleteFunc(runs, func(l logLine) bool { return l.Msg != msgRunFinished })
+		var exit *exec.ExitError
+		if err != nil && (len(runs) == 0 || !errors.As(err, &exit) || exit.ExitCode() != 1) {
+			return 0, nil, fmt.Errorf("knotd --once: %w\n%s%s", err, lastBytes(out, 2000), log.tail())
 		}
-		return time.Since(start), nil
+		return wall, runs, nil
 	}
-	if _, err := once(); err != nil { // first contact with the empty vault
+	if _, _, err := once(); err != nil { // first contact with the empty vault
 		return res, err
 	}
 	note := filepath.Join(vault, "meetings", "2026-11-20 platform sync.md")
@@ -307,9 +332,19 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		if err != nil {
 			return res, err
 		}
-		wall, err := once()
+		wall, runs, err := once()
 		if err != nil {
 			return res, fmt.Errorf("turn %d: %w", turn, err)
+		}
+		if len(runs) != 1 {
+			return res, fmt.Errorf("turn %d: knotd --once finished %d runs; want 1", turn, len(runs))
+		}
+		if runs[0].Outcome != "ok" {
+			if res.failed == 0 {
+				res.firstFailure = fmt.Sprintf("turn %d: %s: %s", turn, runs[0].Outcome, runs[0].Reason)
+				e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, res.firstFailure)
+			}
+			res.failed++
 		}
 		calls := agent.calls()
 		t, ok := mainCall(calls[seen:])
@@ -452,7 +487,11 @@ func convRows(results []convResult, hasKey bool) []row {
 			}
 		}
 		ok := res.fresh == 0 && res.noLine == 0 && res.sections == n
-		rows = append(rows,
+		failRow := newRow(scen, "runs that did not end ok", strconv.Itoa(res.failed)).check(res.failed == 0, "0")
+		if res.failed > 0 {
+			failRow.Knotd += " (first: " + res.firstFailure + ")"
+		}
+		rows = append(rows, failRow,
 			newRow(scen, "every save one resumed turn with its new line; tie-off sections", fmt.Sprintf("%d fresh, %d without the line; %d sections", res.fresh, res.noLine, res.sections)).
 				check(ok, fmt.Sprintf("0, 0; %d", n)),
 			newRow(scen, "knotd --once per save, median (the CLI's turn included)", formatNum(median(msAll(res.wall)))+" ms"),

@@ -135,6 +135,8 @@ func TestConversation_Rows(t *testing.T) {
 	bigConv := convRes("claude", "change", 10, func(int) int { return 2000 }, func(i int) int { return 4600 * i })
 	fresh := goodChange
 	fresh.fresh = 1
+	failed := whole
+	failed.failed, failed.firstFailure = 2, "turn 8: failed: empty reply"
 	tests := []struct {
 		name    string
 		results []convResult
@@ -159,6 +161,10 @@ func TestConversation_Rows(t *testing.T) {
 		}},
 		{"a conversation over a quarter fails", []convResult{whole, bigConv}, true, map[string][2]string{
 			"conversation at turn 10, against resume_prompt": {verdictFail, "46,000"},
+		}},
+		{"a failed run fails, and says the first", []convResult{failed}, false, map[string][2]string{
+			"runs that did not end ok":             {verdictFail, "2 (first: turn 8: failed: empty reply)"},
+			"knotd's prompt, turns 1 / 2 / 3 / 10": {verdictInfo, "8,000 / 9,000 / 10,000 / 17,000"},
 		}},
 		{"a fresh turn fails", []convResult{whole, fresh}, true, map[string][2]string{
 			"every save one resumed turn": {verdictFail, "1 fresh, 0 without the line; 10 sections"},

@@ -32,11 +32,12 @@ type options struct {
 	keep        bool
 	profile     string
 	turns       int
+	clis        []string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var scen, sizes string
+	var scen, sizes, clis string
 	fs := flag.NewFlagSet("knotbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&scen, "scenarios", "all", "comma-separated scenarios to run: "+strings.Join(scenarioNames, ", ")+", or all")
@@ -53,6 +54,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.work, "work", "", "directory for the temporary vaults (default $TMPDIR)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary vaults and binaries")
 	fs.IntVar(&o.turns, "turns", 50, "conversation: turns per CLI (the new note, then one saved line each; the table shows turns 1, 2, 3, 10 and the last)")
+	fs.StringVar(&clis, "clis", strings.Join(conversationCLINames(), ","), "conversation: the agent CLIs to drive, each against its API stand-in")
 	fs.StringVar(&o.profile, "profile", "auto", "scenario to run again under the profiler: auto (the worst figure's), none, or NAME[:SIZE] (startup:100k)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -83,6 +85,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.sizes, err = parseSizes(sizes); err != nil {
 		return o, err
+	}
+	for _, c := range strings.Split(clis, ",") {
+		c = strings.TrimSpace(c)
+		if !slices.Contains(conversationCLINames(), c) {
+			return o, fmt.Errorf("-clis: unknown CLI %q (want %s)", c, strings.Join(conversationCLINames(), ", "))
+		}
+		o.clis = append(o.clis, c)
 	}
 	switch {
 	case o.runs < 1, o.samples < 1, o.burst < 1, o.sections < 11, o.concurrency < 1, o.turns < 1:

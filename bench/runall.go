@@ -68,8 +68,8 @@ func (e *env) commandLine() string {
 			sizes = append(sizes, fmt.Sprint(n))
 		}
 	}
-	return fmt.Sprintf("-scenarios %s -sizes %s -runs %d -idle %s -samples %d -burst %d -sections %d -debounce %s -concurrency %d -turns %d",
-		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency, o.turns)
+	return fmt.Sprintf("-scenarios %s -sizes %s -runs %d -idle %s -samples %d -burst %d -sections %d -debounce %s -concurrency %d -turns %d -clis %s",
+		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency, o.turns, strings.Join(o.clis, ","))
 }
 
 func firstLineOf(s string) string {
