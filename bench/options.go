@@ -114,6 +114,9 @@ func parseProfile(s string) (name string, size int, err error) {
 		return s, 0, nil
 	}
 	name, sz, hasSize := strings.Cut(s, ":")
+	if name == "conversation" {
+		return "", 0, fmt.Errorf("-profile %q: the conversation scenario is not profiled (its time is the agent CLIs')", s)
+	}
 	if !slices.Contains(scenarioNames, name) {
 		return "", 0, fmt.Errorf("-profile %q: want auto, none or a scenario name (%s), optionally with :SIZE", s, strings.Join(scenarioNames, ", "))
 	}

@@ -37,6 +37,7 @@ func TestParseOptions(t *testing.T) {
 		{"conversation with some CLIs", []string{"-scenarios", "conversation", "-clis", "gemini, claude", "-turns", "4"}, func(o options) bool {
 			return slices.Equal(o.scenarios, []string{"conversation"}) && slices.Equal(o.clis, []string{"gemini", "claude"}) && o.turns == 4
 		}, false},
+		{"conversation is not profiled", []string{"-profile", "conversation"}, nil, true},
 		{"unknown CLI", []string{"-clis", "claude,aider"}, nil, true},
 		{"zero turns", []string{"-turns", "0"}, nil, true},
 	}
