@@ -70,6 +70,11 @@ type turnSize struct {
 	// the CLI's own context included): what the model reads besides the
 	// system prompt and tool definitions.
 	conversation int
+	// own is the part of conversation that is neither knotd's prompts nor
+	// the model's replies: what the CLI adds to the conversation itself
+	// (Claude Code's <system-reminder> blocks, Codex's developer
+	// instructions and environment context, Gemini's session context).
+	own int
 	// messages counts the call's messages; userTurns those that are the
 	// user's prompts (one per turn of a continued conversation).
 	messages, userTurns int
@@ -86,12 +91,28 @@ func claudeSize(r agenttest.Request) turnSize {
 			t.conversation += chars(b.Text)
 		}
 	}
-	prompts := r.UserPrompts()
+	var replies []string
+	for _, m := range r.Messages {
+		if m.Role == "assistant" {
+			replies = append(replies, m.Text())
+		}
+	}
+	return t.withPrompts(r.UserPrompts(), replies)
+}
+
+// withPrompts sets the fields of t that come from the call's user prompts
+// (knotd's, oldest first) and the model's replies.
+func (t turnSize) withPrompts(prompts, replies []string) turnSize {
 	t.userTurns = len(prompts)
 	if len(prompts) > 0 {
 		t.promptText = prompts[len(prompts)-1]
 		t.prompt = chars(t.promptText)
 	}
+	t.own = t.conversation
+	for _, s := range slices.Concat(prompts, replies) {
+		t.own -= chars(s)
+	}
+	t.own = max(t.own, 0)
 	return t
 }
 
@@ -101,13 +122,7 @@ func codexSize(r agenttest.ResponsesRequest) turnSize {
 	for _, m := range r.Input {
 		t.conversation += chars(m.Text())
 	}
-	prompts := r.UserPrompts()
-	t.userTurns = len(prompts)
-	if len(prompts) > 0 {
-		t.promptText = prompts[len(prompts)-1]
-		t.prompt = chars(t.promptText)
-	}
-	return t
+	return t.withPrompts(r.UserPrompts(), r.Texts("assistant"))
 }
 
 // geminiSize measures a generate call of Gemini CLI.
@@ -118,13 +133,13 @@ func geminiSize(r agenttest.GeminiRequest) turnSize {
 			t.conversation += chars(s)
 		}
 	}
-	prompts := r.UserTexts()
-	t.userTurns = len(prompts)
-	if len(prompts) > 0 {
-		t.promptText = prompts[len(prompts)-1]
-		t.prompt = chars(t.promptText)
+	var replies []string
+	for _, c := range r.Contents {
+		if c.Role == "model" {
+			replies = append(replies, c.Texts...)
+		}
 	}
-	return t
+	return t.withPrompts(r.UserTexts(), replies)
 }
 
 // mainCall returns the call of a turn that carried the conversation: the
@@ -431,6 +446,7 @@ func turnsText(ts []int) string {
 
 func promptOf(t turnSize) int       { return t.prompt }
 func conversationOf(t turnSize) int { return t.conversation }
+func ownOf(t turnSize) int          { return t.own }
 
 // maxPromptFrom returns the largest prompt of the turns from turn on, and
 // the turn it was sent in (0 when there are none).
@@ -471,6 +487,7 @@ func convRows(results []convResult, hasKey bool) []row {
 		rows = append(rows,
 			newRow(scen, "knotd's prompt, turns "+turnsText(all)+" (chars)", slashed(res.at(all, promptOf))),
 			newRow(scen, "conversation sent, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, conversationOf))),
+			newRow(scen, "of which the CLI's own messages, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, ownOf))),
 		)
 		maxP, maxT := res.maxPromptFrom(convGoalFrom)
 		r := newRow(scen, fmt.Sprintf("largest prompt from turn %d on (chars)", convGoalFrom), fmt.Sprintf("%s (turn %d)", thousands(maxP), maxT))

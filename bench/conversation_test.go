@@ -24,7 +24,7 @@ func TestConversation_Sizes(t *testing.T) {
 				{Role: "assistant", Content: []agenttest.Block{text("reply")}},
 				{Role: "user", Content: []agenttest.Block{text("<system-reminder>x</system-reminder>"), text("second")}},
 			}}),
-			turnSize{prompt: 6, promptText: "second", conversation: 38 + 7 + 5 + 36 + 6, messages: 3, userTurns: 2}},
+			turnSize{prompt: 6, promptText: "second", conversation: 38 + 7 + 5 + 36 + 6, own: 38 + 36, messages: 3, userTurns: 2}},
 		{"claude: no messages", claudeSize(agenttest.Request{}), turnSize{}},
 		{"codex: Codex's own context is conversation, not a prompt",
 			codexSize(agenttest.ResponsesRequest{Input: []agenttest.Message{
@@ -33,7 +33,7 @@ func TestConversation_Sizes(t *testing.T) {
 				{Role: "user", Content: []agenttest.Block{text("the note")}},
 				{Role: "assistant", Content: []agenttest.Block{text("ok")}},
 			}}),
-			turnSize{prompt: 8, promptText: "the note", conversation: 5 + 46 + 8 + 2, messages: 4, userTurns: 1}},
+			turnSize{prompt: 8, promptText: "the note", conversation: 5 + 46 + 8 + 2, own: 5 + 46, messages: 4, userTurns: 1}},
 		{"gemini: the session preamble is conversation, not a prompt",
 			geminiSize(agenttest.GeminiRequest{Contents: []agenttest.GeminiContent{
 				{Role: "user", Texts: []string{"<session_context>env</session_context>"}},
@@ -41,7 +41,7 @@ func TestConversation_Sizes(t *testing.T) {
 				{Role: "model", Texts: []string{"answer"}},
 				{Role: "user", Texts: []string{"turn two"}},
 			}}),
-			turnSize{prompt: 8, promptText: "turn two", conversation: 38 + 8 + 6 + 8, messages: 4, userTurns: 2}},
+			turnSize{prompt: 8, promptText: "turn two", conversation: 38 + 8 + 6 + 8, own: 38, messages: 4, userTurns: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
