@@ -34,6 +34,7 @@ type logLine struct {
 	Watched  int       `json:"watched"`  // watcher: watching
 	Strands  int       `json:"strands"`  // first contact
 	Duration int64     `json:"duration"` // run finished, nanoseconds
+	Reason   string    `json:"reason"`   // run finished: why it failed
 }
 
 // logBook collects a process's JSON log lines as it writes them: it is the

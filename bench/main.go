@@ -11,7 +11,10 @@
 // headings, tasks and links), lets knotd adopt each, and runs the
 // scenarios: reaction (settled moment to agent start), startup, once (1%
 // changed), burst, history (tie-off and prompt cost against the number of
-// sections), idle, and peers (inotifywait and entr doing the same job).
+// sections), idle, conversation (knotd's prompt and the conversation the
+// real Claude Code, Codex and Gemini CLIs send, turn by turn, against
+// loopback stand-ins of their APIs: see conversation.go), and peers
+// (inotifywait and entr doing the same job).
 // knotd runs as a separate process, configured through a generated user
 // config (XDG_CONFIG_HOME points into the temporary directory, so the
 // user's own config is never read). Every figure is the median of -runs

@@ -13,7 +13,7 @@ import (
 
 // scenarioNames are the scenarios in the order they run. peers comes last
 // because it leaves its vault's changes unprocessed (it re-adopts it).
-var scenarioNames = []string{"history", "startup", "once", "reaction", "burst", "idle", "peers"}
+var scenarioNames = []string{"history", "startup", "once", "reaction", "burst", "idle", "conversation", "peers"}
 
 // options are knotbench's command line.
 type options struct {
@@ -31,17 +31,19 @@ type options struct {
 	work        string
 	keep        bool
 	profile     string
+	turns       int
+	clis        []string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var scen, sizes string
+	var scen, sizes, clis string
 	fs := flag.NewFlagSet("knotbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&scen, "scenarios", "all", "comma-separated scenarios to run: "+strings.Join(scenarioNames, ", ")+", or all")
 	fs.StringVar(&sizes, "sizes", "1k,10k,100k", "vault sizes in strands; reaction and peers use 10k (or the nearest), burst and idle the largest")
 	fs.IntVar(&o.runs, "runs", 3, "runs per figure; the table shows medians")
-	fs.BoolVar(&o.quick, "quick", false, "a CI-sized run: -sizes 1k,10k -runs 1 -idle 10s -samples 50 -burst 1000 (flags given explicitly win)")
+	fs.BoolVar(&o.quick, "quick", false, "a CI-sized run: -sizes 1k,10k -runs 1 -idle 10s -samples 50 -burst 1000 -turns 10 (flags given explicitly win)")
 	fs.DurationVar(&o.idle, "idle", time.Minute, "how long the idle scenario watches an unchanging vault")
 	fs.IntVar(&o.samples, "samples", 200, "reaction: settled changes measured per run (p99 needs 100 or more)")
 	fs.IntVar(&o.burst, "burst", 10000, "burst: strands changed within one second")
@@ -51,6 +53,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.results, "results", "", "directory for profiles and logs (default .cache/bench/TIME in the module)")
 	fs.StringVar(&o.work, "work", "", "directory for the temporary vaults (default $TMPDIR)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary vaults and binaries")
+	fs.IntVar(&o.turns, "turns", 50, "conversation: turns per CLI (the new note, then one saved line each; the table shows turns 1, 2, 3, 10 and the last)")
+	fs.StringVar(&clis, "clis", strings.Join(conversationCLINames(), ","), "conversation: the agent CLIs to drive, each against its API stand-in")
 	fs.StringVar(&o.profile, "profile", "auto", "scenario to run again under the profiler: auto (the worst figure's), none, or NAME[:SIZE] (startup:100k)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -67,6 +71,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 			"idle":    func() { o.idle = 10 * time.Second },
 			"samples": func() { o.samples = 50 },
 			"burst":   func() { o.burst = 1000 },
+			"turns":   func() { o.turns = 10 },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -81,9 +86,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.sizes, err = parseSizes(sizes); err != nil {
 		return o, err
 	}
+	for _, c := range strings.Split(clis, ",") {
+		c = strings.TrimSpace(c)
+		if !slices.Contains(conversationCLINames(), c) {
+			return o, fmt.Errorf("-clis: unknown CLI %q (want %s)", c, strings.Join(conversationCLINames(), ", "))
+		}
+		o.clis = append(o.clis, c)
+	}
 	switch {
-	case o.runs < 1, o.samples < 1, o.burst < 1, o.sections < 11, o.concurrency < 1:
-		return o, errors.New("-runs, -samples, -burst and -concurrency must be positive, -sections above 10")
+	case o.runs < 1, o.samples < 1, o.burst < 1, o.sections < 11, o.concurrency < 1, o.turns < 1:
+		return o, errors.New("-runs, -samples, -burst, -concurrency and -turns must be positive, -sections above 10")
 	case o.idle < time.Second:
 		return o, errors.New("-idle must be at least 1s")
 	case o.debounce < 10*time.Millisecond:
@@ -102,6 +114,9 @@ func parseProfile(s string) (name string, size int, err error) {
 		return s, 0, nil
 	}
 	name, sz, hasSize := strings.Cut(s, ":")
+	if name == "conversation" {
+		return "", 0, fmt.Errorf("-profile %q: the conversation scenario is not profiled (its time is the agent CLIs')", s)
+	}
 	if !slices.Contains(scenarioNames, name) {
 		return "", 0, fmt.Errorf("-profile %q: want auto, none or a scenario name (%s), optionally with :SIZE", s, strings.Join(scenarioNames, ", "))
 	}

@@ -16,10 +16,10 @@ func TestParseOptions(t *testing.T) {
 	}{
 		{"defaults", nil, func(o options) bool {
 			return o.runs == 3 && o.idle == time.Minute && slices.Equal(o.sizes, []int{1000, 10000, 100000}) &&
-				slices.Equal(o.scenarios, scenarioNames)
+				slices.Equal(o.scenarios, scenarioNames) && o.turns == 50 && slices.Equal(o.clis, []string{"claude", "codex", "gemini"})
 		}, false},
 		{"quick", []string{"-quick"}, func(o options) bool {
-			return o.runs == 1 && o.idle == 10*time.Second && o.burst == 1000 && slices.Equal(o.sizes, []int{1000, 10000})
+			return o.runs == 1 && o.idle == 10*time.Second && o.burst == 1000 && slices.Equal(o.sizes, []int{1000, 10000}) && o.turns == 10
 		}, false},
 		{"explicit flags win over quick", []string{"-quick", "-runs", "2", "-sizes", "100k"}, func(o options) bool {
 			return o.runs == 2 && slices.Equal(o.sizes, []int{100000}) && o.samples == 50
@@ -34,6 +34,12 @@ func TestParseOptions(t *testing.T) {
 		{"profile with a size", []string{"-profile", "startup:100k"}, func(o options) bool { return o.profile == "startup:100k" }, false},
 		{"profile with a bad size", []string{"-profile", "startup:lots"}, nil, true},
 		{"stray argument", []string{"vault"}, nil, true},
+		{"conversation with some CLIs", []string{"-scenarios", "conversation", "-clis", "gemini, claude", "-turns", "4"}, func(o options) bool {
+			return slices.Equal(o.scenarios, []string{"conversation"}) && slices.Equal(o.clis, []string{"gemini", "claude"}) && o.turns == 4
+		}, false},
+		{"conversation is not profiled", []string{"-profile", "conversation"}, nil, true},
+		{"unknown CLI", []string{"-clis", "claude,aider"}, nil, true},
+		{"zero turns", []string{"-turns", "0"}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

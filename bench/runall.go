@@ -12,13 +12,14 @@ import (
 type scenarioFunc func(ctx context.Context, e *env, l launcher) ([]row, error)
 
 var scenarios = map[string]scenarioFunc{
-	"history":  history,
-	"startup":  startup,
-	"once":     onceChanged,
-	"reaction": reaction,
-	"burst":    burst,
-	"idle":     idle,
-	"peers":    peers,
+	"history":      history,
+	"startup":      startup,
+	"once":         onceChanged,
+	"reaction":     reaction,
+	"burst":        burst,
+	"idle":         idle,
+	"conversation": conversation,
+	"peers":        peers,
 }
 
 // runAll runs the chosen scenarios, then profiles the worst figure, and
@@ -67,8 +68,8 @@ func (e *env) commandLine() string {
 			sizes = append(sizes, fmt.Sprint(n))
 		}
 	}
-	return fmt.Sprintf("-scenarios %s -sizes %s -runs %d -idle %s -samples %d -burst %d -sections %d -debounce %s -concurrency %d",
-		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency)
+	return fmt.Sprintf("-scenarios %s -sizes %s -runs %d -idle %s -samples %d -burst %d -sections %d -debounce %s -concurrency %d -turns %d -clis %s",
+		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency, o.turns, strings.Join(o.clis, ","))
 }
 
 func firstLineOf(s string) string {

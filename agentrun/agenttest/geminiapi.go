@@ -29,8 +29,9 @@ import (
 //   - anything else: a 404 with an API error object, logged to the test.
 //
 // The reply text is "MOCK REPLY (user messages seen: N)", N counting the
-// request's user turns (GeminiRequest.UserTexts); usageMetadata says
-// 100·N prompt tokens and 9 candidate tokens. SetStatus and FailNext make
+// request's user turns (GeminiRequest.UserTexts), unless the test sets a
+// reply with SetReply; usageMetadata says 100·N prompt tokens and 9
+// candidate tokens. SetStatus and FailNext make
 // it answer with an error status instead; QueueFunctionCall makes it call
 // one of the CLI's tools.
 type GeminiServer struct {
@@ -42,6 +43,7 @@ type GeminiServer struct {
 
 	mu    sync.Mutex
 	calls []GeminiFunctionCall
+	reply func(GeminiRequest) string
 }
 
 // GeminiFunctionCall is a call of one of the CLI's tools (functions), as
@@ -155,6 +157,16 @@ func (s *GeminiServer) FailNext(code, n int) {
 	s.force(code, n)
 }
 
+// SetReply makes the server answer later conversation calls (not the
+// router's JSON calls) with reply's text; nil restores the default, "MOCK
+// REPLY (user messages seen: N)". reply is called from the server's
+// handler goroutines, possibly concurrently.
+func (s *GeminiServer) SetReply(reply func(GeminiRequest) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = reply
+}
+
 // QueueFunctionCall makes the server answer the next conversation call
 // (ChatRequests) that is not answered with an error status with a call of
 // fc instead of its text reply; later calls get the text reply (the CLI
@@ -251,8 +263,9 @@ func (s *GeminiServer) respond(req *GeminiRequest, _ int) func(http.ResponseWrit
 		call = &s.calls[0]
 		s.calls = s.calls[1:]
 	}
+	reply := s.reply
 	s.mu.Unlock()
-	resp := req.response()
+	resp := req.response(reply)
 	if call != nil {
 		resp = req.callResponse(*call)
 	}
@@ -324,13 +337,17 @@ func (r *GeminiRequest) parseBody(body []byte) error {
 	return nil
 }
 
-// response is the stand-in's GenerateContentResponse to r.
-func (r GeminiRequest) response() map[string]any {
+// response is the stand-in's GenerateContentResponse to r, with reply's
+// text when reply is set and r is a conversation call.
+func (r GeminiRequest) response(reply func(GeminiRequest) string) map[string]any {
 	n := len(r.UserTexts())
 	text := fmt.Sprintf("MOCK REPLY (user messages seen: %d)", n)
-	if r.JSON {
+	switch {
+	case r.JSON:
 		data, _ := json.Marshal(schemaValue(r.schema))
 		text = string(data)
+	case reply != nil:
+		text = reply(r)
 	}
 	return map[string]any{
 		"candidates": []any{map[string]any{

@@ -119,6 +119,43 @@ func TestGemini_AnswersRecordedRequests(t *testing.T) {
 	}
 }
 
+func TestGemini_SetReply(t *testing.T) {
+	s := NewGemini(t)
+	s.SetReply(func(r GeminiRequest) string { return "a review of " + strings.Join(r.UserTexts(), " + ") })
+	tests := []struct {
+		name, path, fixture, want string
+	}{
+		{"conversation call", "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse", "json-resume.request.json",
+			"a review of Turn one: should we rewrite the parser? + Turn two: yes, in Go."},
+		{"the router keeps its JSON", "/v1beta/models/gemini-3.5-flash-lite:generateContent", "json-new.router-request.json", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, body := postGemini(t, s, tt.path, geminiFixture(t, tt.fixture))
+			if status != http.StatusOK {
+				t.Fatalf("status %d; want 200", status)
+			}
+			data, _ := strings.CutPrefix(body, "data: ")
+			text, _ := candidateText(t, strings.TrimSpace(data))
+			if tt.want == "" {
+				if !json.Valid([]byte(text)) {
+					t.Errorf("router reply %q; want the schema's JSON", text)
+				}
+				return
+			}
+			if text != tt.want {
+				t.Errorf("reply %q; want %q", text, tt.want)
+			}
+		})
+	}
+	s.SetReply(nil)
+	_, _, body := postGemini(t, s, "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse", geminiFixture(t, "json-new.request.json"))
+	data, _ := strings.CutPrefix(body, "data: ")
+	if text, _ := candidateText(t, strings.TrimSpace(data)); text != "MOCK REPLY (user messages seen: 1)" {
+		t.Errorf("after SetReply(nil): reply %q; want the default", text)
+	}
+}
+
 func TestGemini_ErrorStatuses(t *testing.T) {
 	s := NewGemini(t)
 	const path = "/v1beta/models/m:generateContent"
