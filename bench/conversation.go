@@ -17,7 +17,8 @@ import (
 )
 
 // knotdHasResumePrompt says whether the knotd being measured knows the
-// agent key resume_prompt (issue 24 §1: "change", the default, sends a
+// agent key resume_prompt (it does since issue 24; false measures a
+// checkout from before it, whose only behaviour is "whole") (issue 24 §1: "change", the default, sends a
 // resumed turn only the change; "whole" sends the whole note and the
 // newest tie-off sections every turn, as knotd did before). It is the
 // one switch of the conversation scenario's before/after:
@@ -29,7 +30,7 @@ import (
 //     resume_prompt: whole (before) and once without the key, knotd's
 //     default (after), and the after rows are judged against issue 24's
 //     goal.
-const knotdHasResumePrompt = false
+const knotdHasResumePrompt = true
 
 // The goal of issue 24 §3, judged on the "change" rows.
 const (
