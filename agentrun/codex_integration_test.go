@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
@@ -276,4 +277,110 @@ func TestCodex_RealCLIUnknownThread(t *testing.T) {
 	// TotalsBefore belonged to the lost thread: the fresh one's totals are the run's.
 	wantUsage(t, req.Turn, res, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
 	mustOneCall(t, req.Turn, calls)
+}
+
+// TestCodex_RealCLIResumedTurnAddsOnlyTheTurn pins that knotd's resumed
+// turns make Codex CLI 0.169.0 re-send none of its own context: each
+// request of a thread is the previous one's messages plus the previous
+// reply and the new prompt. Codex's own messages (its model instructions,
+// sent as the first developer message; the skills, permissions,
+// collaboration-mode and multi-agent developer messages; the
+// <environment_context> user message) are sent once, at the thread's
+// start, and stay the same size whatever the number of turns. Codex adds a
+// message on a resumed turn only for a setting that differs from the
+// thread's last turn (TestCodex_RealCLIResumedTurnSandboxAndInstructions: a
+// changed sandbox), so knotd gives every turn of a thread the same flags.
+func TestCodex_RealCLIResumedTurnAddsOnlyTheTurn(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent func(*agentrun.Agent)
+	}{
+		{"defaults", func(*agentrun.Agent) {}},
+		{"edit, a model and instructions", func(a *agentrun.Agent) {
+			a.Permissions, a.Model, a.Instructions = agentrun.PermEdit, "gpt-5.5", "- Answer in one sentence."
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := newRealCodex(t)
+			tt.agent(&rc.agent)
+			// prevDay is the date (UTC, Codex's time zone here) before the
+			// previous turn ran.
+			prevDay := time.Now().UTC().Format(time.DateOnly)
+			req := rc.firstTurn(t.TempDir())
+			res, calls := rc.run(t, req)
+			prev := mustOneCall(t, 1, calls)
+			if len(codexOwnMessages(prev)) == 0 {
+				t.Fatalf("turn 1: no developer message or context of Codex's own in %q", messageTexts(prev.Input))
+			}
+			for turn := 2; turn <= 4; turn++ {
+				req = codexNextTurn(req, res)
+				day := time.Now().UTC().Format(time.DateOnly)
+				res, calls = rc.run(t, req)
+				call := mustOneCall(t, turn, calls)
+				got := messageTexts(call.Input)
+				if time.Now().UTC().Format(time.DateOnly) != prevDay {
+					// Midnight passed since the previous turn: Codex tells
+					// the model the new <current_date> in an
+					// <environment_context> message, as it should.
+					got = slices.DeleteFunc(got, func(m string) bool {
+						return strings.HasPrefix(m, "user: <environment_context>") && !slices.Contains(messageTexts(prev.Input), m)
+					})
+				}
+				want := append(slices.Clone(prev.Input),
+					agenttest.Message{Role: "assistant", Content: []agenttest.Block{{Type: "text", Text: agenttest.DefaultResponsesReply(prev)}}},
+					agenttest.Message{Role: "user", Content: []agenttest.Block{{Type: "text", Text: res.Prompt}}})
+				if !slices.Equal(got, messageTexts(want)) {
+					t.Errorf("turn %d: the request's messages are not turn %d's plus its reply and this prompt; added:\n%q",
+						turn, turn-1, addedMessages(messageTexts(prev.Input), got))
+				}
+				prev, prevDay = call, day
+			}
+		})
+	}
+}
+
+// messageTexts returns "role: text" for each message.
+func messageTexts(ms []agenttest.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Role + ": " + m.Text()
+	}
+	return out
+}
+
+// addedMessages returns the messages of got past the common prefix with
+// before, each cut to 120 characters, for a failure message.
+func addedMessages(before, got []string) []string {
+	i := 0
+	for i < len(before) && i < len(got) && before[i] == got[i] {
+		i++
+	}
+	var out []string
+	for _, s := range got[i:] {
+		if len(s) > 120 {
+			s = s[:120] + "…"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// codexOwnMessages returns "role: first 40 characters" of each message of r
+// that is Codex's own: a developer message, or a user message Codex added
+// (r.UserPrompts leaves those out).
+func codexOwnMessages(r agenttest.ResponsesRequest) []string {
+	prompts := r.UserPrompts()
+	var out []string
+	for _, m := range r.Input {
+		text := m.Text()
+		if m.Role == "assistant" || m.Role == "user" && slices.Contains(prompts, text) {
+			continue
+		}
+		if len(text) > 40 {
+			text = text[:40]
+		}
+		out = append(out, m.Role+": "+text)
+	}
+	return out
 }

@@ -117,10 +117,20 @@ func (t turnSize) withPrompts(prompts, replies []string) turnSize {
 	return t
 }
 
-// codexSize measures a Responses API call of Codex.
+// codexSize measures a Responses API call of Codex. Codex CLI 0.169.0
+// sends no instructions: its model instructions, the system prompt (21,769
+// chars for its default model), are the first message of the input, a
+// developer message, sent unchanged at every turn. That message is left out
+// of the conversation, as the system prompts of Claude Code (system) and
+// Gemini CLI (systemInstruction) are; a request with instructions keeps all
+// its messages.
 func codexSize(r agenttest.ResponsesRequest) turnSize {
 	t := turnSize{messages: len(r.Input)}
-	for _, m := range r.Input {
+	in := r.Input
+	if r.Instructions == "" && len(in) > 0 && in[0].Role == "developer" {
+		in = in[1:]
+	}
+	for _, m := range in {
 		t.conversation += chars(m.Text())
 	}
 	return t.withPrompts(r.UserPrompts(), r.Texts("assistant"))

@@ -27,13 +27,22 @@ func TestConversation_Sizes(t *testing.T) {
 			turnSize{prompt: 6, promptText: "second", conversation: 38 + 7 + 5 + 36 + 6, own: 38 + 36, messages: 3, userTurns: 2}},
 		{"claude: no messages", claudeSize(agenttest.Request{}), turnSize{}},
 		{"codex: Codex's own context is conversation, not a prompt",
-			codexSize(agenttest.ResponsesRequest{Input: []agenttest.Message{
+			codexSize(agenttest.ResponsesRequest{Instructions: "system prompt", Input: []agenttest.Message{
 				{Role: "developer", Content: []agenttest.Block{text("rules")}},
 				{Role: "user", Content: []agenttest.Block{text("<environment_context>cwd</environment_context>")}},
 				{Role: "user", Content: []agenttest.Block{text("the note")}},
 				{Role: "assistant", Content: []agenttest.Block{text("ok")}},
 			}}),
 			turnSize{prompt: 8, promptText: "the note", conversation: 5 + 46 + 8 + 2, own: 5 + 46, messages: 4, userTurns: 1}},
+		{"codex: the model instructions, the first developer message of a request without instructions, are the system prompt",
+			codexSize(agenttest.ResponsesRequest{Input: []agenttest.Message{
+				{Role: "developer", Content: []agenttest.Block{text("You are Codex")}},
+				{Role: "developer", Content: []agenttest.Block{text("<permissions instructions>ro"), text("<collaboration_mode>x")}},
+				{Role: "user", Content: []agenttest.Block{text("<environment_context>cwd</environment_context>")}},
+				{Role: "user", Content: []agenttest.Block{text("the note")}},
+			}}),
+			turnSize{prompt: 8, promptText: "the note", conversation: 28 + 1 + 21 + 46 + 8, own: 28 + 1 + 21 + 46, messages: 4, userTurns: 1}}, // parts joined by newlines
+		{"codex: no messages", codexSize(agenttest.ResponsesRequest{}), turnSize{}},
 		{"gemini: the session preamble is conversation, not a prompt",
 			geminiSize(agenttest.GeminiRequest{Contents: []agenttest.GeminiContent{
 				{Role: "user", Texts: []string{"<session_context>env</session_context>"}},
