@@ -98,7 +98,7 @@ func (l *laterTimers) failed(rel string) time.Duration {
 	}
 	n := l.failures[rel]
 	l.failures[rel] = n + 1
-	return min(time.Second<<min(n, 20), maxRetryPause)
+	return backoff(time.Second, n)
 }
 
 // succeeded forgets the strand's failures.
@@ -117,4 +117,12 @@ func (l *laterTimers) stop() {
 		t.Stop()
 		delete(l.timers, rel)
 	}
+}
+
+// backoff is the pause before trying again what failed tries times in a
+// row: first, doubling with each failure, up to maxRetryPause. Every retry
+// that waits longer while its failure lasts (a strand, a hint, a journaled
+// run, a journal write) waits by it.
+func backoff(first time.Duration, tries int) time.Duration {
+	return min(first<<min(tries, 20), maxRetryPause)
 }

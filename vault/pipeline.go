@@ -744,7 +744,8 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 // change. A pass (--once) tries a few times, then fails the run.
 func (v *Vault) putPending(ctx context.Context, p state.Pending) error {
 	deadline := v.now().Add(commitPatience)
-	for pause := time.Second; ; pause = min(2*pause, maxRetryPause) {
+	for tries := 0; ; tries++ {
+		pause := backoff(time.Second, tries)
 		err := v.faults.journaling(p.RunID)
 		if err == nil {
 			err = v.store.PutPending(p)

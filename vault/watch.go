@@ -199,7 +199,7 @@ func (l *watchLoop) retryJournaled() {
 		if now.Before(r.due) {
 			continue
 		}
-		l.journaled[rel] = retryHint{due: now.Add(min(l.every<<min(r.tries, 20), maxRetryPause)), tries: r.tries + 1}
+		l.journaled[rel] = retryHint{due: now.Add(backoff(l.every, r.tries)), tries: r.tries + 1}
 		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 	}
 	for rel := range l.journaled {
@@ -412,7 +412,7 @@ func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
 		}
 		k := retryKey(h)
 		r := l.retry[k]
-		pause := min(time.Second<<min(r.tries, 20), maxRetryPause)
+		pause := backoff(time.Second, r.tries)
 		l.retry[k] = retryHint{hint: h, due: now.Add(pause), tries: r.tries + 1}
 		if soonest == 0 || pause < soonest {
 			soonest = pause
