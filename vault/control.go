@@ -106,7 +106,7 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.since, Why: d.why})
 	}
 	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
-	switch d := v.lastDecision(); {
+	switch d := v.answering.lastDecision(); {
 	case d == nil:
 		st.Standby = "starting: it has not yet decided whether this device answers the vault"
 	case d.Answer:
@@ -466,7 +466,7 @@ func (v *Vault) liveScheduler() (*scheduler.Scheduler[Job], error) {
 	if s := v.live.Load(); s != nil {
 		return s, nil
 	}
-	if d := v.lastDecision(); d != nil && !d.Answer {
+	if d := v.answering.lastDecision(); d != nil && !d.Answer {
 		return nil, fmt.Errorf("this device stands by: %s", standbyReason(*d))
 	}
 	return nil, errors.New("knotd is not answering the vault yet (it is starting); try again in a moment")

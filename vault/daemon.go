@@ -123,7 +123,7 @@ func (t *tally) add(rep RunReport) {
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
 	start := v.now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}, Paused: []Waiting{}, Deferred: []Waiting{}}}
-	defer v.stopBeat()
+	defer v.answering.stopBeat()
 	defer func() {
 		if derr := v.stateDamaged(); derr != nil {
 			err = derr // whatever the pass met first, the damage is what to say
@@ -141,26 +141,26 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		}
 		t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
 	}
-	d, derr := v.decideAnswering(opts.TakeOver)
+	d, derr := v.answering.decideAnswering(opts.TakeOver)
 	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
 		t.sum.Standby, t.sum.StandbyHow, t.sum.Unanswered = standbyReason(d), d.How, d.Unanswered
 		return t.sum, derr
 	}
-	v.waitHandover(ctx, d.From)
+	v.answering.waitHandover(ctx, d.From)
 	// The pass goes on deciding at every heartbeat, like the daemon: a
 	// pass longer than takeover_after stays heard, and a takeover during
 	// the pass stops it (its runs in progress without appending them).
 	passCtx, stepDown := context.WithCancel(ctx)
 	said := d.Why
 	var kw sync.WaitGroup
-	kw.Go(func() { v.keepAnswering(passCtx, stepDown, &said) })
+	kw.Go(func() { v.answering.keepAnswering(passCtx, stepDown, &said) })
 	parent := ctx // ctx becomes passCtx below, which stepDown ends
 	defer func() {
 		stepDown()
 		kw.Wait()
-		if v.steppingDown.Swap(false) && parent.Err() == nil {
-			if last := v.lastDecision(); last != nil {
+		if v.answering.steppingDown.Swap(false) && parent.Err() == nil {
+			if last := v.answering.lastDecision(); last != nil {
 				res.Standby, res.StandbyHow = standbyReason(*last), last.How
 			}
 			if errors.Is(err, context.Canceled) {
@@ -276,7 +276,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		mu.Lock()
 		defer mu.Unlock()
 		grace := v.grace
-		if v.steppingDown.Load() {
+		if v.answering.steppingDown.Load() {
 			grace = 0 // another device answers what these runs were answering
 		}
 		timer = time.AfterFunc(grace, cancelRuns)

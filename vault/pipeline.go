@@ -278,7 +278,7 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 		return rep, err
 	}
 	defer r.log.close()
-	if !v.answersHold(ctx) {
+	if !v.answering.answersHold(ctx) {
 		// Another device's claim of the vault won while the agent ran
 		// (two first claims at the same moment): that device answers
 		// the change; nothing is appended or recorded.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
@@ -102,18 +101,9 @@ type Vault struct {
 	sessions sessionClaims // sessions of the runs being prepared or under way
 	copies   copies        // conflict copies of tie-offs waiting to be merged
 
-	beat    time.Duration     // heartbeat interval (0: device.Check)
-	beatMu  sync.Mutex        // guards mine and decided
-	mine    *device.Heartbeat // this device's heartbeat as last written
-	decided *device.Decision  // the last decision about answering
-	// steppingDown is set while a device that another took over from
-	// stops: its runs get no grace period.
-	steppingDown atomic.Bool
-	// settleMu serialises the runs that wait for a first claim to settle
-	// (see answersHold); recheck, when it holds a value, makes
-	// keepAnswering decide again at once (a run found another claim).
-	settleMu sync.Mutex
-	recheck  chan struct{}
+	// answering decides whether this device answers the vault
+	// (answering.go).
+	answering answerer
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
@@ -354,13 +344,12 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		log:   opts.Logger,
 		now:   opts.Now,
 		grace: opts.Grace,
-		beat:  opts.Heartbeat,
 
-		recheck:    make(chan struct{}, 1),
 		observe:    quiet{},
 		faults:     quiet{},
 		checkEvery: rootCheck,
 	}
+	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.loadOpts = loadOpts
 	v.confStamps = v.configStamps()
