@@ -72,7 +72,7 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 		return nil
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
 	if sec.RunID != rec.LastRunID {
 		rec.Turns++
 	}

@@ -314,7 +314,7 @@ func (c *Control) whyNoRetry(rel string) string {
 	if why := v.whyNotRun(rel); why != "" {
 		return why
 	}
-	if _, where, err := v.lstatStrand(rel); err == nil && where == absent {
+	if _, where, err := v.recon.lstatStrand(rel); err == nil && where == absent {
 		return "the note is deleted: knotd answers its deletion on its own"
 	}
 	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
@@ -540,10 +540,10 @@ func (v *Vault) whyNotRun(rel string) string {
 	if err := v.rules.Load(v.root, rel); err != nil {
 		return fmt.Sprintf("cannot read the ignore files on the way to it: %v", err)
 	}
-	if dir, _, err := v.linkedDir(rel, nil); err == nil && dir != "" {
+	if dir, _, err := v.recon.linkedDir(rel, nil); err == nil && dir != "" {
 		return fmt.Sprintf("not a note knotd answers: it is below %s, a symbolic link to a folder, which knotd does not follow", dir)
 	}
-	info, where, err := v.lstatStrand(rel)
+	info, where, err := v.recon.lstatStrand(rel)
 	switch {
 	case err != nil:
 		return err.Error()

@@ -241,13 +241,13 @@ func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
 	}
 	if all {
 		set := map[string]struct{}{}
-		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
+		if err := v.recon.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return nil, a, err
 		}
 		err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil })
 		return sortedKeys(set), a, err
 	}
-	pending, err = v.reconcile([]watcher.Hint{{Dir: true}})
+	pending, err = v.recon.reconcile([]watcher.Hint{{Dir: true}})
 	return pending, a, err
 }
 
@@ -368,7 +368,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
 	quiet := v.config().Debounce
 	wait := quiet
-	if info, where, err := v.lstatStrand(rel); err == nil && where == present {
+	if info, where, err := v.recon.lstatStrand(rel); err == nil && where == present {
 		// The file system's clock, not v.now: the quiet period is
 		// measured from the time the file system stamped.
 		wait = time.Until(info.ModTime().Add(quiet))

@@ -116,8 +116,8 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 		return rep, false, err
 	}
 	if !v.dry {
-		v.mergeCopies(rel)
-		v.foldNoteCopies(rel)
+		v.recon.mergeCopies(rel)
+		v.recon.foldNoteCopies(rel)
 	}
 	for attempt := 1; ; attempt++ {
 		rep, err = v.processOnce(ctx, rel, job, attempt == maxAttempts)
@@ -172,7 +172,7 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	info, where, err := v.lstatStrand(rel)
+	info, where, err := v.recon.lstatStrand(rel)
 	if err != nil {
 		return false, err
 	}
@@ -186,7 +186,7 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 	case state.StampOf(info) == rec.Stamp:
 		return false, nil
 	}
-	same, err := v.sameContent(rel, rec.Hash)
+	same, err := v.recon.sameContent(rel, rec.Hash)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		return false, nil // unreadable: it was just reported; a save makes it run
@@ -359,7 +359,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 		return nil, "", err
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
-	linfo, where, err := v.lstatStrand(rel)
+	linfo, where, err := v.recon.lstatStrand(rel)
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
 	}
@@ -396,7 +396,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		if st := v.stamp(info); !v.dry && st != w.rec.Stamp {
+		if st := v.recon.stamp(info); !v.dry && st != w.rec.Stamp {
 			return nil, "", v.store.Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
 		}
 		return nil, "", nil
@@ -679,7 +679,7 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 	rec := w.rec
 	rec.Path = w.rel
 	if w.event != strand.Deleted {
-		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
+		rec.Stamp, rec.Hash = v.recon.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
 	for _, h := range w.wrote {
@@ -872,7 +872,7 @@ func (v *Vault) commitSkip(w *work, why string) error {
 		return v.commitAnswered(w, *w.answer)
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
 	v.newConversationAsked(w, &rec)
 	if rec.Session != "" {

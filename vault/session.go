@@ -86,13 +86,13 @@ func (v *Vault) ensureSession(w *work, have string) error {
 			return nil
 		}
 		if taken && owner.Path != w.rel {
-			if _, where, err := v.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
+			if _, where, err := v.recon.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
 				// The owner is gone: the strand moved (or was copied, and
 				// the original deleted) and no reconcile paired the two
 				// paths yet. Move the history here and start over with
 				// it, unless the owner is being processed right now (its
 				// Deleted run): then this is a copy like any other.
-				moved, err := v.move(owner.Path, w.rel, true)
+				moved, err := v.recon.move(owner.Path, w.rel, true)
 				if err != nil {
 					return err
 				}

@@ -97,9 +97,11 @@ type Vault struct {
 	// which cannot be written (unwritable.go): tie-off path → strand.
 	tieWaits sync.Map
 
-	claims   claims        // strand paths being worked on
+	claims claims // strand paths being worked on
+	// recon looks at the disk against the state: changes, renames, and
+	// sync tools' conflict copies (reconcile.go, conflict.go).
+	recon    reconciler
 	sessions sessionClaims // sessions of the runs being prepared or under way
-	copies   copies        // conflict copies of tie-offs waiting to be merged
 
 	// answering decides whether this device answers the vault
 	// (answering.go).
@@ -349,6 +351,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		faults:     quiet{},
 		checkEvery: rootCheck,
 	}
+	v.recon = reconciler{v: v}
 	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.loadOpts = loadOpts
@@ -609,7 +612,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 		_, ok := strand.StrandPath(rel)
 		return ok || strand.IsStrandPath(rel)
 	}
-	err := v.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
+	err := v.recon.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
 		if s, ok := strand.StrandPath(rel); ok {
 			tieOffs[s] = true
 		} else {
@@ -643,7 +646,7 @@ func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if tooBig {
 		content = nil
 	}
-	p := adoptee{rec: state.Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
+	p := adoptee{rec: state.Record{Path: rel, Stamp: v.recon.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
 	if !hasTieOff {
 		return p, true
 	}

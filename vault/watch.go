@@ -336,7 +336,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		}
 		l.firstFull = false
 	}
-	paths, unlooked, err := l.v.reconcileAll(batch)
+	paths, unlooked, err := l.v.recon.reconcileAll(batch)
 	if err != nil {
 		// Too many open files, a full disk, an I/O error: the hints are
 		// kept and tried again.
@@ -363,7 +363,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	now := l.v.now()
 	for _, rel := range paths {
-		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
+		if _, where, err := l.v.recon.lstatStrand(rel); err == nil && where == absent {
 			delete(l.fresh, rel)
 			if _, waiting := l.gone[rel]; !waiting {
 				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
@@ -459,7 +459,7 @@ func (l *watchLoop) due(now time.Time) {
 	if !anyDue {
 		return
 	}
-	paths, unlooked, err := l.v.reconcileAll(hints)
+	paths, unlooked, err := l.v.recon.reconcileAll(hints)
 	if err != nil {
 		unlooked = make([]string, len(hints))
 		for i, h := range hints {
@@ -515,7 +515,7 @@ func (l *watchLoop) due(now time.Time) {
 // tie-off that a sync tool made meanwhile (of that very write, say) is
 // folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.copies.pending(rel) {
+	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)
