@@ -308,7 +308,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		// This run reads the strand as it is now: a follow-up waiting for
 		// an earlier run's changes is done by it.
 		later.supersede(rel)
-		rep, again, err := v.process(runCtx, rel, job)
+		rep, again, err := v.pipe.process(runCtx, rel, job)
 		v.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		// From now on the strand's record holds what knotd wrote into
 		// it, if anything: the watcher no longer needs telling.

@@ -145,7 +145,7 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 // or why it would not run; it returns the reason a change would wait or
 // be recorded without a run, if any.
 func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
-	wk, skip, err := v.plan(rel, job, false)
+	wk, skip, err := v.pipe.plan(rel, job, false)
 	defer v.sessions.release(rel)
 	switch {
 	case err != nil:
@@ -165,7 +165,7 @@ func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
 		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
 		return ""
 	}
-	req, err := v.request(wk, job, "dry-run", v.now().UTC())
+	req, err := v.pipe.request(wk, job, "dry-run", v.now().UTC())
 	if err == nil {
 		var prompt string
 		if prompt, err = v.prompt(req); err == nil {

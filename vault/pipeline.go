@@ -25,6 +25,14 @@ import (
 	"github.com/knotd/knotd/tieoff"
 )
 
+// pipeline is the pipeline of one strand's change (process): look,
+// decide, prepare, run, record, and the journal that makes a finished
+// run survive a crash; answered.go, request.go, transcript.go and
+// unwritable.go hold its steps' helpers.
+type pipeline struct {
+	v *Vault
+}
+
 // The pipeline of one strand. A settled change of the strand at rel
 // reaches process (the scheduler's work function), which takes it through
 // these steps, in this file and in this order:
@@ -108,11 +116,12 @@ const maxAttempts = 5
 // the user saved while knotd wrote the strand's session; finally it
 // reports whether the strand moved on during the run (then the caller
 // schedules a follow-up).
-func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+	v := pl.v
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
 	defer v.sessions.release(rel)
-	if err := v.finishJournaled(rel); err != nil {
+	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}
 	if !v.dry {
@@ -120,7 +129,7 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 		v.recon.foldNoteCopies(rel)
 	}
 	for attempt := 1; ; attempt++ {
-		rep, err = v.processOnce(ctx, rel, job, attempt == maxAttempts)
+		rep, err = pl.processOnce(ctx, rel, job, attempt == maxAttempts)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
 			break
 		}
@@ -128,7 +137,7 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 	if err != nil || !rep.Ran {
 		return rep, false, err
 	}
-	again, err = v.movedOn(rel)
+	again, err = pl.movedOn(rel)
 	return rep, again, err
 }
 
@@ -137,7 +146,8 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 // since knotd started: their replies are appended once, before anything
 // decides whether the strand needs another run. An error leaves them
 // journaled and keeps the strand from running again meanwhile.
-func (v *Vault) finishJournaled(rel string) error {
+func (pl *pipeline) finishJournaled(rel string) error {
+	v := pl.v
 	if v.dry {
 		return nil
 	}
@@ -151,10 +161,10 @@ func (v *Vault) finishJournaled(rel string) error {
 		}
 		j, err := decodeJournal(p.Section)
 		if err == nil {
-			err = v.complete(p, j, true)
+			err = pl.complete(p, j, true)
 		}
 		if kept := (*replyKept)(nil); errors.As(err, &kept) {
-			v.sayKept(kept)
+			pl.sayKept(kept)
 			continue
 		}
 		if err != nil {
@@ -167,7 +177,8 @@ func (v *Vault) finishJournaled(rel string) error {
 
 // movedOn reports whether the strand at rel differs from what was last
 // processed: the user saved it again during the run.
-func (v *Vault) movedOn(rel string) (bool, error) {
+func (pl *pipeline) movedOn(rel string) (bool, error) {
+	v := pl.v
 	rec, has, err := v.store.Get(rel)
 	if err != nil {
 		return false, err
@@ -259,9 +270,10 @@ type work struct {
 // processOnce takes the strand at rel through the pipeline once: plan (look,
 // decide, prepare), then either record the change without a run
 // (commitSkip), or run the agent and record its reply.
-func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
+func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
+	v := pl.v
 	rep := RunReport{Strand: rel}
-	w, skip, err := v.plan(rel, job, last)
+	w, skip, err := pl.plan(rel, job, last)
 	defer v.settle(w)
 	if err != nil || w == nil {
 		rep.Skipped = skip
@@ -270,10 +282,10 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 	rep.Event = w.event
 	if skip != "" {
 		rep.Skipped = skip
-		return rep, v.commitSkip(w, skip)
+		return rep, pl.commitSkip(w, skip)
 	}
 	defer v.active.done(rel)
-	rep, r, err := v.run(ctx, w, job)
+	rep, r, err := pl.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
 	}
@@ -286,7 +298,7 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 		rep.Ran = false
 		return rep, nil
 	}
-	return rep, v.record(ctx, w, rep, r)
+	return rep, pl.record(ctx, w, rep, r)
 }
 
 // plan is the pipeline's first three steps, which run no agent and (but
@@ -294,7 +306,8 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 // returns nil work when there is nothing to do, a skip reason when the
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
-func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+	v := pl.v
 	if !job.ByHand {
 		// A paused strand's change waits, unrecorded, until the strand
 		// is resumed (or run by hand): nothing is lost.
@@ -305,13 +318,13 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return nil, skip, err
 		}
 	}
-	w, skip, err = v.look(rel, job)
+	w, skip, err = pl.look(rel, job)
 	if err != nil || w == nil || skip != "" {
 		return w, skip, err
 	}
 	w.lastAttempt = last
 	if w.failure == "" {
-		skip, err = v.decide(w, job)
+		skip, err = pl.decide(w, job)
 		if skip == emptySkip && !w.has {
 			// A new strand that is empty is not recorded at all: it runs
 			// as Created once it has content.
@@ -321,10 +334,10 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return w, skip, err
 		}
 	}
-	if why := v.checkTieOff(rel); why != nil {
+	if why := pl.checkTieOff(rel); why != nil {
 		// Its reply, or its failure, could never be recorded: the agent
 		// is not run, and the change waits, unrecorded.
-		return nil, v.waitForTieOff(rel, why), nil
+		return nil, pl.waitForTieOff(rel, why), nil
 	}
 	if w.failure == "" && !v.dry {
 		// A change that would run, over the day's budget, waits
@@ -341,14 +354,15 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return nil, budgetSkip + why, err
 		}
 	}
-	return w, "", v.prepare(w)
+	return w, "", pl.prepare(w)
 }
 
 // look is step 1: the strand on disk and what the state recorded of it.
 // A strand gone from the disk that has a record is a deletion; one that
 // is unchanged since its record (a touch) is restamped and needs nothing
 // more (nil work). A strand knotd may not read gets a failure.
-func (v *Vault) look(rel string, job Job) (*work, string, error) {
+func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
+	v := pl.v
 	abs, err := strand.Abs(v.root, rel)
 	if err != nil {
 		return nil, "", err
@@ -417,7 +431,8 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 // cannot be run (too big, binary, not UTF-8, unreadable frontmatter or
 // settings, an unknown agent or model): the failure is recorded as the
 // run's section. Otherwise it resolves the strand's settings and agent.
-func (v *Vault) decide(w *work, job Job) (string, error) {
+func (pl *pipeline) decide(w *work, job Job) (string, error) {
+	v := pl.v
 	sc := v.scopeOf(w.rel)
 	if sc.Off {
 		// Before anything else: a note the rules keep from every agent
@@ -426,15 +441,15 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	}
 	w.scope = sc
 	if w.event == strand.Deleted {
-		return v.decideDeleted(w, job)
+		return pl.decideDeleted(w, job)
 	}
 	if !w.tooBig && !job.Force {
-		if sec, ok := v.answered(w); ok {
+		if sec, ok := pl.answered(w); ok {
 			w.answer = &sec
 			return "already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
-	if !w.has && v.answeredBefore(w) {
+	if !w.has && pl.answeredBefore(w) {
 		// New to this device's state, but its tie-off answered an earlier
 		// version of it (on another device, or before the state was
 		// lost): a change of an old note, whose earlier version knotd
@@ -514,7 +529,8 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 
 // decideDeleted is decide for a recorded strand that is gone: its last
 // processed version's settings say whether its deletion runs.
-func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
+func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
+	v := pl.v
 	doc, perr := frontmatter.Parse(w.previous)
 	if perr == nil {
 		w.fields = doc.Fields
@@ -538,7 +554,7 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 		}
 	}
 	if !job.Force {
-		if sec, ok := v.answered(w); ok {
+		if sec, ok := pl.answered(w); ok {
 			return "its deletion is already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
@@ -559,7 +575,8 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 // continues (knot_resume) and the strand's session, written into the
 // strand where knotd writes sessions (see ensureSession, in session.go).
 // A run that records a failure, or a deletion, has nothing to prepare.
-func (v *Vault) prepare(w *work) error {
+func (pl *pipeline) prepare(w *work) error {
+	v := pl.v
 	if w.failure != "" || w.event == strand.Deleted {
 		return nil
 	}
@@ -592,7 +609,8 @@ type reply struct {
 // makes the failure the section without running it). A run canceled
 // because knotd is stopping returns no reply: nothing is recorded, and
 // the next start catches up on the change.
-func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
+func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
+	v := pl.v
 	runID, err := uuid.NewV7()
 	if err != nil {
 		return RunReport{}, nil, fmt.Errorf("vault: new run id: %w", err)
@@ -607,7 +625,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 	}
 
 	mask := masker(w.agent)
-	r.log = v.createRunLog(rep.RunID, w.rel, mask)
+	r.log = pl.createRunLog(rep.RunID, w.rel, mask)
 	done := false
 	defer func() {
 		if !done {
@@ -621,7 +639,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		r.sec.Failed, r.sec.Body = true, w.failure
 		v.log.Warn("strand cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
 	} else {
-		req, err := v.request(w, job, rep.RunID, now)
+		req, err := pl.request(w, job, rep.RunID, now)
 		if err != nil {
 			return rep, nil, err
 		}
@@ -674,7 +692,8 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 // survives a crash at any point: journal the section with the strand's
 // new record, append the section to the tie-off, then commit the record
 // and drop the journal entry in one transaction (completeRun).
-func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
+func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
+	v := pl.v
 	sec := r.sec
 	rec := w.rec
 	rec.Path = w.rel
@@ -730,11 +749,11 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 		}
 	}
 	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Section: enc}
-	if err := v.putPending(ctx, p); err != nil {
+	if err := pl.putPending(ctx, p); err != nil {
 		return err
 	}
 	v.observe.journaled(p.RunID)
-	return v.completeRun(p, j, false, r.log)
+	return pl.completeRun(p, j, false, r.log)
 }
 
 // putPending journals the run p. The agent has replied: a journal that
@@ -742,7 +761,8 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 // with growing pauses, for as long as knotd watches (until it stops), so
 // that the reply is kept and the agent is not run again for the same
 // change. A pass (--once) tries a few times, then fails the run.
-func (v *Vault) putPending(ctx context.Context, p state.Pending) error {
+func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
+	v := pl.v
 	deadline := v.now().Add(commitPatience)
 	for tries := 0; ; tries++ {
 		pause := backoff(time.Second, tries)
@@ -777,18 +797,19 @@ const (
 // in the tie-off) and commits its record. When recovering (check), a
 // record that a later run of the strand committed meanwhile is kept: the
 // section is appended, the journal entry dropped.
-func (v *Vault) complete(p state.Pending, j journal, check bool) error {
+func (pl *pipeline) complete(p state.Pending, j journal, check bool) error {
 	var tl *runLog
 	if check {
-		tl = v.reopenRunLog(p.RunID, p.Record.Path)
+		tl = pl.reopenRunLog(p.RunID, p.Record.Path)
 		defer tl.close()
 	}
-	return v.completeRun(p, j, check, tl)
+	return pl.completeRun(p, j, check, tl)
 }
 
 // completeRun is complete, recording the section's place in the run's
 // transcript tl (which may be nil).
-func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
+func (pl *pipeline) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
+	v := pl.v
 	t, err := strand.TieOffPath(p.Record.Path)
 	if err != nil {
 		return err
@@ -796,7 +817,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !v.unwritableTieOff(t, err) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.unwritableTieOff(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
 		cur, has, err := v.store.Get(p.Record.Path)
@@ -809,7 +830,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	var offset int64
 	var kept *replyKept
 	if done {
-		offset = v.sectionOffset(t, p.RunID)
+		offset = pl.sectionOffset(t, p.RunID)
 	} else {
 		err = v.faults.appending(p.RunID)
 		switch {
@@ -819,12 +840,12 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		default:
 			offset, err = tieoff.Append(v.fs, t, j.Section)
 		}
-		if err != nil && v.unwritableTieOff(t, err) {
+		if err != nil && pl.unwritableTieOff(t, err) {
 			// A tie-off that can never be written as it is (see
 			// unwritable.go): the reply is kept outside the vault and
 			// the run is done, rather than journaled for ever.
 			var kerr error
-			if kept, kerr = v.keepReply(p, j, t, err); kerr != nil {
+			if kept, kerr = pl.keepReply(p, j, t, err); kerr != nil {
 				err = fmt.Errorf("%w; and keeping the reply in knotd's state directory failed too: %w", err, kerr)
 			} else {
 				err = nil
@@ -863,13 +884,14 @@ func keptErr(kept *replyKept) error {
 
 // commitSkip records the strand's current version as processed without a
 // run.
-func (v *Vault) commitSkip(w *work, why string) error {
+func (pl *pipeline) commitSkip(w *work, why string) error {
+	v := pl.v
 	v.log.Debug("change recorded without a run", "strand", w.rel, "event", w.event, "why", why)
 	if w.event == strand.Deleted {
 		return v.store.Delete(w.rel)
 	}
 	if w.answer != nil {
-		return v.commitAnswered(w, *w.answer)
+		return pl.commitAnswered(w, *w.answer)
 	}
 	rec := w.rec
 	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash

@@ -183,11 +183,11 @@ func (v *Vault) firstRun(w *work) bool {
 // markerSessionOf returns the session the newest answer in the strand's
 // tie-off records, "" when there is none knotd can use.
 func (v *Vault) markerSessionOf(w *work) string {
-	v.loadTail(w)
+	v.pipe.loadTail(w)
 	if w.tail == nil {
 		return ""
 	}
-	sec, ok, err := v.newestAnswer(w.rel, w.tail)
+	sec, ok, err := v.pipe.newestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
 		return ""
 	}

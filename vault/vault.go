@@ -98,6 +98,9 @@ type Vault struct {
 	tieWaits sync.Map
 
 	claims claims // strand paths being worked on
+	// pipe is the pipeline of one strand's change: look, decide,
+	// prepare, run, record (pipeline.go).
+	pipe pipeline
 	// recon looks at the disk against the state: changes, renames, and
 	// sync tools' conflict copies (reconcile.go, conflict.go).
 	recon    reconciler
@@ -352,6 +355,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		checkEvery: rootCheck,
 	}
 	v.recon = reconciler{v: v}
+	v.pipe = pipeline{v: v}
 	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.loadOpts = loadOpts
@@ -460,10 +464,10 @@ func (v *Vault) recover() error {
 	for _, p := range ps {
 		j, err := decodeJournal(p.Section)
 		if err == nil {
-			err = v.complete(p, j, true)
+			err = v.pipe.complete(p, j, true)
 		}
 		if kept := (*replyKept)(nil); errors.As(err, &kept) {
-			v.sayKept(kept)
+			v.pipe.sayKept(kept)
 			continue
 		}
 		if err != nil {
@@ -650,7 +654,7 @@ func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if !hasTieOff {
 		return p, true
 	}
-	sec, ok, err := v.newestAnswer(rel, nil)
+	sec, ok, err := v.pipe.newestAnswer(rel, nil)
 	if err != nil {
 		v.log.Warn("cannot read the strand's tie-off; adopting the strand as it is", "strand", rel, "err", err)
 	}
