@@ -377,7 +377,7 @@ func (a *agentFS) settle(rel string) {
 			kept = append(kept, g)
 			continue
 		}
-		if a.v.settleGuard(g.rel, g.g) {
+		if a.v.sess.settleGuard(g.rel, g.g) {
 			// The file holds a save the agent has not read: its next
 			// write is refused until it reads the file again.
 			a.seen[g.rel] = state.Hash{}

@@ -85,7 +85,7 @@ func (pl *pipeline) commitAnswered(w *work, sec tieoff.Section) error {
 	if s := markerSession(sec); s != "" {
 		rec.Session = s
 	}
-	v.newConversationAsked(w, &rec)
+	v.sess.newConversationAsked(w, &rec)
 	err := v.store.Put(rec, w.content)
 	if errors.Is(err, state.ErrSessionTaken) {
 		// The session belongs to another strand here (this one is a copy

@@ -219,7 +219,7 @@ func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
 			// may hold words typed on this device that the winning save
 			// never had: they are kept, outside the vault, before the
 			// copy goes.
-			where, err := v.rescue(c, cp)
+			where, err := v.sess.rescue(c, cp)
 			if err != nil {
 				return noFold, fmt.Errorf("keep the copy before removing it: %w", err)
 			}
@@ -248,7 +248,7 @@ func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
 		return noFold, nil
 	}
 	g, err := frontmatter.WriteFile(v.fs, rel, note, updated)
-	v.settleGuard(rel, g) // a save that raced the write is put back, or kept
+	v.sess.settleGuard(rel, g) // a save that raced the write is put back, or kept
 	if errors.Is(err, vaultfs.ErrChanged) {
 		return noFold, nil // saved meanwhile: the copy stays, for the user
 	}

@@ -274,7 +274,7 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 	v := pl.v
 	rep := RunReport{Strand: rel}
 	w, skip, err := pl.plan(rel, job, last)
-	defer v.settle(w)
+	defer v.sess.settle(w)
 	if err != nil || w == nil {
 		rep.Skipped = skip
 		return rep, err
@@ -500,7 +500,7 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 	if ev := sc.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
 		return "the rules for its path do not run it on " + strings.ToLower(w.event.String()), nil
 	}
-	if w.event == strand.Modified && !job.Force && v.onlyOwnKeysChanged(w.previous, content) {
+	if w.event == strand.Modified && !job.Force && v.sess.onlyOwnKeysChanged(w.previous, content) {
 		return "only knotd's own frontmatter keys changed", nil
 	}
 	if probs := doc.Fields.Problems; len(probs) > 0 {
@@ -589,9 +589,9 @@ func (pl *pipeline) prepare(w *work) error {
 	}
 	w.keeps = w.agent.KeepsConversation()
 	if w.fields.NewSession && !(w.previousFields().NewSession && w.rec.Session != "") {
-		return v.newConversation(w)
+		return v.sess.newConversation(w)
 	}
-	return v.ensureSession(w, w.fields.Session)
+	return v.sess.ensureSession(w, w.fields.Session)
 }
 
 // reply is what step 4, run, leaves for record: the run's tie-off
@@ -728,7 +728,7 @@ func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
 	}
-	if v.settle(w) {
+	if v.sess.settle(w) {
 		// A save that was under way when knotd wrote the strand went
 		// into the file knotd replaced and is back: the strand is not
 		// the version the run saw, and its stamp must not say it is.
@@ -896,7 +896,7 @@ func (pl *pipeline) commitSkip(w *work, why string) error {
 	rec := w.rec
 	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
-	v.newConversationAsked(w, &rec)
+	v.sess.newConversationAsked(w, &rec)
 	if rec.Session != "" {
 		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
 			rec.Session = ""

@@ -163,7 +163,7 @@ func (pl *pipeline) keepReply(p state.Pending, j journal, t string, err error) (
 	if ferr != nil {
 		return nil, ferr
 	}
-	kept, rerr := v.rescue(t, sec)
+	kept, rerr := v.sess.rescue(t, sec)
 	if rerr != nil {
 		return nil, rerr
 	}

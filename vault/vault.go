@@ -98,6 +98,9 @@ type Vault struct {
 	tieWaits sync.Map
 
 	claims claims // strand paths being worked on
+	// sess decides which conversation a strand continues and writes
+	// into strands without clobbering a save (session.go).
+	sess sessionKeeper
 	// pipe is the pipeline of one strand's change: look, decide,
 	// prepare, run, record (pipeline.go).
 	pipe pipeline
@@ -356,6 +359,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	}
 	v.recon = reconciler{v: v}
 	v.pipe = pipeline{v: v}
+	v.sess = sessionKeeper{v: v}
 	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.loadOpts = loadOpts
