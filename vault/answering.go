@@ -358,7 +358,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 
 // standBy waits one heartbeat, or returns when ctx ends.
 func (v *Vault) standBy(ctx context.Context) error {
-	v.reloadIfChanged()
+	v.reloader.reloadIfChanged()
 	t := time.NewTimer(v.answering.heartbeat())
 	defer t.Stop()
 	select {

@@ -71,18 +71,14 @@ type Vault struct {
 	// symbolic link or ".." leads out of the vault.
 	fs *os.Root
 	// conf is the configuration, replaced whole when it is reloaded
-	// (Reload); loadOpts is where it was loaded from.
+	// (Reload, reload.go).
 	conf     atomic.Pointer[config.Config]
-	loadOpts config.LoadOptions
-	// confStamps are the config files as last looked at (by the watch
-	// loop's goroutine, and Reload on it or on SIGHUP's: see reloads).
-	reloadMu   sync.Mutex
-	confStamps []configStamp
-	store      *state.Store
-	lock       *statedir.Lock
-	folder     statedir.Folder // the vault's folder in the state directory
-	device     statedir.Device // this device
-	rules      *ignore.Rules
+	reloader reloader
+	store    *state.Store
+	lock     *statedir.Lock
+	folder   statedir.Folder // the vault's folder in the state directory
+	device   statedir.Device // this device
+	rules    *ignore.Rules
 	// agent is the Agent tests gave (Options.Agent); otherwise runner,
 	// replaced when the configuration is reloaded, runs the agents.
 	agent  Agent
@@ -124,8 +120,9 @@ type Vault struct {
 	// own holds knotd's own writes into strands whose work is under way
 	// (knot_session), so that the watcher does not take them for changes.
 	own ownWrites
-	// spend counts the day's runs for the budget.
-	spend spend
+	// budget counts the day's runs and defers what goes past it
+	// (budget.go).
+	budget budget
 	// obsidian is Obsidian's Excluded files setting, read at open and at
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
@@ -359,11 +356,13 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	}
 	v.recon = reconciler{v: v}
 	v.pipe = pipeline{v: v}
+	v.budget = budget{v: v}
+	v.reloader = reloader{v: v}
 	v.sess = sessionKeeper{v: v}
 	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
-	v.loadOpts = loadOpts
-	v.confStamps = v.configStamps()
+	v.reloader.loadOpts = loadOpts
+	v.reloader.confStamps = v.reloader.configStamps()
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}

@@ -286,7 +286,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
-			for _, rel := range l.v.allowedDeferred() {
+			for _, rel := range l.v.budget.allowedDeferred() {
 				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 			}
 			l.releaseAfterWork()
@@ -312,7 +312,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		}
 		// A changed config file applies before the changes that came
 		// with it are run (two stats a turn).
-		l.v.reloadIfChanged()
+		l.v.reloader.reloadIfChanged()
 		if len(batch) > 0 {
 			l.reconcile(batch)
 		}
