@@ -53,9 +53,10 @@ type pipeline struct {
 // scheduler runs a follow-up if it did. Steps 1–3 (plan) write nothing
 // but the strand's session; --dry-run shows what they planned.
 
-// Agent runs one agent invocation. agentrun.Runner satisfies it; tests may
+// AgentRunner runs one agent invocation (an agentrun.Agent is a configured
+// agent; this runs one). agentrun.Runner satisfies it; tests may
 // substitute their own.
-type Agent interface {
+type AgentRunner interface {
 	Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error)
 }
 

@@ -211,7 +211,7 @@ func (l *runLog) finish(w *work, req *agentrun.Request, res agentrun.Result, not
 	}
 	if !l.started {
 		// The agent never reached OnStart (a refused request, a command
-		// line that could not be built, or an Agent without the hook).
+		// line that could not be built, or an AgentRunner without the hook).
 		l.started = true
 		l.record(startedFor(w, req, res.Argv))
 		if res.Prompt != "" {

@@ -44,7 +44,7 @@ type Options struct {
 	Flags config.Settings
 	// Agent runs the agents; nil means an agentrun.Runner with the
 	// configured limits. Tests substitute their own.
-	Agent Agent
+	Agent AgentRunner
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Grace is how long running agents may finish after knotd is told to
@@ -79,9 +79,9 @@ type Vault struct {
 	folder   statedir.Folder // the vault's folder in the state directory
 	device   statedir.Device // this device
 	rules    *ignore.Rules
-	// agent is the Agent tests gave (Options.Agent); otherwise runner,
+	// agent is the AgentRunner tests gave (Options.Agent); otherwise runner,
 	// replaced when the configuration is reloaded, runs the agents.
-	agent  Agent
+	agent  AgentRunner
 	runner atomic.Pointer[agentrun.Runner]
 	log    *slog.Logger
 	now    func() time.Time // the clock of sections, records and devices' heartbeats (the watch loop's delays run on its timers' clock)
@@ -724,7 +724,7 @@ func (v *Vault) config() *config.Config { return v.conf.Load() }
 
 // runAgent returns what runs the agents: the runner of the configuration
 // in force, or the Agent tests gave.
-func (v *Vault) runAgent() Agent {
+func (v *Vault) runAgent() AgentRunner {
 	if v.agent != nil {
 		return v.agent
 	}
