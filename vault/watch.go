@@ -27,6 +27,83 @@ type WatchOptions struct {
 	TakeOver bool
 }
 
+// ErrStandby is wrapped by errors about work a standby device refuses.
+var ErrStandby = errors.New("another device answers this vault")
+
+// Watch watches the vault until ctx ends, answering it while this device
+// is the answering device and standing by otherwise: it decides at the
+// start and at every heartbeat. A device that another device takes over
+// from stops taking changes, lets its running agents finish (as on a stop)
+// and stands by; a standby device that becomes the answering device
+// catches up on every change the answering device left unanswered (the
+// tie-off markers say what it answered) and answers from then on. See
+// answerWatch for the rest. It returns nil when ctx ends.
+func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
+	defer v.answering.stopBeat()
+	v.watching.Store(true)
+	defer v.watching.Store(false)
+	// First contact comes first, answering or not (see Once).
+	if _, seen, err := v.store.Adopted(); err != nil {
+		return err
+	} else if !seen && !opts.All {
+		if _, err := v.firstContact(); err != nil {
+			return err
+		}
+	}
+	takeOver := opts.TakeOver
+	var said string
+	for {
+		d, _ := v.answering.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
+		takeOver = false
+		if d.Why != said {
+			if d.Answer {
+				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
+			} else {
+				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
+				if d.Unanswered != "" {
+					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
+				}
+			}
+			said = d.Why
+		}
+		if !d.Answer {
+			if err := v.standBy(ctx); err != nil || ctx.Err() != nil {
+				return err
+			}
+			continue
+		}
+		v.answering.waitHandover(ctx, d.From)
+		if ctx.Err() != nil {
+			return nil
+		}
+		answerCtx, stepDown := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { v.answering.keepAnswering(answerCtx, stepDown, &said) })
+		err := v.answerWatch(answerCtx, opts)
+		stepDown()
+		wg.Wait()
+		v.answering.steppingDown.Store(false)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		opts.All = false // --all ran once, when this device first answered
+	}
+}
+
+// standBy waits one heartbeat, or returns when ctx ends.
+func (v *Vault) standBy(ctx context.Context) error {
+	v.reloader.reloadIfChanged()
+	t := time.NewTimer(v.answering.heartbeat())
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-v.store.Damaged():
+		return v.stateDamaged()
+	}
+	return nil
+}
+
 // answerWatch is Watch while this device answers the vault, until ctx
 // ends: the startup catch-up, then every settled change, overflow rescans
 // and, when configured, polling. When ctx ends it stops taking events,
