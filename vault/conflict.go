@@ -132,6 +132,19 @@ func (r *reconciler) sayNoteCopy(c string) {
 	})
 }
 
+// fold is the pipeline's first step for the strand rel: the sync
+// conflict copies reconcile found of its tie-off are merged into it
+// (mergeCopies), then those of its note folded back (foldNoteCopies), so
+// that the change the pipeline looks at is the whole of it. A dry run
+// folds nothing. The caller holds the strand.
+func (r *reconciler) fold(rel string) {
+	if r.v.dry {
+		return
+	}
+	r.mergeCopies(rel)
+	r.foldNoteCopies(rel)
+}
+
 // foldNoteCopies folds back the conflict copies of the strand rel's note
 // that reconcile found, or removes them, where that loses nothing (see
 // foldNoteCopy), and says the others once; the caller holds the strand.

@@ -25,10 +25,11 @@ import (
 	"github.com/knotd/knotd/tieoff"
 )
 
-// pipeline is the pipeline of one strand's change (process): look,
+// pipeline is the pipeline of one strand's change (process): fold, look,
 // decide, prepare, run, record, and the journal that makes a finished
-// run survive a crash; answered.go, request.go, transcript.go and
-// unwritable.go hold its steps' helpers.
+// run survive a crash; runmarker.go, request.go, transcript.go and
+// unwritable.go hold its steps' helpers, session.go (sessionKeeper) its
+// writes into the strand, conflict.go (the reconciler's) its folding.
 type pipeline struct {
 	v *Vault
 }
@@ -37,10 +38,13 @@ type pipeline struct {
 // reaches process (the scheduler's work function), which takes it through
 // these steps, in this file and in this order:
 //
+//  0. fold: the strand's journaled runs finished (finishJournaled), and
+//     the sync conflict copies of its tie-off and note folded in
+//     (reconciler.fold, conflict.go);
 //  1. look: the strand on disk and its record in the state store;
 //  2. decide: whether the change runs, is recorded without a run (a skip),
 //     or is recorded as a failure that explains why it cannot run; the
-//     tie-off's run markers may show it is answered already (answered.go);
+//     tie-off's run markers may show it is answered already (runmarker.go);
 //  3. prepare: the conversation it continues and the strand's session,
 //     written into the strand without clobbering a save (session.go);
 //  4. run: the agent, given the prompt built from the strand, its tie-off
@@ -125,10 +129,7 @@ func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunRe
 	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}
-	if !v.dry {
-		v.recon.mergeCopies(rel)
-		v.recon.foldNoteCopies(rel)
-	}
+	v.recon.fold(rel)
 	for attempt := 1; ; attempt++ {
 		rep, err = pl.processOnce(ctx, rel, job, attempt == maxAttempts)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {

@@ -518,7 +518,7 @@ type Adoption struct {
 
 // adopt records what knotd knows of a vault it has no state for: first
 // contact, or a state store that was lost, damaged or moved aside. The
-// vault is the truth (see answered.go), so it reads each strand and the
+// vault is the truth (see runmarker.go), so it reads each strand and the
 // newest section of its tie-off:
 //
 //   - a strand whose tie-off's newest section answers its content is
