@@ -146,7 +146,7 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 // be recorded without a run, if any.
 func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
 	wk, skip, err := v.pipe.plan(rel, job, false)
-	defer v.sessions.release(rel)
+	defer v.sess.sessions.release(rel)
 	switch {
 	case err != nil:
 		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +33,9 @@ import (
 // writes into the strand, conflict.go (the reconciler's) its folding.
 type pipeline struct {
 	v *Vault
+	// tieWaits holds the strands whose change waits for their tie-off,
+	// which cannot be written (unwritable.go): tie-off path → strand.
+	tieWaits sync.Map
 }
 
 // The pipeline of one strand. A settled change of the strand at rel
@@ -125,7 +129,7 @@ func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunRe
 	v := pl.v
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
-	defer v.sessions.release(rel)
+	defer v.sess.sessions.release(rel)
 	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}

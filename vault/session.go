@@ -29,7 +29,8 @@ import (
 // sessionKeeper is the pipeline's prepare step for the strand's session
 // and knotd's own writes into strands (see above).
 type sessionKeeper struct {
-	v *Vault
+	v        *Vault
+	sessions sessionClaims // sessions of the runs being prepared or under way
 }
 
 // writesSession reports whether knotd writes the strand's knot_session
@@ -50,7 +51,7 @@ func (sk *sessionKeeper) newConversation(w *work) error {
 	v := sk.v
 	id := uuid.NewString()
 	v.log.Info("strand asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
-	if !v.sessions.claim(id, w.rel) {
+	if !sk.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
 	if sk.writesSession(w) {
@@ -90,7 +91,7 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 		if err != nil {
 			return err
 		}
-		if (!taken || owner.Path == w.rel) && v.sessions.claim(have, w.rel) {
+		if (!taken || owner.Path == w.rel) && sk.sessions.claim(have, w.rel) {
 			w.session, w.newSession = have, w.rec.Session != have
 			return nil
 		}
@@ -120,7 +121,7 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 			return sk.giveSession(w, id, "strand is a copy of another strand; it keeps the session of its own it was given")
 		}
 		id := uuid.NewString()
-		if !v.sessions.claim(id, w.rel) {
+		if !sk.sessions.claim(id, w.rel) {
 			return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 		}
 		v.log.Info("strand is a copy of another strand; giving it a session of its own", "strand", w.rel, "original", owner.Path)
@@ -138,7 +139,7 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 		}
 	}
 	id := uuid.NewString()
-	if !v.sessions.claim(id, w.rel) {
+	if !sk.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
 	w.session, w.newSession = id, true
@@ -154,7 +155,7 @@ func (sk *sessionKeeper) ownSession(w *work, id string) bool {
 	if err != nil || (taken && owner.Path != w.rel) {
 		return false
 	}
-	return v.sessions.claim(id, w.rel)
+	return sk.sessions.claim(id, w.rel)
 }
 
 // giveSession writes the strand's session id into it where knotd writes

@@ -55,11 +55,10 @@ func (pl *pipeline) tieOffUnwritable(rel string) error {
 // checkTieOff is tieOffUnwritable, and forgets that the strand rel
 // waited for its tie-off when it can be written.
 func (pl *pipeline) checkTieOff(rel string) error {
-	v := pl.v
 	err := pl.tieOffUnwritable(rel)
 	if err == nil {
 		if t, terr := strand.TieOffPath(rel); terr == nil {
-			v.tieWaits.Delete(t)
+			pl.tieWaits.Delete(t)
 		}
 	}
 	return err
@@ -68,19 +67,17 @@ func (pl *pipeline) checkTieOff(rel string) error {
 // watched is what the watcher hints: what knotd looks for in a vault
 // (isWatched), and the tie-offs that changes wait for.
 func (pl *pipeline) watched(rel string) bool {
-	v := pl.v
 	if isWatched(rel) {
 		return true
 	}
-	_, ok := v.tieWaits.Load(rel)
+	_, ok := pl.tieWaits.Load(rel)
 	return ok
 }
 
 // waitingFor returns the strand whose change waits for the tie-off t, if
 // one does; it no longer waits for it then (its processing looks again).
 func (pl *pipeline) waitingFor(t string) (string, bool) {
-	v := pl.v
-	rel, ok := v.tieWaits.LoadAndDelete(t)
+	rel, ok := pl.tieWaits.LoadAndDelete(t)
 	if !ok {
 		return "", false
 	}
@@ -129,7 +126,7 @@ func (pl *pipeline) folderLinked(t string) bool {
 func (pl *pipeline) waitForTieOff(rel string, why error) string {
 	v := pl.v
 	t, _ := strand.TieOffPath(rel)
-	v.tieWaits.Store(t, rel)
+	pl.tieWaits.Store(t, rel)
 	v.noticeOnce("unwritable-tieoff:"+t, func() {
 		v.log.Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
 			"strand", rel, "tieoff", t, "err", why)

@@ -89,9 +89,6 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
-	// tieWaits holds the strands whose change waits for their tie-off,
-	// which cannot be written (unwritable.go): tie-off path → strand.
-	tieWaits sync.Map
 
 	claims claims // strand paths being worked on
 	// sess decides which conversation a strand continues and writes
@@ -102,8 +99,7 @@ type Vault struct {
 	pipe pipeline
 	// recon looks at the disk against the state: changes, renames, and
 	// sync tools' conflict copies (reconcile.go, conflict.go).
-	recon    reconciler
-	sessions sessionClaims // sessions of the runs being prepared or under way
+	recon reconciler
 
 	// answering decides whether this device answers the vault
 	// (answering.go).
