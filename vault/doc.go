@@ -10,8 +10,9 @@
 //     belongs to; Open locks it (package internal/statedir: one knotd per
 //     vault, an OS file lock in the vault's folder of the state
 //     directory), loads its configuration (package config), opens the
-//     state store (package state), finishes runs a crash left journaled,
-//     and adopts the strands of a vault knotd has never seen.
+//     state store (package state), and finishes runs a crash left
+//     journaled; its adopter adopts the strands of a vault knotd has never
+//     seen and catches up on what changed while knotd was stopped.
 //   - The pipeline of one strand (pipeline, pipeline.go, with request.go,
 //     runmarker.go, transcript.go and unwritable.go; sessionKeeper,
 //     session.go): fold, look, decide, prepare, run, record. Start

@@ -118,7 +118,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 func (v *Vault) dryFirstContact(w io.Writer) error {
 	var a Adoption
 	var runs []string
-	err := v.survey(func(p adoptee) error {
+	err := v.adoption.survey(func(p adoptee) error {
 		a.count(p.kind)
 		switch p.kind {
 		case changedKind:

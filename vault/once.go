@@ -134,7 +134,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	if _, seen, err := v.store.Adopted(); err != nil {
 		return t.sum, err
 	} else if !seen && !opts.All {
-		if adoption, err = v.firstContact(); err != nil {
+		if adoption, err = v.adoption.firstContact(); err != nil {
 			return t.sum, err
 		}
 		t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
@@ -174,7 +174,7 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		pending, res = v.notesOf(opts.Notes)
 		t.sum.Refused, t.named = res.Refused, true
 		job = Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true}
-	} else if pending, _, err = v.catchUp(opts.All); err != nil {
+	} else if pending, _, err = v.adoption.catchUp(opts.All); err != nil {
 		return t.sum, err
 	}
 	total := len(pending)
@@ -219,13 +219,14 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 // adopts the vault (see adopt), then reconciles the whole vault, which
 // finds the strands changed since their last answer; with all
 // every strand on disk and every recorded one is pending.
-func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
+func (ad *adopter) catchUp(all bool) (pending []string, a Adoption, err error) {
+	v := ad.v
 	_, seen, err := v.store.Adopted()
 	if err != nil {
 		return nil, a, err
 	}
 	if !seen && !all {
-		if a, err = v.firstContact(); err != nil {
+		if a, err = ad.firstContact(); err != nil {
 			return nil, a, err
 		}
 		if a.Changed == 0 {
@@ -250,8 +251,9 @@ func (v *Vault) catchUp(all bool) (pending []string, a Adoption, err error) {
 }
 
 // firstContact adopts the vault and says what it found.
-func (v *Vault) firstContact() (Adoption, error) {
-	a, err := v.adopt()
+func (ad *adopter) firstContact() (Adoption, error) {
+	v := ad.v
+	a, err := ad.adopt()
 	if err != nil {
 		return a, err
 	}

@@ -97,6 +97,8 @@ type Vault struct {
 	// pipe is the pipeline of one strand's change: look, decide,
 	// prepare, run, record (pipeline.go).
 	pipe pipeline
+	// adoption is first contact and the catch-up (adopt, catchUp).
+	adoption adopter
 	// recon looks at the disk against the state: changes, renames, and
 	// sync tools' conflict copies (reconcile.go, conflict.go).
 	recon reconciler
@@ -352,6 +354,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	}
 	v.recon = reconciler{v: v}
 	v.pipe = pipeline{v: v}
+	v.adoption = adopter{v: v}
 	v.budget = budget{v: v}
 	v.reloader = reloader{v: v}
 	v.sess = sessionKeeper{v: v}
@@ -500,6 +503,12 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 	v.log.Warn(msg, append([]any{"path", path}, args...)...)
 }
 
+// adopter is first contact with a vault knotd has no state for (adopt),
+// and the catch-up on what changed while knotd was stopped (catchUp).
+type adopter struct {
+	v *Vault
+}
+
 // Adoption is what first contact with a vault found (see adopt).
 type Adoption struct {
 	// Adopted counts strands recorded as processed without a run: their
@@ -530,7 +539,8 @@ type Adoption struct {
 // was deleted since its last answer gets no Deleted run on a device that
 // has no state of it, since knotd knows neither the strand's last content
 // nor its settings (knot_events may leave deletions out).
-func (v *Vault) adopt() (Adoption, error) {
+func (ad *adopter) adopt() (Adoption, error) {
+	v := ad.v
 	var a Adoption
 	now := v.now().UTC()
 	const batch = 1000
@@ -560,7 +570,7 @@ func (v *Vault) adopt() (Adoption, error) {
 		}
 		return nil
 	}
-	err := v.survey(func(p adoptee) error {
+	err := ad.survey(func(p adoptee) error {
 		a.count(p.kind)
 		pending = append(pending, p)
 		if len(pending) == batch {
@@ -608,7 +618,8 @@ type adoptee struct {
 // survey looks at every strand of the vault and its tie-off as adopt
 // does, and calls fn with each strand's adoptee, in path order; it writes
 // nothing.
-func (v *Vault) survey(fn func(adoptee) error) error {
+func (ad *adopter) survey(fn func(adoptee) error) error {
+	v := ad.v
 	var paths []string
 	tieOffs := map[string]bool{} // the strands whose tie-off is there
 	isStrandOrTieOff := func(rel string) bool {
@@ -627,7 +638,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 	}
 	slices.Sort(paths) // in key order: bbolt fills its pages best that way
 	for _, rel := range paths {
-		p, ok := v.surveyStrand(rel, tieOffs[rel])
+		p, ok := ad.surveyStrand(rel, tieOffs[rel])
 		if !ok {
 			continue
 		}
@@ -640,7 +651,8 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 
 // surveyStrand is survey's look at the strand rel on disk; ok is false
 // when it cannot be read (it is said, and processed when it can be).
-func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
+func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
+	v := ad.v
 	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if err != nil {
 		v.log.Warn("cannot read strand; it will be processed when it can", "strand", rel, "err", err)

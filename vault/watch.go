@@ -46,7 +46,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	if _, seen, err := v.store.Adopted(); err != nil {
 		return err
 	} else if !seen && !opts.All {
-		if _, err := v.firstContact(); err != nil {
+		if _, err := v.adoption.firstContact(); err != nil {
 			return err
 		}
 	}
@@ -129,14 +129,14 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	var all []string
 	switch {
 	case opts.All:
-		if all, _, err = v.catchUp(true); err != nil {
+		if all, _, err = v.adoption.catchUp(true); err != nil {
 			return err
 		}
 	case !seen:
 		// The strands changed since their last answer are found
 		// by the startup rescan, like any change made while knotd was
 		// stopped.
-		if _, err := v.firstContact(); err != nil {
+		if _, err := v.adoption.firstContact(); err != nil {
 			return err
 		}
 	}
