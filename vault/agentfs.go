@@ -360,7 +360,7 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if ign, why := v.rules.Explain(rel); ign {
 		return "", refused("%s is %s", rel, why)
 	}
-	linked, nested, err := v.linkedDir(rel, nil)
+	linked, nested, err := v.recon.linkedDir(rel, nil)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", rel, err)
@@ -483,7 +483,7 @@ func (a *agentFS) settle(rel string) {
 			kept = append(kept, g)
 			continue
 		}
-		if a.v.settleGuard(g.rel, g.g) {
+		if a.v.sess.settleGuard(g.rel, g.g) {
 			// The file holds a save the agent has not read: its next
 			// write is refused until it reads the file again.
 			a.seen[g.rel] = state.Hash{}

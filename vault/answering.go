@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/device"
@@ -20,12 +21,31 @@ import (
 // (and its own state, on first contact), and says which device answers and
 // how to change that.
 
+// answerer is the answering device: this device's heartbeat and its
+// decisions about answering the vault v. Its methods are safe for
+// concurrent use.
+type answerer struct {
+	v       *Vault
+	beat    time.Duration     // heartbeat interval (0: device.Check)
+	mu      sync.Mutex        // guards mine and decided
+	mine    *device.Heartbeat // this device's heartbeat as last written
+	decided *device.Decision  // the last decision about answering
+	// steppingDown is set while a device that another took over from
+	// stops: its runs get no grace period.
+	steppingDown atomic.Bool
+	// settleMu serialises the runs that wait for a first claim to settle
+	// (see answersHold); recheck, when it holds a value, makes
+	// keepAnswering decide again at once (a run found another claim).
+	settleMu sync.Mutex
+	recheck  chan struct{}
+}
+
 // heartbeat returns how often this device decides again whether it
 // answers (it reads the other devices' heartbeats each time, and writes
 // its own when its claim changes or device.Interval has passed).
-func (v *Vault) heartbeat() time.Duration {
-	if v.beat > 0 {
-		return v.beat
+func (a *answerer) heartbeat() time.Duration {
+	if a.beat > 0 {
+		return a.beat
 	}
 	return device.Check
 }
@@ -45,33 +65,33 @@ func (v *Vault) heartbeat() time.Duration {
 //
 // The error is set when the device stands by because its heartbeat could
 // not be written (a pass reports it as a failure).
-func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
-	me := v.me()
+func (a *answerer) decideAnswering(takeOver bool) (device.Decision, error) {
+	me := a.me()
 	// This device's heartbeat, and the answering device's as last seen,
 	// are read whatever else the folder holds; at first, when this device
 	// does not know yet which device answers, every heartbeat is.
 	read := device.ReadAll
 	always := []string{me.Device}
-	if last := v.lastDecision(); last != nil {
+	if last := a.lastDecision(); last != nil {
 		read = device.Read
 		if last.By != nil {
 			always = append(always, last.By.Device)
 		}
 	}
-	others, rerr := read(v.fs, always...)
+	others, rerr := read(a.v.fs, always...)
 	switch {
 	case errors.Is(rerr, device.ErrTooMany):
-		v.warnOnce(device.Dir+" too many", "the folder of the devices' heartbeats holds too many files; this device's own heartbeat, and the answering device's, are read all the same", "err", rerr)
+		a.v.warnOnce(device.Dir+" too many", "the folder of the devices' heartbeats holds too many files; this device's own heartbeat, and the answering device's, are read all the same", "err", rerr)
 	case rerr != nil:
-		v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
-		if last := v.lastDecision(); last != nil && !takeOver {
+		a.v.warnOnce(device.Dir, "cannot read the other devices' heartbeats", "err", rerr)
+		if last := a.lastDecision(); last != nil && !takeOver {
 			return *last, nil
 		}
 	}
-	now := v.now().UTC()
-	d := device.Decide(me, others, device.Policy{Runner: v.config().Runner, TakeoverAfter: v.config().TakeoverAfter}, now, takeOver)
+	now := a.v.now().UTC()
+	d := device.Decide(me, others, device.Policy{Runner: a.v.config().Runner, TakeoverAfter: a.v.config().TakeoverAfter}, now, takeOver)
 	if d.Warning != "" {
-		v.warnOnce(device.Dir, d.Warning)
+		a.v.warnOnce(device.Dir, d.Warning)
 	}
 	var standErr error
 	claim, gen, over := time.Time{}, 0, ""
@@ -80,55 +100,55 @@ func (v *Vault) decideAnswering(takeOver bool) (device.Decision, error) {
 	}
 	if !claim.Equal(me.Claim) || gen != me.Gen || over != me.Over || !me.Running || now.Sub(me.Beat) >= device.Interval || now.Before(me.Beat) {
 		me.Claim, me.Gen, me.Over, me.Beat, me.Running = claim, gen, over, now, true
-		if err := v.writeBeat(me); err != nil && d.Answer && !v.dry && (len(others) > 0 || d.From != nil) {
+		if err := a.writeBeat(me); err != nil && d.Answer && !a.v.dry && (len(others) > 0 || d.From != nil) {
 			// Other devices share the vault and could not see this one's
 			// claim: answering would make two answering devices.
 			d = device.Decision{Why: fmt.Sprintf("this device cannot write its heartbeat into the vault (%v), so the other devices could not see that it answers; it stands by until it can", err)}
 			standErr = fmt.Errorf("vault: %s", d.Why)
 		}
 	}
-	v.beatMu.Lock()
-	v.decided = &d
-	v.beatMu.Unlock()
+	a.mu.Lock()
+	a.decided = &d
+	a.mu.Unlock()
 	return d, standErr
 }
 
 // lastDecision returns the last decision decide made, or nil.
-func (v *Vault) lastDecision() *device.Decision {
-	v.beatMu.Lock()
-	defer v.beatMu.Unlock()
-	return v.decided
+func (a *answerer) lastDecision() *device.Decision {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.decided
 }
 
 // me returns this device's heartbeat as it last wrote it (read from the
 // vault on first use, so that a restart keeps the device's claim).
-func (v *Vault) me() device.Heartbeat {
-	v.beatMu.Lock()
-	defer v.beatMu.Unlock()
-	if v.mine == nil {
-		h := device.Heartbeat{Device: v.device.ID, Name: v.device.Name}
-		if o, ok := device.ReadOne(v.fs, v.device.ID); ok { // by name: whatever else the folder holds
+func (a *answerer) me() device.Heartbeat {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mine == nil {
+		h := device.Heartbeat{Device: a.v.device.ID, Name: a.v.device.Name}
+		if o, ok := device.ReadOne(a.v.fs, a.v.device.ID); ok { // by name: whatever else the folder holds
 			h.Claim, h.Gen, h.Over = o.Claim, o.Gen, o.Over
 		}
-		v.mine = &h
+		a.mine = &h
 	}
-	h := *v.mine
-	h.Name, h.PID, h.Version = v.device.Name, os.Getpid(), Version
+	h := *a.mine
+	h.Name, h.PID, h.Version = a.v.device.Name, os.Getpid(), Version
 	return h
 }
 
 // writeBeat writes this device's heartbeat h into the vault; an error is
 // said once, and returned.
-func (v *Vault) writeBeat(h device.Heartbeat) error {
-	v.beatMu.Lock()
-	v.mine = &h
-	v.beatMu.Unlock()
-	if v.dry {
+func (a *answerer) writeBeat(h device.Heartbeat) error {
+	a.mu.Lock()
+	a.mine = &h
+	a.mu.Unlock()
+	if a.v.dry {
 		return nil
 	}
-	err := device.Write(v.fs, h, v.inGit())
+	err := device.Write(a.v.fs, h, a.inGit())
 	if err != nil {
-		v.warnOnce(device.Dir, "cannot write this device's heartbeat into the vault; other devices cannot see whether it answers", "err", err)
+		a.v.warnOnce(device.Dir, "cannot write this device's heartbeat into the vault; other devices cannot see whether it answers", "err", err)
 	}
 	return err
 }
@@ -143,25 +163,25 @@ const handoverWait = 2*device.Check + 10*time.Second
 // stopped its runs in progress without appending them, so that a change
 // is not answered by both), at most handoverWait (a device it cannot hear
 // from is not waited for longer). It returns early when ctx ends.
-func (v *Vault) waitHandover(ctx context.Context, from *device.Heartbeat) {
-	if from == nil || v.dry {
+func (a *answerer) waitHandover(ctx context.Context, from *device.Heartbeat) {
+	if from == nil || a.v.dry {
 		return
 	}
-	v.log.Info("waiting for the device this one takes over from to stand by", "from", from.Label(), "at_most", handoverWait)
+	a.v.log.Info("waiting for the device this one takes over from to stand by", "from", from.Label(), "at_most", handoverWait)
 	deadline := time.NewTimer(handoverWait)
 	defer deadline.Stop()
-	tick := time.NewTicker(min(v.heartbeat(), time.Second))
+	tick := time.NewTicker(min(a.heartbeat(), time.Second))
 	defer tick.Stop()
 	for {
-		if h, ok := device.ReadOne(v.fs, from.Device); ok && device.Stepped(h) {
-			v.log.Info("the device this one takes over from stands by", "from", from.Label())
+		if h, ok := device.ReadOne(a.v.fs, from.Device); ok && device.Stepped(h) {
+			a.v.log.Info("the device this one takes over from stands by", "from", from.Label())
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-deadline.C:
-			v.log.Warn("the device this one takes over from did not say it stands by in time; answering all the same (a change it was answering meanwhile may get an answer from each)", "from", from.Label())
+			a.v.log.Warn("the device this one takes over from did not say it stands by in time; answering all the same (a change it was answering meanwhile may get an answer from each)", "from", from.Label())
 			return
 		case <-tick.C:
 		}
@@ -186,35 +206,35 @@ const settleFor = handoverWait
 // claim that is older, a takeover's, or made in a folder no sync tool
 // shares never waits. ctx ending (knotd stops) ends the wait: the reply
 // is kept if this device still answers then.
-func (v *Vault) answersHold(ctx context.Context) bool {
-	if v.dry || v.lastDecision() == nil {
+func (a *answerer) answersHold(ctx context.Context) bool {
+	if a.v.dry || a.lastDecision() == nil {
 		return true // a run outside a decision (none yet): as before
 	}
-	v.settleMu.Lock()
-	defer v.settleMu.Unlock()
+	a.settleMu.Lock()
+	defer a.settleMu.Unlock()
 	var tick *time.Ticker
 	for {
-		d := *v.lastDecision()
-		if v.settling(d) {
-			d, _ = v.decideAnswering(false)
+		d := *a.lastDecision()
+		if a.settling(d) {
+			d, _ = a.decideAnswering(false)
 		}
-		if !d.Answer || !v.settling(d) {
+		if !d.Answer || !a.settling(d) {
 			if !d.Answer {
 				select { // keepAnswering stands by now, not at its next beat
-				case v.recheck <- struct{}{}:
+				case a.recheck <- struct{}{}:
 				default:
 				}
 			}
 			return d.Answer
 		}
 		if tick == nil {
-			v.log.Info("this device's claim of the vault is new, and the folder is synced: the answers wait until no other device's earlier claim arrives", "claim", d.Claim, "until", d.Claim.Add(settleFor))
-			tick = time.NewTicker(min(v.heartbeat(), time.Second))
+			a.v.log.Info("this device's claim of the vault is new, and the folder is synced: the answers wait until no other device's earlier claim arrives", "claim", d.Claim, "until", d.Claim.Add(settleFor))
+			tick = time.NewTicker(min(a.heartbeat(), time.Second))
 			defer tick.Stop()
 		}
 		select {
 		case <-ctx.Done():
-			return !v.steppingDown.Load()
+			return !a.steppingDown.Load()
 		case <-tick.C:
 		}
 	}
@@ -222,9 +242,9 @@ func (v *Vault) answersHold(ctx context.Context) bool {
 
 // settling reports whether d is a first claim younger than settleFor in a
 // synced folder, whose answers wait (see answersHold).
-func (v *Vault) settling(d device.Decision) bool {
+func (a *answerer) settling(d device.Decision) bool {
 	return d.Answer && d.Gen == 1 && d.From == nil && d.Over == "" &&
-		v.now().Sub(d.Claim) < settleFor && syncedFolder(v.root)
+		a.v.now().Sub(d.Claim) < settleFor && syncedFolder(a.v.root)
 }
 
 // syncedFolder reports whether the vault at root is in a folder that a
@@ -252,16 +272,16 @@ func syncedFolder(root string) bool {
 // stopBeat writes this device's last heartbeat as knotd stops: its claim
 // stays (it answers again when it starts, unless another device took over
 // meanwhile), but other devices see it stopped.
-func (v *Vault) stopBeat() {
-	h := v.me()
-	h.Beat, h.Running = v.now().UTC(), false
-	_ = v.writeBeat(h) // said once by writeBeat; knotd is stopping all the same
+func (a *answerer) stopBeat() {
+	h := a.me()
+	h.Beat, h.Running = a.v.now().UTC(), false
+	_ = a.writeBeat(h) // said once by writeBeat; knotd is stopping all the same
 }
 
 // inGit reports whether the vault is inside a git work tree (a .git at
 // its root or above): heartbeats are then kept out of git.
-func (v *Vault) inGit() bool {
-	for dir := v.root; ; {
+func (a *answerer) inGit() bool {
+	for dir := a.v.root; ; {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			return true
 		}
@@ -273,100 +293,23 @@ func (v *Vault) inGit() bool {
 	}
 }
 
-// ErrStandby is wrapped by errors about work a standby device refuses.
-var ErrStandby = errors.New("another device answers this vault")
-
-// Watch watches the vault until ctx ends, answering it while this device
-// is the answering device and standing by otherwise: it decides at the
-// start and at every heartbeat. A device that another device takes over
-// from stops taking changes, lets its running agents finish (as on a stop)
-// and stands by; a standby device that becomes the answering device
-// catches up on every change the answering device left unanswered (the
-// tie-off markers say what it answered) and answers from then on. See
-// answerWatch for the rest. It returns nil when ctx ends.
-func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
-	defer v.stopBeat()
-	v.watching.Store(true)
-	defer v.watching.Store(false)
-	// First contact comes first, answering or not (see Once).
-	if _, seen, err := v.store.Adopted(); err != nil {
-		return err
-	} else if !seen && !opts.All {
-		if _, err := v.firstContact(); err != nil {
-			return err
-		}
-	}
-	takeOver := opts.TakeOver
-	var said string
-	for {
-		d, _ := v.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
-		takeOver = false
-		if d.Why != said {
-			if d.Answer {
-				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
-			} else {
-				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
-				if d.Unanswered != "" {
-					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
-				}
-			}
-			said = d.Why
-		}
-		if !d.Answer {
-			if err := v.standBy(ctx); err != nil || ctx.Err() != nil {
-				return err
-			}
-			continue
-		}
-		v.waitHandover(ctx, d.From)
-		if ctx.Err() != nil {
-			return nil
-		}
-		answerCtx, stepDown := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { v.keepAnswering(answerCtx, stepDown, &said) })
-		err := v.answerWatch(answerCtx, opts)
-		stepDown()
-		wg.Wait()
-		v.steppingDown.Store(false)
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
-		opts.All = false // --all ran once, when this device first answered
-	}
-}
-
-// standBy waits one heartbeat, or returns when ctx ends.
-func (v *Vault) standBy(ctx context.Context) error {
-	v.reloadIfChanged()
-	t := time.NewTimer(v.heartbeat())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-v.store.Damaged():
-		return v.stateDamaged()
-	}
-	return nil
-}
-
 // keepAnswering writes this device's heartbeat at every interval while
 // ctx lasts, and calls stepDown when another device took over.
-func (v *Vault) keepAnswering(ctx context.Context, stepDown context.CancelFunc, said *string) {
-	t := time.NewTicker(v.heartbeat())
+func (a *answerer) keepAnswering(ctx context.Context, stepDown context.CancelFunc, said *string) {
+	t := time.NewTicker(a.heartbeat())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-v.recheck:
+		case <-a.recheck:
 		}
-		d, _ := v.decideAnswering(false)
+		d, _ := a.decideAnswering(false)
 		if !d.Answer {
-			v.log.Warn("another device answers the vault now: this device stops answering (its runs in progress are stopped, their changes left to that device) and stands by; "+d.Why, "device", v.device.Name)
+			a.v.log.Warn("another device answers the vault now: this device stops answering (its runs in progress are stopped, their changes left to that device) and stands by; "+d.Why, "device", a.v.device.Name)
 			*said = d.Why
-			v.steppingDown.Store(true) // no grace period: the other device answers what these runs were answering
+			a.steppingDown.Store(true) // no grace period: the other device answers what these runs were answering
 			stepDown()
 			return
 		}

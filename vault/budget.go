@@ -12,6 +12,13 @@ import (
 	"github.com/knotd/knotd/transcript"
 )
 
+// budget is the day's budget of the vault v: it counts what the runs
+// spend and defers the changes that would go past it.
+type budget struct {
+	v     *Vault
+	spend spend
+}
+
 // spend is what the runs of a day (UTC) spent, for the vault and for each
 // note, as their CLIs reported it: counted from the day's transcripts
 // when first needed, then run by run. The runs in flight count against
@@ -106,12 +113,13 @@ func (s *spend) over(rel string, b config.Budget) string {
 // not, the change is deferred: kept for when the budget allows (the next
 // day, a raised budget, a run by hand), and said once a day for each cap,
 // not at every save.
-func (v *Vault) budgetAllows(rel string, byHand bool) (ok bool, why string, err error) {
+func (bu *budget) budgetAllows(rel string, byHand bool) (ok bool, why string, err error) {
+	v := bu.v
 	b := v.config().Budget
 	if b == (config.Budget{RunUSD: b.RunUSD}) {
 		return true, "", nil // no daily cap
 	}
-	s := &v.spend
+	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.load(v.now(), v.folder.Runs()); err != nil {
@@ -150,12 +158,13 @@ func (v *Vault) budgetAllows(rel string, byHand bool) (ok bool, why string, err 
 // budgetWouldDefer is budgetAllows for a dry run: why the change of the
 // strand rel would wait for the budget ("" if it would not), with nothing
 // deferred or said.
-func (v *Vault) budgetWouldDefer(rel string) (string, error) {
+func (bu *budget) budgetWouldDefer(rel string) (string, error) {
+	v := bu.v
 	b := v.config().Budget
 	if b == (config.Budget{RunUSD: b.RunUSD}) {
 		return "", nil // no daily cap
 	}
-	s := &v.spend
+	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.load(v.now(), v.folder.Runs()); err != nil {
@@ -167,8 +176,9 @@ func (v *Vault) budgetWouldDefer(rel string) (string, error) {
 // landed is the end of the work on the strand rel: its run (ran) counts
 // in the day's spend instead of in flight, and a strand that ran no
 // longer waits for the budget.
-func (v *Vault) landed(rel string, ran bool, usage *agentrun.Usage) {
-	s := &v.spend
+func (bu *budget) landed(rel string, ran bool, usage *agentrun.Usage) {
+	v := bu.v
+	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.flight, rel)
@@ -189,8 +199,9 @@ func (v *Vault) landed(rel string, ran bool, usage *agentrun.Usage) {
 
 // allowedDeferred returns, and forgets, the deferred strands the budget
 // allows now (a new day, a raised budget).
-func (v *Vault) allowedDeferred() []string {
-	s := &v.spend
+func (bu *budget) allowedDeferred() []string {
+	v := bu.v
+	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.deferred) == 0 {
@@ -214,8 +225,9 @@ func (v *Vault) allowedDeferred() []string {
 
 // deferredNotes returns the strands waiting for the budget, with why as
 // the day's counts say it now, and since when they wait.
-func (v *Vault) deferredNotes() map[string]deferral {
-	s := &v.spend
+func (bu *budget) deferredNotes() map[string]deferral {
+	v := bu.v
+	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[string]deferral, len(s.deferred))

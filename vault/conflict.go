@@ -97,51 +97,67 @@ func (c *copies) takeFrom(m map[string][]string, rel string) []string {
 // sawCopies handles the conflict copies a reconcile pass found: it returns
 // the strands whose tie-off or note has a copy to merge (their processing
 // merges it), and says once each note copy that belongs to no strand.
-func (v *Vault) sawCopies(found []string) (strands []string) {
+func (r *reconciler) sawCopies(found []string) (strands []string) {
+	v := r.v
 	for _, c := range found {
-		if info, where, err := v.lstatStrand(c); err != nil || where != present || info == nil {
+		if info, where, err := r.lstatStrand(c); err != nil || where != present || info == nil {
 			continue // gone already, or not a regular file
 		}
 		if orig, ok := tieoff.ConflictOf(c); ok {
 			if rel, ok := strand.StrandPath(orig); ok {
 				if !v.dry {
-					v.copies.add(rel, c)
+					r.copies.add(rel, c)
 				}
 				strands = append(strands, rel)
 				continue
 			}
 		}
 		if orig := originalOf(c); orig != c && strand.IsStrandPath(orig) && !v.dry {
-			v.copies.addNote(orig, c)
+			r.copies.addNote(orig, c)
 			strands = append(strands, orig)
 			continue
 		}
-		v.sayNoteCopy(c)
+		r.sayNoteCopy(c)
 	}
 	return strands
 }
 
 // sayNoteCopy says, once, that the conflict copy c of a note is left to
 // the user.
-func (v *Vault) sayNoteCopy(c string) {
+func (r *reconciler) sayNoteCopy(c string) {
+	v := r.v
 	v.noticeOnce("conflict:"+c, func() {
 		v.log.Warn("a sync tool made a conflict copy of a note: knotd does not run it; compare it with the note, keep what you want, then delete the copy",
 			"copy", c, "note", originalOf(c))
 	})
 }
 
+// fold is the pipeline's first step for the strand rel: the sync
+// conflict copies reconcile found of its tie-off are merged into it
+// (mergeCopies), then those of its note folded back (foldNoteCopies), so
+// that the change the pipeline looks at is the whole of it. A dry run
+// folds nothing. The caller holds the strand.
+func (r *reconciler) fold(rel string) {
+	if r.v.dry {
+		return
+	}
+	r.mergeCopies(rel)
+	r.foldNoteCopies(rel)
+}
+
 // foldNoteCopies folds back the conflict copies of the strand rel's note
 // that reconcile found, or removes them, where that loses nothing (see
 // foldNoteCopy), and says the others once; the caller holds the strand.
-func (v *Vault) foldNoteCopies(rel string) {
-	for _, c := range v.copies.takeNotes(rel) {
-		how, err := v.foldNoteCopy(rel, c)
+func (r *reconciler) foldNoteCopies(rel string) {
+	v := r.v
+	for _, c := range r.copies.takeNotes(rel) {
+		how, err := r.foldNoteCopy(rel, c)
 		switch {
 		case err != nil:
 			v.log.Error("cannot fold a sync tool's conflict copy of a note back into it", "strand", rel, "copy", c, "err", err)
-			v.sayNoteCopy(c)
+			r.sayNoteCopy(c)
 		case how == noFold:
-			v.sayNoteCopy(c)
+			r.sayNoteCopy(c)
 		case how == folded:
 			v.log.Info("a save from another device met knotd's write of the note's knot_session, and the sync tool kept it in a conflict copy: knotd put it back into the note and removed the copy",
 				"strand", rel, "copy", c)
@@ -190,7 +206,8 @@ func judgeNoteCopy(note, cp []byte, wrote []state.Hash) int {
 // what knotd wrote over). The note then gets the copy's content with its
 // knot_session, and the copy is removed. Any other copy is left as it is
 // (noFold).
-func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
+func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
+	v := r.v
 	note, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || tooBig {
 		return noFold, nil
@@ -215,13 +232,13 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 			// may hold words typed on this device that the winning save
 			// never had: they are kept, outside the vault, before the
 			// copy goes.
-			where, err := v.rescue(c, cp)
+			where, err := v.sess.rescue(c, cp)
 			if err != nil {
 				return noFold, fmt.Errorf("keep the copy before removing it: %w", err)
 			}
 			v.log.Info("the conflict copy holds lines the note lacks; knotd keeps it outside the vault", "copy", c, "kept", where)
 		}
-		return v.removeCopy(c, cfi, how)
+		return r.removeCopy(c, cfi, how)
 	}
 	if !has || rec.Session == "" {
 		return noFold, nil
@@ -244,7 +261,7 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 		return noFold, nil
 	}
 	g, err := frontmatter.WriteFile(v.fs, rel, note, updated)
-	v.settleGuard(rel, g) // a save that raced the write is put back, or kept
+	v.sess.settleGuard(rel, g) // a save that raced the write is put back, or kept
 	if errors.Is(err, vaultfs.ErrChanged) {
 		return noFold, nil // saved meanwhile: the copy stays, for the user
 	}
@@ -254,14 +271,15 @@ func (v *Vault) foldNoteCopy(rel, c string) (int, error) {
 	if err := v.store.Update(func(tx *state.Tx) error { return tx.AddWrote(rel, state.HashOf(updated)) }); err != nil {
 		v.log.Warn("cannot remember knotd's write of the note; a conflict copy of it would be left to you", "strand", rel, "err", err)
 	}
-	return v.removeCopy(c, cfi, folded)
+	return r.removeCopy(c, cfi, folded)
 }
 
 // removeCopy removes the conflict copy c, whose content, read when it was
 // read (fstat before the read), is in its note or is knotd's own write;
 // it reports how. A copy that was changed or replaced since is left (for
 // a later look, or the user): knotd removes only the file it read.
-func (v *Vault) removeCopy(c string, read fs.FileInfo, how int) (int, error) {
+func (r *reconciler) removeCopy(c string, read fs.FileInfo, how int) (int, error) {
+	v := r.v
 	now, err := v.fs.Lstat(filepath.FromSlash(c))
 	if errors.Is(err, fs.ErrNotExist) {
 		return how, nil
@@ -345,8 +363,9 @@ func (v *Vault) warnOnceFunc(key string, say func()) {
 
 // mergeCopies merges the conflict copies of the strand rel's tie-off that
 // reconcile found; the caller holds the strand.
-func (v *Vault) mergeCopies(rel string) {
-	cs := v.copies.take(rel)
+func (r *reconciler) mergeCopies(rel string) {
+	v := r.v
+	cs := r.copies.take(rel)
 	if len(cs) == 0 {
 		return
 	}

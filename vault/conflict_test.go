@@ -325,7 +325,7 @@ func TestRemoveCopy_OnlyTheFileItRead(t *testing.T) {
 			_, fi, err := vaultfs.ReadFile(v.fs, c, 1<<20)
 			mustDo(t, err)
 			tc.meanwhile(e)
-			how, err := v.removeCopy(c, fi, removed)
+			how, err := v.recon.removeCopy(c, fi, removed)
 			if err != nil || (how == removed) != tc.wantGone || e.exists(c) == tc.wantGone {
 				t.Errorf("removeCopy = %d, %v; copy there: %v; want it removed: %v", how, err, e.exists(c), tc.wantGone)
 			}

@@ -30,10 +30,19 @@ import (
 // no daemon runs.
 
 var (
-	_ control.Backend     = (*Vault)(nil)
-	_ control.StateCopier = (*Vault)(nil)
-	_ control.Reloader    = (*Vault)(nil)
+	_ control.Backend     = (*Control)(nil)
+	_ control.StateCopier = (*Control)(nil)
+	_ control.Reloader    = (*Control)(nil)
 )
+
+// Control is what the control socket calls on the vault v (knotd status,
+// run, retry, pause, resume, trust, and a dry run's copy of the state):
+// the daemon serves it, and the commands call it on a vault they open
+// themselves when no daemon runs.
+type Control struct{ v *Vault }
+
+// Control returns v's control adapter.
+func (v *Vault) Control() *Control { return &Control{v} }
 
 // ControlSocket returns the path of the control socket of the vault at
 // root in the state directory home ("" for the user's): where its daemon
@@ -86,7 +95,8 @@ func (a *active) list(now time.Time) []control.Running {
 }
 
 // Running returns how many runs are in progress.
-func (v *Vault) Running() int {
+func (c *Control) Running() int {
+	v := c.v
 	v.active.mu.Lock()
 	defer v.active.mu.Unlock()
 	return len(v.active.runs)
@@ -95,18 +105,19 @@ func (v *Vault) Running() int {
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
 // paused notes and the day's runs.
-func (v *Vault) Status(context.Context) (control.Status, error) {
+func (c *Control) Status(context.Context) (control.Status, error) {
+	v := c.v
 	now := v.now().UTC()
 	st := control.Status{
 		Vault: v.root, PID: os.Getpid(), Since: v.since, Now: now,
 		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
 		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
 	}
-	for rel, d := range v.deferredNotes() {
+	for rel, d := range v.budget.deferredNotes() {
 		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.since, Why: d.why})
 	}
 	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
-	switch d := v.lastDecision(); {
+	switch d := v.answering.lastDecision(); {
 	case d == nil:
 		st.Standby = "starting: it has not yet decided whether this device answers the vault"
 	case d.Answer:
@@ -125,7 +136,7 @@ func (v *Vault) Status(context.Context) (control.Status, error) {
 		return st, err
 	}
 	for i, f := range st.Failures {
-		st.Failures[i].NoRetry = v.whyNoRetry(f.Note)
+		st.Failures[i].NoRetry = c.whyNoRetry(f.Note)
 	}
 	return st, nil
 }
@@ -238,8 +249,9 @@ func addTranscripts(st *control.Status, runs string) error {
 // refuses, with why, a note it would not run (see whyNotRun), and says
 // of each other one whether it waits its turn, waits behind its own run
 // in progress, or already waited.
-func (v *Vault) Run(_ context.Context, notes []string) (control.Result, error) {
-	s, err := v.liveScheduler()
+func (c *Control) Run(_ context.Context, notes []string) (control.Result, error) {
+	v := c.v
+	s, err := c.liveScheduler()
 	if err != nil {
 		return control.Result{}, err
 	}
@@ -260,28 +272,28 @@ func (v *Vault) Run(_ context.Context, notes []string) (control.Result, error) {
 // Retry runs again, through the daemon, every note whose last run failed
 // at or after since, but those a retry cannot help (see whyNoRetry),
 // which it refuses with why.
-func (v *Vault) Retry(ctx context.Context, since time.Time) (control.Result, error) {
-	rels, refused, err := v.Retryable(since)
+func (c *Control) Retry(ctx context.Context, since time.Time) (control.Result, error) {
+	rels, refused, err := c.Retryable(since)
 	if err != nil {
 		return control.Result{}, err
 	}
 	if len(rels) == 0 {
 		return control.Result{Refused: refused}, nil
 	}
-	res, err := v.Run(ctx, rels)
+	res, err := c.Run(ctx, rels)
 	res.Refused = append(refused, res.Refused...)
 	return res, err
 }
 
 // Retryable returns the notes whose last run failed at or after since
 // and that a retry can help, and refuses, with why, those it cannot.
-func (v *Vault) Retryable(since time.Time) (rels []string, refused []control.Refusal, err error) {
-	failed, err := v.Failed(since)
+func (c *Control) Retryable(since time.Time) (rels []string, refused []control.Refusal, err error) {
+	failed, err := c.Failed(since)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, rel := range failed {
-		if why := v.whyNoRetry(rel); why != "" {
+		if why := c.whyNoRetry(rel); why != "" {
 			refused = append(refused, control.Refusal{Note: rel, Why: why})
 		} else {
 			rels = append(rels, rel)
@@ -297,11 +309,12 @@ func (v *Vault) Retryable(since time.Time) (rels []string, refused []control.Ref
 // settings it cannot use): then the save that fixes it is answered, with
 // no retry. A failure the note's content did not cause (the agent's
 // exit, a timeout, a missing CLI, a note knotd could not read) may pass.
-func (v *Vault) whyNoRetry(rel string) string {
+func (c *Control) whyNoRetry(rel string) string {
+	v := c.v
 	if why := v.whyNotRun(rel); why != "" {
 		return why
 	}
-	if _, where, err := v.lstatStrand(rel); err == nil && where == absent {
+	if _, where, err := v.recon.lstatStrand(rel); err == nil && where == absent {
 		return "the note is deleted: knotd answers its deletion on its own"
 	}
 	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
@@ -339,7 +352,8 @@ func (v *Vault) whyNoRetry(rel string) string {
 
 // Failed returns the notes whose last run failed at or after since, in
 // path order.
-func (v *Vault) Failed(since time.Time) ([]string, error) {
+func (c *Control) Failed(since time.Time) ([]string, error) {
+	v := c.v
 	var rels []string
 	err := v.store.ForEach(func(rec state.Record) error {
 		if rec.LastOutcome == state.OutcomeFailed && !rec.Processed.Before(since) {
@@ -352,7 +366,8 @@ func (v *Vault) Failed(since time.Time) ([]string, error) {
 
 // Pause pauses the notes: their changes wait, unrecorded, until they are
 // resumed or run by hand. A run in progress finishes.
-func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Result, error) {
+func (c *Control) Pause(_ context.Context, notes []string, why string) (control.Result, error) {
+	v := c.v
 	if strings.TrimSpace(why) == "" {
 		why = "paused by knotd pause"
 	}
@@ -387,7 +402,8 @@ func (v *Vault) Pause(_ context.Context, notes []string, why string) (control.Re
 // Resume resumes the notes (every paused one when notes is empty). A
 // note changed while it was paused is answered now when the daemon runs,
 // or at the next start or pass.
-func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error) {
+func (c *Control) Resume(_ context.Context, notes []string) (control.Result, error) {
+	v := c.v
 	var rels []string
 	var refused []control.Refusal
 	if len(notes) == 0 {
@@ -462,11 +478,12 @@ func (v *Vault) Resume(_ context.Context, notes []string) (control.Result, error
 
 // liveScheduler returns the scheduler of the daemon while this device
 // answers the vault.
-func (v *Vault) liveScheduler() (*scheduler.Scheduler[Job], error) {
+func (c *Control) liveScheduler() (*scheduler.Scheduler[Job], error) {
+	v := c.v
 	if s := v.live.Load(); s != nil {
 		return s, nil
 	}
-	if d := v.lastDecision(); d != nil && !d.Answer {
+	if d := v.answering.lastDecision(); d != nil && !d.Answer {
 		return nil, fmt.Errorf("this device stands by: %s", standbyReason(*d))
 	}
 	return nil, errors.New("knotd is not answering the vault yet (it is starting); try again in a moment")
@@ -523,10 +540,10 @@ func (v *Vault) whyNotRun(rel string) string {
 	if err := v.rules.Load(v.root, rel); err != nil {
 		return fmt.Sprintf("cannot read the ignore files on the way to it: %v", err)
 	}
-	if dir, _, err := v.linkedDir(rel, nil); err == nil && dir != "" {
+	if dir, _, err := v.recon.linkedDir(rel, nil); err == nil && dir != "" {
 		return fmt.Sprintf("not a note knotd answers: it is below %s, a symbolic link to a folder, which knotd does not follow", dir)
 	}
-	info, where, err := v.lstatStrand(rel)
+	info, where, err := v.recon.lstatStrand(rel)
 	switch {
 	case err != nil:
 		return err.Error()
@@ -587,7 +604,8 @@ const stateCopyPattern = "state.db.dry-run-*"
 // (0600) in the vault's state folder and returns its path: knotd --once
 // --dry-run, run while this knotd holds the store, reads it there. The
 // caller removes it.
-func (v *Vault) CopyState(context.Context) (_ string, err error) {
+func (c *Control) CopyState(context.Context) (_ string, err error) {
+	v := c.v
 	// A copy a dry run could not remove (it was killed) goes with the
 	// next one asked for, once an hour old.
 	if old, err := filepath.Glob(filepath.Join(v.folder.Dir, stateCopyPattern)); err == nil {
@@ -619,7 +637,8 @@ func (v *Vault) CopyState(context.Context) (_ string, err error) {
 
 // ReloadConfig loads the configuration again, as SIGHUP does (knotd trust
 // asks for it), and returns the files read.
-func (v *Vault) ReloadConfig(context.Context) ([]string, error) {
+func (c *Control) ReloadConfig(context.Context) ([]string, error) {
+	v := c.v
 	r, err := v.Reload("knotd trust")
 	return r.Files, err
 }

@@ -109,7 +109,7 @@ func helperCrash() int {
 
 // crashingAgent dies as soon as its agent has replied.
 type crashingAgent struct {
-	inner Agent
+	inner AgentRunner
 	die   func()
 }
 

@@ -84,7 +84,7 @@ func fill(dir string, free int) ([]string, error) {
 // fillingAgent fills the disk once, after the first reply it got: the
 // disk is full when knotd journals and appends it.
 type fillingAgent struct {
-	inner Agent
+	inner AgentRunner
 	once  *sync.Once
 	fill  func()
 }

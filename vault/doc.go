@@ -4,35 +4,45 @@
 // strand, state, config, device). The contract it keeps is
 // docs/design.md (what happens on a change, the invariants).
 //
-// Its parts, one file or small group of files each:
+// Its parts, each a type that owns its state, in one file or a small group
+// of files; Vault (vault.go) holds them and newVault wires them:
 //
 //   - Vault (vault.go, root.go, lock.go): FindRoot finds the vault a folder
 //     belongs to; Open locks it (package internal/statedir: one knotd per
 //     vault, an OS file lock in the vault's folder of the state
 //     directory), loads its configuration (package config), opens the
-//     state store (package state), finishes runs a crash left journaled,
-//     and adopts the strands of a vault knotd has never seen.
-//   - The pipeline of one strand (pipeline.go, with session.go, request.go
-//     and answered.go): look, decide, prepare, run, record. Start reading
-//     here: pipeline.go's first comment walks through it.
-//   - Reconcile (reconcile.go, file.go): the one mechanism that decides
-//     what happened to the strands (Created, Modified, Deleted, moved, or
-//     nothing) by comparing the disk with their records. Watch mode,
-//     --once, startup catch-up, overflow recovery and polling all go
-//     through it. claims.go keeps a moved strand's old and new paths away
-//     from the pipeline while the move is applied.
-//   - Scheduling (daemon.go, with package scheduler): one run at a time
+//     state store (package state), and finishes runs a crash left
+//     journaled; its adopter adopts the strands of a vault knotd has never
+//     seen and catches up on what changed while knotd was stopped.
+//   - The pipeline of one strand (pipeline, pipeline.go, with request.go,
+//     runmarker.go, transcript.go and unwritable.go; sessionKeeper,
+//     session.go): fold, look, decide, prepare, run, record. Start
+//     reading here: pipeline.go's first comment walks through it.
+//   - The reconciler (reconciler, reconcile.go, file.go): the one
+//     mechanism that decides what happened to the strands (Created,
+//     Modified, Deleted, moved, or nothing) by comparing the disk with
+//     their records. Watch mode, --once, startup catch-up, overflow
+//     recovery and polling all go through it. claims.go keeps a moved
+//     strand's old and new paths away from the pipeline while the move is
+//     applied.
+//   - Sync conflicts and resets (conflict.go, the reconciler's; reset.go):
+//     conflict copies of a strand or tie-off folded back, the pipeline's
+//     first step (reconciler.fold); knotd reset.
+//   - Timed work (queue.go, with package scheduler): one run at a time
 //     for a strand, at most one follow-up for everything that arrived
 //     meanwhile, under a global concurrency limit; follow-ups wait for the
-//     strand to be quiet.
-//   - Sync conflicts and resets (conflict.go, reset.go): conflict copies
-//     of a strand or tie-off folded back; knotd reset.
-//   - Answering device (answering.go): which of the vault's devices
-//     answers it (heartbeats in the vault, package device).
+//     strand to be quiet, retries for a pause that grows (backoff, the one
+//     formula every retry uses).
+//   - Answering device (answerer, answering.go): which of the vault's
+//     devices answers it (heartbeats in the vault, package device).
+//   - The control socket's adapter (Control, control.go): what knotd
+//     status, run, retry, pause, resume and trust ask of the vault.
+//   - Budget (budget, budget.go) and reloads (reloader, reload.go): the
+//     day's spend, and the configuration loaded again when it changes.
 //   - Transcripts (transcript.go): each run's machine record, written
 //     with package transcript from run.started to tieoff.appended, with
 //     environment secrets masked (in tie-off sections too).
-//   - Passes (daemon.go, watch.go, dryrun.go, explain.go): Once (--once),
+//   - Passes (once.go, watch.go, dryrun.go, explain.go): Once (--once),
 //     Watch (the daemon: watcher or poller hints, reconcile, scheduler; a
 //     gone strand waits one quiet period so a move is not seen as a
 //     delete), DryRun (--dry-run, which changes nothing) and ExplainPath

@@ -79,14 +79,14 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 	var pending []string
 	if once.All {
 		set := map[string]struct{}{}
-		if err := v.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
+		if err := v.recon.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return err
 		}
 		if err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
 			return err
 		}
 		pending = sortedKeys(set)
-	} else if pending, err = v.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
+	} else if pending, err = v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
 		return err
 	}
 	if len(pending) == 0 {
@@ -118,7 +118,7 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 func (v *Vault) dryFirstContact(w io.Writer) error {
 	var a Adoption
 	var runs []string
-	err := v.survey(func(p adoptee) error {
+	err := v.adoption.survey(func(p adoptee) error {
 		a.count(p.kind)
 		switch p.kind {
 		case changedKind:
@@ -145,8 +145,8 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 // or why it would not run; it returns the reason a change would wait or
 // be recorded without a run, if any.
 func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
-	wk, skip, err := v.plan(rel, job, false)
-	defer v.sessions.release(rel)
+	wk, skip, err := v.pipe.plan(rel, job, false)
+	defer v.sess.sessions.release(rel)
 	switch {
 	case err != nil:
 		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
@@ -165,7 +165,7 @@ func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
 		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
 		return ""
 	}
-	req, err := v.request(wk, job, "dry-run", v.now().UTC())
+	req, err := v.pipe.request(wk, job, "dry-run", v.now().UTC())
 	if err == nil {
 		var prompt string
 		if prompt, err = v.prompt(req); err == nil {

@@ -185,7 +185,7 @@ func TestWatch_BudgetDefersAndResumesTheNextDay(t *testing.T) {
 		if n := answered(); n != 3 {
 			t.Fatalf("%d notes answered within the day's budget ($1, $0.40 a run); want 3", n)
 		}
-		st, err := v.Status(context.Background())
+		st, err := v.Control().Status(context.Background())
 		mustDo(t, err)
 		if len(st.Deferred) != 2 || !strings.Contains(st.Deferred[0].Why, "budget of $1.00 a day is spent") {
 			t.Fatalf("status says %+v waits for the budget; want 2 notes", st.Deferred)
@@ -266,7 +266,7 @@ func TestWatch_BudgetCountsRunsInFlight(t *testing.T) {
 		if got := answered(); len(got) != 3 || released != 3 {
 			t.Fatalf("%d runs (%v answered) within day_runs: 3, two at a time; want 3\n%s", released, got, log.String())
 		}
-		st, err := v.Status(context.Background())
+		st, err := v.Control().Status(context.Background())
 		mustDo(t, err)
 		if len(st.Deferred) != 2 {
 			t.Fatalf("status lists %+v waiting for the budget; want 2 notes", st.Deferred)
@@ -283,7 +283,7 @@ func TestWatch_BudgetCountsRunsInFlight(t *testing.T) {
 		// One of them run by hand: it leaves the list at once, and the
 		// other's reason counts it.
 		byHand, other := st.Deferred[0].Note, st.Deferred[1].Note
-		res, err := v.Run(context.Background(), []string{byHand})
+		res, err := v.Control().Run(context.Background(), []string{byHand})
 		mustDo(t, err)
 		if len(res.Done) != 1 {
 			t.Fatalf("knotd run %s: %+v", byHand, res)
@@ -292,7 +292,7 @@ func TestWatch_BudgetCountsRunsInFlight(t *testing.T) {
 		if n := release(); n != 1 {
 			t.Fatalf("%d runs after knotd run %s; want 1", n, byHand)
 		}
-		st, err = v.Status(context.Background())
+		st, err = v.Control().Status(context.Background())
 		mustDo(t, err)
 		if len(st.Deferred) != 1 || st.Deferred[0].Note != other {
 			t.Fatalf("after %s ran by hand, status lists %+v waiting for the budget; want only %s", byHand, st.Deferred, other)

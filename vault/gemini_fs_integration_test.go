@@ -91,7 +91,7 @@ func TestGemini_RealCLIWritesThroughKnotd(t *testing.T) {
 
 // fsAgentWrap runs inner with the request's file system wrapped.
 type fsAgentWrap struct {
-	inner Agent
+	inner AgentRunner
 	wrap  func(agentrun.FileSystem) agentrun.FileSystem
 }
 

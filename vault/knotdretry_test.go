@@ -42,7 +42,7 @@ func TestRetryable_OnlyWhatARetryCanHelp(t *testing.T) {
 	e.userConfig(agent + "rules:\n  - path: off/\n    mode: off\n")
 
 	v := e.open()
-	rels, refused, err := v.Retryable(time.Time{})
+	rels, refused, err := v.Control().Retryable(time.Time{})
 	mustDo(t, err)
 	if want := []string{"agent.md", "fixed.md", "retried.md"}; !slices.Equal(rels, want) {
 		t.Errorf("Retryable = %v; want %v", rels, want)
@@ -66,7 +66,7 @@ func TestRetryable_OnlyWhatARetryCanHelp(t *testing.T) {
 	if len(got) != len(wantWhy) {
 		t.Errorf("refused %v; want only %v", got, wantWhy)
 	}
-	st, err := v.Status(context.Background())
+	st, err := v.Control().Status(context.Background())
 	mustDo(t, err)
 	for _, f := range st.Failures {
 		if f.NoRetry != got[f.Note] {

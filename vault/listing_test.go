@@ -91,7 +91,7 @@ func TestReconcile_FullRescanListing(t *testing.T) {
 			listing := listingOf(t, e, "a.md", "b.md", "kept.md", "notes/c.md", "notes/d.md")
 			tt.change(e)
 			v := e.open()
-			got, err := v.reconcile(append([]watcher.Hint{{Dir: true, Listing: listing}}, tt.extra...))
+			got, err := v.recon.reconcile(append([]watcher.Hint{{Dir: true, Listing: listing}}, tt.extra...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestReconcile_ListingNotRegular(t *testing.T) {
 		t.Fatalf("a.md is %v; want a directory", info.Mode())
 	}
 	l := &watcher.Listing{Files: []watcher.ListedFile{{Path: "a.md", Info: info}}}
-	got, err := v.reconcile([]watcher.Hint{{Dir: true, Listing: l}})
+	got, err := v.recon.reconcile([]watcher.Hint{{Dir: true, Listing: l}})
 	if err != nil || !slices.Equal(got, []string{"a.md"}) {
 		t.Errorf("reconcile = %q, %v; want [a.md] (deleted: a directory is no strand)", got, err)
 	}

@@ -47,7 +47,7 @@ func TestWatch_OwnSessionWriteNotWaiting(t *testing.T) {
 		// turn of the loop that ended after that batch let it go.
 		return n >= 2 && w.turns > w.atTurn[last] && w.waiting == 0
 	})
-	st, err := v.Status(context.Background())
+	st, err := v.Control().Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestWatch_OwnSessionWriteNotWaiting(t *testing.T) {
 	// A save of the user's during the run waits for it.
 	e.write("note.md", e.read("note.md")+"\nmore\n")
 	testutil.WaitFor(t, waitTimeout, "the user's save waiting after the run", func() bool {
-		st, err := v.Status(context.Background())
+		st, err := v.Control().Status(context.Background())
 		return err == nil && len(st.Queued) == 1 && st.Queued[0].Note == "note.md" && st.Queued[0].FollowUp
 	})
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -25,14 +26,29 @@ import (
 	"github.com/knotd/knotd/tieoff"
 )
 
+// pipeline is the pipeline of one strand's change (process): fold, look,
+// decide, prepare, run, record, and the journal that makes a finished
+// run survive a crash; runmarker.go, request.go, transcript.go and
+// unwritable.go hold its steps' helpers, session.go (sessionKeeper) its
+// writes into the strand, conflict.go (the reconciler's) its folding.
+type pipeline struct {
+	v *Vault
+	// tieWaits holds the strands whose change waits for their tie-off,
+	// which cannot be written (unwritable.go): tie-off path → strand.
+	tieWaits sync.Map
+}
+
 // The pipeline of one strand. A settled change of the strand at rel
 // reaches process (the scheduler's work function), which takes it through
 // these steps, in this file and in this order:
 //
+//  0. fold: the strand's journaled runs finished (finishJournaled), and
+//     the sync conflict copies of its tie-off and note folded in
+//     (reconciler.fold, conflict.go);
 //  1. look: the strand on disk and its record in the state store;
 //  2. decide: whether the change runs, is recorded without a run (a skip),
 //     or is recorded as a failure that explains why it cannot run; the
-//     tie-off's run markers may show it is answered already (answered.go);
+//     tie-off's run markers may show it is answered already (runmarker.go);
 //  3. prepare: the conversation it continues and the strand's session,
 //     written into the strand without clobbering a save (session.go);
 //  4. run: the agent, given the prompt built from the strand, its tie-off
@@ -45,9 +61,10 @@ import (
 // scheduler runs a follow-up if it did. Steps 1–3 (plan) write nothing
 // but the strand's session; --dry-run shows what they planned.
 
-// Agent runs one agent invocation. agentrun.Runner satisfies it; tests may
+// AgentRunner runs one agent invocation (an agentrun.Agent is a configured
+// agent; this runs one). agentrun.Runner satisfies it; tests may
 // substitute their own.
-type Agent interface {
+type AgentRunner interface {
 	Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error)
 }
 
@@ -108,19 +125,17 @@ const maxAttempts = 5
 // the user saved while knotd wrote the strand's session; finally it
 // reports whether the strand moved on during the run (then the caller
 // schedules a follow-up).
-func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+	v := pl.v
 	v.claims.claim(rel)
 	defer v.claims.release(rel)
-	defer v.sessions.release(rel)
-	if err := v.finishJournaled(rel); err != nil {
+	defer v.sess.sessions.release(rel)
+	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}
-	if !v.dry {
-		v.mergeCopies(rel)
-		v.foldNoteCopies(rel)
-	}
+	v.recon.fold(rel)
 	for attempt := 1; ; attempt++ {
-		rep, err = v.processOnce(ctx, rel, job, attempt == maxAttempts)
+		rep, err = pl.processOnce(ctx, rel, job, attempt == maxAttempts)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
 			break
 		}
@@ -128,7 +143,7 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 	if err != nil || !rep.Ran {
 		return rep, false, err
 	}
-	again, err = v.movedOn(rel)
+	again, err = pl.movedOn(rel)
 	return rep, again, err
 }
 
@@ -137,7 +152,8 @@ func (v *Vault) process(ctx context.Context, rel string, job Job) (rep RunReport
 // since knotd started: their replies are appended once, before anything
 // decides whether the strand needs another run. An error leaves them
 // journaled and keeps the strand from running again meanwhile.
-func (v *Vault) finishJournaled(rel string) error {
+func (pl *pipeline) finishJournaled(rel string) error {
+	v := pl.v
 	if v.dry {
 		return nil
 	}
@@ -151,10 +167,10 @@ func (v *Vault) finishJournaled(rel string) error {
 		}
 		j, err := decodeJournal(p.Journal)
 		if err == nil {
-			err = v.complete(p, j, true)
+			err = pl.complete(p, j, true)
 		}
 		if kept := (*replyKept)(nil); errors.As(err, &kept) {
-			v.sayKept(kept)
+			pl.sayKept(kept)
 			continue
 		}
 		if err != nil {
@@ -167,12 +183,13 @@ func (v *Vault) finishJournaled(rel string) error {
 
 // movedOn reports whether the strand at rel differs from what was last
 // processed: the user saved it again during the run.
-func (v *Vault) movedOn(rel string) (bool, error) {
+func (pl *pipeline) movedOn(rel string) (bool, error) {
+	v := pl.v
 	rec, has, err := v.store.Get(rel)
 	if err != nil {
 		return false, err
 	}
-	info, where, err := v.lstatStrand(rel)
+	info, where, err := v.recon.lstatStrand(rel)
 	if err != nil {
 		return false, err
 	}
@@ -186,7 +203,7 @@ func (v *Vault) movedOn(rel string) (bool, error) {
 	case state.StampOf(info) == rec.Stamp:
 		return false, nil
 	}
-	same, err := v.sameContent(rel, rec.Hash)
+	same, err := v.recon.sameContent(rel, rec.Hash)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		return false, nil // unreadable: it was just reported; a save makes it run
@@ -259,10 +276,11 @@ type work struct {
 // processOnce takes the strand at rel through the pipeline once: plan (look,
 // decide, prepare), then either record the change without a run
 // (commitSkip), or run the agent and record its reply.
-func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
+func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
+	v := pl.v
 	rep := RunReport{Strand: rel}
-	w, skip, err := v.plan(rel, job, last)
-	defer v.settle(w)
+	w, skip, err := pl.plan(rel, job, last)
+	defer v.sess.settle(w)
 	if err != nil || w == nil {
 		rep.Skipped = skip
 		return rep, err
@@ -270,15 +288,15 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 	rep.Event = w.event
 	if skip != "" {
 		rep.Skipped = skip
-		return rep, v.commitSkip(w, skip)
+		return rep, pl.commitSkip(w, skip)
 	}
 	defer v.active.done(rel)
-	rep, r, err := v.run(ctx, w, job)
+	rep, r, err := pl.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
 	}
 	defer r.log.close()
-	if !v.answersHold(ctx) {
+	if !v.answering.answersHold(ctx) {
 		// Another device's claim of the vault won while the agent ran
 		// (two first claims at the same moment): that device answers
 		// the change; nothing is appended or recorded.
@@ -286,7 +304,7 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 		rep.Ran = false
 		return rep, nil
 	}
-	return rep, v.record(ctx, w, rep, r)
+	return rep, pl.record(ctx, w, rep, r)
 }
 
 // plan is the pipeline's first three steps, which run no agent and (but
@@ -294,7 +312,8 @@ func (v *Vault) processOnce(ctx context.Context, rel string, job Job, last bool)
 // returns nil work when there is nothing to do, a skip reason when the
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
-func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+	v := pl.v
 	if !job.ByHand {
 		// A paused strand's change waits, unrecorded, until the strand
 		// is resumed (or run by hand): nothing is lost.
@@ -305,13 +324,13 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return nil, skip, err
 		}
 	}
-	w, skip, err = v.look(rel, job)
+	w, skip, err = pl.look(rel, job)
 	if err != nil || w == nil || skip != "" {
 		return w, skip, err
 	}
 	w.lastAttempt = last
 	if w.failure == "" {
-		skip, err = v.decide(w, job)
+		skip, err = pl.decide(w, job)
 		if skip == emptySkip && !w.has {
 			// A new strand that is empty is not recorded at all: it runs
 			// as Created once it has content.
@@ -321,34 +340,35 @@ func (v *Vault) plan(rel string, job Job, last bool) (w *work, skip string, err 
 			return w, skip, err
 		}
 	}
-	if why := v.checkTieOff(rel); why != nil {
+	if why := pl.checkTieOff(rel); why != nil {
 		// Its reply, or its failure, could never be recorded: the agent
 		// is not run, and the change waits, unrecorded.
-		return nil, v.waitForTieOff(rel, why), nil
+		return nil, pl.waitForTieOff(rel, why), nil
 	}
 	if w.failure == "" && !v.dry {
 		// A change that would run, over the day's budget, waits
 		// unrecorded until the budget allows (or a run by hand):
 		// nothing is lost. One that runs counts against it from
 		// now (the scheduler's work ends it: landed).
-		if ok, why, err := v.budgetAllows(rel, job.ByHand); err != nil || !ok {
+		if ok, why, err := v.budget.budgetAllows(rel, job.ByHand); err != nil || !ok {
 			return nil, budgetSkip + why, err
 		}
 	}
 	if w.failure == "" && !job.ByHand && v.dry {
 		// A dry run says so too, and records nothing.
-		if why, err := v.budgetWouldDefer(rel); err != nil || why != "" {
+		if why, err := v.budget.budgetWouldDefer(rel); err != nil || why != "" {
 			return nil, budgetSkip + why, err
 		}
 	}
-	return w, "", v.prepare(w)
+	return w, "", pl.prepare(w)
 }
 
 // look is step 1: the strand on disk and what the state recorded of it.
 // A strand gone from the disk that has a record is a deletion; one that
 // is unchanged since its record (a touch) is restamped and needs nothing
 // more (nil work). A strand knotd may not read gets a failure.
-func (v *Vault) look(rel string, job Job) (*work, string, error) {
+func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
+	v := pl.v
 	abs, err := strand.Abs(v.root, rel)
 	if err != nil {
 		return nil, "", err
@@ -359,7 +379,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 		return nil, "", err
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
-	linfo, where, err := v.lstatStrand(rel)
+	linfo, where, err := v.recon.lstatStrand(rel)
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
 	}
@@ -396,7 +416,7 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		if st := v.stamp(info); !v.dry && st != w.rec.Stamp {
+		if st := v.recon.stamp(info); !v.dry && st != w.rec.Stamp {
 			return nil, "", v.store.Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
 		}
 		return nil, "", nil
@@ -417,7 +437,8 @@ func (v *Vault) look(rel string, job Job) (*work, string, error) {
 // cannot be run (too big, binary, not UTF-8, unreadable frontmatter or
 // settings, an unknown agent or model): the failure is recorded as the
 // run's section. Otherwise it resolves the strand's settings and agent.
-func (v *Vault) decide(w *work, job Job) (string, error) {
+func (pl *pipeline) decide(w *work, job Job) (string, error) {
+	v := pl.v
 	sc := v.scopeOf(w.rel)
 	if sc.Off {
 		// Before anything else: a note the rules keep from every agent
@@ -426,15 +447,15 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	}
 	w.scope = sc
 	if w.event == strand.Deleted {
-		return v.decideDeleted(w, job)
+		return pl.decideDeleted(w, job)
 	}
 	if !w.tooBig && !job.Force {
-		if sec, ok := v.answered(w); ok {
+		if sec, ok := pl.answered(w); ok {
 			w.answer = &sec
 			return "already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
-	if !w.has && v.answeredBefore(w) {
+	if !w.has && pl.answeredBefore(w) {
 		// New to this device's state, but its tie-off answered an earlier
 		// version of it (on another device, or before the state was
 		// lost): a change of an old note, whose earlier version knotd
@@ -485,7 +506,7 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 	if ev := sc.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
 		return "the rules for its path do not run it on " + strings.ToLower(w.event.String()), nil
 	}
-	if w.event == strand.Modified && !job.Force && v.onlyOwnKeysChanged(w.previous, content) {
+	if w.event == strand.Modified && !job.Force && v.sess.onlyOwnKeysChanged(w.previous, content) {
 		return "only knotd's own frontmatter keys changed", nil
 	}
 	if probs := doc.Fields.Problems; len(probs) > 0 {
@@ -514,7 +535,8 @@ func (v *Vault) decide(w *work, job Job) (string, error) {
 
 // decideDeleted is decide for a recorded strand that is gone: its last
 // processed version's settings say whether its deletion runs.
-func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
+func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
+	v := pl.v
 	doc, perr := frontmatter.Parse(w.previous)
 	if perr == nil {
 		w.fields = doc.Fields
@@ -538,7 +560,7 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 		}
 	}
 	if !job.Force {
-		if sec, ok := v.answered(w); ok {
+		if sec, ok := pl.answered(w); ok {
 			return "its deletion is already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
@@ -559,7 +581,8 @@ func (v *Vault) decideDeleted(w *work, job Job) (string, error) {
 // continues (knot_resume) and the strand's session, written into the
 // strand where knotd writes sessions (see ensureSession, in session.go).
 // A run that records a failure, or a deletion, has nothing to prepare.
-func (v *Vault) prepare(w *work) error {
+func (pl *pipeline) prepare(w *work) error {
+	v := pl.v
 	if w.failure != "" || w.event == strand.Deleted {
 		return nil
 	}
@@ -572,9 +595,9 @@ func (v *Vault) prepare(w *work) error {
 	}
 	w.keeps = w.agent.KeepsConversation()
 	if w.fields.NewSession && !(w.previousFields().NewSession && w.rec.Session != "") {
-		return v.newConversation(w)
+		return v.sess.newConversation(w)
 	}
-	return v.ensureSession(w, w.fields.Session)
+	return v.sess.ensureSession(w, w.fields.Session)
 }
 
 // reply is what step 4, run, leaves for record: the run's tie-off
@@ -597,7 +620,8 @@ type reply struct {
 // makes the failure the section without running it). A run canceled
 // because knotd is stopping returns no reply: nothing is recorded, and
 // the next start catches up on the change.
-func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
+func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
+	v := pl.v
 	runID, err := uuid.NewV7()
 	if err != nil {
 		return RunReport{}, nil, fmt.Errorf("vault: new run id: %w", err)
@@ -614,7 +638,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 	}
 
 	mask := masker(w.agent)
-	r.log = v.createRunLog(rep.RunID, w.rel, mask)
+	r.log = pl.createRunLog(rep.RunID, w.rel, mask)
 	done := false
 	defer func() {
 		if !done {
@@ -628,7 +652,7 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 		r.sec.Failed, r.sec.Body = true, w.failure
 		v.log.Warn("note cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
 	} else {
-		req, err := v.request(w, job, rep.RunID, now)
+		req, err := pl.request(w, job, rep.RunID, now)
 		if err != nil {
 			return rep, nil, err
 		}
@@ -682,12 +706,13 @@ func (v *Vault) run(ctx context.Context, w *work, job Job) (RunReport, *reply, e
 // survives a crash at any point: journal the section with the strand's
 // new record, append the section to the tie-off, then commit the record
 // and drop the journal entry in one transaction (completeRun).
-func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
+func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
+	v := pl.v
 	sec := r.sec
 	rec := w.rec
 	rec.Path = w.rel
 	if w.event != strand.Deleted {
-		rec.Stamp, rec.Hash = v.stamp(w.info), w.hash
+		rec.Stamp, rec.Hash = v.recon.stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
 	rec.Agent, rec.ContextTokens, rec.ContextWindow = r.agent, r.context, r.window
@@ -718,7 +743,7 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
 	}
-	if v.settle(w) {
+	if v.sess.settle(w) {
 		// A save that was under way when knotd wrote the strand went
 		// into the file knotd replaced and is back: the strand is not
 		// the version the run saw, and its stamp must not say it is.
@@ -739,11 +764,11 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 		}
 	}
 	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Journal: enc}
-	if err := v.putPending(ctx, p); err != nil {
+	if err := pl.putPending(ctx, p); err != nil {
 		return err
 	}
 	v.observe.journaled(p.RunID)
-	return v.completeRun(p, j, false, r.log)
+	return pl.completeRun(p, j, false, r.log)
 }
 
 // putPending journals the run p. The agent has replied: a journal that
@@ -751,9 +776,11 @@ func (v *Vault) record(ctx context.Context, w *work, rep RunReport, r *reply) er
 // with growing pauses, for as long as knotd watches (until it stops), so
 // that the reply is kept and the agent is not run again for the same
 // change. A pass (--once) tries a few times, then fails the run.
-func (v *Vault) putPending(ctx context.Context, p state.Pending) error {
+func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
+	v := pl.v
 	deadline := v.now().Add(commitPatience)
-	for pause := time.Second; ; pause = min(2*pause, maxRetryPause) {
+	for tries := 0; ; tries++ {
+		pause := backoff(time.Second, tries)
 		err := v.faults.journaling(p.RunID)
 		if err == nil {
 			err = v.store.PutPending(p)
@@ -785,18 +812,19 @@ const (
 // in the tie-off) and commits its record. When recovering (check), a
 // record that a later run of the strand committed meanwhile is kept: the
 // section is appended, the journal entry dropped.
-func (v *Vault) complete(p state.Pending, j journal, check bool) error {
+func (pl *pipeline) complete(p state.Pending, j journal, check bool) error {
 	var tl *runLog
 	if check {
-		tl = v.reopenRunLog(p.RunID, p.Record.Path)
+		tl = pl.reopenRunLog(p.RunID, p.Record.Path)
 		defer tl.close()
 	}
-	return v.completeRun(p, j, check, tl)
+	return pl.completeRun(p, j, check, tl)
 }
 
 // completeRun is complete, recording the section's place in the run's
 // transcript tl (which may be nil).
-func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
+func (pl *pipeline) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
+	v := pl.v
 	t, err := strand.TieOffPath(p.Record.Path)
 	if err != nil {
 		return err
@@ -804,7 +832,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !v.unwritableTieOff(t, err) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.unwritableTieOff(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
 		cur, has, err := v.store.Get(p.Record.Path)
@@ -817,7 +845,7 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 	var offset int64
 	var kept *replyKept
 	if done {
-		offset = v.sectionOffset(t, p.RunID)
+		offset = pl.sectionOffset(t, p.RunID)
 	} else {
 		err = v.faults.appending(p.RunID)
 		switch {
@@ -827,12 +855,12 @@ func (v *Vault) completeRun(p state.Pending, j journal, check bool, tl *runLog) 
 		default:
 			offset, err = tieoff.Append(v.fs, t, j.Section)
 		}
-		if err != nil && v.unwritableTieOff(t, err) {
+		if err != nil && pl.unwritableTieOff(t, err) {
 			// A tie-off that can never be written as it is (see
 			// unwritable.go): the reply is kept outside the vault and
 			// the run is done, rather than journaled for ever.
 			var kerr error
-			if kept, kerr = v.keepReply(p, j, t, err); kerr != nil {
+			if kept, kerr = pl.keepReply(p, j, t, err); kerr != nil {
 				err = fmt.Errorf("%w; and keeping the reply in knotd's state directory failed too: %w", err, kerr)
 			} else {
 				err = nil
@@ -871,18 +899,19 @@ func keptErr(kept *replyKept) error {
 
 // commitSkip records the strand's current version as processed without a
 // run.
-func (v *Vault) commitSkip(w *work, why string) error {
+func (pl *pipeline) commitSkip(w *work, why string) error {
+	v := pl.v
 	v.log.Debug("change recorded without a run", "strand", w.rel, "event", w.event, "why", why)
 	if w.event == strand.Deleted {
 		return v.store.Delete(w.rel)
 	}
 	if w.answer != nil {
-		return v.commitAnswered(w, *w.answer)
+		return pl.commitAnswered(w, *w.answer)
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
-	v.newConversationAsked(w, &rec)
+	v.sess.newConversationAsked(w, &rec)
 	if rec.Session != "" {
 		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
 			rec.Session = ""

@@ -19,6 +19,16 @@ import (
 	"github.com/knotd/knotd/watcher"
 )
 
+// reconciler compares the vault's files against the state store: what
+// changed, what moved (the history follows a rename), and the conflict
+// copies sync tools leave, folded into their strand and tie-off
+// (conflict.go). It owns the conflict copies of tie-offs waiting to be
+// merged.
+type reconciler struct {
+	v      *Vault
+	copies copies // conflict copies of tie-offs waiting to be merged
+}
+
 // reconcile compares the disk with the store for everything the hints
 // cover and returns, sorted, the strands that have a change to process
 // (docs/design.md#what-happens-on-a-change): a strand file whose content hash differs from the processed
@@ -39,14 +49,15 @@ import (
 // A strand that cannot be looked at (too many open files, an I/O error)
 // is logged and left out; see reconcileAll for a caller that tries it
 // again.
-func (v *Vault) reconcile(hints []watcher.Hint) ([]string, error) {
-	changed, _, err := v.reconcileAll(hints)
+func (r *reconciler) reconcile(hints []watcher.Hint) ([]string, error) {
+	changed, _, err := r.reconcileAll(hints)
 	return changed, err
 }
 
 // reconcileAll is reconcile that also returns, sorted, the strands it
 // could not look at, for the caller to try again.
-func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, err error) {
+func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, err error) {
+	v := r.v
 	var (
 		cands     []candidate
 		copies    []string // sync tools' conflict copies
@@ -67,7 +78,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 		case isConflictPath(h.Path):
 			copies = append(copies, h.Path)
 		default:
-			if rel, ok := v.waitingFor(h.Path); ok {
+			if rel, ok := v.pipe.waitingFor(h.Path); ok {
 				// The tie-off its change waits for changed: it may be
 				// writable now.
 				cands = append(cands, candidate{path: rel, src: fromHint})
@@ -96,7 +107,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 		}
 	}
 	for _, dir := range subtrees {
-		err := v.walkWith(dir, true, isWatched, func(rel string, info fs.FileInfo) {
+		err := r.walkWith(dir, true, isWatched, func(rel string, info fs.FileInfo) {
 			if isConflictPath(rel) {
 				copies = append(copies, rel)
 				return
@@ -116,7 +127,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 	realDirs := make(map[string]struct{})
 	classify := func(c candidate, rec state.Record, has bool) {
 		rel := c.path
-		st, where, err := v.lookStrand(c, realDirs)
+		st, where, err := r.lookStrand(c, realDirs)
 		if err != nil {
 			v.log.Warn("cannot look at note", "strand", rel, "err", err)
 			if !errors.Is(err, fs.ErrPermission) { // fixed by the user, who then saves
@@ -133,7 +144,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 			created = append(created, rel)
 		case st == rec.Stamp:
 		default:
-			same, err := v.sameContent(rel, rec.Hash)
+			same, err := r.sameContent(rel, rec.Hash)
 			if err != nil {
 				v.log.Warn("cannot read note", "strand", rel, "err", err)
 				if !errors.Is(err, fs.ErrPermission) {
@@ -141,7 +152,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 				}
 				return
 			}
-			switch t := v.trusted(st); {
+			switch t := r.trusted(st); {
 			case !same:
 				changed = append(changed, rel)
 			case t != rec.Stamp:
@@ -155,25 +166,25 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 		}
 	}
 	if full {
-		err = v.mergeRecords(cands, classify)
+		err = r.mergeRecords(cands, classify)
 	} else {
-		err = v.lookupRecords(cands, subtrees, classify)
+		err = r.lookupRecords(cands, subtrees, classify)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("vault: reconcile: %w", err)
 	}
 
 	for _, rel := range created {
-		owner, moved, err := v.detectRename(rel, gone)
+		owner, moved, err := r.detectRename(rel, gone)
 		if err != nil {
 			v.log.Warn("cannot check whether a new note was moved", "strand", rel, "err", err)
 		}
 		if moved {
 			// The record moved to rel; compare the content with it now.
-			info, where, err := v.lstatStrand(rel)
+			info, where, err := r.lstatStrand(rel)
 			if err == nil && where == present {
-				if same, herr := v.sameContent(rel, owner.Hash); herr == nil && same {
-					touched[rel] = v.stamp(info)
+				if same, herr := r.sameContent(rel, owner.Hash); herr == nil && same {
+					touched[rel] = r.stamp(info)
 					continue
 				}
 			}
@@ -197,7 +208,7 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 			return nil, nil, fmt.Errorf("vault: reconcile: restamp: %w", err)
 		}
 	}
-	changed = append(changed, v.sawCopies(copies)...)
+	changed = append(changed, r.sawCopies(copies)...)
 	slices.Sort(changed)
 	slices.Sort(unlooked)
 	return slices.Compact(changed), slices.Compact(unlooked), nil
@@ -208,7 +219,8 @@ func (v *Vault) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, 
 // has one: one pass over the records beside the candidates, for a
 // reconcile of the whole vault. A recorded strand that is no candidate
 // is passed as a fromRecord candidate.
-func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec state.Record, has bool)) error {
+func (r *reconciler) mergeRecords(cands []candidate, fn func(c candidate, rec state.Record, has bool)) error {
+	v := r.v
 	recs := v.store.Records("")
 	for {
 		r, err := recs.Peek()
@@ -237,7 +249,8 @@ func (v *Vault) mergeRecords(cands []candidate, fn func(c candidate, rec state.R
 // with its record if it has one. The records are looked up a chunk at a
 // time, in one short read transaction each, not one transaction per
 // strand.
-func (v *Vault) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec state.Record, has bool)) error {
+func (r *reconciler) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec state.Record, has bool)) error {
+	v := r.v
 	if len(subtrees) > 0 {
 		for _, dir := range subtrees {
 			recs := v.store.Records(dir)
@@ -310,12 +323,13 @@ func withinAny(rel string, dirs []string) bool {
 //
 // The walk lists several directories at once; fn is called
 // under a lock, one call at a time, in no particular order.
-func (v *Vault) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
-	return v.walkWith(dir, stat, strand.IsStrandPath, fn)
+func (r *reconciler) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
+	return r.walkWith(dir, stat, strand.IsStrandPath, fn)
 }
 
 // walkWith is walk for the paths that want accepts (walk's are strands).
-func (v *Vault) walkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
+func (r *reconciler) walkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
+	v := r.v
 	var mu sync.Mutex
 	err := v.rules.Walk(v.root, dir, ignore.WalkOptions{Concurrent: true}, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -370,14 +384,15 @@ const (
 // lookStrand is lstatStrandIn for one candidate of a reconcile pass,
 // answered from what the pass's walk saw when it saw the path, if it did.
 // It returns the strand's stamp.
-func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (state.Stamp, presence, error) {
+func (r *reconciler) lookStrand(c candidate, realDirs map[string]struct{}) (state.Stamp, presence, error) {
+	v := r.v
 	info := c.info
 	if info == nil {
 		var (
 			where presence
 			err   error
 		)
-		info, where, err = v.lstatStrandIn(c.path, realDirs)
+		info, where, err = r.lstatStrandIn(c.path, realDirs)
 		if info == nil || err != nil {
 			return state.Stamp{}, where, err
 		}
@@ -395,21 +410,22 @@ func (v *Vault) lookStrand(c candidate, realDirs map[string]struct{}) (state.Sta
 // the log and is absent. An error means the answer is unknown (permission
 // denied on a parent, I/O error): the caller must not conclude that the
 // strand was deleted.
-func (v *Vault) lstatStrand(rel string) (info fs.FileInfo, where presence, err error) {
-	return v.lstatStrandIn(rel, nil)
+func (r *reconciler) lstatStrand(rel string) (info fs.FileInfo, where presence, err error) {
+	return r.lstatStrandIn(rel, nil)
 }
 
 // lstatStrandIn is lstatStrand with a set of directories already found to
 // be real during one reconcile pass (nil: none), so that a pass over many
 // strands does not lstat the same ancestors again for each of them.
-func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where presence, err error) {
+func (r *reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where presence, err error) {
+	v := r.v
 	if err := strand.ValidateRel(rel); err != nil {
 		return nil, absent, err
 	}
 	// The folders on the way first: a strand below a symbolic link to a
 	// directory is not looked at through it (the walker never follows
 	// such links either), and a link out of the vault is never resolved.
-	dir, nested, err := v.linkedDir(rel, realDirs)
+	dir, nested, err := r.linkedDir(rel, realDirs)
 	switch {
 	case err != nil:
 		return nil, absent, err
@@ -452,7 +468,8 @@ func (v *Vault) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs
 // realDirs, when not nil, holds directories found real (and no vault of
 // their own) earlier in the same pass; they are not looked at again, and
 // those found so are added.
-func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (linked, nested string, err error) {
+func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked, nested string, err error) {
+	v := r.v
 	for i := 0; i < len(rel); i++ {
 		if rel[i] != '/' {
 			continue
@@ -485,7 +502,8 @@ func (v *Vault) linkedDir(rel string, realDirs map[string]struct{}) (linked, nes
 }
 
 // sameContent reports whether the strand at rel has the content hash h.
-func (v *Vault) sameContent(rel string, h state.Hash) (bool, error) {
+func (r *reconciler) sameContent(rel string, h state.Hash) (bool, error) {
+	v := r.v
 	got, _, err := v.hashFile(rel)
 	if err != nil {
 		return false, err
@@ -509,21 +527,22 @@ func (v *Vault) sameContent(rel string, h state.Hash) (bool, error) {
 // yet), removes the old path from gone and returns the record as it was
 // (with --dry-run it only says so). A strand being processed is not moved
 // (see claims); the processor pairs the two paths later.
-func (v *Vault) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+func (r *reconciler) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+	v := r.v
 	if len(gone) == 0 {
-		return v.renamedBySession(rel, gone)
+		return r.renamedBySession(rel, gone)
 	}
-	owner, moved, err = v.renamedBySession(rel, gone)
+	owner, moved, err = r.renamedBySession(rel, gone)
 	if moved || err != nil {
 		return owner, moved, err
 	}
-	from, ok, err := v.renamedFrom(rel, gone)
+	from, ok, err := r.renamedFrom(rel, gone)
 	if err != nil || !ok {
 		return owner, false, err
 	}
 	owner = gone[from]
 	if !v.dry {
-		if moved, err := v.move(from, rel, false); err != nil || !moved {
+		if moved, err := r.move(from, rel, false); err != nil || !moved {
 			return owner, false, err
 		}
 	}
@@ -533,7 +552,8 @@ func (v *Vault) detectRename(rel string, gone map[string]state.Record) (owner st
 
 // renamedBySession is detectRename by knot_session: gone need not hold
 // the record, whose path is looked at on disk.
-func (v *Vault) renamedBySession(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+func (r *reconciler) renamedBySession(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+	v := r.v
 	head, err := v.readHead(rel, frontmatterScanLimit)
 	if err != nil {
 		return owner, false, err
@@ -549,13 +569,13 @@ func (v *Vault) renamedBySession(rel string, gone map[string]state.Record) (owne
 	if _, isGone := gone[owner.Path]; !isGone {
 		// The owner still exists (a copy, not a move) or was not part of
 		// this pass; look at the disk to be sure.
-		_, where, err := v.lstatStrand(owner.Path)
+		_, where, err := r.lstatStrand(owner.Path)
 		if err != nil || where != absent {
 			return owner, false, err
 		}
 	}
 	if !v.dry {
-		if moved, err := v.move(owner.Path, rel, false); err != nil || !moved {
+		if moved, err := r.move(owner.Path, rel, false); err != nil || !moved {
 			return owner, false, err
 		}
 	}
@@ -565,7 +585,8 @@ func (v *Vault) renamedBySession(rel string, gone map[string]state.Record) (owne
 
 // renamedFrom returns the gone record's path that the new strand rel is,
 // by file identity or by content (see detectRename).
-func (v *Vault) renamedFrom(rel string, gone map[string]state.Record) (string, bool, error) {
+func (r *reconciler) renamedFrom(rel string, gone map[string]state.Record) (string, bool, error) {
+	v := r.v
 	f, info, err := v.openStrand(rel)
 	if err != nil {
 		return "", false, err
@@ -605,7 +626,8 @@ func (v *Vault) renamedFrom(rel string, gone map[string]state.Record) (string, b
 // strand at to: the strand was moved. It does nothing and reports false
 // while either path is being processed; holding says the caller already
 // holds to.
-func (v *Vault) move(from, to string, holding bool) (bool, error) {
+func (r *reconciler) move(from, to string, holding bool) (bool, error) {
+	v := r.v
 	if !v.claims.tryClaim(from) {
 		return false, nil
 	}
@@ -616,7 +638,7 @@ func (v *Vault) move(from, to string, holding bool) (bool, error) {
 		}
 		defer v.claims.release(to)
 	}
-	if err := v.moveTieOff(from, to); err != nil {
+	if err := r.moveTieOff(from, to); err != nil {
 		return false, err
 	}
 	if err := v.store.Rename(from, to); err != nil {
@@ -629,7 +651,8 @@ func (v *Vault) move(from, to string, holding bool) (bool, error) {
 // moveTieOff renames the tie-off of the strand at from to that of the
 // strand at to, unless from has no tie-off or to already has one (the user
 // moved it too, or a new strand took the name first): then both stay.
-func (v *Vault) moveTieOff(from, to string) error {
+func (r *reconciler) moveTieOff(from, to string) error {
+	v := r.v
 	oldRel, err := strand.TieOffPath(from)
 	if err != nil {
 		return err
@@ -641,7 +664,7 @@ func (v *Vault) moveTieOff(from, to string) error {
 	oldName, newName := filepath.FromSlash(oldRel), filepath.FromSlash(newRel)
 	if _, err := v.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
 		return nil
-	} else if err != nil && v.unwritableTieOff(oldRel, err) {
+	} else if err != nil && v.pipe.unwritableTieOff(oldRel, err) {
 		// Its folder is a link out of the vault now (swapped for one):
 		// what is there is not knotd's to move.
 		v.log.Warn("note moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
@@ -675,11 +698,11 @@ func sortedKeys[V any](m map[string]V) []string {
 const racyWindow = 2 * time.Second
 
 // stamp returns the stamp to record for a file knotd just looked at.
-func (v *Vault) stamp(info fs.FileInfo) state.Stamp { return v.trusted(state.StampOf(info)) }
+func (r *reconciler) stamp(info fs.FileInfo) state.Stamp { return r.trusted(state.StampOf(info)) }
 
 // trusted returns st as it may be recorded: without its time when that
 // time is too recent to be trusted.
-func (v *Vault) trusted(st state.Stamp) state.Stamp {
+func (r *reconciler) trusted(st state.Stamp) state.Stamp {
 	// The file system's clock, not v.now: the time is compared with a
 	// file's modification time.
 	if time.Since(time.Unix(0, st.ModTime)) < racyWindow {

@@ -45,7 +45,7 @@ func overflowVault(t *testing.T) (*env, *Vault, []string) {
 // created or deleted, moves the moved one, and nothing else.
 func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 	e, v, want := overflowVault(t)
-	got, err := v.reconcile([]watcher.Hint{{Path: "same.md"}, {Dir: true}, {Path: "mod.md"}})
+	got, err := v.recon.reconcile([]watcher.Hint{{Path: "same.md"}, {Dir: true}, {Path: "mod.md"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 		t.Error("the moved strand's record and tie-off did not move")
 	}
 	// Reconciling again finds the same pending work and moves nothing.
-	if again, err := v.reconcile([]watcher.Hint{{Dir: true}}); err != nil || !slices.Equal(again, want) {
+	if again, err := v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil || !slices.Equal(again, want) {
 		t.Errorf("second reconcile = %v, %v; want %v", again, err, want)
 	}
 }
@@ -65,7 +65,7 @@ func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 // subtree on disk and in the records, and nothing outside it.
 func TestReconcile_DirectoryHint(t *testing.T) {
 	_, v, _ := overflowVault(t)
-	got, err := v.reconcile([]watcher.Hint{{Path: "sub", Dir: true}, {Path: "fresh", Dir: true}})
+	got, err := v.recon.reconcile([]watcher.Hint{{Path: "sub", Dir: true}, {Path: "fresh", Dir: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	if got := e.events("del.md"); !slices.Equal(got, []string{"Created", "Deleted"}) {
 		t.Errorf("del.md: events %v", got)
 	}
-	if again, err := v.reconcile([]watcher.Hint{{Dir: true}}); err != nil || len(again) != 0 {
+	if again, err := v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil || len(again) != 0 {
 		t.Errorf("after the runs, reconcile = %v, %v; want nothing left", again, err)
 	}
 }
@@ -189,7 +189,7 @@ func TestReconcile_RacyRestampWritesNothing(t *testing.T) {
 			}
 			v := e.open()
 			before := fileSum(t, e.statePath())
-			got, err := v.reconcile([]watcher.Hint{{Path: "a.md"}})
+			got, err := v.recon.reconcile([]watcher.Hint{{Path: "a.md"}})
 			if err != nil || len(got) != 0 {
 				t.Fatalf("reconcile = %v, %v; want nothing to run", got, err)
 			}
@@ -222,7 +222,7 @@ func TestVault_StampTrustsOnlySettledTimes(t *testing.T) {
 	for rel, trusted := range map[string]bool{"old.md": true, "new.md": false} {
 		info, err := os.Stat(e.abs(rel))
 		mustDo(t, err)
-		if got := v.stamp(info) == state.StampOf(info); got != trusted {
+		if got := v.recon.stamp(info) == state.StampOf(info); got != trusted {
 			t.Errorf("stamp(%s) trusted = %v; want %v", rel, got, trusted)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/knotd/knotd/agentrun"
@@ -23,6 +24,18 @@ type Reloaded struct {
 	AtNextStart []string
 }
 
+// reloader loads the configuration again when it changed or is asked to
+// (Reload), for the vault v.
+type reloader struct {
+	v *Vault
+	// loadOpts is where the configuration was loaded from.
+	loadOpts config.LoadOptions
+	// confStamps are the config files as last looked at (by the watch
+	// loop's goroutine, and Reload on it or on SIGHUP's: see reloads).
+	reloadMu   sync.Mutex
+	confStamps []configStamp
+}
+
 // Reload loads the user's and the vault's configuration again, re-checking
 // the trust of the vault's, and says in the log what happened; why is what
 // asked for it (SIGHUP, a config file that changed while knotd watches).
@@ -31,9 +44,9 @@ type Reloaded struct {
 // mistake in a file, an untrusted vault config), the one in force stays,
 // and the error says why.
 func (v *Vault) Reload(why string) (Reloaded, error) {
-	v.reloadMu.Lock()
-	defer v.reloadMu.Unlock()
-	r, err := v.reload()
+	v.reloader.reloadMu.Lock()
+	defer v.reloader.reloadMu.Unlock()
+	r, err := v.reloader.reload()
 	if err != nil {
 		v.log.Error("cannot reload the configuration; knotd goes on with the one it had", "why", why, "err", err)
 		return r, err
@@ -45,11 +58,12 @@ func (v *Vault) Reload(why string) (Reloaded, error) {
 	return r, nil
 }
 
-// reload is Reload, without the log; v.reloadMu is held.
-func (v *Vault) reload() (Reloaded, error) {
-	v.confStamps = v.configStamps() // a file that does not load is not tried again until it changes
+// reload is Reload, without the log; v.reloader.reloadMu is held.
+func (rl *reloader) reload() (Reloaded, error) {
+	v := rl.v
+	rl.confStamps = rl.configStamps() // a file that does not load is not tried again until it changes
 	old := v.config()
-	cfg, err := config.Load(v.loadOpts)
+	cfg, err := config.Load(rl.loadOpts)
 	if err == nil {
 		_, err = cfg.Agent("")
 	}
@@ -91,10 +105,11 @@ func (v *Vault) reload() (Reloaded, error) {
 
 // reloadIfChanged reloads the configuration if a config file changed
 // since it was loaded (or last looked at).
-func (v *Vault) reloadIfChanged() {
-	v.reloadMu.Lock()
-	changed := v.configChanged()
-	v.reloadMu.Unlock()
+func (rl *reloader) reloadIfChanged() {
+	v := rl.v
+	rl.reloadMu.Lock()
+	changed := rl.configChanged()
+	rl.reloadMu.Unlock()
 	if changed {
 		_, _ = v.Reload("a config file changed") // an error is logged; the configuration in force stays
 	}
@@ -112,10 +127,11 @@ type configStamp struct {
 // configPaths are the files a change of which changes the configuration:
 // the user's config file, the vault's, and Obsidian's settings (its
 // Excluded files).
-func (v *Vault) configPaths() []string {
-	user := v.loadOpts.UserFile
+func (rl *reloader) configPaths() []string {
+	v := rl.v
+	user := rl.loadOpts.UserFile
 	if user == "" {
-		dir := v.loadOpts.ConfigDir
+		dir := rl.loadOpts.ConfigDir
 		if dir == "" {
 			var err error
 			if dir, err = config.UserConfigDir(); err != nil {
@@ -128,8 +144,8 @@ func (v *Vault) configPaths() []string {
 }
 
 // configStamps stats the config files.
-func (v *Vault) configStamps() []configStamp {
-	paths := v.configPaths()
+func (rl *reloader) configStamps() []configStamp {
+	paths := rl.configPaths()
 	out := make([]configStamp, len(paths))
 	for i, p := range paths {
 		fi, err := os.Stat(p)
@@ -146,21 +162,21 @@ func (v *Vault) configStamps() []configStamp {
 }
 
 // configChanged reports whether a config file changed since the
-// configuration in force was loaded (or last looked at); v.reloadMu is
+// configuration in force was loaded (or last looked at); rl.reloadMu is
 // held.
-func (v *Vault) configChanged() bool {
-	now := v.configStamps()
-	if v.confStamps == nil {
-		v.confStamps = now
+func (rl *reloader) configChanged() bool {
+	now := rl.configStamps()
+	if rl.confStamps == nil {
+		rl.confStamps = now
 		return false
 	}
 	changed := false
 	for i, s := range now {
-		o := v.confStamps[i]
+		o := rl.confStamps[i]
 		same := s.exists == o.exists && s.size == o.size && s.modTime.Equal(o.modTime) &&
 			(s.info == nil || o.info == nil || os.SameFile(s.info, o.info))
 		changed = changed || !same
 	}
-	v.confStamps = now
+	rl.confStamps = now
 	return changed
 }

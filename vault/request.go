@@ -23,7 +23,8 @@ import (
 // entry step 5 writes.
 
 // request builds the agent request for w.
-func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+	v := pl.v
 	req := agentrun.Request{
 		RunID:    runID,
 		Vault:    v.root,
@@ -55,7 +56,7 @@ func (v *Vault) request(w *work, job Job, runID string, now time.Time) (agentrun
 			req.Previous = prev
 		}
 	}
-	v.loadTail(w)
+	pl.loadTail(w)
 	win := w.tail
 	if w.tailErr != nil {
 		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
@@ -111,7 +112,8 @@ func (v *Vault) answeredLast(w *work) bool {
 // readTail reads the newest sections of the strand's tie-off, as many as
 // a prompt shows and a little more (agentrun bounds them again and marks
 // what it leaves out); nil when there is no tie-off.
-func (v *Vault) readTail(rel string) (*tieoff.Window, error) {
+func (pl *pipeline) readTail(rel string) (*tieoff.Window, error) {
+	v := pl.v
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,8 @@ const newestAnswerBytes = 16 << 20
 // from win when it holds one (a window Tail read for the prompt) or else
 // from the file; ok is false when the tie-off has no such section among
 // its newest.
-func (v *Vault) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+func (pl *pipeline) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+	v := pl.v
 	if win != nil {
 		if sec, ok := newestRun(win.Sections); ok || win.Start == 0 {
 			return sec, ok, nil

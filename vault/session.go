@@ -26,11 +26,19 @@ import (
 // started over (errRetry), and a save that went into the file knotd
 // replaced is put back or kept (settle).
 
+// sessionKeeper is the pipeline's prepare step for the strand's session
+// and knotd's own writes into strands (see above).
+type sessionKeeper struct {
+	v        *Vault
+	sessions sessionClaims // sessions of the runs being prepared or under way
+}
+
 // writesSession reports whether knotd writes the strand's knot_session
 // into it: for an agent that keeps a conversation, when the user asked
 // for it (write_session: true; by default knotd writes nothing into
 // notes).
-func (v *Vault) writesSession(w *work) bool {
+func (sk *sessionKeeper) writesSession(w *work) bool {
+	v := sk.v
 	return w.keeps && v.config().WriteSession
 }
 
@@ -39,18 +47,19 @@ func (v *Vault) writesSession(w *work) bool {
 // new session replaces "new" in the strand where knotd writes sessions;
 // elsewhere the state keeps it, and the "new" left in the strand asks
 // for nothing more until it is written again.
-func (v *Vault) newConversation(w *work) error {
+func (sk *sessionKeeper) newConversation(w *work) error {
+	v := sk.v
 	id := uuid.NewString()
 	v.log.Info("note asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
-	if !v.sessions.claim(id, w.rel) {
+	if !sk.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
-	if v.writesSession(w) {
+	if sk.writesSession(w) {
 		updated, err := frontmatter.SetSession(w.content, id)
 		if err != nil {
 			return err
 		}
-		if err := v.writeStrand(w, updated); err != nil {
+		if err := sk.writeStrand(w, updated); err != nil {
 			return err
 		}
 	}
@@ -75,24 +84,25 @@ func (v *Vault) newConversation(w *work) error {
 //
 // A session is claimed for the strand until its run is committed, so
 // that notes copied from one template, run at once, each get their own.
-func (v *Vault) ensureSession(w *work, have string) error {
+func (sk *sessionKeeper) ensureSession(w *work, have string) error {
+	v := sk.v
 	if have != "" {
 		owner, taken, err := v.store.BySession(have)
 		if err != nil {
 			return err
 		}
-		if (!taken || owner.Path == w.rel) && v.sessions.claim(have, w.rel) {
+		if (!taken || owner.Path == w.rel) && sk.sessions.claim(have, w.rel) {
 			w.session, w.newSession = have, w.rec.Session != have
 			return nil
 		}
 		if taken && owner.Path != w.rel {
-			if _, where, err := v.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
+			if _, where, err := v.recon.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
 				// The owner is gone: the strand moved (or was copied, and
 				// the original deleted) and no reconcile paired the two
 				// paths yet. Move the history here and start over with
 				// it, unless the owner is being processed right now (its
 				// Deleted run): then this is a copy like any other.
-				moved, err := v.move(owner.Path, w.rel, true)
+				moved, err := v.recon.move(owner.Path, w.rel, true)
 				if err != nil {
 					return err
 				}
@@ -104,47 +114,48 @@ func (v *Vault) ensureSession(w *work, have string) error {
 		// A copy: its conversation is its own, and the original's resume
 		// handle is not its to continue.
 		w.resume = w.rec.Resume
-		if id := w.rec.Session; id != "" && id != have && v.ownSession(w, id) {
+		if id := w.rec.Session; id != "" && id != have && sk.ownSession(w, id) {
 			// It got its own session before (knotd writes none into
 			// it, or the write did not happen): it keeps that one.
 			w.session, w.newSession = id, false
-			return v.giveSession(w, id, "note is a copy of another note; it keeps the session of its own it was given")
+			return sk.giveSession(w, id, "note is a copy of another note; it keeps the session of its own it was given")
 		}
 		id := uuid.NewString()
-		if !v.sessions.claim(id, w.rel) {
+		if !sk.sessions.claim(id, w.rel) {
 			return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 		}
 		v.log.Info("note is a copy of another note; giving it a session of its own", "strand", w.rel, "original", owner.Path)
 		w.session, w.newSession, w.resume = id, true, ""
-		return v.giveSession(w, id, "")
+		return sk.giveSession(w, id, "")
 	}
-	if id := w.rec.Session; id != "" && v.ownSession(w, id) {
+	if id := w.rec.Session; id != "" && sk.ownSession(w, id) {
 		w.session, w.newSession = id, false
-		return v.giveSession(w, id, "note lost its knot_session; giving it back its recorded session")
+		return sk.giveSession(w, id, "note lost its knot_session; giving it back its recorded session")
 	}
 	if !w.has {
-		if id := v.markerSessionOf(w); id != "" && v.ownSession(w, id) {
+		if id := sk.markerSessionOf(w); id != "" && sk.ownSession(w, id) {
 			w.session, w.newSession = id, false
-			return v.giveSession(w, id, "note has no knot_session; its tie-off names its session")
+			return sk.giveSession(w, id, "note has no knot_session; its tie-off names its session")
 		}
 	}
 	id := uuid.NewString()
-	if !v.sessions.claim(id, w.rel) {
+	if !sk.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
 	w.session, w.newSession = id, true
-	return v.giveSession(w, id, "")
+	return sk.giveSession(w, id, "")
 }
 
 // ownSession reports whether the strand may have the session id: no other
 // recorded strand holds it, and no other strand's run has claimed it. It
 // claims id for the strand.
-func (v *Vault) ownSession(w *work, id string) bool {
+func (sk *sessionKeeper) ownSession(w *work, id string) bool {
+	v := sk.v
 	owner, taken, err := v.store.BySession(id)
 	if err != nil || (taken && owner.Path != w.rel) {
 		return false
 	}
-	return v.sessions.claim(id, w.rel)
+	return sk.sessions.claim(id, w.rel)
 }
 
 // giveSession writes the strand's session id into it where knotd writes
@@ -154,9 +165,10 @@ func (v *Vault) ownSession(w *work, id string) bool {
 // A key a save dropped is not written back: every write into a note is a
 // chance to race a save, and writing it at every run made sync tools
 // record a conflict each time (issue 22).
-func (v *Vault) giveSession(w *work, id, why string) error {
+func (sk *sessionKeeper) giveSession(w *work, id, why string) error {
+	v := sk.v
 	w.fields.Session = id
-	if !v.writesSession(w) || !w.fields.NewSession && !v.firstRun(w) {
+	if !sk.writesSession(w) || !w.fields.NewSession && !sk.firstRun(w) {
 		return nil
 	}
 	updated, err := frontmatter.SetSession(w.content, id)
@@ -170,24 +182,25 @@ func (v *Vault) giveSession(w *work, id, why string) error {
 	if why != "" {
 		v.log.Info(why, "strand", w.rel, "session", id)
 	}
-	return v.writeStrand(w, updated)
+	return sk.writeStrand(w, updated)
 }
 
 // firstRun reports whether the strand is before its first run, as far as
 // its session goes: knotd recorded none for it, and its tie-off's markers
 // name none.
-func (v *Vault) firstRun(w *work) bool {
-	return w.rec.Session == "" && v.markerSessionOf(w) == ""
+func (sk *sessionKeeper) firstRun(w *work) bool {
+	return w.rec.Session == "" && sk.markerSessionOf(w) == ""
 }
 
 // markerSessionOf returns the session the newest answer in the strand's
 // tie-off records, "" when there is none knotd can use.
-func (v *Vault) markerSessionOf(w *work) string {
-	v.loadTail(w)
+func (sk *sessionKeeper) markerSessionOf(w *work) string {
+	v := sk.v
+	v.pipe.loadTail(w)
 	if w.tail == nil {
 		return ""
 	}
-	sec, ok, err := v.newestAnswer(w.rel, w.tail)
+	sec, ok, err := v.pipe.newestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
 		return ""
 	}
@@ -211,7 +224,8 @@ func (w *work) previousFields() frontmatter.Fields {
 // version recorded without a run newly asks for one (knot_session: new,
 // set by the user or by knotd reset, with no other change): the request
 // is kept in the state, and the next run starts afresh.
-func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
+func (sk *sessionKeeper) newConversationAsked(w *work, rec *state.Record) {
+	v := sk.v
 	if w.content == nil {
 		return
 	}
@@ -231,7 +245,7 @@ func (v *Vault) newConversationAsked(w *work, rec *state.Record) {
 // sync tool carrying it, git discarding it: none is a change to run on. A
 // knot_resume set to a new handle is the user's choice of a conversation,
 // and runs.
-func (v *Vault) onlyOwnKeysChanged(before, after []byte) bool {
+func (sk *sessionKeeper) onlyOwnKeysChanged(before, after []byte) bool {
 	if before == nil {
 		return false
 	}
@@ -246,12 +260,13 @@ func (v *Vault) onlyOwnKeysChanged(before, after []byte) bool {
 // writeStrand replaces the strand's content with updated, unless the user
 // saved it since it was read (then errRetry: start over from the disk).
 // With --dry-run nothing is written: the run is shown as it would be.
-func (v *Vault) writeStrand(w *work, updated []byte) error {
+func (sk *sessionKeeper) writeStrand(w *work, updated []byte) error {
+	v := sk.v
 	if v.dry {
 		w.content, w.hash = updated, state.HashOf(updated)
 		return nil
 	}
-	v.settle(w) // an earlier write's, if any
+	sk.settle(w) // an earlier write's, if any
 	g, err := frontmatter.WriteFileDeferred(v.fs, w.rel, w.content, updated)
 	w.guard = g
 	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
@@ -267,7 +282,7 @@ func (v *Vault) writeStrand(w *work, updated []byte) error {
 	if err != nil {
 		return fmt.Errorf("vault: write frontmatter of %s: %w", w.rel, err)
 	}
-	info, ok, err := v.statWritten(w.rel, updated)
+	info, ok, err := sk.statWritten(w.rel, updated)
 	if err != nil || !ok {
 		return errRetry // the user saved right after knotd: start over
 	}
@@ -323,27 +338,28 @@ func (o *ownWrites) is(rel string, info fs.FileInfo) bool {
 // no longer holds what knotd wrote), or whether that cannot be known.
 // A save that could not be put back without losing a newer one is kept
 // in the state directory, and said.
-func (v *Vault) settle(w *work) bool {
+func (sk *sessionKeeper) settle(w *work) bool {
 	if w == nil || w.guard == nil {
 		return false
 	}
 	g := w.guard
 	w.guard = nil
-	return v.settleGuard(w.rel, g)
+	return sk.settleGuard(w.rel, g)
 }
 
 // settleGuard settles g, the guard of a write of the strand rel: a save
 // that went into the file the write replaced is put back, or kept in the
 // rescued folder and said. It reports whether the strand holds more than
 // what knotd wrote (or that is not known).
-func (v *Vault) settleGuard(rel string, g *vaultfs.Guard) bool {
+func (sk *sessionKeeper) settleGuard(rel string, g *vaultfs.Guard) bool {
+	v := sk.v
 	changed, err := g.Settle()
 	if err == nil {
 		return changed
 	}
 	var late *vaultfs.LateSave
 	if errors.As(err, &late) {
-		if where, rerr := v.rescue(rel, late.Content); rerr != nil {
+		if where, rerr := sk.rescue(rel, late.Content); rerr != nil {
 			v.log.Error("a save of the note went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
 		} else {
 			v.log.Warn("a save of the note went into the file knotd had just replaced, and the note holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
@@ -357,7 +373,8 @@ func (v *Vault) settleGuard(rel string, g *vaultfs.Guard) bool {
 // rescue keeps content, a save of the strand rel that could not go back
 // into the vault, in the state directory's rescued folder (0600), and
 // returns its path.
-func (v *Vault) rescue(rel string, content []byte) (string, error) {
+func (sk *sessionKeeper) rescue(rel string, content []byte) (string, error) {
+	v := sk.v
 	base := v.folder.Dir
 	if base == "" {
 		home, err := statedir.Home()
@@ -393,7 +410,8 @@ func (v *Vault) rescue(rel string, content []byte) (string, error) {
 // want, which knotd just wrote: the stat is taken before the read, so a
 // save of the user's in between shows as different content (ok false),
 // never as knotd's version with the user's stamp.
-func (v *Vault) statWritten(rel string, want []byte) (os.FileInfo, bool, error) {
+func (sk *sessionKeeper) statWritten(rel string, want []byte) (os.FileInfo, bool, error) {
+	v := sk.v
 	got, _, info, tooBig, err := v.readStrand(rel, max(v.config().MaxStrandSize, int64(len(want))))
 	if err != nil {
 		return nil, false, err

@@ -91,7 +91,8 @@ func masker(a agentrun.Agent) *transcript.Masker {
 }
 
 // createRunLog creates the transcript of a new run.
-func (v *Vault) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
+func (pl *pipeline) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
+	v := pl.v
 	tr, err := transcript.Create(v.folder.Runs(), runID, &transcript.Options{Now: v.now, Masker: m})
 	if err != nil {
 		v.log.Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
@@ -103,7 +104,8 @@ func (v *Vault) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
 // reopenRunLog reopens the transcript of a run that crash recovery
 // finishes. It returns nil when the run has no transcript, or when it
 // already records its tie-off section.
-func (v *Vault) reopenRunLog(runID, rel string) *runLog {
+func (pl *pipeline) reopenRunLog(runID, rel string) *runLog {
+	v := pl.v
 	events, _, err := transcript.ReadRun(v.folder.Runs(), runID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -209,7 +211,7 @@ func (l *runLog) finish(w *work, req *agentrun.Request, res agentrun.Result, not
 	}
 	if !l.started {
 		// The agent never reached OnStart (a refused request, a command
-		// line that could not be built, or an Agent without the hook).
+		// line that could not be built, or an AgentRunner without the hook).
 		l.started = true
 		l.record(startedFor(w, req, res.Argv))
 		if res.Prompt != "" {
@@ -261,7 +263,8 @@ func (l *runLog) tieOff(tieOff string, offset int64, replaced bool) {
 // sectionOffset finds the offset of run runID's section in the tie-off t
 // (vault-relative), for a run that crash recovery found already written;
 // -1 when it cannot be found.
-func (v *Vault) sectionOffset(t, runID string) int64 {
+func (pl *pipeline) sectionOffset(t, runID string) int64 {
+	v := pl.v
 	secs, _, err := tieoff.Read(v.fs, t)
 	if err != nil {
 		return -1

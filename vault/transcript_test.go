@@ -285,7 +285,7 @@ func BenchmarkRunLog(b *testing.B) {
 		for b.Loop() {
 			id, err := uuid.NewV7()
 			mustDo(b, err)
-			tl := v.createRunLog(id.String(), w.rel, m)
+			tl := v.pipe.createRunLog(id.String(), w.rel, m)
 			tl.failed(w)
 			tl.record(transcript.UserMessage{Prompt: body})
 			tl.record(transcript.AssistantMessage{Format: transcript.FormatText, Blocks: []transcript.Block{{Type: transcript.BlockText, Fidelity: transcript.TextOnly, Text: body}}})

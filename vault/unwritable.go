@@ -32,7 +32,8 @@ import (
 
 // tieOffUnwritable reports why the tie-off of the strand rel can never be
 // written as it is (nil when it can, or when what stops it may pass).
-func (v *Vault) tieOffUnwritable(rel string) error {
+func (pl *pipeline) tieOffUnwritable(rel string) error {
+	v := pl.v
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return nil
@@ -42,10 +43,10 @@ func (v *Vault) tieOffUnwritable(rel string) error {
 		_ = f.Close() // read only: a close error loses nothing
 		return nil
 	}
-	if errors.Is(err, fs.ErrNotExist) && v.folderReachable(t) {
+	if errors.Is(err, fs.ErrNotExist) && pl.folderReachable(t) {
 		return nil // the append creates it
 	}
-	if v.unwritableTieOff(t, err) {
+	if pl.unwritableTieOff(t, err) {
 		return err
 	}
 	return nil
@@ -53,11 +54,11 @@ func (v *Vault) tieOffUnwritable(rel string) error {
 
 // checkTieOff is tieOffUnwritable, and forgets that the strand rel
 // waited for its tie-off when it can be written.
-func (v *Vault) checkTieOff(rel string) error {
-	err := v.tieOffUnwritable(rel)
+func (pl *pipeline) checkTieOff(rel string) error {
+	err := pl.tieOffUnwritable(rel)
 	if err == nil {
 		if t, terr := strand.TieOffPath(rel); terr == nil {
-			v.tieWaits.Delete(t)
+			pl.tieWaits.Delete(t)
 		}
 	}
 	return err
@@ -65,18 +66,18 @@ func (v *Vault) checkTieOff(rel string) error {
 
 // watched is what the watcher hints: what knotd looks for in a vault
 // (isWatched), and the tie-offs that changes wait for.
-func (v *Vault) watched(rel string) bool {
+func (pl *pipeline) watched(rel string) bool {
 	if isWatched(rel) {
 		return true
 	}
-	_, ok := v.tieWaits.Load(rel)
+	_, ok := pl.tieWaits.Load(rel)
 	return ok
 }
 
 // waitingFor returns the strand whose change waits for the tie-off t, if
 // one does; it no longer waits for it then (its processing looks again).
-func (v *Vault) waitingFor(t string) (string, bool) {
-	rel, ok := v.tieWaits.LoadAndDelete(t)
+func (pl *pipeline) waitingFor(t string) (string, bool) {
+	rel, ok := pl.tieWaits.LoadAndDelete(t)
 	if !ok {
 		return "", false
 	}
@@ -87,16 +88,17 @@ func (v *Vault) waitingFor(t string) (string, bool) {
 // tie-off t, is one that lasts until the user changes the vault: t is not
 // a regular file (a symbolic link, a directory, a FIFO), or its folder is
 // a symbolic link that does not lead to a folder inside the vault.
-func (v *Vault) unwritableTieOff(t string, err error) bool {
+func (pl *pipeline) unwritableTieOff(t string, err error) bool {
 	if errors.Is(err, vaultfs.ErrNotRegular) {
 		return true
 	}
-	return !v.folderReachable(t) && v.folderLinked(t)
+	return !pl.folderReachable(t) && pl.folderLinked(t)
 }
 
 // folderReachable reports whether the folder of t is a folder inside the
 // vault (through links that stay inside it).
-func (v *Vault) folderReachable(t string) bool {
+func (pl *pipeline) folderReachable(t string) bool {
+	v := pl.v
 	dir := path.Dir(t)
 	if dir == "." {
 		return true
@@ -107,7 +109,8 @@ func (v *Vault) folderReachable(t string) bool {
 
 // folderLinked reports whether a folder on the way to t is a symbolic
 // link.
-func (v *Vault) folderLinked(t string) bool {
+func (pl *pipeline) folderLinked(t string) bool {
+	v := pl.v
 	for dir := path.Dir(t); dir != "." && dir != "/"; dir = path.Dir(dir) {
 		if fi, err := v.fs.Lstat(filepath.FromSlash(dir)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return true
@@ -120,9 +123,10 @@ func (v *Vault) folderLinked(t string) bool {
 // tie-off cannot be written (why), and returns the skip reason. While
 // knotd watches, a change of the tie-off (the link removed) looks at the
 // strand again (see waitingFor).
-func (v *Vault) waitForTieOff(rel string, why error) string {
+func (pl *pipeline) waitForTieOff(rel string, why error) string {
+	v := pl.v
 	t, _ := strand.TieOffPath(rel)
-	v.tieWaits.Store(t, rel)
+	pl.tieWaits.Store(t, rel)
 	v.noticeOnce("unwritable-tieoff:"+t, func() {
 		v.log.Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
 			"strand", rel, "tieoff", t, "err", why)
@@ -150,12 +154,13 @@ func (e *replyKept) Unwrap() error { return e.Err }
 // keepReply keeps the journaled run p's section, which cannot go into its
 // tie-off t (err), in the rescued folder, and returns the error that says
 // where.
-func (v *Vault) keepReply(p state.Pending, j journal, t string, err error) (*replyKept, error) {
+func (pl *pipeline) keepReply(p state.Pending, j journal, t string, err error) (*replyKept, error) {
+	v := pl.v
 	sec, ferr := tieoff.Format(j.Section)
 	if ferr != nil {
 		return nil, ferr
 	}
-	kept, rerr := v.rescue(t, sec)
+	kept, rerr := v.sess.rescue(t, sec)
 	if rerr != nil {
 		return nil, rerr
 	}
@@ -164,7 +169,8 @@ func (v *Vault) keepReply(p state.Pending, j journal, t string, err error) (*rep
 
 // sayKept says that a journaled run's reply could not go into its
 // tie-off and is kept outside the vault (its run is done: said once).
-func (v *Vault) sayKept(kept *replyKept) {
+func (pl *pipeline) sayKept(kept *replyKept) {
+	v := pl.v
 	v.log.Error("a run's reply cannot go into its tie-off, which is not a regular file in the vault: knotd kept the reply in its state directory and does not try again; make the tie-off a regular file in the vault and copy the reply into it",
 		"strand", kept.Strand, "tieoff", kept.TieOff, "run", kept.RunID, "kept", kept.Kept, "err", kept.Err)
 }

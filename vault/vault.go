@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
@@ -45,7 +44,7 @@ type Options struct {
 	Flags config.Settings
 	// Agent runs the agents; nil means an agentrun.Runner with the
 	// configured limits. Tests substitute their own.
-	Agent Agent
+	Agent AgentRunner
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Grace is how long running agents may finish after knotd is told to
@@ -72,21 +71,17 @@ type Vault struct {
 	// symbolic link or ".." leads out of the vault.
 	fs *os.Root
 	// conf is the configuration, replaced whole when it is reloaded
-	// (Reload); loadOpts is where it was loaded from.
+	// (Reload, reload.go).
 	conf     atomic.Pointer[config.Config]
-	loadOpts config.LoadOptions
-	// confStamps are the config files as last looked at (by the watch
-	// loop's goroutine, and Reload on it or on SIGHUP's: see reloads).
-	reloadMu   sync.Mutex
-	confStamps []configStamp
-	store      *state.Store
-	lock       *statedir.Lock
-	folder     statedir.Folder // the vault's folder in the state directory
-	device     statedir.Device // this device
-	rules      *ignore.Rules
-	// agent is the Agent tests gave (Options.Agent); otherwise runner,
+	reloader reloader
+	store    *state.Store
+	lock     *statedir.Lock
+	folder   statedir.Folder // the vault's folder in the state directory
+	device   statedir.Device // this device
+	rules    *ignore.Rules
+	// agent is the AgentRunner tests gave (Options.Agent); otherwise runner,
 	// replaced when the configuration is reloaded, runs the agents.
-	agent  Agent
+	agent  AgentRunner
 	runner atomic.Pointer[agentrun.Runner]
 	log    *slog.Logger
 	now    func() time.Time // the clock of sections, records and devices' heartbeats (the watch loop's delays run on its timers' clock)
@@ -94,26 +89,23 @@ type Vault struct {
 	dry    bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
-	// tieWaits holds the strands whose change waits for their tie-off,
-	// which cannot be written (unwritable.go): tie-off path → strand.
-	tieWaits sync.Map
 
-	claims   claims        // strand paths being worked on
-	sessions sessionClaims // sessions of the runs being prepared or under way
-	copies   copies        // conflict copies of tie-offs waiting to be merged
+	claims claims // strand paths being worked on
+	// sess decides which conversation a strand continues and writes
+	// into strands without clobbering a save (session.go).
+	sess sessionKeeper
+	// pipe is the pipeline of one strand's change: look, decide,
+	// prepare, run, record (pipeline.go).
+	pipe pipeline
+	// adoption is first contact and the catch-up (adopt, catchUp).
+	adoption adopter
+	// recon looks at the disk against the state: changes, renames, and
+	// sync tools' conflict copies (reconcile.go, conflict.go).
+	recon reconciler
 
-	beat    time.Duration     // heartbeat interval (0: device.Check)
-	beatMu  sync.Mutex        // guards mine and decided
-	mine    *device.Heartbeat // this device's heartbeat as last written
-	decided *device.Decision  // the last decision about answering
-	// steppingDown is set while a device that another took over from
-	// stops: its runs get no grace period.
-	steppingDown atomic.Bool
-	// settleMu serialises the runs that wait for a first claim to settle
-	// (see answersHold); recheck, when it holds a value, makes
-	// keepAnswering decide again at once (a run found another claim).
-	settleMu sync.Mutex
-	recheck  chan struct{}
+	// answering decides whether this device answers the vault
+	// (answering.go).
+	answering answerer
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
@@ -126,8 +118,9 @@ type Vault struct {
 	// own holds knotd's own writes into strands whose work is under way
 	// (knot_session), so that the watcher does not take them for changes.
 	own ownWrites
-	// spend counts the day's runs for the budget.
-	spend spend
+	// budget counts the day's runs and defers what goes past it
+	// (budget.go).
+	budget budget
 	// obsidian is Obsidian's Excluded files setting, read at open and at
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
@@ -354,16 +347,21 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		log:   opts.Logger,
 		now:   opts.Now,
 		grace: opts.Grace,
-		beat:  opts.Heartbeat,
 
-		recheck:    make(chan struct{}, 1),
 		observe:    quiet{},
 		faults:     quiet{},
 		checkEvery: rootCheck,
 	}
+	v.recon = reconciler{v: v}
+	v.pipe = pipeline{v: v}
+	v.adoption = adopter{v: v}
+	v.budget = budget{v: v}
+	v.reloader = reloader{v: v}
+	v.sess = sessionKeeper{v: v}
+	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
-	v.loadOpts = loadOpts
-	v.confStamps = v.configStamps()
+	v.reloader.loadOpts = loadOpts
+	v.reloader.confStamps = v.reloader.configStamps()
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -468,10 +466,10 @@ func (v *Vault) recover() error {
 	for _, p := range ps {
 		j, err := decodeJournal(p.Journal)
 		if err == nil {
-			err = v.complete(p, j, true)
+			err = v.pipe.complete(p, j, true)
 		}
 		if kept := (*replyKept)(nil); errors.As(err, &kept) {
-			v.sayKept(kept)
+			v.pipe.sayKept(kept)
 			continue
 		}
 		if err != nil {
@@ -505,6 +503,12 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 	v.log.Warn(msg, append([]any{"path", path}, args...)...)
 }
 
+// adopter is first contact with a vault knotd has no state for (adopt),
+// and the catch-up on what changed while knotd was stopped (catchUp).
+type adopter struct {
+	v *Vault
+}
+
 // Adoption is what first contact with a vault found (see adopt).
 type Adoption struct {
 	// Adopted counts strands recorded as processed without a run: their
@@ -519,7 +523,7 @@ type Adoption struct {
 
 // adopt records what knotd knows of a vault it has no state for: first
 // contact, or a state store that was lost, damaged or moved aside. The
-// vault is the truth (see answered.go), so it reads each strand and the
+// vault is the truth (see runmarker.go), so it reads each strand and the
 // newest section of its tie-off:
 //
 //   - a strand whose tie-off's newest section answers its content is
@@ -535,7 +539,8 @@ type Adoption struct {
 // was deleted since its last answer gets no Deleted run on a device that
 // has no state of it, since knotd knows neither the strand's last content
 // nor its settings (knot_events may leave deletions out).
-func (v *Vault) adopt() (Adoption, error) {
+func (ad *adopter) adopt() (Adoption, error) {
+	v := ad.v
 	var a Adoption
 	now := v.now().UTC()
 	const batch = 1000
@@ -565,7 +570,7 @@ func (v *Vault) adopt() (Adoption, error) {
 		}
 		return nil
 	}
-	err := v.survey(func(p adoptee) error {
+	err := ad.survey(func(p adoptee) error {
 		a.count(p.kind)
 		pending = append(pending, p)
 		if len(pending) == batch {
@@ -613,14 +618,15 @@ type adoptee struct {
 // survey looks at every strand of the vault and its tie-off as adopt
 // does, and calls fn with each strand's adoptee, in path order; it writes
 // nothing.
-func (v *Vault) survey(fn func(adoptee) error) error {
+func (ad *adopter) survey(fn func(adoptee) error) error {
+	v := ad.v
 	var paths []string
 	tieOffs := map[string]bool{} // the strands whose tie-off is there
 	isStrandOrTieOff := func(rel string) bool {
 		_, ok := strand.StrandPath(rel)
 		return ok || strand.IsStrandPath(rel)
 	}
-	err := v.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
+	err := v.recon.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
 		if s, ok := strand.StrandPath(rel); ok {
 			tieOffs[s] = true
 		} else {
@@ -632,7 +638,7 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 	}
 	slices.Sort(paths) // in key order: bbolt fills its pages best that way
 	for _, rel := range paths {
-		p, ok := v.surveyStrand(rel, tieOffs[rel])
+		p, ok := ad.surveyStrand(rel, tieOffs[rel])
 		if !ok {
 			continue
 		}
@@ -645,7 +651,8 @@ func (v *Vault) survey(fn func(adoptee) error) error {
 
 // surveyStrand is survey's look at the strand rel on disk; ok is false
 // when it cannot be read (it is said, and processed when it can be).
-func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
+func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
+	v := ad.v
 	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if err != nil {
 		v.log.Warn("cannot read note; it will be processed when it can", "strand", rel, "err", err)
@@ -654,11 +661,11 @@ func (v *Vault) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if tooBig {
 		content = nil
 	}
-	p := adoptee{rec: state.Record{Path: rel, Stamp: v.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
+	p := adoptee{rec: state.Record{Path: rel, Stamp: v.recon.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
 	if !hasTieOff {
 		return p, true
 	}
-	sec, ok, err := v.newestAnswer(rel, nil)
+	sec, ok, err := v.pipe.newestAnswer(rel, nil)
 	if err != nil {
 		v.log.Warn("cannot read the note's tie-off; adopting the note as it is", "strand", rel, "err", err)
 	}
@@ -725,7 +732,7 @@ func (v *Vault) config() *config.Config { return v.conf.Load() }
 
 // runAgent returns what runs the agents: the runner of the configuration
 // in force, or the Agent tests gave.
-func (v *Vault) runAgent() Agent {
+func (v *Vault) runAgent() AgentRunner {
 	if v.agent != nil {
 		return v.agent
 	}

@@ -27,6 +27,83 @@ type WatchOptions struct {
 	TakeOver bool
 }
 
+// ErrStandby is wrapped by errors about work a standby device refuses.
+var ErrStandby = errors.New("another device answers this vault")
+
+// Watch watches the vault until ctx ends, answering it while this device
+// is the answering device and standing by otherwise: it decides at the
+// start and at every heartbeat. A device that another device takes over
+// from stops taking changes, lets its running agents finish (as on a stop)
+// and stands by; a standby device that becomes the answering device
+// catches up on every change the answering device left unanswered (the
+// tie-off markers say what it answered) and answers from then on. See
+// answerWatch for the rest. It returns nil when ctx ends.
+func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
+	defer v.answering.stopBeat()
+	v.watching.Store(true)
+	defer v.watching.Store(false)
+	// First contact comes first, answering or not (see Once).
+	if _, seen, err := v.store.Adopted(); err != nil {
+		return err
+	} else if !seen && !opts.All {
+		if _, err := v.adoption.firstContact(); err != nil {
+			return err
+		}
+	}
+	takeOver := opts.TakeOver
+	var said string
+	for {
+		d, _ := v.answering.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
+		takeOver = false
+		if d.Why != said {
+			if d.Answer {
+				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
+			} else {
+				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
+				if d.Unanswered != "" {
+					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
+				}
+			}
+			said = d.Why
+		}
+		if !d.Answer {
+			if err := v.standBy(ctx); err != nil || ctx.Err() != nil {
+				return err
+			}
+			continue
+		}
+		v.answering.waitHandover(ctx, d.From)
+		if ctx.Err() != nil {
+			return nil
+		}
+		answerCtx, stepDown := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { v.answering.keepAnswering(answerCtx, stepDown, &said) })
+		err := v.answerWatch(answerCtx, opts)
+		stepDown()
+		wg.Wait()
+		v.answering.steppingDown.Store(false)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		opts.All = false // --all ran once, when this device first answered
+	}
+}
+
+// standBy waits one heartbeat, or returns when ctx ends.
+func (v *Vault) standBy(ctx context.Context) error {
+	v.reloader.reloadIfChanged()
+	t := time.NewTimer(v.answering.heartbeat())
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-v.store.Damaged():
+		return v.stateDamaged()
+	}
+	return nil
+}
+
 // answerWatch is Watch while this device answers the vault, until ctx
 // ends: the startup catch-up, then every settled change, overflow rescans
 // and, when configured, polling. When ctx ends it stops taking events,
@@ -52,14 +129,14 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	var all []string
 	switch {
 	case opts.All:
-		if all, _, err = v.catchUp(true); err != nil {
+		if all, _, err = v.adoption.catchUp(true); err != nil {
 			return err
 		}
 	case !seen:
 		// The strands changed since their last answer are found
 		// by the startup rescan, like any change made while knotd was
 		// stopped.
-		if _, err := v.firstContact(); err != nil {
+		if _, err := v.adoption.firstContact(); err != nil {
 			return err
 		}
 	}
@@ -90,7 +167,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	} else {
 		w := &watcher.Watcher{
 			Root: v.root, Quiet: v.config().Debounce, MaxWait: v.config().MaxWait,
-			Filter: v.watched, Rules: v.rules, Logger: v.log,
+			Filter: v.pipe.watched, Rules: v.rules, Logger: v.log,
 		}
 		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
 		v.log.Info("watching", "vault", v.root, "debounce", v.config().Debounce, "agent", v.config().DefaultAgent)
@@ -199,7 +276,7 @@ func (l *watchLoop) retryJournaled() {
 		if now.Before(r.due) {
 			continue
 		}
-		l.journaled[rel] = retryHint{due: now.Add(min(l.every<<min(r.tries, 20), maxRetryPause)), tries: r.tries + 1}
+		l.journaled[rel] = retryHint{due: now.Add(backoff(l.every, r.tries)), tries: r.tries + 1}
 		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 	}
 	for rel := range l.journaled {
@@ -286,7 +363,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
-			for _, rel := range l.v.allowedDeferred() {
+			for _, rel := range l.v.budget.allowedDeferred() {
 				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 			}
 			l.releaseAfterWork()
@@ -312,7 +389,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		}
 		// A changed config file applies before the changes that came
 		// with it are run (two stats a turn).
-		l.v.reloadIfChanged()
+		l.v.reloader.reloadIfChanged()
 		if len(batch) > 0 {
 			l.reconcile(batch)
 		}
@@ -336,7 +413,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		}
 		l.firstFull = false
 	}
-	paths, unlooked, err := l.v.reconcileAll(batch)
+	paths, unlooked, err := l.v.recon.reconcileAll(batch)
 	if err != nil {
 		// Too many open files, a full disk, an I/O error: the hints are
 		// kept and tried again.
@@ -363,7 +440,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	now := l.v.now()
 	for _, rel := range paths {
-		if _, where, err := l.v.lstatStrand(rel); err == nil && where == absent {
+		if _, where, err := l.v.recon.lstatStrand(rel); err == nil && where == absent {
 			delete(l.fresh, rel)
 			if _, waiting := l.gone[rel]; !waiting {
 				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
@@ -412,7 +489,7 @@ func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
 		}
 		k := retryKey(h)
 		r := l.retry[k]
-		pause := min(time.Second<<min(r.tries, 20), maxRetryPause)
+		pause := backoff(time.Second, r.tries)
 		l.retry[k] = retryHint{hint: h, due: now.Add(pause), tries: r.tries + 1}
 		if soonest == 0 || pause < soonest {
 			soonest = pause
@@ -459,7 +536,7 @@ func (l *watchLoop) due(now time.Time) {
 	if !anyDue {
 		return
 	}
-	paths, unlooked, err := l.v.reconcileAll(hints)
+	paths, unlooked, err := l.v.recon.reconcileAll(hints)
 	if err != nil {
 		unlooked = make([]string, len(hints))
 		for i, h := range hints {
@@ -515,7 +592,7 @@ func (l *watchLoop) due(now time.Time) {
 // tie-off that a sync tool made meanwhile (of that very write, say) is
 // folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.copies.pending(rel) {
+	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)

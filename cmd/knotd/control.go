@@ -162,7 +162,7 @@ func runControlCommand(ctx context.Context, cmd string, args []string, stdout, s
 	case "retry":
 		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
 			func(b control.Backend) (control.Result, error) { return b.Retry(ctx, from) },
-			func(v *vault.Vault) ([]string, []control.Refusal, error) { return v.Retryable(from) })
+			func(v *vault.Vault) ([]string, []control.Refusal, error) { return v.Control().Retryable(from) })
 	case "pause":
 		return steer(ctx, c, root, cfg, stdout, stderr, cmd,
 			func(b control.Backend) (control.Result, error) { return b.Pause(ctx, notes, why) }, nil)
@@ -200,7 +200,7 @@ func steer(ctx context.Context, c *control.Client, root, cfg string, stdout, std
 		}
 	}()
 	if pass == nil {
-		res, err := ask(v)
+		res, err := ask(v.Control())
 		if err != nil {
 			return err
 		}
@@ -490,7 +490,7 @@ func watch(ctx context.Context, v *vault.Vault, o options, log *slog.Logger) err
 	defer onHangUp(func() { _, _ = v.Reload("SIGHUP") })() // an error is logged; the configuration in force stays
 	serveCtx, stopServing := context.WithCancel(ctx)
 	served := make(chan error, 1)
-	go func() { served <- control.Serve(serveCtx, ln, v, log) }()
+	go func() { served <- control.Serve(serveCtx, ln, v.Control(), log) }()
 	err = v.Watch(ctx, vault.WatchOptions{All: o.all, TakeOver: o.takeOver})
 	stopServing()
 	if serr := <-served; serr != nil {

@@ -167,7 +167,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			err = cerr
 		}
 	}()
-	defer sayStopping(ctx, log, v.Running)()
+	defer sayStopping(ctx, log, v.Control().Running)()
 	if o.once {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -40,12 +40,12 @@ func markerHash(content []byte) string {
 // Deleted section. It reads the tie-off's newest sections into w.tail for
 // the prompt. A tie-off that cannot be read answers nothing (and the run
 // goes on; request says why the prompt lacks it).
-func (v *Vault) answered(w *work) (tieoff.Section, bool) {
-	v.loadTail(w)
+func (pl *pipeline) answered(w *work) (tieoff.Section, bool) {
+	pl.loadTail(w)
 	if w.tail == nil {
 		return tieoff.Section{}, false // no tie-off, or it cannot be read
 	}
-	sec, ok, err := v.newestAnswer(w.rel, w.tail)
+	sec, ok, err := pl.newestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
 		return sec, false
 	}
@@ -67,12 +67,13 @@ func (w *work) markerHash() string {
 // commitAnswered records w's version as processed by the run whose
 // section sec already answers it (another device's, or this one's before
 // its state was lost), without running the agent again.
-func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
+func (pl *pipeline) commitAnswered(w *work, sec tieoff.Section) error {
+	v := pl.v
 	if v.dry {
 		return nil
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
 	if sec.RunID != rec.LastRunID {
 		rec.Turns++
 	}
@@ -86,7 +87,7 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 	if s := markerSession(sec); s != "" {
 		rec.Session = s
 	}
-	v.newConversationAsked(w, &rec)
+	v.sess.newConversationAsked(w, &rec)
 	err := v.store.Put(rec, w.content)
 	if errors.Is(err, state.ErrSessionTaken) {
 		// The session belongs to another strand here (this one is a copy
@@ -104,19 +105,19 @@ func (v *Vault) commitAnswered(w *work, sec tieoff.Section) error {
 // device has no record of, answered an earlier version of it: its newest
 // section is a run's answer to a version of the strand (not its deletion)
 // that the marker records.
-func (v *Vault) answeredBefore(w *work) bool {
-	v.loadTail(w)
+func (pl *pipeline) answeredBefore(w *work) bool {
+	pl.loadTail(w)
 	if w.tail == nil {
 		return false
 	}
-	sec, ok, err := v.newestAnswer(w.rel, w.tail)
+	sec, ok, err := pl.newestAnswer(w.rel, w.tail)
 	return err == nil && ok && sec.Hash != "" && sec.Event != strand.Deleted
 }
 
 // loadTail reads the newest sections of w's tie-off into w.tail, once.
-func (v *Vault) loadTail(w *work) {
+func (pl *pipeline) loadTail(w *work) {
 	if !w.tailRead {
-		w.tail, w.tailErr = v.readTail(w.rel)
+		w.tail, w.tailErr = pl.readTail(w.rel)
 		w.tailRead = true
 	}
 }
