@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	acpagent "github.com/knotd/knotd/agents/acp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -291,7 +292,7 @@ func TestACP_OutputArrivesWhileRunning(t *testing.T) {
 	req := runRequest(t, agent, planV1)
 	var live []transcript.Block
 	req.OnOutput = func(m transcript.AssistantMessage) {
-		if m.Format != transcript.FormatACP {
+		if m.Format != acpagent.Format {
 			t.Errorf("live message format %q", m.Format)
 		}
 		live = append(live, m.Blocks...)

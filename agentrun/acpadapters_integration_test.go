@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 )
 
 // These tests drive the ACP adapters of Claude Code and Codex
@@ -527,8 +528,8 @@ var acpInit = map[string]any{
 
 func TestACPAdapters_RealCLI(t *testing.T) {
 	const (
-		prompt1 = "## Event Context\nEvent: Created\nStrand: ideas/plan.md\n\n" + realPlanV1
-		prompt2 = "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n\n" + realPlanV2
+		prompt1 = "## Event Context\nEvent: Created\nStrand: ideas/plan.md\n\n" + realcli.PlanV1
+		prompt2 = "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n\n" + realcli.PlanV2
 		unknown = "99999999-2222-4333-8444-555555555555"
 	)
 	for _, ad := range acpAdapters {

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"github.com/knotd/knotd/agents/claude"
 	"os"
 	"testing"
 
@@ -13,3 +14,6 @@ func TestMain(m *testing.M) {
 	fakeagent.Main(nil)
 	os.Exit(m.Run())
 }
+
+// claudeDriver is the runner's driver for the claude preset (agents/claude).
+func claudeDriver() kitTotaler { return newKitDriver(claude.Driver{}).(kitTotaler) }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 )
 
 // These tests prove each permission level with the real CLIs: the
@@ -110,15 +111,15 @@ func checkWrite(t *testing.T, turn int, target string, want bool, res agentrun.R
 // result). Before each turn n, ask has the stand-in call a tool that writes
 // target, and returns the call's id; after it, check checks the turn, given
 // the result the CLI sent for the call.
-func runPermCase[R interface{ ToolResults() []agenttest.ToolResult }](t *testing.T, c permCase, cli *realCLI[R],
+func runPermCase[R interface{ ToolResults() []agenttest.ToolResult }](t *testing.T, c permCase, cli *realcli.CLI[R],
 	next func(agentrun.Request, agentrun.Result) agentrun.Request,
 	ask func(n int, target string) string,
 	check func(n int, turn permTurn, target string, res agentrun.Result, result *agenttest.ToolResult),
 ) {
 	t.Helper()
-	cli.agent.Env = c.env
+	cli.Agent.Env = c.env
 	vault := t.TempDir()
-	req := cli.firstTurn(vault)
+	req := cli.FirstTurn(vault)
 	var res agentrun.Result
 	for i, turn := range c.turns {
 		n := i + 1
@@ -127,10 +128,10 @@ func runPermCase[R interface{ ToolResults() []agenttest.ToolResult }](t *testing
 		if n == 2 {
 			req = next(req, res)
 		}
-		req.Agent = cli.agent
+		req.Agent = cli.Agent
 		req.Agent.Permissions = turn.perm
 		var calls []R
-		res, calls = cli.run(t, req)
+		res, calls = cli.Run(t, req)
 		if res.Reply != "FINISHED" {
 			t.Errorf("turn %d reply %q; want the stand-in's final text", n, res.Reply)
 		}
@@ -142,8 +143,10 @@ func TestClaude_RealCLIPermissions(t *testing.T) {
 	for _, c := range permCases {
 		t.Run(c.name, func(t *testing.T) {
 			rc := newRealClaude(t)
-			runPermCase(t, c, &rc.realCLI,
-				func(req agentrun.Request, res agentrun.Result) agentrun.Request { return realNextTurn(req, res.Resume) },
+			runPermCase(t, c, &rc.CLI,
+				func(req agentrun.Request, res agentrun.Result) agentrun.Request {
+					return realcli.NextTurn(req, res.Resume)
+				},
 				func(n int, target string) string {
 					write := agenttest.ToolCall{ID: fmt.Sprintf("toolu_turn%d", n), Name: "Write",
 						Input: map[string]string{"file_path": target, "content": permContent}}
@@ -173,9 +176,9 @@ func TestClaude_RealCLIFullAsRoot(t *testing.T) {
 		t.Skip("runs only as root: Claude Code refuses bypassPermissions to root alone")
 	}
 	rc := newRealClaude(t)
-	req := rc.firstTurn(t.TempDir())
+	req := rc.FirstTurn(t.TempDir())
 	req.Agent.Permissions = agentrun.PermFull
-	res, err := rc.runner.Run(t.Context(), req)
+	res, err := rc.Runner.Run(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +221,7 @@ func TestCodex_RealCLIPermissions(t *testing.T) {
 		for _, c := range permCases {
 			t.Run(tool.name+"/"+c.name, func(t *testing.T) {
 				rc := newRealCodex(t)
-				runPermCase(t, c, &rc.realCLI, codexNextTurn,
+				runPermCase(t, c, &rc.CLI, codexNextTurn,
 					func(n int, target string) string {
 						call := agenttest.ToolCall{ID: fmt.Sprintf("call_turn%d", n), Name: "exec", Namespace: "functions",
 							Input: tool.js(target)}
@@ -241,14 +244,14 @@ func TestCodex_RealCLIPermissions(t *testing.T) {
 // -c developer_instructions is ignored.
 func TestCodex_RealCLIResumedTurnSandboxAndInstructions(t *testing.T) {
 	rc := newRealCodex(t)
-	req := rc.firstTurn(t.TempDir())
+	req := rc.FirstTurn(t.TempDir())
 	req.Agent.Permissions, req.Agent.Instructions = agentrun.PermEdit, "FIRST INSTRUCTIONS"
-	res, _ := rc.run(t, req)
+	res, _ := rc.Run(t, req)
 
 	req = codexNextTurn(req, res)
 	req.Agent.Permissions, req.Agent.Instructions = agentrun.PermReadOnly, "CHANGED INSTRUCTIONS"
-	_, calls := rc.run(t, req)
-	call := mustOneCall(t, 2, calls)
+	_, calls := rc.Run(t, req)
+	call := realcli.MustOneCall(t, 2, calls)
 	var modes []string
 	instructions := map[string]int{}
 	for _, m := range call.Input {
@@ -280,14 +283,14 @@ func TestCodex_RealCLIResumedTurnSandboxAndInstructions(t *testing.T) {
 // mode, by contrast, is the launch's (TestClaude_RealCLIPermissions).
 func TestClaude_RealCLIResumedTurnInstructions(t *testing.T) {
 	rc := newRealClaude(t)
-	req := rc.firstTurn(t.TempDir())
+	req := rc.FirstTurn(t.TempDir())
 	req.Agent.Instructions = "FIRST INSTRUCTIONS"
-	res, _ := rc.run(t, req)
+	res, _ := rc.Run(t, req)
 
-	req = realNextTurn(req, res.Resume)
+	req = realcli.NextTurn(req, res.Resume)
 	req.Agent.Instructions = "CHANGED INSTRUCTIONS"
-	_, calls := rc.run(t, req)
-	call := mustOneCall(t, 2, calls)
+	_, calls := rc.Run(t, req)
+	call := realcli.MustOneCall(t, 2, calls)
 	if !strings.Contains(call.System, "FIRST INSTRUCTIONS") || strings.Contains(call.System, "CHANGED INSTRUCTIONS") {
 		t.Errorf("the resumed turn's system prompt has the first instructions %t, the changed ones %t; want the first only",
 			strings.Contains(call.System, "FIRST INSTRUCTIONS"), strings.Contains(call.System, "CHANGED INSTRUCTIONS"))
@@ -315,9 +318,9 @@ func TestClaude_RealCLIIgnoresVaultSettings(t *testing.T) {
 	write := agenttest.ToolCall{ID: "toolu_planted", Name: "Write",
 		Input: map[string]string{"file_path": target, "content": permContent}}
 	rc.api.SetAnswer(agenttest.CallTool[agenttest.Request](write, finished))
-	req := rc.firstTurn(vault)
-	req.Agent = rc.agent
-	res, calls := rc.run(t, req)
+	req := rc.FirstTurn(vault)
+	req.Agent = rc.Agent
+	res, calls := rc.Run(t, req)
 	checkWrite(t, 1, target, false, res, resultOf(calls, write.ID), []string{"denied"})
 }
 
@@ -339,7 +342,7 @@ func TestCodex_RealCLIIgnoresVaultConfig(t *testing.T) {
 	target := filepath.Join(vault, "planted.md")
 	call := agenttest.ToolCall{ID: "call_planted", Name: "exec", Namespace: "functions", Input: codexTools[1].js(target)}
 	rc.api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, finished))
-	res, calls := rc.run(t, rc.firstTurn(vault))
+	res, calls := rc.Run(t, rc.FirstTurn(vault))
 	checkWrite(t, 1, target, false, res, resultOf(calls, call.ID), codexTools[1].refusal)
 	for _, c := range calls {
 		all := c.Instructions

@@ -3,9 +3,8 @@ package agentrun
 import (
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/agents/codex"
 	"strings"
-
-	"github.com/knotd/knotd/transcript"
 )
 
 // codexDriver runs the OpenAI Codex CLI non-interactively:
@@ -106,11 +105,11 @@ func tomlString(s string) string {
 }
 
 // codexParser reads the JSON lines of codex exec --json with the
-// transcript's decoder as they arrive.
+// decoder of agents/codex as they arrive.
 type codexParser struct{ blockStream }
 
 func newCodexParser() *codexParser {
-	return &codexParser{newBlockStream(transcript.FormatCodexJSON)}
+	return &codexParser{newBlockStream(codex.FormatJSON)}
 }
 
 func (cp *codexParser) finish(stdout []byte, _ bool, _ string) (parsed, error) {

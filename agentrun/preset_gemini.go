@@ -3,9 +3,8 @@ package agentrun
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/knotd/knotd/agents/gemini"
 	"strings"
-
-	"github.com/knotd/knotd/transcript"
 )
 
 // geminiDriver runs Gemini CLI in ACP mode (Agent Client Protocol: JSON-RPC
@@ -71,7 +70,7 @@ func (geminiDriver) limits() Limits           { return Limits{} }
 // geminiACP is the ACP client's mode for Gemini CLI (see geminiDriver).
 var geminiACP = acpMode{
 	name:                  "Gemini CLI",
-	format:                transcript.FormatGeminiACP,
+	format:                gemini.FormatACP,
 	noFS:                  true,
 	replay:                true,
 	loadID:                geminiLoadID,

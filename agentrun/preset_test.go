@@ -61,7 +61,7 @@ func readSums(t *testing.T, path string) map[string]string {
 // TestRecordedFixtures_Unchanged: the recorded CLI output copied into this
 // repository is byte for byte what was recorded, every file of it has its
 // sum and every sum its file; the Claude Code files copied on into
-// transcript/testdata/claude too. A fixture edited by hand, or added
+// agents/claude/testdata/output too. A fixture edited by hand, or added
 // without its sum, fails here.
 func TestRecordedFixtures_Unchanged(t *testing.T) {
 	check := func(t *testing.T, path, want string) {
@@ -106,9 +106,9 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 	}
 	t.Run("transcript", func(t *testing.T) {
 		sums := readSums(t, filepath.Join("testdata", "claude", "SHA256SUMS"))
-		files, err := filepath.Glob(filepath.Join("..", "transcript", "testdata", "claude", "*"))
+		files, err := filepath.Glob(filepath.Join("..", "agents", "claude", "testdata", "output", "*"))
 		if err != nil || len(files) == 0 {
-			t.Fatalf("no fixtures in transcript/testdata/claude (%v)", err)
+			t.Fatalf("no fixtures in agents/claude/testdata/output (%v)", err)
 		}
 		for _, f := range files {
 			if want, ok := sums[filepath.Base(f)]; ok {
@@ -141,7 +141,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := newClaudeParser().finish(out, false, "")
+				p, err := claudeDriver().parser().finish(out, false, "")
 				if (err != nil) != tt.err {
 					t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
 				}
@@ -154,18 +154,18 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newClaudeParser().finish(nil, false, ""); !errors.Is(err, errNoOutput) {
+	if _, err := claudeDriver().parser().finish(nil, false, ""); !errors.Is(err, errNoOutput) {
 		t.Errorf("finish(empty) = %v; want errNoOutput", err)
 	}
 }
 
 func TestClaudeParser_ErrorResult(t *testing.T) {
 	out := []byte(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 401 invalid x-api-key","session_id":"x"}` + "\n")
-	p, err := newClaudeParser().finish(out, false, "")
+	p, err := claudeDriver().parser().finish(out, false, "")
 	if err != nil || p.agentErr != "API Error: 401 invalid x-api-key" || p.reply == "" {
 		t.Errorf("finish(is_error) = %+v, %v; want the result as the agent's error", p, err)
 	}
-	p, err = newClaudeParser().finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
+	p, err = claudeDriver().parser().finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
 	if err != nil || p.agentErr != "Claude reported error_max_turns" {
 		t.Errorf("finish(error_max_turns) = %+v, %v", p, err)
 	}
@@ -189,7 +189,7 @@ func TestClaudeDriver_SessionLost(t *testing.T) {
 		{name: "a reply was printed", exit: 1, stderr: "is already in use", reply: "API Error"},
 	}
 	for _, tt := range tests {
-		reason, lost := claudeDriver{}.sessionLost(tt.exit, parsed{reply: tt.reply}, tt.stderr)
+		reason, lost := claudeDriver().sessionLost(tt.exit, parsed{reply: tt.reply}, tt.stderr)
 		if lost != tt.lost || reason != tt.reason {
 			t.Errorf("%s: sessionLost = %q, %v; want %q, %v", tt.name, reason, lost, tt.reason, tt.lost)
 		}
@@ -212,15 +212,15 @@ func TestDrivers_Argv(t *testing.T) {
 		a    attempt
 		want []string
 	}{
-		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
+		{"claude new", claudeDriver(), attempt{program: []string{"claude"}, session: sess},
 			cat(claude, ro, []string{"--session-id", sess})},
-		{"claude with a cost cap", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, req: &capped},
+		{"claude with a cost cap", claudeDriver(), attempt{program: []string{"claude"}, session: sess, req: &capped},
 			cat(claude, ro, []string{"--session-id", sess, "--max-budget-usd", "0.25"})},
 		{"codex ignores the cap", codexDriver{}, attempt{program: []string{"codex"}, req: &capped},
 			cat(codex, []string{"read-only", "-"})},
-		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
+		{"claude resume", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
 			cat(claude, ro, []string{"--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"})},
-		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
+		{"claude via npx", claudeDriver(), attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
 			cat([]string{"npx", "@anthropic-ai/claude-code"}, claude[1:], ro, []string{"--session-id", sess})},
 		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
 			cat(codex, []string{"read-only", "-"})},
@@ -267,12 +267,12 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 		perm Permissions
 		want []string
 	}{
-		{"claude new read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermReadOnly, cat(claude, ro, []string{"--session-id", sess})},
-		{"claude resume read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermReadOnly, cat(claude, ro, []string{"--resume", "h-1"})},
-		{"claude new edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermEdit, cat(claude, edit, []string{"--session-id", sess})},
-		{"claude resume edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
-		{"claude new full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
-		{"claude resume full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
+		{"claude new read-only", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermReadOnly, cat(claude, ro, []string{"--session-id", sess})},
+		{"claude resume read-only", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermReadOnly, cat(claude, ro, []string{"--resume", "h-1"})},
+		{"claude new edit", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermEdit, cat(claude, edit, []string{"--session-id", sess})},
+		{"claude resume edit", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
+		{"claude new full", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
+		{"claude resume full", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
 		{"codex new read-only", codexDriver{}, attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
 		{"codex resume read-only", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
 			cat(codex, []string{"read-only", "resume", "t-1", "-"})},
@@ -413,15 +413,15 @@ func FuzzParsers(f *testing.F) {
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
 	f.Fuzz(func(t *testing.T, out []byte) {
-		_, _ = newClaudeParser().finish(out, false, string(out))
+		_, _ = claudeDriver().parser().finish(out, false, string(out))
 		_, _ = codexParse(t, out)
 		for _, resume := range []string{"", "s-1"} {
 			_, _ = talk(geminiDriver{}, &attempt{req: &Request{}, prompt: "p", resume: resume}, string(out), string(out))
 		}
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
 		_, _ = textParser{}.finish(out, true, "")
-		_, _ = parseOutput(claudeDriver{}, string(out), string(out)) // line by line, as it streams
-		for _, d := range []sessionRecoverer{claudeDriver{}, codexDriver{}, geminiDriver{}} {
+		_, _ = parseOutput(claudeDriver(), string(out), string(out)) // line by line, as it streams
+		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver{}, geminiDriver{}} {
 			_, _ = d.sessionLost(1, parsed{}, string(out))
 		}
 		var entry map[string]any

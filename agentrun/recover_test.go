@@ -73,9 +73,9 @@ func TestSessionLost_Recorded(t *testing.T) {
 		d         driver
 		want      string // the reason's start; "" for not lost
 	}{
-		{"claude", "json-resume-missing", claudeDriver{}, "No conversation found"},
-		{"claude", "json-session-in-use", claudeDriver{}, "Error: Session ID"},
-		{"claude", "json-new-session", claudeDriver{}, ""},
+		{"claude", "json-resume-missing", claudeDriver(), "No conversation found"},
+		{"claude", "json-session-in-use", claudeDriver(), "Error: Session ID"},
+		{"claude", "json-new-session", claudeDriver(), ""},
 		{"codex-0.169.0", "exec-resume-unknown", codexDriver{}, "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
 		{"codex-0.169.0", "exec-resume-after-sessions-wiped", codexDriver{}, "no rollout found for thread id"},
 		{"codex-0.169.0", "exec-http-401", codexDriver{}, ""},
@@ -166,7 +166,7 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 	}{
 		{"codex-0.169.0", "exec-new", "exec-resume", codexDriver{}, Usage{InputTokens: 200, OutputTokens: 9}},
 		{"codex-0.169.0", "exec-resume", "exec-resume-2", codexDriver{}, Usage{InputTokens: 300, OutputTokens: 9}},
-		{"claude", "json-new-session", "json-resume", claudeDriver{}, Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
+		{"claude", "json-new-session", "json-resume", claudeDriver(), Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
 	} {
 		t.Run(tc.dir+"/"+tc.now, func(t *testing.T) {
 			before, total := usage(tc.dir, tc.before, tc.d), usage(tc.dir, tc.now, tc.d)
