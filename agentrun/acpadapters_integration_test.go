@@ -432,7 +432,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "Write",
 						Input: map[string]string{"file_path": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -463,7 +463,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "write",
 						Input: map[string]string{"filePath": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -493,7 +493,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					patch := "*** Begin Patch\n*** Add File: " + target + "\n+" + strings.TrimSuffix(content, "\n") + "\n*** End Patch\n"
 					call := agenttest.ToolCall{ID: "call_acp_write", Name: "apply_patch", Input: patch}
-					api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult

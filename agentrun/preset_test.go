@@ -14,9 +14,26 @@ import (
 	"testing"
 )
 
+// movedTestdata are the recorded folders that moved to their agent's own
+// folder under agents/, by their old name under testdata.
+var movedTestdata = map[string]string{
+	"claude": filepath.Join("..", "agents", "claude", "testdata", "recorded"),
+}
+
+// testdataPath returns the path of a recorded file or folder named as it
+// was under testdata ("claude/json-resume.json").
+func testdataPath(elem ...string) string {
+	p := filepath.ToSlash(filepath.Join(elem...))
+	first, rest, _ := strings.Cut(p, "/")
+	if d, ok := movedTestdata[first]; ok {
+		return filepath.Join(d, filepath.FromSlash(rest))
+	}
+	return filepath.Join("testdata", filepath.FromSlash(p))
+}
+
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(testdataPath(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +93,7 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 	}
 	for _, dir := range recordedDirs {
 		t.Run(dir, func(t *testing.T) {
-			root := filepath.Join("testdata", dir)
+			root := testdataPath(dir)
 			sums := readSums(t, filepath.Join(root, "SHA256SUMS"))
 			seen := 0
 			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -105,7 +122,7 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		})
 	}
 	t.Run("transcript", func(t *testing.T) {
-		sums := readSums(t, filepath.Join("testdata", "claude", "SHA256SUMS"))
+		sums := readSums(t, testdataPath("claude", "SHA256SUMS"))
 		files, err := filepath.Glob(filepath.Join("..", "agents", "claude", "testdata", "output", "*"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no fixtures in agents/claude/testdata/output (%v)", err)
@@ -134,7 +151,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	for _, dir := range []string{filepath.Join("testdata", "claude")} {
+	for _, dir := range []string{testdataPath("claude")} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			for _, tt := range tests {
 				out, err := os.ReadFile(filepath.Join(dir, tt.file))

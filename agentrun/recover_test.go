@@ -2,7 +2,6 @@ package agentrun
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) {
 	t.Helper()
 	read := func(ext string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", dir, name+ext))
+		b, err := os.ReadFile(testdataPath(dir, name+ext))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}

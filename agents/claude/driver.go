@@ -79,7 +79,7 @@ func (Driver) Argv(a *kit.Attempt) ([]string, error) {
 
 // Turn: Claude Code 2.1.330's total_cost_usd on a resumed session is the
 // session's running total, while its token counts are the turn's
-// (testdata/claude: json-new-session and json-resume both report 10 input
+// (testdata/recorded: json-new-session and json-resume both report 10 input
 // and 8 output tokens, and a cost of 0.0002, then 0.0004).
 func (Driver) Turn(total, before kit.Usage) kit.Usage {
 	u := total
@@ -88,7 +88,7 @@ func (Driver) Turn(total, before kit.Usage) kit.Usage {
 }
 
 // The stderr texts of Claude Code 2.1.330's two session refusals (see
-// testdata/claude/README.md).
+// testdata/README.md).
 const (
 	inUse    = "is already in use"
 	notFound = "No conversation found"
