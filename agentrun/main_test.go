@@ -2,6 +2,7 @@ package agentrun
 
 import (
 	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/codex"
 	"os"
 	"testing"
 
@@ -17,3 +18,6 @@ func TestMain(m *testing.M) {
 
 // claudeDriver is the runner's driver for the claude preset (agents/claude).
 func claudeDriver() kitTotaler { return newKitDriver(claude.Driver{}).(kitTotaler) }
+
+// codexDriver is the runner's driver for the codex preset (agents/codex).
+func codexDriver() kitTotaler { return newKitDriver(codex.Driver{}).(kitTotaler) }

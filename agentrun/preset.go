@@ -187,8 +187,6 @@ func newDriver(a *Agent, kind string) driver {
 		return newKitDriver(d)
 	}
 	switch kind {
-	case PresetCodex:
-		return codexDriver{}
 	case PresetGemini:
 		return geminiDriver{}
 	case PresetLLM:

@@ -17,7 +17,9 @@ import (
 // movedTestdata are the recorded folders that moved to their agent's own
 // folder under agents/, by their old name under testdata.
 var movedTestdata = map[string]string{
-	"claude": filepath.Join("..", "agents", "claude", "testdata", "recorded"),
+	"claude":        filepath.Join("..", "agents", "claude", "testdata", "recorded"),
+	"codex-0.169.0": filepath.Join("..", "agents", "codex", "testdata", "recorded"),
+	"codex":         filepath.Join("..", "agents", "codex", "testdata", "written"),
 }
 
 // testdataPath returns the path of a recorded file or folder named as it
@@ -233,15 +235,15 @@ func TestDrivers_Argv(t *testing.T) {
 			cat(claude, ro, []string{"--session-id", sess})},
 		{"claude with a cost cap", claudeDriver(), attempt{program: []string{"claude"}, session: sess, req: &capped},
 			cat(claude, ro, []string{"--session-id", sess, "--max-budget-usd", "0.25"})},
-		{"codex ignores the cap", codexDriver{}, attempt{program: []string{"codex"}, req: &capped},
+		{"codex ignores the cap", codexDriver(), attempt{program: []string{"codex"}, req: &capped},
 			cat(codex, []string{"read-only", "-"})},
 		{"claude resume", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
 			cat(claude, ro, []string{"--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"})},
 		{"claude via npx", claudeDriver(), attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
 			cat([]string{"npx", "@anthropic-ai/claude-code"}, claude[1:], ro, []string{"--session-id", sess})},
-		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
+		{"codex new", codexDriver(), attempt{program: []string{"codex"}},
 			cat(codex, []string{"read-only", "-"})},
-		{"codex resume", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
+		{"codex resume", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
 			cat(codex, []string{"read-only", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"})},
 		{"gemini new", geminiDriver{}, attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
 			[]string{"gemini", "--acp", "--approval-mode", "default"}},
@@ -290,14 +292,14 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 		{"claude resume edit", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
 		{"claude new full", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
 		{"claude resume full", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
-		{"codex new read-only", codexDriver{}, attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
-		{"codex resume read-only", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
+		{"codex new read-only", codexDriver(), attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
+		{"codex resume read-only", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
 			cat(codex, []string{"read-only", "resume", "t-1", "-"})},
-		{"codex new edit", codexDriver{}, attempt{program: []string{"codex"}}, PermEdit, cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "-"})},
-		{"codex resume edit", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermEdit,
+		{"codex new edit", codexDriver(), attempt{program: []string{"codex"}}, PermEdit, cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "-"})},
+		{"codex resume edit", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermEdit,
 			cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "resume", "t-1", "-"})},
-		{"codex new full", codexDriver{}, attempt{program: []string{"codex"}}, PermFull, cat(codex, []string{"danger-full-access", "-"})},
-		{"codex resume full", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermFull,
+		{"codex new full", codexDriver(), attempt{program: []string{"codex"}}, PermFull, cat(codex, []string{"danger-full-access", "-"})},
+		{"codex resume full", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermFull,
 			cat(codex, []string{"danger-full-access", "resume", "t-1", "-"})},
 	}
 	for _, tt := range tests {
@@ -312,25 +314,10 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 	}
 }
 
-func TestTOMLString(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{`a "quote" and \ slash`, `"a \"quote\" and \\ slash"`},
-		{"two\nlines\tand\r", `"two\nlines\tand\r"`},
-		{"bell\x07 del\x7f", `"bell\u0007 del\u007F"`},
-		{"ünïcode ✓", `"ünïcode ✓"`},
-	}
-	for _, tt := range tests {
-		if got := tomlString(tt.in); got != tt.want {
-			t.Errorf("tomlString(%q) = %s; want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 // codexParse feeds a fixture to a codexParser line by line, as runProc does.
 func codexParse(t testing.TB, out []byte) (parsed, error) {
 	t.Helper()
-	p := newCodexParser()
+	p := codexDriver().parser().(lineParser)
 	s := &lineSplitter{max: DefaultMaxLine, fn: p.line}
 	s.write(out)
 	s.flush()
@@ -438,7 +425,7 @@ func FuzzParsers(f *testing.F) {
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
 		_, _ = textParser{}.finish(out, true, "")
 		_, _ = parseOutput(claudeDriver(), string(out), string(out)) // line by line, as it streams
-		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver{}, geminiDriver{}} {
+		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver(), geminiDriver{}} {
 			_, _ = d.sessionLost(1, parsed{}, string(out))
 		}
 		var entry map[string]any

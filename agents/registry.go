@@ -26,7 +26,7 @@ type entry struct {
 var registry = []entry{
 	{"", []kit.Decoding{{Format: kit.FormatText}}, nil}, // a generic command, llm, ollama
 	{"claude", claude.Formats, claude.Driver{}},
-	{"codex", codex.Formats, nil},
+	{"codex", codex.Formats, codex.Driver{}},
 	{"gemini", gemini.Formats, nil},
 	{"", acp.Formats, nil}, // the generic ACP agent (protocol: acp)
 }
