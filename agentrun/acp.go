@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	acpagent "github.com/knotd/knotd/agents/acp"
-	"github.com/knotd/knotd/agents/gemini"
-	"github.com/knotd/knotd/agents/kit"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,6 +14,9 @@ import (
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
+	acpagent "github.com/knotd/knotd/agents/acp"
+	"github.com/knotd/knotd/agents/gemini"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/transcript"
 )
 

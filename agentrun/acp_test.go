@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	acpagent "github.com/knotd/knotd/agents/acp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	acpagent "github.com/knotd/knotd/agents/acp"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/transcript"
 )

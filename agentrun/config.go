@@ -3,12 +3,13 @@ package agentrun
 import (
 	"errors"
 	"fmt"
-	"github.com/knotd/knotd/agents/kit"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/knotd/knotd/agents/kit"
 )
 
 // DefaultTimeout is the wall-clock limit of a run whose agent sets none.

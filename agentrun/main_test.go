@@ -1,12 +1,12 @@
 package agentrun
 
 import (
-	"github.com/knotd/knotd/agents/claude"
-	"github.com/knotd/knotd/agents/codex"
 	"os"
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/codex"
 )
 
 // TestMain lets the test binary impersonate agent CLIs: started with

@@ -2,9 +2,10 @@ package agentrun
 
 import (
 	"bytes"
-	"github.com/knotd/knotd/agents/kit"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/knotd/knotd/agents/kit"
 )
 
 // Defaults for what a Runner keeps of an agent's output.

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/knotd/knotd/agents"
-	"github.com/knotd/knotd/agents/kit"
 	"io"
 	"strings"
 
+	"github.com/knotd/knotd/agents"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/transcript"
 )
 

@@ -3,8 +3,9 @@ package agentrun
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/knotd/knotd/agents/gemini"
 	"strings"
+
+	"github.com/knotd/knotd/agents/gemini"
 )
 
 // geminiDriver runs Gemini CLI in ACP mode (Agent Client Protocol: JSON-RPC

@@ -2,9 +2,9 @@ package agentrun
 
 import (
 	"fmt"
-	"github.com/knotd/knotd/agents"
 	"strings"
 
+	"github.com/knotd/knotd/agents"
 	"github.com/knotd/knotd/transcript"
 )
 

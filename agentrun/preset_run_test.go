@@ -1,7 +1,6 @@
 package agentrun
 
 import (
-	"github.com/knotd/knotd/agents/claude"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/agents/claude"
 	"github.com/knotd/knotd/digest"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"

@@ -1,4 +1,4 @@
-package agentrun_test
+package codex_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 )
 
-// These tests prove each permission level with the real CLIs: the
+// These tests prove each permission level with the real Codex CLI: the
 // stand-in has the model ask the CLI to write a file, on a new turn and on
 // the resumed one, and the test checks whether the file appeared and what
 // the CLI sent back to the model (see realcli.RunPermCase).

@@ -1,4 +1,4 @@
-package agentrun_test
+package codex_test
 
 import (
 	"os"
