@@ -106,19 +106,6 @@ func (s *blockStream) line(b []byte) {
 	}
 }
 
-// decoded ends the stream. When no line was handed over (a caller that
-// only has the captured output), it decodes stdout whole.
-func (s *blockStream) decoded(stdout []byte) kit.Decoded {
-	if s.lines == 0 {
-		d, err := agents.Decode(s.format, stdout)
-		if err != nil {
-			panic("agentrun: " + err.Error())
-		}
-		return d
-	}
-	return s.dec.Finish(stdout)
-}
-
 // driver knows how to run one kind of agent.
 type driver interface {
 	// delivery is how the prompt reaches the agent.
