@@ -14,6 +14,9 @@ import (
 	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
+	acpagent "github.com/knotd/knotd/agents/acp"
+	"github.com/knotd/knotd/agents/gemini"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -33,7 +36,7 @@ import (
 //     the run starts a fresh one, once, and says so;
 //   - one session/prompt whose single text block is the prompt, the
 //     session/update notifications streamed into the transcript as they
-//     come (transcript.FormatACP), the usage from the prompt's response and
+//     come (agents/acpagent.Format), the usage from the prompt's response and
 //     usage_update;
 //   - session/request_permission answered per the agent's permissions
 //     (geminiPermit: ACP's tool kinds decide);
@@ -137,7 +140,7 @@ func (d acpDriver) converse(a *attempt) conversation {
 // acpConversation is knotd's side of one ACP conversation, held by the
 // SDK's client connection. The runner hands it every line of the agent's
 // output (line, on the output copier goroutine): each goes to the
-// transcript's decoder once the prompt is sent, and to the SDK through a
+// agent's decoder (agents/) once the prompt is sent, and to the SDK through a
 // pipe. What the SDK writes goes to the agent's input through the
 // runner's outbox (attach). The SDK's requests are made by drive, a
 // goroutine that attach starts and finish waits for.
@@ -186,7 +189,7 @@ func newACPConversation(a *attempt) *acpConversation { return newACPModeConversa
 
 func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
 	if mode.format == "" {
-		mode.format = transcript.FormatACP
+		mode.format = acpagent.Format
 	}
 	c := &acpConversation{mode: mode, content: newBlockStream(mode.format), ended: make(chan struct{}), turnEnded: make(chan struct{}),
 		commands: make(chan struct{})}
@@ -206,7 +209,7 @@ func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
 }
 
 // decodesAll: the decoder reads every line, not only the prompt turn's.
-func (c *acpConversation) decodesAll() bool { return c.mode.format == transcript.FormatGeminiACP }
+func (c *acpConversation) decodesAll() bool { return c.mode.format == gemini.FormatACP }
 
 func (c *acpConversation) watch(live func(transcript.AssistantMessage)) {
 	c.mu.Lock()
@@ -238,7 +241,7 @@ func (c *acpConversation) attach(push func(msgs [][]byte, close bool) error, gra
 	c.pr, c.pw = io.Pipe()
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	c.conn = acp.NewClientSideConnection(acpClient{c}, outboxWriter{push}, c.pr)
-	// The SDK logs what it cannot read; the transcript's decoder counts it.
+	// The SDK logs what it cannot read; the agent's decoder counts it.
 	c.conn.SetLogger(slog.New(slog.DiscardHandler))
 	go c.drive()
 }
@@ -489,7 +492,7 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var d transcript.Decoded
+	var d kit.Decoded
 	if c.prompted || c.decodesAll() {
 		d = c.content.dec.Finish(stdout)
 	}

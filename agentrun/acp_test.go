@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	acpagent "github.com/knotd/knotd/agents/acp"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/transcript"
 )
@@ -291,7 +292,7 @@ func TestACP_OutputArrivesWhileRunning(t *testing.T) {
 	req := runRequest(t, agent, planV1)
 	var live []transcript.Block
 	req.OnOutput = func(m transcript.AssistantMessage) {
-		if m.Format != transcript.FormatACP {
+		if m.Format != acpagent.Format {
 			t.Errorf("live message format %q", m.Format)
 		}
 		live = append(live, m.Blocks...)

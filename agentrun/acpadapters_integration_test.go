@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 )
 
 // These tests drive the ACP adapters of Claude Code and Codex
@@ -431,7 +432,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "Write",
 						Input: map[string]string{"file_path": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -462,7 +463,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "write",
 						Input: map[string]string{"filePath": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -492,7 +493,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					patch := "*** Begin Patch\n*** Add File: " + target + "\n+" + strings.TrimSuffix(content, "\n") + "\n*** End Patch\n"
 					call := agenttest.ToolCall{ID: "call_acp_write", Name: "apply_patch", Input: patch}
-					api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, finished))
+					api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -527,8 +528,8 @@ var acpInit = map[string]any{
 
 func TestACPAdapters_RealCLI(t *testing.T) {
 	const (
-		prompt1 = "## Event Context\nEvent: Created\nStrand: ideas/plan.md\n\n" + realPlanV1
-		prompt2 = "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n\n" + realPlanV2
+		prompt1 = "## Event Context\nEvent: Created\nStrand: ideas/plan.md\n\n" + realcli.PlanV1
+		prompt2 = "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n\n" + realcli.PlanV2
 		unknown = "99999999-2222-4333-8444-555555555555"
 	)
 	for _, ad := range acpAdapters {

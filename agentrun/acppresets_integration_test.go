@@ -12,6 +12,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -62,7 +63,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 			vault := t.TempDir()
 			fs := &recordingFS{dir: vault}
 			runner := &agentrun.Runner{Environ: func() []string { return env }}
-			rc := realCLI[struct{}]{runner: runner, agent: agentrun.Agent{
+			rc := realcli.CLI[struct{}]{Runner: runner, Agent: agentrun.Agent{
 				Name: acpPresetOf[ad.name], Preset: acpPresetOf[ad.name], Command: []string{bin}, Timeout: 2 * time.Minute}}
 			run := func(req agentrun.Request) (agentrun.Result, int) {
 				t.Helper()
@@ -85,7 +86,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 			}
 
 			// A new turn: its reply, usage and blocks as they came.
-			req1 := rc.firstTurn(vault)
+			req1 := rc.FirstTurn(vault)
 			res1, live := run(req1)
 			mustOK(res1, 1)
 			if res1.Reply != "MOCK REPLY (user messages seen: 1)" || res1.Resume == "" || res1.Restarted != nil {
@@ -99,7 +100,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 			}
 
 			// The resumed turn: the model sees the first.
-			req2 := realNextTurn(req1, res1.Resume)
+			req2 := realcli.NextTurn(req1, res1.Resume)
 			res2, _ := run(req2)
 			mustOK(res2, 2)
 			if res2.Resume != res1.Resume || res2.Restarted != nil || res2.Reply != "MOCK REPLY (user messages seen: 2)" {
@@ -119,7 +120,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 			if err := os.RemoveAll(ad.store(home)); err != nil {
 				t.Fatal(err)
 			}
-			req3 := realNextTurn(req2, res2.Resume)
+			req3 := realcli.NextTurn(req2, res2.Resume)
 			res3, _ := run(req3)
 			mustOK(res3, 3)
 			if res3.Restarted == nil || res3.Restarted.Handle != res2.Resume || res3.Resume == res2.Resume || res3.Resume == "" {
@@ -132,7 +133,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 			for _, perm := range []agentrun.Permissions{agentrun.PermReadOnly, agentrun.PermEdit} {
 				target := filepath.Join(vault, "out-"+string(perm)+".md")
 				api.write(target, "written\n")
-				req := realNextTurn(req3, "")
+				req := realcli.NextTurn(req3, "")
 				req.Agent.Permissions = perm
 				res, _ := run(req)
 				_, err := os.Stat(target)
@@ -172,7 +173,7 @@ func TestACPPresets_RealCLI(t *testing.T) {
 func TestClaudeACPPreset_RealCLIVaultSettings(t *testing.T) {
 	bin := agenttest.ClaudeACP(t)
 	api := agenttest.NewAnthropic(t)
-	rc := newRealCLI(agentrun.PresetClaudeACP, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)
+	rc := realcli.New(agentrun.PresetClaudeACP, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)
 	vault := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(vault, ".claude"), 0o755); err != nil {
 		t.Fatal(err)
@@ -181,9 +182,9 @@ func TestClaudeACPPreset_RealCLIVaultSettings(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(vault, ".claude", "settings.json"), []byte(planted), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	req1 := rc.firstTurn(vault)
-	res1, calls1 := rc.run(t, req1)
-	_, calls2 := rc.run(t, realNextTurn(req1, res1.Resume))
+	req1 := rc.FirstTurn(vault)
+	res1, calls1 := rc.Run(t, req1)
+	_, calls2 := rc.Run(t, realcli.NextTurn(req1, res1.Resume))
 	calls := append(calls1, calls2...)
 	if len(calls1) == 0 || len(calls2) == 0 {
 		t.Fatalf("model calls: %d on turn 1, %d on turn 2; want some on each", len(calls1), len(calls2))

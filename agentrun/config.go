@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/knotd/knotd/agents/kit"
 )
 
 // DefaultTimeout is the wall-clock limit of a run whose agent sets none.
@@ -39,22 +41,13 @@ func Presets() []string {
 }
 
 // PromptMode says how a generic command receives its prompt.
-type PromptMode string
+type PromptMode = kit.PromptMode
 
-// The prompt modes. The zero value means PromptStdin.
+// The prompt modes (see kit). The zero value means PromptStdin.
 const (
-	// PromptStdin writes the prompt to the command's standard input.
-	PromptStdin PromptMode = "stdin"
-	// PromptArg passes the prompt as one argv element: where the command
-	// has a "{prompt}" element, else as the last argument. knotd never
-	// inserts "--" (it cannot know that the program honours it): a prompt
-	// that would start an argument with "-" makes the run fail, unless the
-	// command has a "--" element before it. Prompts over MaxArgPrompt
-	// bytes fail too.
-	PromptArg PromptMode = "arg"
-	// PromptFile writes the prompt to a 0600 temporary file, removed after
-	// the run, whose path replaces "{prompt_file}" or is the last argument.
-	PromptFile PromptMode = "file"
+	PromptStdin = kit.PromptStdin
+	PromptArg   = kit.PromptArg
+	PromptFile  = kit.PromptFile
 )
 
 // OutputFormat says how a generic command's standard output is read.
@@ -73,18 +66,13 @@ const (
 
 // Permissions says what an agent CLI may do on its own during a run, with
 // nobody there to approve it. Each preset maps it to its CLI's own flags.
-type Permissions string
+type Permissions = kit.Permissions
 
-// The permission levels. The zero value means PermReadOnly.
+// The permission levels (see kit). The zero value means PermReadOnly.
 const (
-	// PermReadOnly lets the agent read files but not change any or run
-	// commands that could: the default.
-	PermReadOnly Permissions = "read-only"
-	// PermEdit also lets the agent create and edit files in the vault.
-	PermEdit Permissions = "edit"
-	// PermFull lets the agent do anything its CLI can, without asking:
-	// edit any file and run any command.
-	PermFull Permissions = "full"
+	PermReadOnly = kit.PermReadOnly
+	PermEdit     = kit.PermEdit
+	PermFull     = kit.PermFull
 )
 
 // Agent is one agent definition, as the configuration loader reads it from

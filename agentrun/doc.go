@@ -11,7 +11,12 @@
 //     which runs in-process (package digest) and needs no network;
 //   - a preset for a known CLI (docs/agents.md lists them), each
 //     with its own new-session and resume command line, prompt delivery,
-//     reply and resume-handle parsing and error classification;
+//     reply and resume-handle parsing and error classification. Each agent
+//     has its home under agents/ (package agents lists them, one line
+//     each): its output decoder, and, moved so far for claude and codex,
+//     its driver (a kit.Driver, which kitdriver.go runs) with its recorded
+//     output and tests; the other presets' drivers are still here
+//     (preset_*.go);
 //   - a generic command: an argv template with the prompt on stdin, as one
 //     argument or in a file, and text or JSON output (RFC 6901 JSON pointers
 //     name the reply and the resume handle).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -28,7 +29,7 @@ type realGemini struct {
 	api  *agenttest.GeminiServer
 	home string
 	aged int // calls of ageChats
-	realCLI[agenttest.GeminiRequest]
+	realcli.CLI[agenttest.GeminiRequest]
 }
 
 // newRealGemini sets up a realGemini; trust sets
@@ -38,8 +39,8 @@ func newRealGemini(t *testing.T, trust bool) *realGemini {
 	bin := agenttest.GeminiCLI(t)
 	api := agenttest.NewGemini(t)
 	home := t.TempDir()
-	rg := &realGemini{api: api, home: home, realCLI: newRealCLI(agentrun.PresetGemini, bin, api.GeminiEnv(home, trust), api.ChatRequests)}
-	rg.runner.NewSessionID = freshSessionIDs()
+	rg := &realGemini{api: api, home: home, CLI: realcli.New(agentrun.PresetGemini, bin, api.GeminiEnv(home, trust), api.ChatRequests)}
+	rg.Runner.NewSessionID = realcli.FreshSessionIDs()
 	return rg
 }
 
@@ -123,13 +124,13 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	rg.keepSessions(t)
-	rg.agent.Instructions = "- Answer in one sentence.\n- Never edit files."
+	rg.Agent.Instructions = "- Answer in one sentence.\n- Never edit files."
 	vault := t.TempDir()
-	bin := rg.agent.Command[0]
+	bin := rg.Agent.Command[0]
 
-	req1 := rg.firstTurn(vault)
-	req1.Agent = rg.agent
-	res1, calls := rg.run(t, req1)
+	req1 := rg.FirstTurn(vault)
+	req1.Agent = rg.Agent
+	res1, calls := rg.Run(t, req1)
 	wantArgv(t, res1, bin)
 	if res1.Reply != "MOCK REPLY (user messages seen: 1)" || res1.Resume == "" || res1.Restarted != nil {
 		t.Errorf("turn 1 reply %q resume %q restarted %+v; want the mock reply and Gemini CLI's session id",
@@ -140,12 +141,12 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	if u := res1.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 100, OutputTokens: 9}) {
 		t.Errorf("turn 1 usage = %+v; want 100 in, 9 out", u)
 	}
-	call1 := mustOneCall(t, 1, calls)
+	call1 := realcli.MustOneCall(t, 1, calls)
 	wantOnlyPrompts(t, "turn 1", call1, res1.Prompt)
 	for _, want := range []string{
-		rg.agent.Instructions + "\n\n## Event Context\nEvent: Created\nStrand: ideas/plan.md\n",
-		"Session: " + realSession + " (new)\nTurn: 1\nFired-By: watch\n",
-		realPlanV1,
+		rg.Agent.Instructions + "\n\n## Event Context\nEvent: Created\nStrand: ideas/plan.md\n",
+		"Session: " + realcli.Session + " (new)\nTurn: 1\nFired-By: watch\n",
+		realcli.PlanV1,
 	} {
 		if !strings.Contains(res1.Prompt, want) {
 			t.Errorf("turn 1 prompt lacks %q:\n%s", want, res1.Prompt)
@@ -156,8 +157,8 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	}
 
 	rg.ageChats(t)
-	req2 := realNextTurn(req1, res1.Resume)
-	res2, calls := rg.run(t, req2)
+	req2 := realcli.NextTurn(req1, res1.Resume)
+	res2, calls := rg.Run(t, req2)
 	wantArgv(t, res2, bin)
 	if res2.Reply != "MOCK REPLY (user messages seen: 2)" || res2.Resume != res1.Resume || res2.Restarted != nil {
 		t.Errorf("turn 2 reply %q resume %q restarted %+v; want the mock reply for 2 user turns in %s",
@@ -166,24 +167,24 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 	if u := res2.Usage; u == nil || *u != (agentrun.Usage{InputTokens: 200, OutputTokens: 9}) {
 		t.Errorf("turn 2 usage = %+v; want 200 in (the whole conversation is the turn's prompt), 9 out", u)
 	}
-	call2 := mustOneCall(t, 2, calls)
+	call2 := realcli.MustOneCall(t, 2, calls)
 	wantOnlyPrompts(t, "turn 2", call2, res1.Prompt, res2.Prompt)
-	if !strings.Contains(res2.Prompt, "Session: "+realSession+" (resumed)\nTurn: 2\n") {
+	if !strings.Contains(res2.Prompt, "Session: "+realcli.Session+" (resumed)\nTurn: 2\n") {
 		t.Errorf("turn 2 prompt does not say the session was resumed:\n%s", res2.Prompt)
 	}
 
 	// The strand is deleted: the agent is told in the same conversation.
 	rg.ageChats(t)
-	req3 := realNextTurn(req2, res2.Resume)
+	req3 := realcli.NextTurn(req2, res2.Resume)
 	req3.Event.Type = strand.Deleted
 	req3.Previous = req2.Event.Strand.Content
 	req3.Event.Strand.Content = nil
-	res3, calls := rg.run(t, req3)
+	res3, calls := rg.Run(t, req3)
 	if res3.Reply != "MOCK REPLY (user messages seen: 3)" || res3.Resume != res1.Resume || res3.Restarted != nil {
 		t.Errorf("deleted turn reply %q resume %q restarted %+v; want the mock reply for 3 user turns in %s",
 			res3.Reply, res3.Resume, res3.Restarted, res1.Resume)
 	}
-	call3 := mustOneCall(t, 3, calls)
+	call3 := realcli.MustOneCall(t, 3, calls)
 	wantOnlyPrompts(t, "deleted turn", call3, res1.Prompt, res2.Prompt, res3.Prompt)
 
 	for _, r := range rg.api.Requests() {
@@ -205,19 +206,19 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 func TestGemini_RealCLIRetentionKeepsLoadedSessions(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
-	req := rg.firstTurn(t.TempDir())
-	res1, _ := rg.run(t, req)
+	req := rg.FirstTurn(t.TempDir())
+	res1, _ := rg.Run(t, req)
 	res := res1
 	for turn := 2; turn <= 4; turn++ {
 		rg.ageChats(t)
-		req = realNextTurn(req, res.Resume)
+		req = realcli.NextTurn(req, res.Resume)
 		var calls []agenttest.GeminiRequest
-		res, calls = rg.run(t, req)
+		res, calls = rg.Run(t, req)
 		if want := fmt.Sprintf("MOCK REPLY (user messages seen: %d)", turn); res.Restarted != nil || res.Resume != res1.Resume || res.Reply != want {
 			t.Fatalf("turn %d: reply %q, resume %q, restarted %+v; want %q in %s",
 				turn, res.Reply, res.Resume, res.Restarted, want, res1.Resume)
 		}
-		if got := mustOneCall(t, turn, calls).UserTexts(); len(got) != turn {
+		if got := realcli.MustOneCall(t, turn, calls).UserTexts(); len(got) != turn {
 			t.Errorf("turn %d: the model saw %d user turns; want %d", turn, len(got), turn)
 		}
 	}
@@ -232,8 +233,8 @@ func TestGemini_RealCLIRecoversLostSessions(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
-	first := rg.firstTurn(vault)
-	res1, _ := rg.run(t, first)
+	first := rg.FirstTurn(vault)
+	res1, _ := rg.Run(t, first)
 
 	const foreign = "11111111-2222-4333-8444-555555555555"
 	for _, tc := range []struct {
@@ -250,15 +251,15 @@ func TestGemini_RealCLIRecoversLostSessions(t *testing.T) {
 		} else {
 			rg.ageChats(t)
 		}
-		req := realNextTurn(first, tc.handle)
-		res, calls := rg.run(t, req)
+		req := realcli.NextTurn(first, tc.handle)
+		res, calls := rg.Run(t, req)
 		if res.Restarted == nil || res.Restarted.Handle != tc.handle || !strings.HasPrefix(res.Restarted.Reason, tc.reason) {
 			t.Errorf("%s: Restarted = %+v; want handle %s, reason %q", tc.name, res.Restarted, tc.handle, tc.reason)
 		}
 		if res.Resume == "" || res.Resume == tc.handle || res.Reply != "MOCK REPLY (user messages seen: 1)" {
 			t.Errorf("%s: reply %q resume %q; want the mock reply for 1 user turn in a fresh session", tc.name, res.Reply, res.Resume)
 		}
-		call := mustOneCall(t, req.Turn, calls)
+		call := realcli.MustOneCall(t, req.Turn, calls)
 		wantOnlyPrompts(t, tc.name, call, res.Prompt)
 		if res.Restarted != nil && !strings.Contains(res.Prompt, "could not be continued: "+res.Restarted.Reason+")\n") {
 			t.Errorf("%s: the prompt does not say the session was restarted:\n%s", tc.name, res.Prompt)
@@ -273,8 +274,8 @@ func TestGemini_RealCLIRecoversLostSessions(t *testing.T) {
 func TestGemini_RealCLIUntrustedFolder(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, false)
-	res, _ := rg.run(t, rg.firstTurn(t.TempDir()))
-	wantArgv(t, res, rg.agent.Command[0])
+	res, _ := rg.Run(t, rg.FirstTurn(t.TempDir()))
+	wantArgv(t, res, rg.Agent.Command[0])
 	if res.Reply != "MOCK REPLY (user messages seen: 1)" {
 		t.Errorf("reply %q; want the mock reply", res.Reply)
 	}
@@ -297,7 +298,7 @@ func TestGemini_RealCLIAuthError(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	rg.api.SetStatus(401)
-	res, _ := rg.attempt(t, rg.firstTurn(t.TempDir()))
+	res, _ := rg.Attempt(t, rg.FirstTurn(t.TempDir()))
 	if res.Outcome != agentrun.OutcomeFailed || res.ExitCode != 0 {
 		t.Fatalf("Run = %s (exit %d) %q; want failed, exit 0\nstderr %s", res.Outcome, res.ExitCode, res.Reason, res.Stderr)
 	}
@@ -314,7 +315,7 @@ func TestGemini_RealCLIServerErrorRetried(t *testing.T) {
 	t.Parallel()
 	rg := newRealGemini(t, true)
 	rg.api.FailNext(500, 1)
-	res, _ := rg.run(t, rg.firstTurn(t.TempDir()))
+	res, _ := rg.Run(t, rg.FirstTurn(t.TempDir()))
 	if res.Reply != "MOCK REPLY (user messages seen: 1)" {
 		t.Errorf("reply %q; want the mock reply", res.Reply)
 	}
@@ -354,13 +355,13 @@ func TestGemini_RealCLIVerbatim(t *testing.T) {
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
 	writeAtSecret(t, vault)
-	req := rg.firstTurn(vault)
+	req := rg.FirstTurn(vault)
 	req.Event.Strand.Content = []byte(note)
-	res, calls := rg.run(t, req)
+	res, calls := rg.Run(t, req)
 	if !strings.Contains(res.Prompt, note) {
 		t.Fatalf("the prompt does not hold the note:\n%s", res.Prompt)
 	}
-	call := mustOneCall(t, 1, calls)
+	call := realcli.MustOneCall(t, 1, calls)
 	wantOnlyPrompts(t, "the note's turn", call, res.Prompt)
 	for _, r := range rg.api.Requests() {
 		if bytes.Contains(r.Body, []byte("TOP SECRET")) {
@@ -386,7 +387,7 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 		t.Run(string(tc.perm)+"_", func(t *testing.T) {
 			t.Parallel()
 			rg := newRealGemini(t, true)
-			rg.agent.Permissions = tc.perm
+			rg.Agent.Permissions = tc.perm
 			vault := t.TempDir()
 			written := filepath.Join(vault, "notes", "out.md")
 			ran := filepath.Join(vault, "ran.txt")
@@ -394,7 +395,7 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 				Args: map[string]any{"file_path": written, "content": "written by the model\n"}})
 			rg.api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "run_shell_command",
 				Args: map[string]any{"command": "echo ran > ran.txt", "description": "write ran.txt"}})
-			res, calls := rg.run(t, rg.firstTurn(vault))
+			res, calls := rg.Run(t, rg.FirstTurn(vault))
 			if len(calls) != 3 {
 				t.Errorf("%d conversation calls; want 3 (the write, the command, the reply)", len(calls))
 			}
@@ -403,10 +404,10 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 			}
 			got, err := os.ReadFile(written)
 			if tc.wantWrite != (err == nil) || (err == nil && string(got) != "written by the model\n") {
-				t.Errorf("%s: the written file: %q, %v; want written %v", rg.agent.Permissions, got, err, tc.wantWrite)
+				t.Errorf("%s: the written file: %q, %v; want written %v", rg.Agent.Permissions, got, err, tc.wantWrite)
 			}
 			if _, err := os.Stat(ran); tc.wantSh != (err == nil) {
-				t.Errorf("%s: the command's file: %v; want it run %v", rg.agent.Permissions, err, tc.wantSh)
+				t.Errorf("%s: the command's file: %v; want it run %v", rg.Agent.Permissions, err, tc.wantSh)
 			}
 			resps := rg.api.FunctionResponses()
 			if len(resps) != 2 {
@@ -415,7 +416,7 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 			for i, allowed := range []bool{tc.wantWrite, tc.wantSh} {
 				_, refused := resps[i].Response["error"]
 				if refused == allowed {
-					t.Errorf("%s: the response to %s = %v; want refused %v", rg.agent.Permissions, resps[i].Name, resps[i].Response, !allowed)
+					t.Errorf("%s: the response to %s = %v; want refused %v", rg.Agent.Permissions, resps[i].Name, resps[i].Response, !allowed)
 				}
 			}
 			asked := 0
@@ -467,8 +468,8 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 		before := len(rg.api.ChatRequests())
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, rg.agent.Command[0], "--output-format", "json")
-		cmd.Dir, cmd.Env, cmd.WaitDelay = vault, rg.runner.Environ(), 10*time.Second
+		cmd := exec.CommandContext(ctx, rg.Agent.Command[0], "--output-format", "json")
+		cmd.Dir, cmd.Env, cmd.WaitDelay = vault, rg.Runner.Environ(), 10*time.Second
 		cmd.Stdin = strings.NewReader(note)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("gemini --output-format json: %v\n%s", err, out)
@@ -477,13 +478,13 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 	}
 
 	t.Run("no such file: verbatim", func(t *testing.T) {
-		call := mustOneCall(t, 1, headless(t))
+		call := realcli.MustOneCall(t, 1, headless(t))
 		wantOnlyPrompts(t, "no referenced file", call, note)
 	})
 
 	t.Run("referenced file exists: rewritten, file sent", func(t *testing.T) {
 		writeAtSecret(t, vault)
-		call := mustOneCall(t, 1, headless(t))
+		call := realcli.MustOneCall(t, 1, headless(t))
 		got := strings.Join(call.UserTexts(), "\n")
 		if strings.Contains(got, note) {
 			t.Errorf("the note reached the model verbatim; Gemini CLI 0.61.0 was seen to rewrite it. Has @ processing changed?\n%s", got)

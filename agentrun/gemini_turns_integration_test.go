@@ -7,6 +7,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 )
 
 // TestGemini_RealCLITurnsWithinAMinute: a note saved twice within a minute
@@ -41,11 +42,11 @@ func TestGemini_RealCLITurnsWithinAMinute(t *testing.T) {
 				if tc.keep {
 					rg.keepSessions(t)
 				}
-				req1 := rg.firstTurn(t.TempDir())
-				res1, _ = rg.run(t, req1)
+				req1 := rg.FirstTurn(t.TempDir())
+				res1, _ = rg.Run(t, req1)
 				var calls []agenttest.GeminiRequest
-				res2, calls = rg.run(t, realNextTurn(req1, res1.Resume))
-				call2 = mustOneCall(t, 2, calls)
+				res2, calls = rg.Run(t, realcli.NextTurn(req1, res1.Resume))
+				call2 = realcli.MustOneCall(t, 2, calls)
 			})
 			if res2.Restarted != nil || res2.Resume != res1.Resume || res2.Reply != "MOCK REPLY (user messages seen: 2)" {
 				t.Errorf("turn 2 within the minute: reply %q, resume %q, restarted %+v; want the mock reply for 2 user turns in %s",

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/codex"
 )
 
 // TestMain lets the test binary impersonate agent CLIs: started with
@@ -13,3 +15,9 @@ func TestMain(m *testing.M) {
 	fakeagent.Main(nil)
 	os.Exit(m.Run())
 }
+
+// claudeDriver is the runner's driver for the claude preset (agents/claude).
+func claudeDriver() kitTotaler { return newKitDriver(claude.Driver{}).(kitTotaler) }
+
+// codexDriver is the runner's driver for the codex preset (agents/codex).
+func codexDriver() kitTotaler { return newKitDriver(codex.Driver{}).(kitTotaler) }

@@ -2,10 +2,10 @@ package agentrun
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/knotd/knotd/agents/kit"
 )
 
 // Defaults for what a Runner keeps of an agent's output.
@@ -149,27 +149,7 @@ func cleanReply(s string) string {
 	}
 }
 
-// ansiEscape matches terminal escape sequences (colours, cursor moves).
-var ansiEscape = regexp.MustCompile(`\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
-
 // firstLine returns the first non-blank line of s without terminal escapes
 // or control characters, trimmed and cut to max bytes, for a one-line human
 // reason.
-func firstLine(s string, max int) string {
-	s = ansiEscape.ReplaceAllString(s, "")
-	for _, l := range strings.Split(s, "\n") {
-		l = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, l)
-		if l = strings.TrimSpace(l); l != "" {
-			if len(l) > max {
-				l = l[:cutBack(l, max)] + "…"
-			}
-			return strings.ToValidUTF8(l, "\uFFFD")
-		}
-	}
-	return ""
-}
+func firstLine(s string, max int) string { return kit.FirstLine(s, max) }

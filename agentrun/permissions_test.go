@@ -22,7 +22,7 @@ func TestClaude_ExplainsRootRefusal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		a := &attempt{req: &Request{Agent: Agent{Preset: PresetClaude, Permissions: tt.perm}}}
-		got := claudeDriver{}.explain(a, tt.exit, tt.stderr)
+		got := claudeDriver().explain(a, tt.exit, tt.stderr)
 		if tt.advice != (got != "") {
 			t.Errorf("%s: explain = %q; want advice %t", tt.name, got, tt.advice)
 		}

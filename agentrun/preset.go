@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/knotd/knotd/agents"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -84,18 +86,18 @@ type liveParser interface {
 	watch(live func(transcript.AssistantMessage))
 }
 
-// blockStream decodes a CLI's JSON lines with the transcript's decoder for
+// blockStream decodes a CLI's JSON lines with its agent's decoder (agents/) for
 // its format as they arrive, and hands each block to live once final. It is
 // the part the streaming presets' parsers share.
 type blockStream struct {
 	format transcript.Format
-	dec    *transcript.Decoder
+	dec    *kit.Decoder
 	live   func(transcript.AssistantMessage)
 	lines  int
 }
 
 func newBlockStream(format transcript.Format) blockStream {
-	dec, err := transcript.NewDecoder(format)
+	dec, err := agents.NewDecoder(format)
 	if err != nil {
 		panic("agentrun: " + err.Error()) // the presets name formats the decoder reads
 	}
@@ -109,19 +111,6 @@ func (s *blockStream) line(b []byte) {
 	if blocks := s.dec.Line(b); len(blocks) > 0 && s.live != nil {
 		s.live(transcript.AssistantMessage{Format: s.format, Blocks: blocks})
 	}
-}
-
-// decoded ends the stream. When no line was handed over (a caller that
-// only has the captured output), it decodes stdout whole.
-func (s *blockStream) decoded(stdout []byte) transcript.Decoded {
-	if s.lines == 0 {
-		d, err := transcript.Decode(s.format, stdout)
-		if err != nil {
-			panic("agentrun: " + err.Error())
-		}
-		return d
-	}
-	return s.dec.Finish(stdout)
 }
 
 // driver knows how to run one kind of agent.
@@ -188,11 +177,10 @@ type preparer interface {
 // newDriver returns the driver for an agent of the given kind (its preset,
 // or "" for a generic command). Digest has no driver: it runs in-process.
 func newDriver(a *Agent, kind string) driver {
+	if d := agents.Driver(kind); d != nil {
+		return newKitDriver(d)
+	}
 	switch kind {
-	case PresetClaude:
-		return claudeDriver{}
-	case PresetCodex:
-		return codexDriver{}
 	case PresetGemini:
 		return geminiDriver{}
 	case PresetLLM:
@@ -298,3 +286,6 @@ func (a *Agent) Program() string {
 	}
 	return program(a, newDriver(a, a.Preset))[0]
 }
+
+// errNoOutput is the parse error of an agent that printed nothing.
+var errNoOutput = kit.ErrNoOutput

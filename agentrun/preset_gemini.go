@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/agents/gemini"
 )
 
 // geminiDriver runs Gemini CLI in ACP mode (Agent Client Protocol: JSON-RPC
@@ -75,7 +75,7 @@ func (geminiDriver) maxContext() int64 { return 800_000 }
 // geminiACP is the ACP client's mode for Gemini CLI (see geminiDriver).
 var geminiACP = acpMode{
 	name:                  "Gemini CLI",
-	format:                transcript.FormatGeminiACP,
+	format:                gemini.FormatACP,
 	replay:                true,
 	loadID:                geminiLoadID,
 	lost:                  geminiSessionLost,

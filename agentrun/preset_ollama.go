@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knotd/knotd/agents"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -60,7 +61,7 @@ const cutMark = "[knotd: the reply was cut here, at the %d-byte standard output 
 
 // textMessage is text as a transcript message of one text-only block.
 func textMessage(text string, truncated bool) *transcript.AssistantMessage {
-	d, err := transcript.Decode(transcript.FormatText, []byte(text))
+	d, err := agents.Decode(transcript.FormatText, []byte(text))
 	if err != nil {
 		panic("agentrun: " + err.Error()) // the text format is always read
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/agents/claude"
 	"github.com/knotd/knotd/digest"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"
@@ -365,7 +366,7 @@ func TestClaude_OutputArrivesWhileRunning(t *testing.T) {
 	if res.Outcome != OutcomeOK {
 		t.Fatalf("Run = %s %q; want ok", res.Outcome, res.Reason)
 	}
-	if len(live) != 1 || live[0].Format != transcript.FormatClaudeStreamJSON || len(live[0].Blocks) != 2 ||
+	if len(live) != 1 || live[0].Format != claude.FormatStreamJSON || len(live[0].Blocks) != 2 ||
 		live[0].Blocks[1].Text != "FAKE REPLY (user messages seen: 1)" {
 		t.Fatalf("OnOutput got %+v; want the assistant message's two blocks", live)
 	}

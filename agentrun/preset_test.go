@@ -14,9 +14,28 @@ import (
 	"testing"
 )
 
+// movedTestdata are the recorded folders that moved to their agent's own
+// folder under agents/, by their old name under testdata.
+var movedTestdata = map[string]string{
+	"claude":        filepath.Join("..", "agents", "claude", "testdata", "recorded"),
+	"codex-0.169.0": filepath.Join("..", "agents", "codex", "testdata", "recorded"),
+	"codex":         filepath.Join("..", "agents", "codex", "testdata", "written"),
+}
+
+// testdataPath returns the path of a recorded file or folder named as it
+// was under testdata ("claude/json-resume.json").
+func testdataPath(elem ...string) string {
+	p := filepath.ToSlash(filepath.Join(elem...))
+	first, rest, _ := strings.Cut(p, "/")
+	if d, ok := movedTestdata[first]; ok {
+		return filepath.Join(d, filepath.FromSlash(rest))
+	}
+	return filepath.Join("testdata", filepath.FromSlash(p))
+}
+
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(testdataPath(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +80,7 @@ func readSums(t *testing.T, path string) map[string]string {
 // TestRecordedFixtures_Unchanged: the recorded CLI output copied into this
 // repository is byte for byte what was recorded, every file of it has its
 // sum and every sum its file; the Claude Code files copied on into
-// transcript/testdata/claude too. A fixture edited by hand, or added
+// agents/claude/testdata/output too. A fixture edited by hand, or added
 // without its sum, fails here.
 func TestRecordedFixtures_Unchanged(t *testing.T) {
 	check := func(t *testing.T, path, want string) {
@@ -76,7 +95,7 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 	}
 	for _, dir := range recordedDirs {
 		t.Run(dir, func(t *testing.T) {
-			root := filepath.Join("testdata", dir)
+			root := testdataPath(dir)
 			sums := readSums(t, filepath.Join(root, "SHA256SUMS"))
 			seen := 0
 			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -105,10 +124,10 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		})
 	}
 	t.Run("transcript", func(t *testing.T) {
-		sums := readSums(t, filepath.Join("testdata", "claude", "SHA256SUMS"))
-		files, err := filepath.Glob(filepath.Join("..", "transcript", "testdata", "claude", "*"))
+		sums := readSums(t, testdataPath("claude", "SHA256SUMS"))
+		files, err := filepath.Glob(filepath.Join("..", "agents", "claude", "testdata", "output", "*"))
 		if err != nil || len(files) == 0 {
-			t.Fatalf("no fixtures in transcript/testdata/claude (%v)", err)
+			t.Fatalf("no fixtures in agents/claude/testdata/output (%v)", err)
 		}
 		for _, f := range files {
 			if want, ok := sums[filepath.Base(f)]; ok {
@@ -134,14 +153,14 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	for _, dir := range []string{filepath.Join("testdata", "claude")} {
+	for _, dir := range []string{testdataPath("claude")} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			for _, tt := range tests {
 				out, err := os.ReadFile(filepath.Join(dir, tt.file))
 				if err != nil {
 					t.Fatal(err)
 				}
-				p, err := newClaudeParser().finish(out, false, "")
+				p, err := claudeDriver().parser().finish(out, false, "")
 				if (err != nil) != tt.err {
 					t.Fatalf("finish(%s) error = %v; want error %v", tt.file, err, tt.err)
 				}
@@ -154,18 +173,18 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			}
 		})
 	}
-	if _, err := newClaudeParser().finish(nil, false, ""); !errors.Is(err, errNoOutput) {
+	if _, err := claudeDriver().parser().finish(nil, false, ""); !errors.Is(err, errNoOutput) {
 		t.Errorf("finish(empty) = %v; want errNoOutput", err)
 	}
 }
 
 func TestClaudeParser_ErrorResult(t *testing.T) {
 	out := []byte(`{"type":"result","subtype":"success","is_error":true,"result":"API Error: 401 invalid x-api-key","session_id":"x"}` + "\n")
-	p, err := newClaudeParser().finish(out, false, "")
+	p, err := claudeDriver().parser().finish(out, false, "")
 	if err != nil || p.agentErr != "API Error: 401 invalid x-api-key" || p.reply == "" {
 		t.Errorf("finish(is_error) = %+v, %v; want the result as the agent's error", p, err)
 	}
-	p, err = newClaudeParser().finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
+	p, err = claudeDriver().parser().finish([]byte(`{"type":"result","subtype":"error_max_turns","is_error":false,"session_id":"x"}`), false, "")
 	if err != nil || p.agentErr != "Claude reported error_max_turns" {
 		t.Errorf("finish(error_max_turns) = %+v, %v", p, err)
 	}
@@ -189,7 +208,7 @@ func TestClaudeDriver_SessionLost(t *testing.T) {
 		{name: "a reply was printed", exit: 1, stderr: "is already in use", reply: "API Error"},
 	}
 	for _, tt := range tests {
-		reason, lost := claudeDriver{}.sessionLost(tt.exit, parsed{reply: tt.reply}, tt.stderr)
+		reason, lost := claudeDriver().sessionLost(tt.exit, parsed{reply: tt.reply}, tt.stderr)
 		if lost != tt.lost || reason != tt.reason {
 			t.Errorf("%s: sessionLost = %q, %v; want %q, %v", tt.name, reason, lost, tt.reason, tt.lost)
 		}
@@ -212,19 +231,19 @@ func TestDrivers_Argv(t *testing.T) {
 		a    attempt
 		want []string
 	}{
-		{"claude new", claudeDriver{}, attempt{program: []string{"claude"}, session: sess},
+		{"claude new", claudeDriver(), attempt{program: []string{"claude"}, session: sess},
 			cat(claude, ro, []string{"--session-id", sess})},
-		{"claude with a cost cap", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, req: &capped},
+		{"claude with a cost cap", claudeDriver(), attempt{program: []string{"claude"}, session: sess, req: &capped},
 			cat(claude, ro, []string{"--session-id", sess, "--max-budget-usd", "0.25"})},
-		{"codex ignores the cap", codexDriver{}, attempt{program: []string{"codex"}, req: &capped},
+		{"codex ignores the cap", codexDriver(), attempt{program: []string{"codex"}, req: &capped},
 			cat(codex, []string{"read-only", "-"})},
-		{"claude resume", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
+		{"claude resume", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1", model: "sonnet", instructions: "- be brief"},
 			cat(claude, ro, []string{"--resume", "h-1", "--model", "sonnet", "--append-system-prompt=- be brief"})},
-		{"claude via npx", claudeDriver{}, attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
+		{"claude via npx", claudeDriver(), attempt{program: []string{"npx", "@anthropic-ai/claude-code"}, session: sess},
 			cat([]string{"npx", "@anthropic-ai/claude-code"}, claude[1:], ro, []string{"--session-id", sess})},
-		{"codex new", codexDriver{}, attempt{program: []string{"codex"}},
+		{"codex new", codexDriver(), attempt{program: []string{"codex"}},
 			cat(codex, []string{"read-only", "-"})},
-		{"codex resume", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
+		{"codex resume", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
 			cat(codex, []string{"read-only", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"})},
 		{"gemini new", geminiDriver{}, attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
 			[]string{"gemini", "--acp", "--approval-mode", "default"}},
@@ -267,20 +286,20 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 		perm Permissions
 		want []string
 	}{
-		{"claude new read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermReadOnly, cat(claude, ro, []string{"--session-id", sess})},
-		{"claude resume read-only", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermReadOnly, cat(claude, ro, []string{"--resume", "h-1"})},
-		{"claude new edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermEdit, cat(claude, edit, []string{"--session-id", sess})},
-		{"claude resume edit", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
-		{"claude new full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
-		{"claude resume full", claudeDriver{}, attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
-		{"codex new read-only", codexDriver{}, attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
-		{"codex resume read-only", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
+		{"claude new read-only", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermReadOnly, cat(claude, ro, []string{"--session-id", sess})},
+		{"claude resume read-only", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermReadOnly, cat(claude, ro, []string{"--resume", "h-1"})},
+		{"claude new edit", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermEdit, cat(claude, edit, []string{"--session-id", sess})},
+		{"claude resume edit", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermEdit, cat(claude, edit, []string{"--resume", "h-1"})},
+		{"claude new full", claudeDriver(), attempt{program: []string{"claude"}, session: sess}, PermFull, cat(claude, full, []string{"--session-id", sess})},
+		{"claude resume full", claudeDriver(), attempt{program: []string{"claude"}, session: sess, resume: "h-1"}, PermFull, cat(claude, full, []string{"--resume", "h-1"})},
+		{"codex new read-only", codexDriver(), attempt{program: []string{"codex"}}, PermReadOnly, cat(codex, []string{"read-only", "-"})},
+		{"codex resume read-only", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermReadOnly,
 			cat(codex, []string{"read-only", "resume", "t-1", "-"})},
-		{"codex new edit", codexDriver{}, attempt{program: []string{"codex"}}, PermEdit, cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "-"})},
-		{"codex resume edit", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermEdit,
+		{"codex new edit", codexDriver(), attempt{program: []string{"codex"}}, PermEdit, cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "-"})},
+		{"codex resume edit", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermEdit,
 			cat(codex, []string{"workspace-write", "-c", "sandbox_workspace_write.exclude_slash_tmp=true", "-c", "sandbox_workspace_write.exclude_tmpdir_env_var=true", "resume", "t-1", "-"})},
-		{"codex new full", codexDriver{}, attempt{program: []string{"codex"}}, PermFull, cat(codex, []string{"danger-full-access", "-"})},
-		{"codex resume full", codexDriver{}, attempt{program: []string{"codex"}, resume: "t-1"}, PermFull,
+		{"codex new full", codexDriver(), attempt{program: []string{"codex"}}, PermFull, cat(codex, []string{"danger-full-access", "-"})},
+		{"codex resume full", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1"}, PermFull,
 			cat(codex, []string{"danger-full-access", "resume", "t-1", "-"})},
 	}
 	for _, tt := range tests {
@@ -295,25 +314,10 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 	}
 }
 
-func TestTOMLString(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"plain", `"plain"`},
-		{`a "quote" and \ slash`, `"a \"quote\" and \\ slash"`},
-		{"two\nlines\tand\r", `"two\nlines\tand\r"`},
-		{"bell\x07 del\x7f", `"bell\u0007 del\u007F"`},
-		{"ünïcode ✓", `"ünïcode ✓"`},
-	}
-	for _, tt := range tests {
-		if got := tomlString(tt.in); got != tt.want {
-			t.Errorf("tomlString(%q) = %s; want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 // codexParse feeds a fixture to a codexParser line by line, as runProc does.
 func codexParse(t testing.TB, out []byte) (parsed, error) {
 	t.Helper()
-	p := newCodexParser()
+	p := codexDriver().parser().(lineParser)
 	s := &lineSplitter{max: DefaultMaxLine, fn: p.line}
 	s.write(out)
 	s.flush()
@@ -413,15 +417,15 @@ func FuzzParsers(f *testing.F) {
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
 	f.Fuzz(func(t *testing.T, out []byte) {
-		_, _ = newClaudeParser().finish(out, false, string(out))
+		_, _ = claudeDriver().parser().finish(out, false, string(out))
 		_, _ = codexParse(t, out)
 		for _, resume := range []string{"", "s-1"} {
 			_, _ = talk(geminiDriver{}, &attempt{req: &Request{}, prompt: "p", resume: resume}, string(out), string(out))
 		}
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
 		_, _ = textParser{}.finish(out, true, "")
-		_, _ = parseOutput(claudeDriver{}, string(out), string(out)) // line by line, as it streams
-		for _, d := range []sessionRecoverer{claudeDriver{}, codexDriver{}, geminiDriver{}} {
+		_, _ = parseOutput(claudeDriver(), string(out), string(out)) // line by line, as it streams
+		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver(), geminiDriver{}} {
 			_, _ = d.sessionLost(1, parsed{}, string(out))
 		}
 		var entry map[string]any
@@ -465,36 +469,5 @@ func BenchmarkJSONValues_Adversarial(b *testing.B) {
 				jsonValues(in, func(any) {})
 			}
 		})
-	}
-}
-
-// TestClaudeParser_Context: the context size of a turn is its last model
-// call's input (uncached, cache reads and cache writes), from the last
-// assistant message's usage; the result's usage sums every call of the
-// turn and would overstate it.
-func TestClaudeParser_Context(t *testing.T) {
-	rec, err := os.ReadFile(filepath.Join("testdata", "claude", "stream-json-new.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	multi := `{"type":"system","subtype":"init","session_id":"s"}
-{"type":"assistant","session_id":"s","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}],"usage":{"input_tokens":5,"cache_read_input_tokens":90000,"cache_creation_input_tokens":1000,"output_tokens":20}}}
-{"type":"user","session_id":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}
-{"type":"assistant","session_id":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}],"usage":{"input_tokens":7,"cache_read_input_tokens":91000,"cache_creation_input_tokens":500,"output_tokens":30}}}
-{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","usage":{"input_tokens":12,"cache_read_input_tokens":181000,"cache_creation_input_tokens":1500,"output_tokens":50}}
-`
-	for _, tt := range []struct {
-		name string
-		out  []byte
-		want int64
-	}{
-		{"recorded", rec, 10},
-		{"two model calls", []byte(multi), 7 + 91000 + 500},
-		{"json output", []byte(`{"type":"result","result":"r","session_id":"s","usage":{"input_tokens":10}}`), 0},
-	} {
-		p, err := newClaudeParser().finish(tt.out, false, "")
-		if err != nil || p.context != tt.want {
-			t.Errorf("%s: context = %d, %v; want %d", tt.name, p.context, err, tt.want)
-		}
 	}
 }

@@ -2,7 +2,6 @@ package agentrun
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) {
 	t.Helper()
 	read := func(ext string) string {
-		b, err := os.ReadFile(filepath.Join("testdata", dir, name+ext))
+		b, err := os.ReadFile(testdataPath(dir, name+ext))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -73,14 +72,14 @@ func TestSessionLost_Recorded(t *testing.T) {
 		d         driver
 		want      string // the reason's start; "" for not lost
 	}{
-		{"claude", "json-resume-missing", claudeDriver{}, "No conversation found"},
-		{"claude", "json-session-in-use", claudeDriver{}, "Error: Session ID"},
-		{"claude", "json-new-session", claudeDriver{}, ""},
-		{"codex-0.169.0", "exec-resume-unknown", codexDriver{}, "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
-		{"codex-0.169.0", "exec-resume-after-sessions-wiped", codexDriver{}, "no rollout found for thread id"},
-		{"codex-0.169.0", "exec-http-401", codexDriver{}, ""},
-		{"codex-0.169.0", "exec-no-api-key", codexDriver{}, ""},
-		{"codex-0.169.0", "exec-resume", codexDriver{}, ""},
+		{"claude", "json-resume-missing", claudeDriver(), "No conversation found"},
+		{"claude", "json-session-in-use", claudeDriver(), "Error: Session ID"},
+		{"claude", "json-new-session", claudeDriver(), ""},
+		{"codex-0.169.0", "exec-resume-unknown", codexDriver(), "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
+		{"codex-0.169.0", "exec-resume-after-sessions-wiped", codexDriver(), "no rollout found for thread id"},
+		{"codex-0.169.0", "exec-http-401", codexDriver(), ""},
+		{"codex-0.169.0", "exec-no-api-key", codexDriver(), ""},
+		{"codex-0.169.0", "exec-resume", codexDriver(), ""},
 	} {
 		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
@@ -100,8 +99,8 @@ func TestRecorded_Replies(t *testing.T) {
 		d             driver
 		reply, handle string
 	}{
-		{"codex-0.169.0", "exec-new", codexDriver{}, "MOCK REPLY (user messages seen: 1)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
-		{"codex-0.169.0", "exec-resume", codexDriver{}, "MOCK REPLY (user messages seen: 2)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{"codex-0.169.0", "exec-new", codexDriver(), "MOCK REPLY (user messages seen: 1)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{"codex-0.169.0", "exec-resume", codexDriver(), "MOCK REPLY (user messages seen: 2)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
 	} {
 		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
@@ -164,9 +163,9 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 		d                driver
 		want             Usage
 	}{
-		{"codex-0.169.0", "exec-new", "exec-resume", codexDriver{}, Usage{InputTokens: 200, OutputTokens: 9}},
-		{"codex-0.169.0", "exec-resume", "exec-resume-2", codexDriver{}, Usage{InputTokens: 300, OutputTokens: 9}},
-		{"claude", "json-new-session", "json-resume", claudeDriver{}, Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
+		{"codex-0.169.0", "exec-new", "exec-resume", codexDriver(), Usage{InputTokens: 200, OutputTokens: 9}},
+		{"codex-0.169.0", "exec-resume", "exec-resume-2", codexDriver(), Usage{InputTokens: 300, OutputTokens: 9}},
+		{"claude", "json-new-session", "json-resume", claudeDriver(), Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
 	} {
 		t.Run(tc.dir+"/"+tc.now, func(t *testing.T) {
 			before, total := usage(tc.dir, tc.before, tc.d), usage(tc.dir, tc.now, tc.d)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -131,21 +130,5 @@ func BenchmarkList(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkDecode measures the Claude decoder on the stream-json
-// fixture with tools.
-func BenchmarkDecode(b *testing.B) {
-	in, err := os.ReadFile(filepath.Join("testdata", "claude", "stream-json-tools.jsonl"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(in)))
-	b.ReportAllocs()
-	for range b.N {
-		if _, err := Decode(FormatClaudeStreamJSON, in); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

@@ -56,22 +56,3 @@ type Block struct {
 	Content   string `json:"content,omitempty"`
 	IsError   bool   `json:"is_error,omitempty"`
 }
-
-// textBlock returns a text block, or false for blank text.
-func textBlock(t BlockType, text string, f Fidelity) (Block, bool) {
-	if isBlank(text) {
-		return Block{}, false
-	}
-	return Block{Type: t, Fidelity: f, Text: text}, true
-}
-
-func isBlank(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ' ', '\t', '\r', '\n':
-		default:
-			return false
-		}
-	}
-	return true
-}

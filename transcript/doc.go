@@ -16,11 +16,10 @@
 // Assistant output is a list of content blocks (Block) of four kinds: text,
 // thinking, tool_use and tool_result, each with a fidelity marker saying
 // how faithfully it was recovered from what the CLI printed (native,
-// reconstructed or text-only). A Decoder reads the output of each supported
-// CLI, line by line as it arrives (or whole, with Decode), into blocks and
-// everything else a run takes from it: the reply, the resume handle, the
-// usage and the agent's own report of a failure. It is the only place that
-// knows those formats; package agentrun's presets use it. A run may have
+// reconstructed or text-only). Each agent's package under agents/ reads its
+// CLI's output into blocks (with agents/kit's Decoder) and names its
+// output formats (Format, recorded in each message); this package knows
+// none of them. A run may have
 // several message.assistant events: the blocks a streaming CLI printed, in
 // batches as they became final, then what was left with the notes.
 //

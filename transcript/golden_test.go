@@ -23,7 +23,7 @@ func recordGoldenRun(t *testing.T) string {
 	mustRecord(t, r, st)
 	mustRecord(t, r, UserMessage{Prompt: "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n\n- buy milk\n- write knotd\n"})
 	mustRecord(t, r, AssistantMessage{
-		Format: FormatClaudeStreamJSON,
+		Format: "claude-stream-json",
 		Blocks: []Block{
 			{Type: BlockThinking, Fidelity: Native, Text: "The note is a plan."},
 			{Type: BlockToolUse, Fidelity: Native, ID: "toolu_01", Name: "Read", Input: json.RawMessage(`{"file_path":"ideas/plan.tieoff.md"}`)},

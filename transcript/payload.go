@@ -39,8 +39,19 @@ type UserMessage struct {
 	Prompt string `json:"prompt"`
 }
 
+// Format names the agent output format an assistant message was read
+// from ("claude-stream-json", "codex-json", "gemini-acp", "acp", "text",
+// …). Each agent's package under agents/ names its own formats and reads
+// them (agents/kit's Decoder); the values are written in transcripts, so a
+// value once written never changes meaning.
+type Format string
+
+// FormatText is plain text: all of it is the reply, kept as one text-only
+// block (a generic command, llm, ollama, and any output with no JSON).
+const FormatText Format = "text"
+
 // AssistantMessage is the payload of message.assistant: what the agent
-// produced, normalised into content blocks (see Decoder).
+// produced, normalised into content blocks (see agents/kit's Decoder).
 type AssistantMessage struct {
 	// Format is the output format the blocks were read from.
 	Format Format `json:"format,omitempty"`

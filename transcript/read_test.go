@@ -241,3 +241,12 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// compact returns valid JSON without insignificant space.
+func compact(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/agents/claude"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
@@ -393,7 +394,7 @@ func TestWatch_TranscriptShowsOutputWhileRunning(t *testing.T) {
 		t.Errorf("transcript while the agent runs = %v; want %v", got, want)
 	}
 	msg := payload[transcript.AssistantMessage](t, live, transcript.MessageAssistant)
-	if len(msg.Blocks) != 2 || msg.Blocks[0].Type != transcript.BlockThinking || msg.Format != transcript.FormatClaudeStreamJSON {
+	if len(msg.Blocks) != 2 || msg.Blocks[0].Type != transcript.BlockThinking || msg.Format != claude.FormatStreamJSON {
 		t.Errorf("message.assistant while running = %+v; want the thinking and text blocks", msg)
 	}
 	mustDo(t, os.WriteFile(gate, nil, 0o600))

@@ -4,7 +4,7 @@
 // Server is a stand-in for the Anthropic Messages API, started on 127.0.0.1
 // by NewAnthropic. It records every request and answers the way the stand-in
 // that recorded knotd's Claude Code fixtures did
-// (agentrun/testdata/claude/RECORDING.md, copied from the recording):
+// (agents/claude/testdata/recorded/RECORDING.md, copied from the recording):
 //
 //   - POST /v1/messages with "stream": true: a text/event-stream of
 //     message_start, content_block_start, one content_block_delta

@@ -16,7 +16,7 @@ import (
 
 // ClaudeVersion is the Claude Code release knotd's tests are written
 // against: the one scripts/install-claude installs and the fixtures in
-// agentrun/testdata/claude were recorded with.
+// agents/claude/testdata/recorded were recorded with.
 const ClaudeVersion = "2.1.330"
 
 // The environment variables ClaudeCLI reads.

@@ -55,14 +55,14 @@ func runClaude(t *testing.T, bin, dir string, env []string, stdin string, args .
 }
 
 // fixture returns the content of one file of the recorded Claude Code
-// fixtures copied into agentrun/testdata/claude (see its README).
+// fixtures copied into agents/claude/testdata/recorded (see the README there).
 func fixture(t *testing.T, name string) string {
 	t.Helper()
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "agentrun", "testdata", "claude", name))
+	data, err := os.ReadFile(filepath.Join(root, "agents", "claude", "testdata", "recorded", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}

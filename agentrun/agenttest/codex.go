@@ -9,7 +9,7 @@ import (
 
 // CodexVersion is the Codex CLI release knotd's tests are written against:
 // the one scripts/install-codex installs and the fixtures in
-// agentrun/testdata/codex-0.169.0 were recorded with.
+// agents/codex/testdata/recorded were recorded with.
 const CodexVersion = "0.169.0"
 
 // The environment variables CodexCLI reads.

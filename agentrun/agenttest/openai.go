@@ -14,7 +14,7 @@ import (
 // OpenAI is a loopback stand-in for the OpenAI Responses API as Codex CLI
 // CodexVersion calls it, started on 127.0.0.1 by NewOpenAI. It records every
 // request and answers the way the stand-in that recorded knotd's Codex
-// fixtures did (agentrun/testdata/codex-0.169.0/README.md):
+// fixtures did (agents/codex/testdata/recorded/README.md):
 //
 //   - POST /v1/responses: a text/event-stream of response.created,
 //     response.in_progress, response.output_item.added,

@@ -27,10 +27,10 @@ func mustPost(t *testing.T, s *OpenAI, path, body string) (int, string, string) 
 }
 
 // recordedRequest returns a request body Codex CLI 0.169.0 sent to the
-// recording's stand-in (agentrun/testdata/codex-0.169.0/requests).
+// recording's stand-in (agents/codex/testdata/recorded/requests).
 func recordedRequest(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "codex-0.169.0", "requests", name))
+	data, err := os.ReadFile(filepath.Join("..", "..", "agents", "codex", "testdata", "recorded", "requests", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agentrun_test
+package codex_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/agentrun/agenttest/realcli"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -22,7 +23,7 @@ import (
 type realCodex struct {
 	api *agenttest.OpenAI
 	dir string // the CodexEnv directory
-	realCLI[agenttest.ResponsesRequest]
+	realcli.CLI[agenttest.ResponsesRequest]
 }
 
 func newRealCodex(t *testing.T) *realCodex {
@@ -30,13 +31,13 @@ func newRealCodex(t *testing.T) *realCodex {
 	bin := agenttest.CodexCLI(t)
 	api := agenttest.NewOpenAI(t)
 	dir := t.TempDir()
-	return &realCodex{api: api, dir: dir, realCLI: newRealCLI(agentrun.PresetCodex, bin, api.CodexEnv(t, dir), api.ResponseRequests)}
+	return &realCodex{api: api, dir: dir, CLI: realcli.New(agentrun.PresetCodex, bin, api.CodexEnv(t, dir), api.ResponseRequests)}
 }
 
 // codexNextTurn turns req, which ran with result res, into the strand's
 // next turn, resuming res's thread with its totals.
 func codexNextTurn(req agentrun.Request, res agentrun.Result) agentrun.Request {
-	req = realNextTurn(req, res.Resume)
+	req = realcli.NextTurn(req, res.Resume)
 	req.TotalsBefore = res.Totals
 	return req
 }
@@ -54,13 +55,13 @@ func wantUsage(t *testing.T, turn int, res agentrun.Result, usage, totals agentr
 
 func TestCodex_RealCLIConversation(t *testing.T) {
 	rc := newRealCodex(t)
-	rc.agent.Model = "gpt-5.5"
-	rc.agent.Instructions = "- Answer in one sentence.\n- Never edit \"files\"."
+	rc.Agent.Model = "gpt-5.5"
+	rc.Agent.Instructions = "- Answer in one sentence.\n- Never edit \"files\"."
 	vault := t.TempDir()
-	bin := rc.agent.Command[0]
+	bin := rc.Agent.Command[0]
 
-	req1 := rc.firstTurn(vault)
-	res1, calls := rc.run(t, req1)
+	req1 := rc.FirstTurn(vault)
+	res1, calls := rc.Run(t, req1)
 	wantArgv := []string{bin, "exec", "--json", "--skip-git-repo-check", "-s", "read-only", "--model", "gpt-5.5",
 		"-c", `developer_instructions="- Answer in one sentence.\n- Never edit \"files\"."`, "-"}
 	if !slices.Equal(res1.Argv, wantArgv) {
@@ -72,7 +73,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 			res1.Reply, thread, res1.Restarted)
 	}
 	wantUsage(t, 1, res1, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
-	call1 := mustOneCall(t, 1, calls)
+	call1 := realcli.MustOneCall(t, 1, calls)
 	if !call1.Stream || call1.Model != "gpt-5.5" {
 		t.Errorf("turn 1: model call stream %v model %q; want a streamed call for gpt-5.5", call1.Stream, call1.Model)
 	}
@@ -82,8 +83,8 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	}
 	for _, want := range []string{
 		"## Event Context\nEvent: Created\nStrand: ideas/plan.md\nNow: 2026-11-21T19:30:05Z\n",
-		"Session: " + realSession + " (new)\nTurn: 1\nFired-By: watch\n",
-		realPlanV1,
+		"Session: " + realcli.Session + " (new)\nTurn: 1\nFired-By: watch\n",
+		realcli.PlanV1,
 	} {
 		if !strings.Contains(res1.Prompt, want) {
 			t.Errorf("turn 1 prompt lacks %q:\n%s", want, res1.Prompt)
@@ -92,11 +93,11 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	// developer_instructions arrive as a part of a developer message.
 	if !slices.ContainsFunc(call1.Input, func(m agenttest.Message) bool {
 		return m.Role == "developer" && slices.ContainsFunc(m.Content, func(b agenttest.Block) bool {
-			return b.Type == "text" && b.Text == rc.agent.Instructions
+			return b.Type == "text" && b.Text == rc.Agent.Instructions
 		})
 	}) {
 		t.Errorf("turn 1: no developer message part is the instructions %q; developer messages:\n%q",
-			rc.agent.Instructions, call1.Texts("developer"))
+			rc.Agent.Instructions, call1.Texts("developer"))
 	}
 	// Codex's thread id is a UUID, and its rollout is in CODEX_HOME.
 	rollouts, _ := filepath.Glob(filepath.Join(agenttest.CodexHome(rc.dir), "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
@@ -105,7 +106,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	}
 
 	req2 := codexNextTurn(req1, res1)
-	res2, calls := rc.run(t, req2)
+	res2, calls := rc.Run(t, req2)
 	if i := slices.Index(res2.Argv, "resume"); i < 0 || i+2 != len(res2.Argv)-1 || res2.Argv[i+1] != thread {
 		t.Errorf("turn 2 argv = %q; want it to end with resume %s -", res2.Argv, thread)
 	}
@@ -116,7 +117,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	// Codex reports the thread's running total (300 in, 18 out); the
 	// run's own use is the difference from turn 1's.
 	wantUsage(t, 2, res2, agentrun.Usage{InputTokens: 200, OutputTokens: 9}, agentrun.Usage{InputTokens: 300, OutputTokens: 18})
-	call2 := mustOneCall(t, 2, calls)
+	call2 := realcli.MustOneCall(t, 2, calls)
 	if got, want := call2.UserPrompts(), []string{res1.Prompt, res2.Prompt}; !slices.Equal(got, want) {
 		t.Errorf("turn 2: the model saw user prompts %q; want turn 1's and turn 2's prompts %q", got, want)
 	}
@@ -125,7 +126,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	}
 	for _, want := range []string{
 		"## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n",
-		"Session: " + realSession + " (resumed)\nTurn: 2\n",
+		"Session: " + realcli.Session + " (resumed)\nTurn: 2\n",
 		"+- [ ] ask Sam\n",
 	} {
 		if !strings.Contains(res2.Prompt, want) {
@@ -137,13 +138,13 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 	req3 := codexNextTurn(req2, res2)
 	req3.Event.Type = strand.Deleted
 	req3.Previous, req3.Event.Strand.Content = req2.Event.Strand.Content, nil
-	res3, calls := rc.run(t, req3)
+	res3, calls := rc.Run(t, req3)
 	if res3.Reply != "MOCK REPLY (user messages seen: 3)" || res3.Resume != thread || res3.Restarted != nil {
 		t.Errorf("deleted turn reply %q resume %q restarted %+v; want the mock reply for 3 user turns in %s",
 			res3.Reply, res3.Resume, res3.Restarted, thread)
 	}
 	wantUsage(t, 3, res3, agentrun.Usage{InputTokens: 300, OutputTokens: 9}, agentrun.Usage{InputTokens: 600, OutputTokens: 27})
-	call3 := mustOneCall(t, 3, calls)
+	call3 := realcli.MustOneCall(t, 3, calls)
 	if got, want := call3.UserPrompts(), []string{res1.Prompt, res2.Prompt, res3.Prompt}; !slices.Equal(got, want) {
 		t.Errorf("deleted turn: the model saw user prompts %q; want %q", got, want)
 	}
@@ -163,15 +164,15 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 // starts a fresh thread, once.
 func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 	rc := newRealCodex(t)
-	first := rc.firstTurn(t.TempDir())
-	res1, _ := rc.run(t, first)
+	first := rc.FirstTurn(t.TempDir())
+	res1, _ := rc.Run(t, first)
 	thread := res1.Resume
 
 	if err := os.RemoveAll(filepath.Join(agenttest.CodexHome(rc.dir), "sessions")); err != nil {
 		t.Fatal(err)
 	}
 	req := codexNextTurn(first, res1)
-	res, calls := rc.run(t, req)
+	res, calls := rc.Run(t, req)
 	wantReason := "no rollout found for thread id " + thread
 	if res.Restarted == nil || res.Restarted.Handle != thread || !strings.HasPrefix(res.Restarted.Reason, wantReason) {
 		t.Errorf("Restarted = %+v; want handle %s, reason %q…", res.Restarted, thread, wantReason)
@@ -186,11 +187,11 @@ func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 	wantUsage(t, req.Turn, res, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
 	// The refused attempt never reached the model; the fresh thread holds
 	// only this turn, and its Event Context says what happened.
-	call := mustOneCall(t, req.Turn, calls)
+	call := realcli.MustOneCall(t, req.Turn, calls)
 	if got := call.UserPrompts(); !slices.Equal(got, []string{res.Prompt}) {
 		t.Errorf("the model saw user prompts %q; want only this run's prompt %q", got, res.Prompt)
 	}
-	wantLine := "Session: " + realSession + " (new; conversation " + thread + " could not be continued: " + wantReason
+	wantLine := "Session: " + realcli.Session + " (new; conversation " + thread + " could not be continued: " + wantReason
 	if !strings.Contains(res.Prompt, wantLine) {
 		t.Errorf("the prompt does not say the conversation was restarted (%q):\n%s", wantLine, res.Prompt)
 	}
@@ -200,7 +201,7 @@ func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 
 	// The fresh thread is a thread like any other: the next turn resumes it.
 	next := codexNextTurn(req, res)
-	res2, _ := rc.run(t, next)
+	res2, _ := rc.Run(t, next)
 	if res2.Restarted != nil || res2.Resume != res.Resume || res2.Reply != "MOCK REPLY (user messages seen: 2)" {
 		t.Errorf("after the restart: restarted %+v resume %q reply %q; want thread %s resumed",
 			res2.Restarted, res2.Resume, res2.Reply, res.Resume)
@@ -213,7 +214,7 @@ func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 func TestCodex_RealCLIUnauthorized(t *testing.T) {
 	rc := newRealCodex(t)
 	rc.api.SetStatus(401)
-	res, calls := rc.attempt(t, rc.firstTurn(t.TempDir()))
+	res, calls := rc.Attempt(t, rc.FirstTurn(t.TempDir()))
 	if res.Outcome != agentrun.OutcomeFailed || res.Restarted != nil {
 		t.Fatalf("outcome %s restarted %+v reason %q; want failed, no restart", res.Outcome, res.Restarted, res.Reason)
 	}
@@ -245,7 +246,7 @@ func TestCodex_RealCLIUnauthorized(t *testing.T) {
 func TestCodex_RealCLIRetriesServerErrors(t *testing.T) {
 	rc := newRealCodex(t)
 	rc.api.SetStatusTimes(500, 2)
-	res, calls := rc.run(t, rc.firstTurn(t.TempDir()))
+	res, calls := rc.Run(t, rc.FirstTurn(t.TempDir()))
 	if res.Reply != "MOCK REPLY (user messages seen: 1)" || res.Restarted != nil {
 		t.Errorf("reply %q restarted %+v; want the mock reply, no restart", res.Reply, res.Restarted)
 	}
@@ -264,9 +265,9 @@ func TestCodex_RealCLIRetriesServerErrors(t *testing.T) {
 func TestCodex_RealCLIUnknownThread(t *testing.T) {
 	const other = "11111111-2222-3333-4444-555555555555"
 	rc := newRealCodex(t)
-	req := realNextTurn(rc.firstTurn(t.TempDir()), other)
+	req := realcli.NextTurn(rc.FirstTurn(t.TempDir()), other)
 	req.TotalsBefore = &agentrun.Usage{InputTokens: 5000, OutputTokens: 500}
-	res, calls := rc.run(t, req)
+	res, calls := rc.Run(t, req)
 	if res.Restarted == nil || res.Restarted.Handle != other ||
 		!strings.HasPrefix(res.Restarted.Reason, "no rollout found for thread id "+other) {
 		t.Errorf("Restarted = %+v; want handle %s refused with no rollout found", res.Restarted, other)
@@ -276,7 +277,7 @@ func TestCodex_RealCLIUnknownThread(t *testing.T) {
 	}
 	// TotalsBefore belonged to the lost thread: the fresh one's totals are the run's.
 	wantUsage(t, req.Turn, res, agentrun.Usage{InputTokens: 100, OutputTokens: 9}, agentrun.Usage{InputTokens: 100, OutputTokens: 9})
-	mustOneCall(t, req.Turn, calls)
+	realcli.MustOneCall(t, req.Turn, calls)
 }
 
 // TestCodex_RealCLIResumedTurnAddsOnlyTheTurn pins that knotd's resumed
@@ -303,21 +304,21 @@ func TestCodex_RealCLIResumedTurnAddsOnlyTheTurn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rc := newRealCodex(t)
-			tt.agent(&rc.agent)
+			tt.agent(&rc.Agent)
 			// prevDay is the date (UTC, Codex's time zone here) before the
 			// previous turn ran.
 			prevDay := time.Now().UTC().Format(time.DateOnly)
-			req := rc.firstTurn(t.TempDir())
-			res, calls := rc.run(t, req)
-			prev := mustOneCall(t, 1, calls)
+			req := rc.FirstTurn(t.TempDir())
+			res, calls := rc.Run(t, req)
+			prev := realcli.MustOneCall(t, 1, calls)
 			if len(codexOwnMessages(prev)) == 0 {
 				t.Fatalf("turn 1: no developer message or context of Codex's own in %q", messageTexts(prev.Input))
 			}
 			for turn := 2; turn <= 4; turn++ {
 				req = codexNextTurn(req, res)
 				day := time.Now().UTC().Format(time.DateOnly)
-				res, calls = rc.run(t, req)
-				call := mustOneCall(t, turn, calls)
+				res, calls = rc.Run(t, req)
+				call := realcli.MustOneCall(t, turn, calls)
 				got := messageTexts(call.Input)
 				if time.Now().UTC().Format(time.DateOnly) != prevDay {
 					// Midnight passed since the previous turn: Codex tells

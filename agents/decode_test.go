@@ -1,4 +1,4 @@
-package transcript
+package agents
 
 import (
 	"bytes"
@@ -10,7 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/codex"
+	"github.com/knotd/knotd/agents/gemini"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/internal/testutil"
+	. "github.com/knotd/knotd/transcript"
 )
 
 // normalizeCases are the fixtures under testdata/ and the format each is
@@ -20,30 +25,30 @@ var normalizeCases = []struct {
 	format Format
 	file   string
 }{
-	{"claude-stream-json-new", FormatClaudeStreamJSON, "claude/stream-json-new.jsonl"},
-	{"claude-stream-json-tools", FormatClaudeStreamJSON, "claude/stream-json-tools.jsonl"},
-	{"claude-stream-json-cut", FormatClaudeStreamJSON, "claude/stream-json-cut.jsonl"},
-	{"claude-json-new-session", FormatClaudeJSON, "claude/json-new-session.json"},
-	{"claude-json-resume", FormatClaudeJSON, "claude/json-resume.json"},
-	{"claude-text", FormatText, "claude/text.out"},
-	{"codex-exec-new", FormatCodexJSON, "codex/exec-new.jsonl"},
-	{"codex-exec-tools", FormatCodexJSON, "codex/exec-tools.jsonl"},
-	{"codex-exec-turn-failed", FormatCodexJSON, "codex/exec-turn-failed.jsonl"},
-	{"gemini-json-new", FormatGeminiJSON, "gemini/json-new.json"},
-	{"gemini-json-error", FormatGeminiJSON, "gemini/json-error.json"},
-	{"gemini-stream-json-tools", FormatGeminiStreamJSON, "gemini/stream-json-tools.jsonl"},
-	{"gemini-stream-json-cut", FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl"},
-	{"gemini-acp-new", FormatGeminiACP, "gemini-acp/acp-new.stdout"},
-	{"gemini-acp-load", FormatGeminiACP, "gemini-acp/acp-load.stdout"},
-	{"gemini-acp-http-401", FormatGeminiACP, "gemini-acp/acp-http-401.stdout"},
-	{"gemini-acp-write-read-only", FormatGeminiACP, "gemini-acp/acp-write-read-only.stdout"},
-	{"gemini-acp-write-edit", FormatGeminiACP, "gemini-acp/acp-write-edit.stdout"},
-	{"gemini-acp-cut", FormatGeminiACP, "gemini-acp/acp-cut.stdout"},
+	{"claude-stream-json-new", claude.FormatStreamJSON, "claude/testdata/output/stream-json-new.jsonl"},
+	{"claude-stream-json-tools", claude.FormatStreamJSON, "claude/testdata/output/stream-json-tools.jsonl"},
+	{"claude-stream-json-cut", claude.FormatStreamJSON, "claude/testdata/output/stream-json-cut.jsonl"},
+	{"claude-json-new-session", claude.FormatJSON, "claude/testdata/output/json-new-session.json"},
+	{"claude-json-resume", claude.FormatJSON, "claude/testdata/output/json-resume.json"},
+	{"claude-text", kit.FormatText, "claude/testdata/output/text.out"},
+	{"codex-exec-new", codex.FormatJSON, "codex/testdata/output/exec-new.jsonl"},
+	{"codex-exec-tools", codex.FormatJSON, "codex/testdata/output/exec-tools.jsonl"},
+	{"codex-exec-turn-failed", codex.FormatJSON, "codex/testdata/output/exec-turn-failed.jsonl"},
+	{"gemini-json-new", gemini.FormatJSON, "gemini/testdata/output/json-new.json"},
+	{"gemini-json-error", gemini.FormatJSON, "gemini/testdata/output/json-error.json"},
+	{"gemini-stream-json-tools", gemini.FormatStreamJSON, "gemini/testdata/output/stream-json-tools.jsonl"},
+	{"gemini-stream-json-cut", gemini.FormatStreamJSON, "gemini/testdata/output/stream-json-cut.jsonl"},
+	{"gemini-acp-new", gemini.FormatACP, "gemini/testdata/acp-output/acp-new.stdout"},
+	{"gemini-acp-load", gemini.FormatACP, "gemini/testdata/acp-output/acp-load.stdout"},
+	{"gemini-acp-http-401", gemini.FormatACP, "gemini/testdata/acp-output/acp-http-401.stdout"},
+	{"gemini-acp-write-read-only", gemini.FormatACP, "gemini/testdata/acp-output/acp-write-read-only.stdout"},
+	{"gemini-acp-write-edit", gemini.FormatACP, "gemini/testdata/acp-output/acp-write-edit.stdout"},
+	{"gemini-acp-cut", gemini.FormatACP, "gemini/testdata/acp-output/acp-cut.stdout"},
 }
 
 func mustDecode(t testing.TB, format Format, file string) (AssistantMessage, *Usage) {
 	t.Helper()
-	in, err := os.ReadFile(filepath.Join("testdata", file))
+	in, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +62,7 @@ func mustDecode(t testing.TB, format Format, file string) (AssistantMessage, *Us
 func TestDecode_Golden(t *testing.T) {
 	for _, tc := range normalizeCases {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			in, err := os.ReadFile(tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,13 +84,13 @@ func TestDecode_Golden(t *testing.T) {
 			}{d.Message, d.Usage, d.Reply, d.Handle, d.Failure, d.Ended}); err != nil {
 				t.Fatal(err)
 			}
-			testutil.Golden(t, filepath.Join("testdata", "normalize", tc.name+".golden"), out.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", "decode", tc.name+".golden"), out.Bytes())
 		})
 	}
 }
 
 func TestDecode_ClaudeRealStreamJSON(t *testing.T) {
-	msg, usage := mustDecode(t, FormatClaudeStreamJSON, "claude/stream-json-new.jsonl")
+	msg, usage := mustDecode(t, claude.FormatStreamJSON, "claude/testdata/output/stream-json-new.jsonl")
 	want := []Block{{Type: BlockText, Fidelity: Native, Text: "MOCK REPLY (user messages seen: 1)"}}
 	if !reflect.DeepEqual(msg.Blocks, want) || len(msg.Notes) != 0 {
 		t.Errorf("blocks = %+v, notes %q; want %+v and no notes", msg.Blocks, msg.Notes, want)
@@ -95,7 +100,7 @@ func TestDecode_ClaudeRealStreamJSON(t *testing.T) {
 	}
 	// The json format's single result object gives the same text, but
 	// only as text-only.
-	msg, _ = mustDecode(t, FormatClaudeJSON, "claude/json-new-session.json")
+	msg, _ = mustDecode(t, claude.FormatJSON, "claude/testdata/output/json-new-session.json")
 	if len(msg.Blocks) != 1 || msg.Blocks[0].Fidelity != TextOnly || msg.Blocks[0].Text != want[0].Text {
 		t.Errorf("claude-json blocks = %+v", msg.Blocks)
 	}
@@ -107,9 +112,9 @@ func TestDecode_KeepsToolUseWithoutResult(t *testing.T) {
 		file   string
 		id     string
 	}{
-		{FormatClaudeStreamJSON, "claude/stream-json-cut.jsonl", "toolu_11A"},
-		{FormatCodexJSON, "codex/exec-tools.jsonl", "item_9"},
-		{FormatGeminiStreamJSON, "gemini/stream-json-cut.jsonl", "run_shell_command-1763753407400-1"},
+		{claude.FormatStreamJSON, "claude/testdata/output/stream-json-cut.jsonl", "toolu_11A"},
+		{codex.FormatJSON, "codex/testdata/output/exec-tools.jsonl", "item_9"},
+		{gemini.FormatStreamJSON, "gemini/testdata/output/stream-json-cut.jsonl", "run_shell_command-1763753407400-1"},
 	} {
 		t.Run(string(tc.format), func(t *testing.T) {
 			msg, _ := mustDecode(t, tc.format, tc.file)
@@ -142,20 +147,20 @@ func TestDecode_Odd(t *testing.T) {
 		blocks    []Block
 		noteCount int
 	}{
-		{"text blank", FormatText, " \n\t\n", []Block{}, 0},
-		{"text invalid utf-8", FormatText, "a\xffb", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "a\uFFFDb"}}, 0},
-		{"no JSON kept as text", FormatCodexJSON, "Error: not logged in\n", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "Error: not logged in\n"}}, 2},
-		{"empty JSON format", FormatClaudeJSON, "", []Block{}, 0},
-		{"claude string content and unknown blocks", FormatClaudeStreamJSON,
+		{"text blank", kit.FormatText, " \n\t\n", []Block{}, 0},
+		{"text invalid utf-8", kit.FormatText, "a\xffb", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "a\uFFFDb"}}, 0},
+		{"no JSON kept as text", codex.FormatJSON, "Error: not logged in\n", []Block{{Type: BlockText, Fidelity: TextOnly, Text: "Error: not logged in\n"}}, 2},
+		{"empty JSON format", claude.FormatJSON, "", []Block{}, 0},
+		{"claude string content and unknown blocks", claude.FormatStreamJSON,
 			`{"type":"user","message":{"content":"the prompt"}}` + "\n" +
 				`{"type":"assistant","message":{"content":[{"type":"image"},{"type":"mcp_tool_use","id":"m1","name":"notes","input":"oops"}]}}` + "\n" +
 				`{"type":"control_request"}` + "\n" +
 				`{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}`,
 			[]Block{{Type: BlockToolUse, Fidelity: Reconstructed, ID: "m1", Name: "notes", Input: json.RawMessage("{}")}}, 3},
-		{"claude tool result with an image", FormatClaudeStreamJSON,
+		{"claude tool result with an image", claude.FormatStreamJSON,
 			`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64"}}]}]}}`,
 			[]Block{{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "t1", Content: "see\n{\"source\":{\"type\":\"base64\"},\"type\":\"image\"}"}}, 0},
-		{"codex unknown item and event", FormatCodexJSON,
+		{"codex unknown item and event", codex.FormatJSON,
 			`{"type":"item.completed","item":{"id":"c1","type":"collab_tool_call","tool":"spawn_agent","status":"completed"}}` + "\n" +
 				`{"type":"item.completed","item":{"type":"agent_message","text":"no id"}}` + "\n" +
 				`{"type":"item.completed"}` + "\n" +
@@ -166,19 +171,19 @@ func TestDecode_Odd(t *testing.T) {
 				{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "c1", Content: "completed"},
 				{Type: BlockText, Fidelity: Native, Text: "no id"},
 			}, 2},
-		{"codex declined command", FormatCodexJSON,
+		{"codex declined command", codex.FormatJSON,
 			`{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"rm -rf /","aggregated_output":"","exit_code":null,"status":"declined"}}`,
 			[]Block{
 				{Type: BlockToolUse, Fidelity: Reconstructed, ID: "i1", Name: "command_execution", Input: json.RawMessage(`{"command":"rm -rf /"}`)},
 				{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: "i1", Content: "declined", IsError: true},
 			}, 0},
-		{"gemini result error and unknown event", FormatGeminiStreamJSON,
+		{"gemini result error and unknown event", gemini.FormatStreamJSON,
 			`{"type":"message","role":"assistant","content":"whole"}` + "\n" +
 				`{"type":"message","role":"assistant","content":"second"}` + "\n" +
 				`{"type":"thought","content":"x"}` + "\n" +
 				`{"type":"result","status":"error","error":{"type":"quota","message":"quota exceeded"}}`,
 			[]Block{{Type: BlockText, Fidelity: Native, Text: "whole"}, {Type: BlockText, Fidelity: Native, Text: "second"}}, 2},
-		{"json after a banner", FormatGeminiJSON, "Loaded cached credentials.\n{\n  \"response\": \"hi\"\n}\n",
+		{"json after a banner", gemini.FormatJSON, "Loaded cached credentials.\n{\n  \"response\": \"hi\"\n}\n",
 			[]Block{{Type: BlockText, Fidelity: TextOnly, Text: "hi"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,13 +220,13 @@ func TestJSONValues(t *testing.T) {
 		{"broken object", "{\"a\":\n", nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vals, bad := jsonValues([]byte(tc.in))
+			vals, bad := kit.JSONValues([]byte(tc.in))
 			var got []string
 			for _, v := range vals {
 				got = append(got, string(v))
 			}
 			if !reflect.DeepEqual(got, tc.want) || bad != tc.bad {
-				t.Errorf("jsonValues(%q) = %q, %d; want %q, %d", tc.in, got, bad, tc.want, tc.bad)
+				t.Errorf("kit.JSONValues(%q) = %q, %d; want %q, %d", tc.in, got, bad, tc.want, tc.bad)
 			}
 		})
 	}
@@ -231,19 +236,19 @@ func TestJSONValues_HostileOutputStaysLinear(t *testing.T) {
 	// Every line opens an array that the next line continues: a decoder
 	// started at each line would read to the end every time.
 	in := []byte("x\n" + strings.Repeat("{\"a\":[\n", 50_000))
-	vals, bad := jsonValues(in)
+	vals, bad := kit.JSONValues(in)
 	if len(vals) != 0 || bad != 50_001 {
-		t.Errorf("jsonValues(hostile) = %d values, %d bad; want 0, 50001", len(vals), bad)
+		t.Errorf("kit.JSONValues(hostile) = %d values, %d bad; want 0, 50001", len(vals), bad)
 	}
 }
 
 func FuzzDecode(f *testing.F) {
 	for _, tc := range normalizeCases {
-		in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		in, err := os.ReadFile(tc.file)
 		if err != nil {
 			f.Fatal(err)
 		}
-		for i, format := range formats() {
+		for i, format := range Formats() {
 			if format == tc.format {
 				f.Add(uint8(i), in)
 			}
@@ -251,7 +256,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add(uint8(1), []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","input":[1]}]}}`))
 	f.Add(uint8(3), []byte(`{"type":"item.completed","item":{"id":"1","type":"mcp_tool_call","arguments":null,"result":{"content":"x"}}}`))
-	all := formats()
+	all := Formats()
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
 		format := all[int(which)%len(all)]
 		d, err := Decode(format, in)
@@ -276,7 +281,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("fidelity %q", b.Fidelity)
 			}
 		}
-		if _, err := marshalNoEscape(msg); err != nil {
+		if _, err := json.Marshal(msg); err != nil {
 			t.Fatalf("the message cannot be recorded: %v", err)
 		}
 	})
@@ -291,7 +296,7 @@ func TestDecoder_LinesMatchDecode(t *testing.T) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			in, err := os.ReadFile(tc.file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,14 +331,14 @@ func TestDecoder_BlocksAsTheyArrive(t *testing.T) {
 		lines  []string
 		want   []int // blocks handed out by each line
 	}{
-		{"claude: each message at once", FormatClaudeStreamJSON, []string{
+		{"claude: each message at once", claude.FormatStreamJSON, []string{
 			`{"type":"system","subtype":"init"}`,
 			`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","id":"t1","name":"Read","input":{}}]}}`,
 			`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}`,
 			`{"type":"assistant","message":{"content":[{"type":"text","text":"done"}]}}`,
 			`{"type":"result","result":"done","session_id":"s"}`,
 		}, []int{0, 2, 1, 1, 0}},
-		{"codex: an item once it and those before it completed", FormatCodexJSON, []string{
+		{"codex: an item once it and those before it completed", codex.FormatJSON, []string{
 			`{"type":"thread.started","thread_id":"th"}`,
 			`{"type":"item.started","item":{"id":"a","type":"command_execution","command":"ls","status":"in_progress"}}`,
 			`{"type":"item.completed","item":{"id":"b","type":"reasoning","text":"why"}}`,
@@ -341,14 +346,14 @@ func TestDecoder_BlocksAsTheyArrive(t *testing.T) {
 			`{"type":"item.completed","item":{"id":"c","type":"agent_message","text":"ok"}}`,
 			`{"type":"turn.completed","usage":{"input_tokens":1}}`,
 		}, []int{0, 0, 1, 2, 1, 0}},
-		{"gemini: a text once its deltas end", FormatGeminiStreamJSON, []string{
+		{"gemini: a text once its deltas end", gemini.FormatStreamJSON, []string{
 			`{"type":"init","session_id":"s"}`,
 			`{"type":"message","role":"assistant","content":"a","delta":true}`,
 			`{"type":"message","role":"assistant","content":"b","delta":true}`,
 			`{"type":"tool_use","tool_id":"t","tool_name":"ls","parameters":{}}`,
 			`{"type":"result","status":"success"}`,
 		}, []int{0, 0, 0, 2, 0}},
-		{"gemini ACP: a text once its chunks end", FormatGeminiACP, []string{
+		{"gemini ACP: a text once its chunks end", gemini.FormatACP, []string{
 			`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s"}}`,
 			`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}}}`,
 			`{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"}}}}`,

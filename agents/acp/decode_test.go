@@ -1,8 +1,11 @@
-package transcript
+package acp
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
 )
 
 // TestDecode_ACP: the generic ACP format reads a prompt turn of any ACP
@@ -21,14 +24,11 @@ func TestDecode_ACP(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"lo"}}}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","usage":{"inputTokens":7,"outputTokens":3,"cachedReadTokens":2,"totalTokens":10}}}`,
 	}, "\n")
-	d, err := Decode(FormatACP, []byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := kit.Decode(Format, NewNormalizer("ACP agent", true), []byte(in))
 	if d.Reply != "Hello" || !d.Ended {
 		t.Errorf("reply %q, ended %v; want Hello, ended", d.Reply, d.Ended)
 	}
-	if u := d.Usage; u == nil || *u != (Usage{InputTokens: 7, OutputTokens: 3, CacheReadTokens: 2, CostUSD: 0.5}) {
+	if u := d.Usage; u == nil || *u != (transcript.Usage{InputTokens: 7, OutputTokens: 3, CacheReadTokens: 2, CostUSD: 0.5}) {
 		t.Errorf("usage = %+v; want 7 in, 3 out, 2 cached, $0.5", u)
 	}
 	if d.ContextTokens != 10 || d.ContextWindow != 100 {

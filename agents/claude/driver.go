@@ -1,19 +1,19 @@
-package agentrun
+package claude
 
 import (
 	"errors"
 	"strconv"
 	"strings"
 
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/agents/kit"
 )
 
-// claudeDriver runs Claude Code headless:
+// Driver runs Claude Code headless (preset claude):
 //
 //	claude -p --output-format stream-json --verbose P --session-id <session> [--model M] [--max-budget-usd C] [--append-system-prompt=I]   (new)
 //	claude -p --output-format stream-json --verbose P --resume <handle>      [--model M] [--max-budget-usd C] [--append-system-prompt=I]   (resume)
 //
-// where P are the flags of the agent's Permissions (claudePermissionFlags),
+// where P are the flags of the agent's Permissions (permissionFlags),
 // passed on every turn: the permission mode is the launch's, not the
 // session's, so a resumed turn runs with the level configured now.
 // with the prompt on standard input and the vault root as working directory
@@ -37,98 +37,106 @@ import (
 // 2.1.330 stores sessions per working directory but resumes them from any
 // directory under the same home.
 
-type claudeDriver struct{}
+type Driver struct{}
 
-func (claudeDriver) delivery() PromptMode     { return PromptStdin }
-func (claudeDriver) inlineInstructions() bool { return false }
-func (claudeDriver) resumes() bool            { return true }
-func (claudeDriver) defaultProgram() string   { return "claude" }
-func (claudeDriver) limits() Limits           { return Limits{} }
-func (claudeDriver) parser() outputParser     { return newClaudeParser() }
+// Delivery implements kit.Driver.
+func (Driver) Delivery() kit.PromptMode { return kit.PromptStdin }
 
-// maxContext is the default max_context: Claude Code's models hold 200k
-// tokens; a conversation past 160k starts afresh before the CLI would
-// compact it.
-func (claudeDriver) maxContext() int64 { return 160_000 }
+// MaxContext implements kit.ContextDefaulter: Claude Code's models hold
+// 200k tokens; a conversation past 160k starts afresh before the CLI
+// would compact it.
+func (Driver) MaxContext() int64 { return 160_000 }
 
-func (claudeDriver) argv(a *attempt) ([]string, error) {
-	argv := append(append([]string(nil), a.program...), "-p", "--output-format", "stream-json", "--verbose")
-	argv = append(argv, claudePermissionFlags(a.req.Agent.permissions())...)
-	if a.resume != "" {
-		argv = append(argv, "--resume", a.resume)
+// InlineInstructions implements kit.Driver.
+func (Driver) InlineInstructions() bool { return false }
+
+// Resumes implements kit.Driver.
+func (Driver) Resumes() bool { return true }
+
+// DefaultProgram implements kit.Driver.
+func (Driver) DefaultProgram() string { return "claude" }
+
+// Parser implements kit.Driver.
+func (Driver) Parser() kit.Parser { return newParser() }
+
+// Argv implements kit.Driver.
+func (Driver) Argv(a *kit.Attempt) ([]string, error) {
+	argv := append(append([]string(nil), a.Program...), "-p", "--output-format", "stream-json", "--verbose")
+	argv = append(argv, permissionFlags(a.Permissions)...)
+	if a.Resume != "" {
+		argv = append(argv, "--resume", a.Resume)
 	} else {
-		argv = append(argv, "--session-id", a.session)
+		argv = append(argv, "--session-id", a.Session)
 	}
-	if a.model != "" {
-		argv = append(argv, "--model", a.model)
+	if a.Model != "" {
+		argv = append(argv, "--model", a.Model)
 	}
-	if c := a.req.MaxCostUSD; c > 0 {
+	if c := a.MaxCostUSD; c > 0 {
 		argv = append(argv, "--max-budget-usd", strconv.FormatFloat(c, 'f', -1, 64))
 	}
-	if a.instructions != "" {
+	if a.Instructions != "" {
 		// One element: instructions that start with "-" (a Markdown list)
 		// must not be read as a flag.
-		argv = append(argv, "--append-system-prompt="+a.instructions)
+		argv = append(argv, "--append-system-prompt="+a.Instructions)
 	}
 	return argv, nil
 }
 
-// turn: Claude Code 2.1.330's total_cost_usd on a resumed session is the
+// Turn: Claude Code 2.1.330's total_cost_usd on a resumed session is the
 // session's running total, while its token counts are the turn's
-// (testdata/claude: json-new-session and json-resume both report 10 input
+// (testdata/recorded: json-new-session and json-resume both report 10 input
 // and 8 output tokens, and a cost of 0.0002, then 0.0004).
-func (claudeDriver) turn(total, before Usage) Usage {
+func (Driver) Turn(total, before kit.Usage) kit.Usage {
 	u := total
 	u.CostUSD = max(total.CostUSD-before.CostUSD, 0)
 	return u
 }
 
 // The stderr texts of Claude Code 2.1.330's two session refusals (see
-// testdata/claude/README.md).
+// testdata/README.md).
 const (
-	claudeInUse    = "is already in use"
-	claudeNotFound = "No conversation found"
+	inUse    = "is already in use"
+	notFound = "No conversation found"
 )
 
-func (claudeDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
-	if exitCode == 0 || p.reply != "" {
+// SessionLost implements kit.SessionRecoverer: the two refusals above.
+func (Driver) SessionLost(exitCode int, p kit.Parsed, stderr string) (string, bool) {
+	if exitCode == 0 || p.Reply != "" {
 		return "", false
 	}
-	if strings.Contains(stderr, claudeInUse) || strings.Contains(stderr, claudeNotFound) {
-		return firstLine(stderr, 200), true
+	if strings.Contains(stderr, inUse) || strings.Contains(stderr, notFound) {
+		return kit.FirstLine(stderr, 200), true
 	}
 	return "", false
 }
 
-// claudeParser reads --output-format stream-json with the transcript's
+// parser reads --output-format stream-json with the transcript's
 // decoder as the lines arrive: the reply, handle, usage and failure come
 // from the last line whose type is "result", which also makes up the whole
 // output of --output-format json.
-type claudeParser struct{ blockStream }
+type parser struct{ kit.BlockStream }
 
-func newClaudeParser() *claudeParser {
-	return &claudeParser{newBlockStream(transcript.FormatClaudeStreamJSON)}
+func newParser() *parser {
+	return &parser{kit.NewBlockStream(kit.Decoding{Format: FormatStreamJSON, New: newNormalizer})}
 }
 
-func (cp *claudeParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
-	d := cp.decoded(stdout)
-	p := parsed{message: &d.Message}
+// Finish implements kit.Parser.
+func (cp *parser) Finish(stdout []byte, truncated bool, _ string) (kit.Parsed, error) {
+	d := cp.Decoded(stdout)
+	p := kit.Parsed{Message: &d.Message}
 	if !d.Ended {
 		switch {
 		case len(strings.TrimSpace(string(stdout))) == 0:
-			return p, errNoOutput
-		case truncated && cp.lines == 0:
+			return p, kit.ErrNoOutput
+		case truncated && cp.Lines() == 0:
 			return p, errors.New("no Claude result object in the output (the output was cut at the cap)")
 		}
 		return p, errors.New("no Claude result object in the output")
 	}
-	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
-	p.context = d.ContextTokens
+	p.Reply, p.Handle, p.Usage = d.Reply, d.Handle, d.Usage
+	p.Context = d.ContextTokens
 	if d.Failure != "" {
-		p.agentErr = firstLine(d.Failure, 300)
+		p.AgentErr = kit.FirstLine(d.Failure, 300)
 	}
 	return p, nil
 }
-
-// errNoOutput is the parse error of an agent that printed nothing.
-var errNoOutput = errors.New("no output")

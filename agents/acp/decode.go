@@ -1,10 +1,28 @@
-package transcript
+package acp
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
 )
+
+// Format is any agent speaking the Agent Client Protocol on its standard
+// output, as knotd's generic ACP client hands it the lines of the prompt
+// turn: session/update notifications and the prompt's response (usage from
+// its usage field and usage_update). The value is written in transcripts.
+const Format transcript.Format = "acp"
+
+// Formats are the output formats this package reads.
+var Formats = []kit.Decoding{{Format: Format, New: func() kit.Normalizer { return NewNormalizer("ACP agent", true) }}}
+
+// NewNormalizer returns the ACP normalizer: agent is the agent's name in
+// notes; generic reads Format, without Gemini's history replay.
+func NewNormalizer(agent string, generic bool) kit.Normalizer {
+	return &geminiACPNormalizer{agent: agent, generic: generic}
+}
 
 // geminiACPNormalizer reads what Gemini CLI prints in ACP mode (gemini
 // --acp): the agent's side of a JSON-RPC 2.0 conversation, one message a
@@ -27,7 +45,7 @@ import (
 // the text of the turn's agent_message_chunk updates; every block but a
 // text or thinking still receiving chunks is final.
 //
-// With generic set it reads FormatACP, any ACP agent's prompt turn as
+// With generic set it reads Format, any ACP agent's prompt turn as
 // knotd's ACP client hands it over (no history replay: a
 // user_message_chunk is skipped), with the turn's tokens in the prompt
 // response's usage field, a cost in usage_update, and each plan as a
@@ -35,12 +53,12 @@ import (
 type geminiACPNormalizer struct {
 	agent   string // the agent's name in notes
 	generic bool
-	blocks  []Block
+	blocks  []transcript.Block
 	// chunk is the type of the last block while it still receives chunks.
-	chunk    BlockType
+	chunk    transcript.BlockType
 	tools    map[string]bool // tool_use ids seen
 	results  map[string]bool // tool_result ids seen
-	usage    *Usage
+	usage    *transcript.Usage
 	used     int64 // usage_update's used: the context's tokens
 	size     int64 // usage_update's size: the context's size
 	notes    []string
@@ -53,37 +71,37 @@ type geminiACPNormalizer struct {
 	failure  string
 }
 
-func (n *geminiACPNormalizer) event(obj map[string]json.RawMessage) {
-	method := str(obj, "method")
+func (n *geminiACPNormalizer) Event(obj map[string]json.RawMessage) {
+	method := kit.Str(obj, "method")
 	_, isRequest := obj["id"]
 	switch {
 	case method == "session/update":
-		n.update(object(object(obj, "params"), "update"))
+		n.update(kit.Object(kit.Object(obj, "params"), "update"))
 		return
 	case method == "session/request_permission" && isRequest:
-		n.toolUse(object(object(obj, "params"), "toolCall"))
+		n.toolUse(kit.Object(kit.Object(obj, "params"), "toolCall"))
 	case n.generic && isRequest && (method == "fs/read_text_file" || method == "fs/write_text_file"):
 		// knotd's client records each file system call as a tool call of
 		// its own (agentrun's acpClient): nothing to add, nothing skipped.
 	case method != "":
 		n.skip("requests", method)
-	case object(obj, "error") != nil:
-		e := object(obj, "error")
-		n.notes = append(n.notes, fmt.Sprintf("%s answered an error (code %d): %s", n.agent, integer(e, "code"), str(e, "message")))
-		n.failure = str(e, "message")
+	case kit.Object(obj, "error") != nil:
+		e := kit.Object(obj, "error")
+		n.notes = append(n.notes, fmt.Sprintf("%s answered an error (code %d): %s", n.agent, kit.Integer(e, "code"), kit.Str(e, "message")))
+		n.failure = kit.Str(e, "message")
 		n.answered = true // a request failed: the conversation ends there
 	default:
-		n.response(object(obj, "result"))
+		n.response(kit.Object(obj, "result"))
 	}
 	n.chunk = ""
 }
 
 // response reads a result; the prompt's is the one with a stopReason.
 func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
-	if id := str(res, "sessionId"); id != "" {
+	if id := kit.Str(res, "sessionId"); id != "" {
 		n.handle = id
 	}
-	stop := str(res, "stopReason")
+	stop := kit.Str(res, "stopReason")
 	if stop == "" {
 		return
 	}
@@ -91,16 +109,16 @@ func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
 	if stop != "end_turn" {
 		n.notes = append(n.notes, n.agent+" ended the turn with stopReason "+stop)
 	}
-	if tc := object(object(object(res, "_meta"), "quota"), "token_count"); tc != nil {
-		n.usage = &Usage{InputTokens: integer(tc, "input_tokens"), OutputTokens: integer(tc, "output_tokens")}
+	if tc := kit.Object(kit.Object(kit.Object(res, "_meta"), "quota"), "token_count"); tc != nil {
+		n.usage = &transcript.Usage{InputTokens: kit.Integer(tc, "input_tokens"), OutputTokens: kit.Integer(tc, "output_tokens")}
 	}
-	if u := object(res, "usage"); u != nil {
+	if u := kit.Object(res, "usage"); u != nil {
 		cost := 0.0
 		if n.usage != nil {
 			cost = n.usage.CostUSD
 		}
-		n.usage = &Usage{InputTokens: integer(u, "inputTokens"), OutputTokens: integer(u, "outputTokens"),
-			CacheReadTokens: integer(u, "cachedReadTokens"), CacheWriteTokens: integer(u, "cachedWriteTokens"), CostUSD: cost}
+		n.usage = &transcript.Usage{InputTokens: kit.Integer(u, "inputTokens"), OutputTokens: kit.Integer(u, "outputTokens"),
+			CacheReadTokens: kit.Integer(u, "cachedReadTokens"), CacheWriteTokens: kit.Integer(u, "cachedWriteTokens"), CostUSD: cost}
 	}
 }
 
@@ -108,24 +126,24 @@ func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
 // cumulative cost of the session), when it is in US dollars.
 func (n *geminiACPNormalizer) usageUpdate(u map[string]json.RawMessage) {
 	// used and size: how full the session's context is, of how much.
-	if v := integer(u, "used"); v > 0 {
+	if v := kit.Integer(u, "used"); v > 0 {
 		n.used = v
 	}
-	if v := integer(u, "size"); v > 0 {
+	if v := kit.Integer(u, "size"); v > 0 {
 		n.size = v
 	}
-	c := object(u, "cost")
+	c := kit.Object(u, "cost")
 	if c == nil {
 		return
 	}
-	if cur := str(c, "currency"); cur != "USD" {
+	if cur := kit.Str(c, "currency"); cur != "USD" {
 		n.skip("usage costs in", cur)
 		return
 	}
 	if n.usage == nil {
-		n.usage = &Usage{}
+		n.usage = &transcript.Usage{}
 	}
-	n.usage.CostUSD = number(c, "amount")
+	n.usage.CostUSD = kit.Number(c, "amount")
 }
 
 // plan records the agent's plan as a thinking block, one entry a line.
@@ -135,13 +153,13 @@ func (n *geminiACPNormalizer) plan(u map[string]json.RawMessage) {
 	var b strings.Builder
 	b.WriteString("Plan:")
 	for _, e := range entries {
-		fmt.Fprintf(&b, "\n- [%s] %s", str(e, "status"), str(e, "content"))
+		fmt.Fprintf(&b, "\n- [%s] %s", kit.Str(e, "status"), kit.Str(e, "content"))
 	}
-	n.blocks = append(n.blocks, Block{Type: BlockThinking, Fidelity: Reconstructed, Text: b.String()})
+	n.blocks = append(n.blocks, transcript.Block{Type: transcript.BlockThinking, Fidelity: transcript.Reconstructed, Text: b.String()})
 }
 
 func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
-	kind := str(u, "sessionUpdate")
+	kind := kit.Str(u, "sessionUpdate")
 	switch {
 	case n.generic && kind == "user_message_chunk":
 		n.skip("updates", kind)
@@ -160,21 +178,21 @@ func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
 	}
 	switch kind {
 	case "agent_message_chunk":
-		if c := object(u, "content"); str(c, "type") == "text" {
-			n.reply.WriteString(str(c, "text"))
+		if c := kit.Object(u, "content"); kit.Str(c, "type") == "text" {
+			n.reply.WriteString(kit.Str(c, "text"))
 		}
-		n.text(BlockText, object(u, "content"))
+		n.text(transcript.BlockText, kit.Object(u, "content"))
 		return
 	case "agent_thought_chunk":
-		n.text(BlockThinking, object(u, "content"))
+		n.text(transcript.BlockThinking, kit.Object(u, "content"))
 		return
 	case "tool_call":
 		n.toolUse(u)
-		if s := str(u, "status"); s == "completed" || s == "failed" {
+		if s := kit.Str(u, "status"); s == "completed" || s == "failed" {
 			n.toolResult(u)
 		}
 	case "tool_call_update":
-		switch str(u, "status") {
+		switch kit.Str(u, "status") {
 		case "completed", "failed":
 			n.toolResult(u)
 		}
@@ -192,18 +210,18 @@ func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
 }
 
 // text appends a chunk of text or thinking to the block it continues.
-func (n *geminiACPNormalizer) text(t BlockType, content map[string]json.RawMessage) {
-	if str(content, "type") != "text" {
-		n.skip("content blocks", str(content, "type"))
+func (n *geminiACPNormalizer) text(t transcript.BlockType, content map[string]json.RawMessage) {
+	if kit.Str(content, "type") != "text" {
+		n.skip("content blocks", kit.Str(content, "type"))
 		n.chunk = ""
 		return
 	}
-	s := str(content, "text")
+	s := kit.Str(content, "text")
 	if n.chunk == t {
 		n.blocks[len(n.blocks)-1].Text += s
 		return
 	}
-	n.blocks = append(n.blocks, Block{Type: t, Fidelity: Native, Text: s})
+	n.blocks = append(n.blocks, transcript.Block{Type: t, Fidelity: transcript.Native, Text: s})
 	n.chunk = t
 }
 
@@ -211,7 +229,7 @@ func (n *geminiACPNormalizer) text(t BlockType, content map[string]json.RawMessa
 // execute, read…), its input what ACP says of the call (title, locations,
 // and rawInput when the CLI sends it).
 func (n *geminiACPNormalizer) toolUse(tc map[string]json.RawMessage) {
-	id := str(tc, "toolCallId")
+	id := kit.Str(tc, "toolCallId")
 	if n.tools[id] {
 		return
 	}
@@ -225,17 +243,17 @@ func (n *geminiACPNormalizer) toolUse(tc map[string]json.RawMessage) {
 			input[k] = v
 		}
 	}
-	name := str(tc, "kind")
+	name := kit.Str(tc, "kind")
 	if name == "" {
 		name = "other"
 	}
-	n.blocks = append(n.blocks, Block{Type: BlockToolUse, Fidelity: Reconstructed, ID: id, Name: name, Input: rawObject(mustJSON(input))})
+	n.blocks = append(n.blocks, transcript.Block{Type: transcript.BlockToolUse, Fidelity: transcript.Reconstructed, ID: id, Name: name, Input: kit.RawObject(kit.MustJSON(input))})
 }
 
 // toolResult records the end of a tool call: its content as text (text
 // items as they are, a diff as the new text of its path, others as JSON).
 func (n *geminiACPNormalizer) toolResult(u map[string]json.RawMessage) {
-	id := str(u, "toolCallId")
+	id := kit.Str(u, "toolCallId")
 	if !n.tools[id] {
 		n.toolUse(u)
 	}
@@ -247,17 +265,17 @@ func (n *geminiACPNormalizer) toolResult(u map[string]json.RawMessage) {
 	_ = json.Unmarshal(u["content"], &items) // not a list: no content
 	texts := make([]string, 0, len(items))
 	for _, it := range items {
-		switch str(it, "type") {
+		switch kit.Str(it, "type") {
 		case "content":
-			texts = append(texts, str(object(it, "content"), "text"))
+			texts = append(texts, kit.Str(kit.Object(it, "content"), "text"))
 		case "diff":
-			texts = append(texts, "diff "+str(it, "path")+":\n"+str(it, "newText"))
+			texts = append(texts, "diff "+kit.Str(it, "path")+":\n"+kit.Str(it, "newText"))
 		default:
-			texts = append(texts, string(mustJSON(it)))
+			texts = append(texts, string(kit.MustJSON(it)))
 		}
 	}
-	n.blocks = append(n.blocks, Block{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: id,
-		Content: strings.Join(texts, "\n"), IsError: str(u, "status") == "failed"})
+	n.blocks = append(n.blocks, transcript.Block{Type: transcript.BlockToolResult, Fidelity: transcript.Reconstructed, ToolUseID: id,
+		Content: strings.Join(texts, "\n"), IsError: kit.Str(u, "status") == "failed"})
 }
 
 func (n *geminiACPNormalizer) skip(what, kind string) {
@@ -267,14 +285,14 @@ func (n *geminiACPNormalizer) skip(what, kind string) {
 	n.skipped[what+" "+kind]++
 }
 
-func (n *geminiACPNormalizer) final() []Block {
+func (n *geminiACPNormalizer) Final() []transcript.Block {
 	if n.chunk != "" {
 		return n.blocks[:len(n.blocks)-1]
 	}
 	return n.blocks
 }
 
-func (n *geminiACPNormalizer) finish() Decoded {
+func (n *geminiACPNormalizer) Finish() kit.Decoded {
 	notes := n.notes
 	if n.replayed > 0 {
 		notes = append(notes, fmt.Sprintf("left out %d updates replaying the loaded session's history", n.replayed))
@@ -292,12 +310,12 @@ func (n *geminiACPNormalizer) finish() Decoded {
 	if n.generic {
 		label = "ACP messages"
 	}
-	notes = append(notes, noteCounts(label, n.skipped)...)
+	notes = append(notes, kit.NoteCounts(label, n.skipped)...)
 	if !n.answered {
 		notes = append(notes, "no response to the "+n.agent+" prompt: the run was cut short")
 	}
-	return Decoded{
-		Message: AssistantMessage{Blocks: n.blocks, Notes: notes},
+	return kit.Decoded{
+		Message: transcript.AssistantMessage{Blocks: n.blocks, Notes: notes},
 		Reply:   n.reply.String(), Handle: n.handle, Usage: n.usage, Failure: n.failure, Ended: n.answered,
 		ContextTokens: n.used, ContextWindow: n.size,
 	}

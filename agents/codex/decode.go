@@ -1,11 +1,21 @@
-package transcript
+package codex
 
 import (
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
 )
+
+// FormatJSON is `codex exec --json`: thread, turn and item events, as
+// written in transcripts.
+const FormatJSON transcript.Format = "codex-json"
+
+// Formats are the output formats this package reads.
+var Formats = []kit.Decoding{{Format: FormatJSON, New: func() kit.Normalizer { return &codexNormalizer{} }}}
 
 // codexNormalizer reads `codex exec --json` (codex-rs/exec/src/exec_events.rs
 // of openai/codex): thread.started, turn.started, turn.completed (usage),
@@ -26,7 +36,7 @@ type codexNormalizer struct {
 	items   map[string]map[string]json.RawMessage
 	done    map[string]bool // items converted to blocks
 	anon    int
-	usage   *Usage
+	usage   *transcript.Usage
 	notes   []string
 	skipped map[string]int
 	started bool // a turn started
@@ -35,17 +45,17 @@ type codexNormalizer struct {
 	reply   string
 	failure string
 	// finalBlocks holds the blocks of the items that completed.
-	finalBlocks []Block
+	finalBlocks []transcript.Block
 }
 
-func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
-	switch t := str(obj, "type"); t {
+func (n *codexNormalizer) Event(obj map[string]json.RawMessage) {
+	switch t := kit.Str(obj, "type"); t {
 	case "item.started", "item.updated", "item.completed":
-		item := object(obj, "item")
+		item := kit.Object(obj, "item")
 		if item == nil {
 			return
 		}
-		id := str(item, "id")
+		id := kit.Str(item, "id")
 		if id == "" {
 			n.anon++
 			id = fmt.Sprintf("\x00%d", n.anon) // never equal to a real id
@@ -62,8 +72,8 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 				n.done = map[string]bool{}
 			}
 			n.done[id] = true
-			if str(item, "type") == "agent_message" {
-				n.reply = str(item, "text")
+			if kit.Str(item, "type") == "agent_message" {
+				n.reply = kit.Str(item, "text")
 			}
 			n.finalBlocks = append(n.finalBlocks, n.itemBlocks(id)...)
 		}
@@ -72,24 +82,24 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 	case "turn.completed":
 		n.ended = true
 		n.failure = ""
-		if u := object(obj, "usage"); u != nil {
+		if u := kit.Object(obj, "usage"); u != nil {
 			if n.usage == nil {
-				n.usage = &Usage{}
+				n.usage = &transcript.Usage{}
 			}
-			n.usage.Add(Usage{InputTokens: integer(u, "input_tokens"), CacheReadTokens: integer(u, "cached_input_tokens"),
-				CacheWriteTokens: integer(u, "cache_write_input_tokens"), OutputTokens: integer(u, "output_tokens")})
+			n.usage.Add(transcript.Usage{InputTokens: kit.Integer(u, "input_tokens"), CacheReadTokens: kit.Integer(u, "cached_input_tokens"),
+				CacheWriteTokens: kit.Integer(u, "cache_write_input_tokens"), OutputTokens: kit.Integer(u, "output_tokens")})
 		}
 	case "turn.failed":
 		n.ended = true
-		msg := str(object(obj, "error"), "message")
+		msg := kit.Str(kit.Object(obj, "error"), "message")
 		n.notes = append(n.notes, "codex turn failed: "+msg)
 		n.failure = cmp.Or(msg, "turn failed")
 	case "error":
-		msg := str(obj, "message")
+		msg := kit.Str(obj, "message")
 		n.notes = append(n.notes, "codex error: "+msg)
 		n.failure = cmp.Or(msg, "error")
 	case "thread.started":
-		n.thread = str(obj, "thread_id")
+		n.thread = kit.Str(obj, "thread_id")
 	case "item.plan.delta":
 		// Plan deltas are followed by the whole plan item.
 	default:
@@ -101,7 +111,7 @@ func (n *codexNormalizer) event(obj map[string]json.RawMessage) {
 }
 
 // itemBlocks converts item id in its last state.
-func (n *codexNormalizer) itemBlocks(id string) []Block {
+func (n *codexNormalizer) itemBlocks(id string) []transcript.Block {
 	item := n.items[id]
 	if strings.HasPrefix(id, "\x00") {
 		id = ""
@@ -109,10 +119,10 @@ func (n *codexNormalizer) itemBlocks(id string) []Block {
 	return n.blocks(id, item)
 }
 
-func (n *codexNormalizer) final() []Block { return n.finalBlocks }
+func (n *codexNormalizer) Final() []transcript.Block { return n.finalBlocks }
 
-func (n *codexNormalizer) finish() Decoded {
-	out := Decoded{Reply: n.reply, Handle: n.thread, Usage: n.usage, Failure: n.failure, Ended: n.ended}
+func (n *codexNormalizer) Finish() kit.Decoded {
+	out := kit.Decoded{Reply: n.reply, Handle: n.thread, Usage: n.usage, Failure: n.failure, Ended: n.ended}
 	msg := &out.Message
 	msg.Blocks = n.finalBlocks
 	for _, id := range n.order {
@@ -120,7 +130,7 @@ func (n *codexNormalizer) finish() Decoded {
 			msg.Blocks = append(msg.Blocks, n.itemBlocks(id)...)
 		}
 	}
-	msg.Notes = append(n.notes, noteCounts("codex events", n.skipped)...)
+	msg.Notes = append(n.notes, kit.NoteCounts("codex events", n.skipped)...)
 	if n.started && !n.ended {
 		msg.Notes = append(msg.Notes, "the codex turn did not end: the run was cut short")
 	}
@@ -128,29 +138,29 @@ func (n *codexNormalizer) finish() Decoded {
 }
 
 // blocks converts one thread item in its last state.
-func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []Block {
-	status := str(item, "status")
+func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []transcript.Block {
+	status := kit.Str(item, "status")
 	done := status != "" && status != "in_progress"
 	failed := status == "failed" || status == "declined"
-	use := func(name string, input any) Block {
-		return Block{Type: BlockToolUse, Fidelity: Reconstructed, ID: id, Name: name, Input: mustJSON(input)}
+	use := func(name string, input any) transcript.Block {
+		return transcript.Block{Type: transcript.BlockToolUse, Fidelity: transcript.Reconstructed, ID: id, Name: name, Input: kit.MustJSON(input)}
 	}
-	result := func(content string, isErr bool) Block {
-		return Block{Type: BlockToolResult, Fidelity: Reconstructed, ToolUseID: id, Content: content, IsError: isErr}
+	result := func(content string, isErr bool) transcript.Block {
+		return transcript.Block{Type: transcript.BlockToolResult, Fidelity: transcript.Reconstructed, ToolUseID: id, Content: content, IsError: isErr}
 	}
-	switch t := str(item, "type"); t {
+	switch t := kit.Str(item, "type"); t {
 	case "agent_message", "plan":
-		return []Block{{Type: BlockText, Fidelity: Native, Text: str(item, "text")}}
+		return []transcript.Block{{Type: transcript.BlockText, Fidelity: transcript.Native, Text: kit.Str(item, "text")}}
 	case "reasoning":
-		return []Block{{Type: BlockThinking, Fidelity: Native, Text: str(item, "text")}}
+		return []transcript.Block{{Type: transcript.BlockThinking, Fidelity: transcript.Native, Text: kit.Str(item, "text")}}
 	case "command_execution":
-		out := []Block{use("command_execution", map[string]string{"command": str(item, "command")})}
+		out := []transcript.Block{use("command_execution", map[string]string{"command": kit.Str(item, "command")})}
 		var exit *int
 		if raw, ok := item["exit_code"]; ok {
 			_ = json.Unmarshal(raw, &exit) // null or absent: still running
 		}
 		if done || exit != nil {
-			content := str(item, "aggregated_output")
+			content := kit.Str(item, "aggregated_output")
 			if content == "" && status == "declined" {
 				content = "declined"
 			}
@@ -160,7 +170,7 @@ func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []B
 	case "file_change":
 		var changes []map[string]string
 		_ = json.Unmarshal(item["changes"], &changes) // other shapes: none
-		out := []Block{use("file_change", map[string]any{"changes": changes})}
+		out := []transcript.Block{use("file_change", map[string]any{"changes": changes})}
 		if done {
 			lines := make([]string, 0, len(changes))
 			for _, c := range changes {
@@ -170,25 +180,25 @@ func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []B
 		}
 		return out
 	case "mcp_tool_call":
-		b := use(str(item, "server")+"/"+str(item, "tool"), nil)
-		b.Input = rawObject(item["arguments"])
-		out := []Block{b}
+		b := use(kit.Str(item, "server")+"/"+kit.Str(item, "tool"), nil)
+		b.Input = kit.RawObject(item["arguments"])
+		out := []transcript.Block{b}
 		if done {
-			content, _ := flatten(object(item, "result")["content"])
-			if e := object(item, "error"); e != nil {
-				content = str(e, "message")
+			content, _ := kit.Flatten(kit.Object(item, "result")["content"])
+			if e := kit.Object(item, "error"); e != nil {
+				content = kit.Str(e, "message")
 			}
 			out = append(out, result(content, failed))
 		}
 		return out
 	case "web_search":
-		return []Block{use("web_search", map[string]string{"query": str(item, "query")})}
+		return []transcript.Block{use("web_search", map[string]string{"query": kit.Str(item, "query")})}
 	case "todo_list":
 		var items []map[string]any
 		_ = json.Unmarshal(item["items"], &items) // other shapes: none
-		return []Block{use("todo_list", map[string]any{"items": items})}
+		return []transcript.Block{use("todo_list", map[string]any{"items": items})}
 	case "error":
-		n.notes = append(n.notes, "codex error item: "+str(item, "message"))
+		n.notes = append(n.notes, "codex error item: "+kit.Str(item, "message"))
 		return nil
 	default:
 		// An item type this version does not know (collab_tool_call…):
@@ -199,7 +209,7 @@ func (n *codexNormalizer) blocks(id string, item map[string]json.RawMessage) []B
 				fields[k] = v
 			}
 		}
-		out := []Block{use(t, fields)}
+		out := []transcript.Block{use(t, fields)}
 		if done {
 			out = append(out, result(status, failed))
 		}

@@ -1,9 +1,11 @@
-package transcript
+package kit
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/knotd/knotd/transcript"
 )
 
 // Decoded is everything knotd takes from one run's output in an agent
@@ -13,7 +15,7 @@ import (
 type Decoded struct {
 	// Message is the output as an assistant message: every block in
 	// order, and notes on what could not be read.
-	Message AssistantMessage
+	Message transcript.AssistantMessage
 	// Reply is the agent's final reply: Claude's result, the last codex
 	// agent_message, Gemini's response, all of a text output.
 	Reply string
@@ -24,7 +26,7 @@ type Decoded struct {
 	// Usage is the token use and cost the output reports, nil when none.
 	// It is what the CLI printed: running totals where the CLI reports
 	// those.
-	Usage *Usage
+	Usage *transcript.Usage
 	// ContextTokens is how many tokens the model's context held at the
 	// turn's last model call (Claude's last assistant message's input,
 	// cached or not; ACP's usage_update used), 0 when the output does not
@@ -49,33 +51,24 @@ type Decoded struct {
 // run can be watched while it goes. Finish gives the whole Decoded. A
 // Decoder is for one goroutine.
 type Decoder struct {
-	format Format
-	n      normalizer // nil for FormatText
+	format transcript.Format
+	n      Normalizer // nil for FormatText
 	events int
 	other  int
 	handed int // blocks Line returned
 }
 
-// NewDecoder returns a decoder for format. The only error is
-// ErrUnknownFormat.
-func NewDecoder(format Format) (*Decoder, error) {
-	d := &Decoder{format: format}
-	switch format {
-	case FormatText:
-	case FormatClaudeJSON, FormatClaudeStreamJSON:
-		d.n = &claudeNormalizer{}
-	case FormatCodexJSON:
-		d.n = &codexNormalizer{}
-	case FormatGeminiJSON, FormatGeminiStreamJSON:
-		d.n = &geminiNormalizer{}
-	case FormatGeminiACP:
-		d.n = &geminiACPNormalizer{agent: "gemini"}
-	case FormatACP:
-		d.n = &geminiACPNormalizer{agent: "ACP agent", generic: true}
-	default:
-		return nil, fmt.Errorf("%w %q", ErrUnknownFormat, format)
-	}
-	return d, nil
+// Decoding is one output format an agent's package reads, and how: New
+// returns a fresh normalizer for one output (nil for plain text).
+type Decoding struct {
+	Format transcript.Format
+	New    func() Normalizer
+}
+
+// NewDecoder returns a decoder for format, read by n; a nil n reads
+// plain text (FormatText).
+func NewDecoder(format transcript.Format, n Normalizer) *Decoder {
+	return &Decoder{format: format, n: n}
 }
 
 // Line reads one line of output (without its newline) and returns the
@@ -83,11 +76,11 @@ func NewDecoder(format Format) (*Decoder, error) {
 // returned blocks are the caller's. A line that is not one JSON object is
 // counted and otherwise skipped. In FormatText, lines are not read: the
 // output handed to Finish is the text.
-func (d *Decoder) Line(line []byte) []Block {
+func (d *Decoder) Line(line []byte) []transcript.Block {
 	if d.n == nil {
 		return nil
 	}
-	if isBlank(string(line)) {
+	if IsBlank(string(line)) {
 		return nil
 	}
 	var obj map[string]json.RawMessage
@@ -96,17 +89,17 @@ func (d *Decoder) Line(line []byte) []Block {
 		return nil
 	}
 	d.events++
-	d.n.event(obj)
+	d.n.Event(obj)
 	return d.fresh()
 }
 
 // fresh returns the final blocks not handed out yet.
-func (d *Decoder) fresh() []Block {
-	final := d.n.final()
+func (d *Decoder) fresh() []transcript.Block {
+	final := d.n.Final()
 	if len(final) <= d.handed {
 		return nil
 	}
-	out := append([]Block(nil), final[d.handed:]...)
+	out := append([]transcript.Block(nil), final[d.handed:]...)
 	d.handed = len(final)
 	return out
 }
@@ -118,42 +111,39 @@ func (d *Decoder) fresh() []Block {
 func (d *Decoder) Finish(output []byte) Decoded {
 	if d.n == nil {
 		text := strings.ToValidUTF8(string(output), "\uFFFD")
-		out := Decoded{Message: AssistantMessage{Format: d.format, Blocks: []Block{}}, Reply: text, Ended: true}
-		if b, ok := textBlock(BlockText, text, TextOnly); ok {
+		out := Decoded{Message: transcript.AssistantMessage{Format: d.format, Blocks: []transcript.Block{}}, Reply: text, Ended: true}
+		if b, ok := TextBlock(transcript.BlockText, text, transcript.TextOnly); ok {
 			out.Message.Blocks = append(out.Message.Blocks, b)
 		}
 		return out
 	}
-	out := d.n.finish()
+	out := d.n.Finish()
 	out.Message.Format = d.format
 	out.Events, out.Other = d.events, d.other
 	if out.Message.Blocks == nil {
-		out.Message.Blocks = []Block{}
+		out.Message.Blocks = []transcript.Block{}
 	}
 	if d.other > 0 {
 		out.Message.Notes = append(out.Message.Notes, fmt.Sprintf("%d lines of output are not JSON events of this format", d.other))
 	}
-	if d.events == 0 && !isBlank(string(output)) {
-		b, _ := textBlock(BlockText, strings.ToValidUTF8(string(output), "\uFFFD"), TextOnly)
+	if d.events == 0 && !IsBlank(string(output)) {
+		b, _ := TextBlock(transcript.BlockText, strings.ToValidUTF8(string(output), "\uFFFD"), transcript.TextOnly)
 		out.Message.Blocks = append(out.Message.Blocks, b)
 		out.Message.Notes = append(out.Message.Notes, "the output holds no JSON; it is kept as text")
 	}
 	return out
 }
 
-// Decode reads a whole output in format: JSON lines, a pretty-printed
-// document (Gemini's --output-format json), or either with other text
-// around it. It never fails on the output itself: what it cannot read is
-// said in the message's Notes. The only error is ErrUnknownFormat.
-func Decode(format Format, output []byte) (Decoded, error) {
-	d, err := NewDecoder(format)
-	if err != nil {
-		return Decoded{}, err
-	}
+// Decode reads a whole output in format, read by n (nil for plain text):
+// JSON lines, a pretty-printed document (Gemini's --output-format json), or
+// either with other text around it. It never fails on the output itself:
+// what it cannot read is said in the message's Notes.
+func Decode(format transcript.Format, n Normalizer, output []byte) Decoded {
+	d := NewDecoder(format, n)
 	if d.n == nil {
-		return d.Finish(output), nil
+		return d.Finish(output)
 	}
-	vals, bad := jsonValues(output)
+	vals, bad := JSONValues(output)
 	for _, v := range vals {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(v, &obj) != nil {
@@ -161,8 +151,8 @@ func Decode(format Format, output []byte) (Decoded, error) {
 			continue
 		}
 		d.events++
-		d.n.event(obj)
+		d.n.Event(obj)
 	}
 	d.other = bad
-	return d.Finish(output), nil
+	return d.Finish(output)
 }

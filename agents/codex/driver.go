@@ -1,14 +1,14 @@
-package agentrun
+package codex
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/agents/kit"
 )
 
-// codexDriver runs the OpenAI Codex CLI non-interactively:
+// Driver runs the OpenAI Codex CLI non-interactively:
 //
 //	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] -                  (new)
 //	codex exec --json --skip-git-repo-check P [--model M] [-c developer_instructions="I"] resume <handle> -  (resume)
@@ -33,48 +33,58 @@ import (
 // A thread codex no longer has (its session store was lost or wiped, or
 // the handle is another agent's) is refused with exit 1, nothing on
 // standard output, and "no rollout found for thread id" on standard error
-// (Codex CLI 0.169.0, testdata/codex-0.169.0: exec-resume-unknown,
+// (Codex CLI 0.169.0, testdata/recorded: exec-resume-unknown,
 // exec-resume-after-sessions-wiped); the run then starts a fresh thread,
 // once (see sessionLost).
-type codexDriver struct{}
+type Driver struct{}
 
-func (codexDriver) delivery() PromptMode     { return PromptStdin }
-func (codexDriver) inlineInstructions() bool { return false }
-func (codexDriver) resumes() bool            { return true }
-func (codexDriver) defaultProgram() string   { return "codex" }
-func (codexDriver) limits() Limits           { return Limits{} }
-func (codexDriver) parser() outputParser     { return newCodexParser() }
+// Delivery implements kit.Driver.
+func (Driver) Delivery() kit.PromptMode { return kit.PromptStdin }
 
-func (codexDriver) argv(a *attempt) ([]string, error) {
-	argv := append(append([]string(nil), a.program...), "exec", "--json", "--skip-git-repo-check")
-	argv = append(argv, codexPermissionFlags(a.req.Agent.permissions())...)
-	if a.model != "" {
-		argv = append(argv, "--model", a.model)
+// InlineInstructions implements kit.Driver.
+func (Driver) InlineInstructions() bool { return false }
+
+// Resumes implements kit.Driver.
+func (Driver) Resumes() bool { return true }
+
+// DefaultProgram implements kit.Driver.
+func (Driver) DefaultProgram() string { return "codex" }
+
+// Parser implements kit.Driver.
+func (Driver) Parser() kit.Parser { return newParser() }
+
+// Argv implements kit.Driver.
+func (Driver) Argv(a *kit.Attempt) ([]string, error) {
+	argv := append(append([]string(nil), a.Program...), "exec", "--json", "--skip-git-repo-check")
+	argv = append(argv, permissionFlags(a.Permissions)...)
+	if a.Model != "" {
+		argv = append(argv, "--model", a.Model)
 	}
-	if a.instructions != "" {
-		argv = append(argv, "-c", "developer_instructions="+tomlString(a.instructions))
+	if a.Instructions != "" {
+		argv = append(argv, "-c", "developer_instructions="+tomlString(a.Instructions))
 	}
-	if a.resume != "" {
-		argv = append(argv, "resume", a.resume)
+	if a.Resume != "" {
+		argv = append(argv, "resume", a.Resume)
 	}
 	return append(argv, "-"), nil
 }
 
-// turn: Codex CLI 0.169.0's turn.completed usage on a resumed thread is the
-// thread's running total (testdata/codex-0.169.0: exec-new 100 input
+// Turn: Codex CLI 0.169.0's turn.completed usage on a resumed thread is the
+// thread's running total (testdata/recorded: exec-new 100 input
 // tokens, exec-resume 300, exec-resume-2 600), tokens of every kind.
-func (codexDriver) turn(total, before Usage) Usage { return total.Minus(before) }
+func (Driver) Turn(total, before kit.Usage) kit.Usage { return total.Minus(before) }
 
-// codexNoThread is what Codex CLI 0.169.0 says, on standard error, when it
+// noThread is what Codex CLI 0.169.0 says, on standard error, when it
 // has no thread for the handle it was asked to resume.
-const codexNoThread = "no rollout found for thread id"
+const noThread = "no rollout found for thread id"
 
-func (codexDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
-	if exitCode == 0 || p.reply != "" {
+// SessionLost implements kit.SessionRecoverer: a thread Codex does not have.
+func (Driver) SessionLost(exitCode int, p kit.Parsed, stderr string) (string, bool) {
+	if exitCode == 0 || p.Reply != "" {
 		return "", false
 	}
-	if i := strings.Index(stderr, codexNoThread); i >= 0 {
-		return firstLine(stderr[i:], 200), true
+	if i := strings.Index(stderr, noThread); i >= 0 {
+		return kit.FirstLine(stderr[i:], 200), true
 	}
 	return "", false
 }
@@ -105,29 +115,30 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// codexParser reads the JSON lines of codex exec --json with the
-// transcript's decoder as they arrive.
-type codexParser struct{ blockStream }
+// parser reads the JSON lines of codex exec --json with the
+// decoder of agents/codex as they arrive.
+type parser struct{ kit.BlockStream }
 
-func newCodexParser() *codexParser {
-	return &codexParser{newBlockStream(transcript.FormatCodexJSON)}
+func newParser() *parser {
+	return &parser{kit.NewBlockStream(Formats[0])}
 }
 
-func (cp *codexParser) finish(stdout []byte, _ bool, _ string) (parsed, error) {
-	d := cp.decoded(stdout)
-	p := parsed{message: &d.Message}
+// Finish implements kit.Parser.
+func (cp *parser) Finish(stdout []byte, _ bool, _ string) (kit.Parsed, error) {
+	d := cp.Decoded(stdout)
+	p := kit.Parsed{Message: &d.Message}
 	if d.Events == 0 {
 		if d.Other == 0 {
-			return p, errNoOutput
+			return p, kit.ErrNoOutput
 		}
 		return p, errors.New("no codex JSON events in the output")
 	}
-	p.reply, p.handle, p.usage = d.Reply, d.Handle, d.Usage
+	p.Reply, p.Handle, p.Usage = d.Reply, d.Handle, d.Usage
 	if d.Failure != "" {
-		p.agentErr = firstLine(d.Failure, 300)
+		p.AgentErr = kit.FirstLine(d.Failure, 300)
 	}
 	if d.Other > 0 {
-		p.notes = append(p.notes, fmt.Sprintf("codex printed %d lines that are not JSON events", d.Other))
+		p.Notes = append(p.Notes, fmt.Sprintf("codex printed %d lines that are not JSON events", d.Other))
 	}
 	return p, nil
 }

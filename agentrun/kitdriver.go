@@ -1,0 +1,107 @@
+package agentrun
+
+import (
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
+)
+
+// kitDriver runs an agent whose driver lives in its own package under
+// agents/ (a kit.Driver, listed in the registry) with the runner's driver
+// interface: it hands the driver the attempt as a kit.Attempt and takes
+// back its kit.Parsed.
+type kitDriver struct{ d kit.Driver }
+
+// newKitDriver returns the runner's driver for d. A kit.Totaler stays a
+// totaler: the runner treats a totaler's usage as running totals.
+func newKitDriver(d kit.Driver) driver {
+	if _, ok := d.(kit.Totaler); ok {
+		return kitTotaler{kitDriver{d}}
+	}
+	return kitDriver{d}
+}
+
+func (k kitDriver) delivery() PromptMode     { return k.d.Delivery() }
+func (k kitDriver) inlineInstructions() bool { return k.d.InlineInstructions() }
+func (k kitDriver) resumes() bool            { return k.d.Resumes() }
+func (k kitDriver) defaultProgram() string   { return k.d.DefaultProgram() }
+func (k kitDriver) limits() Limits           { return Limits{} }
+
+func (k kitDriver) argv(a *attempt) ([]string, error) { return k.d.Argv(a.kit()) }
+
+func (k kitDriver) parser() outputParser {
+	p := k.d.Parser()
+	if lp, ok := p.(kit.LineParser); ok {
+		return kitLineParser{kitParser{lp}, lp}
+	}
+	return kitParser{p}
+}
+
+// sessionLost: a driver that is no kit.SessionRecoverer never loses one.
+func (k kitDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
+	if r, ok := k.d.(kit.SessionRecoverer); ok {
+		return r.SessionLost(exitCode, p.kit(), stderr)
+	}
+	return "", false
+}
+
+// explain: a driver that is no kit.FailureExplainer has no advice.
+func (k kitDriver) explain(a *attempt, exitCode int, stderr string) string {
+	if x, ok := k.d.(kit.FailureExplainer); ok {
+		return x.Explain(a.kit(), exitCode, stderr)
+	}
+	return ""
+}
+
+// maxContext: a driver that is no kit.ContextDefaulter has no default.
+func (k kitDriver) maxContext() int64 {
+	if c, ok := k.d.(kit.ContextDefaulter); ok {
+		return c.MaxContext()
+	}
+	return 0
+}
+
+// kitTotaler is the runner's driver for a kit.Totaler.
+type kitTotaler struct{ kitDriver }
+
+func (k kitTotaler) turn(total, before Usage) Usage {
+	return k.d.(kit.Totaler).Turn(total, before)
+}
+
+// kitParser is a kit.Parser as the runner's outputParser.
+type kitParser struct{ p kit.Parser }
+
+func (k kitParser) finish(stdout []byte, truncated bool, stderr string) (parsed, error) {
+	p, err := k.p.Finish(stdout, truncated, stderr)
+	return parsed{reply: p.Reply, handle: p.Handle, usage: p.Usage, agentErr: p.AgentErr, notes: p.Notes, message: p.Message,
+		context: p.Context, window: p.Window}, err
+}
+
+// kitLineParser is a kit.LineParser as the runner's lineParser.
+type kitLineParser struct {
+	kitParser
+	lp kit.LineParser
+}
+
+func (k kitLineParser) line(b []byte)                                { k.lp.Line(b) }
+func (k kitLineParser) watch(live func(transcript.AssistantMessage)) { k.lp.Watch(live) }
+
+// kit returns the attempt as a kit driver sees it.
+func (a *attempt) kit() *kit.Attempt {
+	return &kit.Attempt{Program: a.program, Model: a.model, Session: a.session, Resume: a.resume,
+		Instructions: a.instructions, Prompt: a.prompt, Permissions: a.req.Agent.permissions(), MaxCostUSD: a.req.MaxCostUSD}
+}
+
+// kit returns what was parsed as a kit driver sees it.
+func (p parsed) kit() kit.Parsed {
+	return kit.Parsed{Reply: p.reply, Handle: p.handle, Usage: p.usage, AgentErr: p.agentErr, Notes: p.notes, Message: p.message,
+		Context: p.context, Window: p.window}
+}
+
+// The runner's optional driver interfaces a kitDriver implements.
+var (
+	_ sessionRecoverer = kitDriver{}
+	_ failureExplainer = kitDriver{}
+	_ contextDefaulter = kitDriver{}
+	_ totaler          = kitTotaler{}
+	_ lineParser       = kitLineParser{}
+)

@@ -1,0 +1,96 @@
+// Package agents is the registry of the agents knotd runs: each agent's
+// home is a folder below this one (its preset, output decoder, fixtures,
+// tests and test support), and this file lists them, one line each.
+package agents
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/knotd/knotd/agents/acp"
+	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/codex"
+	"github.com/knotd/knotd/agents/gemini"
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
+)
+
+// entry is one agent of the registry.
+type entry struct {
+	name    string         // the preset's name in the configuration ("" for none)
+	formats []kit.Decoding // the output formats its decoder reads
+	driver  kit.Driver     // nil while its driver is still in agentrun
+}
+
+// registry lists every agent, one line each.
+var registry = []entry{
+	{"", []kit.Decoding{{Format: kit.FormatText}}, nil}, // a generic command, llm, ollama
+	{"claude", claude.Formats, claude.Driver{}},
+	{"codex", codex.Formats, codex.Driver{}},
+	{"gemini", gemini.Formats, nil},
+	{"", acp.Formats, nil}, // the generic ACP agent (protocol: acp)
+}
+
+// Driver returns the driver of the preset named name, nil when no agent of
+// the registry has that name or its driver is still in agentrun.
+func Driver(name string) kit.Driver {
+	for _, e := range registry {
+		if e.name == name && name != "" {
+			return e.driver
+		}
+	}
+	return nil
+}
+
+// ErrUnknownFormat is returned by NewDecoder and Decode for a format no
+// agent reads.
+var ErrUnknownFormat = errors.New("agents: unknown output format")
+
+// Formats lists every output format an agent of the registry reads.
+func Formats() []transcript.Format {
+	var out []transcript.Format
+	for _, e := range registry {
+		for _, d := range e.formats {
+			out = append(out, d.Format)
+		}
+	}
+	return out
+}
+
+func decoding(format transcript.Format) (kit.Decoding, error) {
+	for _, e := range registry {
+		for _, d := range e.formats {
+			if d.Format == format {
+				return d, nil
+			}
+		}
+	}
+	return kit.Decoding{}, fmt.Errorf("%w %q", ErrUnknownFormat, format)
+}
+
+func normalizer(d kit.Decoding) kit.Normalizer {
+	if d.New == nil {
+		return nil
+	}
+	return d.New()
+}
+
+// NewDecoder returns a decoder for format. The only error is
+// ErrUnknownFormat.
+func NewDecoder(format transcript.Format) (*kit.Decoder, error) {
+	d, err := decoding(format)
+	if err != nil {
+		return nil, err
+	}
+	return kit.NewDecoder(format, normalizer(d)), nil
+}
+
+// Decode reads a whole output in format (see kit.Decode). The only error
+// is ErrUnknownFormat.
+func Decode(format transcript.Format, output []byte) (kit.Decoded, error) {
+	d, err := decoding(format)
+	if err != nil {
+		return kit.Decoded{}, err
+	}
+	return kit.Decode(format, normalizer(d), output), nil
+}
