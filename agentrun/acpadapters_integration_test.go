@@ -419,7 +419,11 @@ var acpAdapters = []acpAdapter{
 		store: func(dir string) string { return filepath.Join(dir, ".claude", "projects") },
 		standIn: func(t *testing.T, dir string) ([]string, acpAPI) {
 			api := agenttest.NewAnthropic(t)
-			return api.ClaudeEnv(dir), acpAPI{
+			// As the claude-acp preset runs it: no prompt suggestion, a
+			// model call after each turn that would land, at its own
+			// time, among the next turn's calls.
+			env := append(api.ClaudeEnv(dir), "CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION=false")
+			return env, acpAPI{
 				prompts: func() [][]string {
 					var out [][]string
 					for _, r := range api.MessageRequests() {
