@@ -35,6 +35,10 @@ type Decoded struct {
 	// result, a turn.failed or error event, an error object), "" when it
 	// reported none.
 	Failure string
+	// SetAside counts the updates that came after the prompt and were
+	// left out as a loaded session's replayed history (FormatGeminiACP):
+	// with no reply, that is the decoder's doing, not the agent's.
+	SetAside int
 	// Ended reports that the output's closing event was read: Claude's
 	// result, codex's turn.completed or turn.failed, Gemini's response
 	// object or result event. A text output always ends.
@@ -96,8 +100,27 @@ func (d *Decoder) Line(line []byte) []Block {
 		return nil
 	}
 	d.events++
+	d.count(len(line) + 1)
 	d.n.event(obj)
 	return d.fresh()
+}
+
+// PromptSent tells a FormatGeminiACP decoder where knotd sent its prompt:
+// PromptSent(false) before the first line, when knotd will tell; then
+// PromptSent(true) when it sent the prompt. What came before is a loaded
+// session's history. Other formats ignore it.
+func (d *Decoder) PromptSent(sent bool) {
+	if n, ok := d.n.(*geminiACPNormalizer); ok && !n.generic {
+		n.promptSent(sent)
+	}
+}
+
+// count tells a FormatGeminiACP normalizer the size of the line it reads
+// next (see replayFits).
+func (d *Decoder) count(n int) {
+	if g, ok := d.n.(*geminiACPNormalizer); ok {
+		g.bytes += n
+	}
 }
 
 // fresh returns the final blocks not handed out yet.
@@ -161,6 +184,7 @@ func Decode(format Format, output []byte) (Decoded, error) {
 			continue
 		}
 		d.events++
+		d.count(len(v) + 1)
 		d.n.event(obj)
 	}
 	d.other = bad
