@@ -110,8 +110,10 @@ type acpMode struct {
 	// lost tells the refusals of session/load that mean the session is
 	// lost (nil: any refusal).
 	lost func(reason string) bool
-	// stderrNotes are the notes of what the agent said on standard error.
+	// stderrNotes are the notes of what the agent said on standard error;
+	// stderrNoted tells the lines they explain (parsed.noted).
 	stderrNotes func(stderr string) []string
+	stderrNoted func(line string) bool
 	// decoderNotes: the decoder's notes stay in the transcript's message.
 	decoderNotesInMessage bool
 }
@@ -525,6 +527,7 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	if c.mode.stderrNotes != nil {
 		p.notes = append(p.notes, c.mode.stderrNotes(stderr)...)
 	}
+	p.noted = c.mode.stderrNoted
 	if c.agentErr == "" && c.done && d.SetAside > 0 && cleanReply(d.Reply) == "" {
 		// The decoder's doing, not the agent's: say so, not "empty reply".
 		return p, fmt.Errorf("knotd took the %d updates %s sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's (the run's output holds every update)", d.SetAside, c.mode.agent())

@@ -3,6 +3,7 @@ package agentrun
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knotd/knotd/transcript"
@@ -83,6 +84,7 @@ var geminiACP = acpMode{
 	loadID:                geminiLoadID,
 	lost:                  geminiSessionLost,
 	stderrNotes:           geminiStderrNotes,
+	stderrNoted:           geminiUntrustedLine,
 	decoderNotesInMessage: true,
 }
 
@@ -99,12 +101,16 @@ func geminiSessionLost(reason string) bool {
 
 // geminiStderrNotes notes a run in a folder the user has not trusted.
 func geminiStderrNotes(stderr string) []string {
-	for _, s := range geminiUntrusted {
-		if strings.Contains(stderr, s) {
-			return []string{geminiUntrustedNote}
-		}
+	if geminiUntrustedLine(stderr) {
+		return []string{geminiUntrustedNote}
 	}
 	return nil
+}
+
+// geminiUntrustedLine reports whether s says the folder is not trusted:
+// that is the note's, not a failure's cause.
+func geminiUntrustedLine(s string) bool {
+	return slices.ContainsFunc(geminiUntrusted, func(u string) bool { return strings.Contains(s, u) })
 }
 
 // argv passes --approval-mode default whatever the permissions: it

@@ -327,6 +327,22 @@ func TestGemini_UntrustedFolder(t *testing.T) {
 	}
 }
 
+// TestGemini_UntrustedFolderIsNotTheCause: a run in an untrusted folder
+// that fails (an empty reply) gives a reason that does not quote Gemini
+// CLI's line about the folder as if it were the cause (the note says it).
+// Before, the reason was "empty reply: Skipping project agents due to
+// untrusted folder. …".
+func TestGemini_UntrustedFolderIsNotTheCause(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail] = "untrustedempty"
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeFailed || res.Reason != "empty reply" || !strings.Contains(res.Stderr, "untrusted folder") ||
+		!slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "trustedFolders.json") }) {
+		t.Errorf("Run = %s %q (stderr %q) notes %q; want failed with the reason \"empty reply\" and the note on trusting the folder",
+			res.Outcome, res.Reason, res.Stderr, res.Notes)
+	}
+}
+
 // TestGemini_AgentGoneMidConversation: a CLI that exits in the middle of
 // the conversation fails the run at once, with its exit status and error,
 // not at the timeout.

@@ -24,7 +24,8 @@ import (
 //
 // KNOTD_FAKEAGENT_FAIL: "error" answers a prompt with the error Gemini CLI
 // sends for an API error; "untrusted" writes Gemini CLI's notes about an
-// untrusted folder to standard error and carries on; "permission" asks
+// untrusted folder to standard error and carries on ("untrustedempty":
+// and its reply is empty); "permission" asks
 // permission for an edit tool call before replying, and the reply ends
 // with "[permission: <the chosen optionId, or cancelled>]"; "crash" exits 1
 // with an error on standard error when asked for a session; "flood" prints
@@ -41,7 +42,7 @@ func gemini(inv *Invocation) int {
 		return 42
 	}
 	mode := failMode()
-	if mode == "untrusted" {
+	if mode == "untrusted" || mode == "untrustedempty" {
 		fmt.Fprint(inv.Stderr, "Skipping project agents due to untrusted folder. To enable, ensure that the project root is trusted.\n"+
 			"Project hooks disabled because the folder is not trusted.\n")
 	}
@@ -191,6 +192,9 @@ func gemini(inv *Invocation) int {
 			}
 			n--
 			r := reply(n) + suffix
+			if mode == "untrustedempty" {
+				r = ""
+			}
 			update(s, text("agent_message_chunk", r[:len(r)/2]))
 			update(s, text("agent_message_chunk", r[len(r)/2:]))
 			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
