@@ -99,17 +99,24 @@ type acpMode struct {
 	format transcript.Format
 	// noFS: the agent is offered no file system (it uses its own tools).
 	noFS bool
-	// replay: the agent continues a session by session/load only, and the
-	// prompt waits for the available_commands_update that ends the load's
-	// replay of the history.
+	// replay: the agent continues a session by session/load only, whose
+	// replay of the history has no end the protocol marks (Gemini CLI
+	// 0.61.0 sends it without waiting for it: the load's response comes
+	// after its first update). The prompt waits for the load's response
+	// and the available_commands_update that comes after the replay's
+	// start, and the decoder is told where the prompt went: the updates
+	// before it are history, and it sets apart the rest of the replay
+	// that follows it (see transcript's geminiACPNormalizer).
 	replay bool
 	// loadID is the session id the requests about a loaded session name.
 	loadID func(id string) string
 	// lost tells the refusals of session/load that mean the session is
 	// lost (nil: any refusal).
 	lost func(reason string) bool
-	// stderrNotes are the notes of what the agent said on standard error.
+	// stderrNotes are the notes of what the agent said on standard error;
+	// stderrNoted tells the lines they explain (parsed.noted).
 	stderrNotes func(stderr string) []string
+	stderrNoted func(line string) bool
 	// decoderNotes: the decoder's notes stay in the transcript's message.
 	decoderNotesInMessage bool
 }
@@ -194,6 +201,10 @@ func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
 	c := &acpConversation{mode: mode, content: newBlockStream(mode.format), ended: make(chan struct{}), turnEnded: make(chan struct{}),
 		commands: make(chan struct{})}
 	c.content.watch(c.decodedBlocks)
+	if mode.replay {
+		// The decoder learns where the prompt went (see line).
+		c.content.dec.PromptSent(false)
+	}
 	if a != nil {
 		c.prompt, c.cwd, c.resume = a.prompt, a.req.Vault, a.resume
 		c.perm, c.fs = a.req.Agent.permissions(), a.req.FS
@@ -351,7 +362,8 @@ func (c *acpConversation) drive() {
 			c.sessionLost("session/load", err)
 			return
 		}
-		// The prompt goes once the replay of the history is over.
+		// The prompt goes once the replay has begun (its updates before
+		// the prompt are history; the decoder sets the rest apart).
 		select {
 		case <-c.commands:
 		case <-c.conn.Done():
@@ -388,6 +400,11 @@ func (c *acpConversation) drive() {
 	}
 	c.mu.Lock()
 	c.session, c.acpID, c.prompted = session, acpID, true
+	if c.mode.replay {
+		// Every line read so far came before the prompt: none is the
+		// turn's. The lines after it may still be the replay's.
+		c.content.dec.PromptSent(true)
+	}
 	c.mu.Unlock()
 	r, err := c.conn.Prompt(c.ctx, acp.PromptRequest{SessionId: acp.SessionId(acpID), Prompt: []acp.ContentBlock{acp.TextBlock(c.prompt)}})
 	c.mu.Lock()
@@ -512,6 +529,11 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	}
 	if c.mode.stderrNotes != nil {
 		p.notes = append(p.notes, c.mode.stderrNotes(stderr)...)
+	}
+	p.noted = c.mode.stderrNoted
+	if c.agentErr == "" && c.done && d.SetAside > 0 && cleanReply(d.Reply) == "" {
+		// The decoder's doing, not the agent's: say so, not "empty reply".
+		return p, fmt.Errorf("knotd took the %d updates %s sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's (the run's output holds every update)", d.SetAside, c.mode.agent())
 	}
 	if c.agentErr == "" && !c.done {
 		if len(bytes.TrimSpace(stdout)) == 0 {

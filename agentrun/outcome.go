@@ -47,6 +47,9 @@ func classify(o attemptOutcome, res *Result) {
 		prog = res.Argv[0]
 	}
 	fail := func(reason string) { res.Outcome, res.Reason = OutcomeFailed, reason }
+	// A line the notes explain (Gemini CLI's untrusted folder) is not a
+	// failure's cause: the reason quotes the first other one.
+	stderr := unnotedStderr(o.proc.stderr, p.noted)
 	switch {
 	case o.runErr != nil:
 		fail("cannot run " + res.Agent + ": " + o.runErr.Error())
@@ -55,23 +58,38 @@ func classify(o attemptOutcome, res *Result) {
 		fail("could not start " + prog + ": " + o.proc.startErr.Error())
 		res.NotStarted = o.proc.startErr.Error()
 	case o.proc.exitCode != 0 && !o.proc.lingered:
-		fail(o.proc.describe() + detail(p.agentErr, o.proc.stderr, o.parseErr))
+		fail(o.proc.describe() + detail(p.agentErr, stderr, o.parseErr))
 	case p.agentErr != "":
 		fail(res.Agent + " reported an error: " + p.agentErr)
 	case o.parseErr != nil:
 		reason := "could not read the reply: " + o.parseErr.Error()
 		if errors.Is(o.parseErr, errNoOutput) {
-			reason = "no output" + detail("", o.proc.stderr, nil)
+			reason = "no output" + detail("", stderr, nil)
 		}
 		if o.proc.stdoutTrunc {
 			reason += fmt.Sprintf(" (the output was cut at %d of %d bytes)", len(o.proc.stdout), o.proc.stdoutN)
 		}
 		fail(reason)
 	case res.Reply == "":
-		fail("empty reply" + detail("", o.proc.stderr, nil))
+		fail("empty reply" + detail("", stderr, nil))
 	default:
 		res.Outcome = OutcomeOK
 	}
+}
+
+// unnotedStderr is stderr without the lines noted tells (all of it when
+// noted is nil).
+func unnotedStderr(stderr string, noted func(line string) bool) string {
+	if noted == nil {
+		return stderr
+	}
+	var b strings.Builder
+	for l := range strings.Lines(stderr) {
+		if !noted(l) {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // detail is the ": …" part of a failure reason: what the agent reported,
@@ -101,7 +119,7 @@ func recordInterrupted(ctx, runCtx context.Context, timeout time.Duration, o att
 		res.Outcome = OutcomeCanceled
 		res.Reason = "canceled: " + strings.TrimPrefix(context.Cause(ctx).Error(), "context ")
 	}
-	if l := firstLine(o.proc.stderr, maxReason); l != "" {
+	if l := firstLine(unnotedStderr(o.proc.stderr, o.parsed.noted), maxReason); l != "" {
 		res.Reason += " (stderr: " + l + ")"
 	}
 }

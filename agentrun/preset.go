@@ -61,6 +61,9 @@ type parsed struct {
 	// lost is set by a conversation that found the CLI refusing the
 	// conversation it was asked to continue: what the CLI said.
 	lost string
+	// noted tells the lines of standard error that the notes already
+	// explain (nil: none): a failure's reason does not quote them.
+	noted func(line string) bool
 }
 
 // outputParser reads one attempt's output after the agent exited. stdout

@@ -3,6 +3,7 @@ package agentrun
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/knotd/knotd/agents/gemini"
@@ -40,10 +41,13 @@ import (
 //     loads that session; the plain id loses it when the load comes in the
 //     clock minute the session started in (see geminiLoadID);
 //   - session/load replays the conversation as session/update
-//     notifications (user_message_chunk, agent_message_chunk…) from a
-//     background task, then sends available_commands_update from a timer:
-//     knotd sends the prompt only after that, and ignores replayed
-//     updates;
+//     notifications (user_message_chunk, agent_message_chunk…) without
+//     waiting for it: the load's response comes after the first, and
+//     available_commands_update (from a timer) after the replay, or, once
+//     the history outgrows the pipe, in the middle of it. knotd sends the
+//     prompt after both; the updates before it are history, and the rest
+//     of the replay after it is set apart too (acpMode.replay, and the
+//     transcript's geminiACPNormalizer; TestGemini_RealCLILongHistory);
 //   - the prompt's response carries the turn's tokens in
 //     _meta.quota.token_count (the model's prompt and candidate tokens; the
 //     routing classifier's call is not counted, nor cached tokens);
@@ -80,6 +84,7 @@ var geminiACP = acpMode{
 	loadID:                geminiLoadID,
 	lost:                  geminiSessionLost,
 	stderrNotes:           geminiStderrNotes,
+	stderrNoted:           geminiUntrustedLine,
 	decoderNotesInMessage: true,
 }
 
@@ -96,12 +101,16 @@ func geminiSessionLost(reason string) bool {
 
 // geminiStderrNotes notes a run in a folder the user has not trusted.
 func geminiStderrNotes(stderr string) []string {
-	for _, s := range geminiUntrusted {
-		if strings.Contains(stderr, s) {
-			return []string{geminiUntrustedNote}
-		}
+	if geminiUntrustedLine(stderr) {
+		return []string{geminiUntrustedNote}
 	}
 	return nil
+}
+
+// geminiUntrustedLine reports whether s says the folder is not trusted:
+// that is the note's, not a failure's cause.
+func geminiUntrustedLine(s string) bool {
+	return slices.ContainsFunc(geminiUntrusted, func(u string) bool { return strings.Contains(s, u) })
 }
 
 // argv passes --approval-mode default whatever the permissions: it

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/strand"
 )
 
 // geminiSent returns the method of each request knotd sent, and
@@ -142,21 +143,24 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 		"response first": {loaded, update("user_message_chunk", "ctx"), update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"), commands},
 		"replay first":   {update("user_message_chunk", "ctx"), update("agent_message_chunk", "OLD"), commands, loaded},
 		"interleaved":    {update("user_message_chunk", "ctx"), loaded, update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"), commands},
+		// Turn 2 failed at the API: the history ends with its prompt.
+		"unanswered prompt": {update("user_message_chunk", "ctx"), loaded, update("user_message_chunk", "turn 1"), update("agent_message_chunk", "OLD"),
+			update("user_message_chunk", "turn 2"), commands},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
 			out := []string{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`}
 			out = append(out, lines...)
-			out = append(out, update("agent_message_chunk", "NEW "), update("agent_message_chunk", "REPLY"),
+			out = append(out, awaitSent+"session/prompt", update("agent_message_chunk", "NEW "), update("agent_message_chunk", "REPLY"),
 				`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
 			var log []string // what was fed ("in:N") and sent, in order
 			p, sent := talkACP(t, c, strings.Join(out, "\n")+"\n", "", func(event string) { log = append(log, event) })
 			if got := geminiSent(t, sent); !slices.Equal(got, []string{"initialize", "session/load", "session/prompt"}) {
 				t.Errorf("sent %q; want initialize, session/load, session/prompt", got)
 			}
-			prompt, replayEnd := slices.Index(log, "out:session/prompt"), slices.Index(log, fmt.Sprintf("in:%d", len(out)-4))
+			prompt, replayEnd := slices.Index(log, "out:session/prompt"), slices.Index(log, fmt.Sprintf("in:%d", len(out)-5))
 			if prompt < 0 || replayEnd < 0 || prompt < replayEnd {
-				t.Errorf("events %q: want session/prompt sent only after line %d (the replay's end)", log, len(out)-4)
+				t.Errorf("events %q: want session/prompt sent only after line %d (the replay's end)", log, len(out)-5)
 			}
 			for _, m := range sent {
 				if strings.Contains(m, `"session/load"`) || strings.Contains(m, `"session/prompt"`) {
@@ -169,6 +173,65 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 				t.Errorf("finish = %+v; want the new reply only", p)
 			}
 		})
+	}
+}
+
+// TestGemini_ReplayGoesOnAfterThePrompt: Gemini CLI 0.61.0 replays a
+// loaded session's history without waiting for it, and sends
+// available_commands_update from a timer: once the history outgrows the
+// pipe, that update comes in the middle of the replay, and the rest of the
+// replay after knotd sent the prompt. The fake CLI (midreplay) does so;
+// each turn's reply is still the live turn's, nothing of it set aside, and
+// the replayed updates after the prompt are noted. Before the fix, the
+// second turn's reply held the first's, and the third's was lost ("empty
+// reply").
+func TestGemini_ReplayGoesOnAfterThePrompt(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail] = "midreplay"
+	req := runRequest(t, agent, planV1)
+	for turn := 1; turn <= 4; turn++ {
+		if turn > 1 {
+			req.Event.Type, req.Turn = strand.Modified, turn
+		}
+		res := mustRun(t, &Runner{}, req)
+		want := fmt.Sprintf("FAKE REPLY (user messages seen: %d)", turn)
+		if res.Outcome != OutcomeOK || res.Reply != want || res.Restarted != nil {
+			t.Fatalf("turn %d: Run = %s %q reply %q restarted %+v; want ok with %q\nstdout %s", turn, res.Outcome, res.Reason, res.Reply, res.Restarted, want, res.Stdout)
+		}
+		// The replayed updates after the prompt: turn 1's reply, then a
+		// prompt and reply for each turn after it.
+		if late := 2*(turn-1) - 1; turn > 1 && (res.Message == nil || !slices.Contains(res.Message.Notes, fmt.Sprintf("%d of them came after the prompt was sent (the replay was still going on)", late))) {
+			t.Errorf("turn %d: message %+v; want a note on the %d replayed updates after the prompt", turn, res.Message, late)
+		}
+		req.Resume = res.Resume
+	}
+}
+
+// TestGemini_SetAsideSaysSo: when the decoder took every update after the
+// prompt for the replayed history and no reply is left, the run fails
+// saying that knotd set them aside, not as the agent's empty reply.
+func TestGemini_SetAsideSaysSo(t *testing.T) {
+	update := func(kind, text string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"` + kind +
+			`","content":{"type":"text","text":"` + text + `"}}}}`
+	}
+	out := []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`,
+		update("user_message_chunk", "ctx"),
+		`{"jsonrpc":"2.0","id":2,"result":{"modes":null}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}`,
+		awaitSent + "session/prompt",
+		// A user message after the prompt: the replay goes on, and the
+		// answer after it is taken for the history's.
+		update("user_message_chunk", "turn 1"),
+		update("agent_message_chunk", "THE REPLY"),
+		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
+	}
+	c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
+	p, sent := talkACP(t, c, strings.Join(out, "\n")+"\n", "", nil)
+	const want = "finish: knotd took the 2 updates Gemini CLI sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's"
+	if !slices.ContainsFunc(sent, func(s string) bool { return strings.HasPrefix(s, want) }) || p.agentErr != "" {
+		t.Errorf("sent %q, agentErr %q; want the run to fail with %q", sent, p.agentErr, want)
 	}
 }
 
@@ -261,6 +324,22 @@ func TestGemini_UntrustedFolder(t *testing.T) {
 		if strings.Contains(strings.Join(c.Args, " "), "trust") {
 			t.Errorf("knotd asked the CLI to trust the folder: %q", c.Args)
 		}
+	}
+}
+
+// TestGemini_UntrustedFolderIsNotTheCause: a run in an untrusted folder
+// that fails (an empty reply) gives a reason that does not quote Gemini
+// CLI's line about the folder as if it were the cause (the note says it).
+// Before, the reason was "empty reply: Skipping project agents due to
+// untrusted folder. …".
+func TestGemini_UntrustedFolderIsNotTheCause(t *testing.T) {
+	agent, _ := fakePreset(t, PresetGemini)
+	agent.Env[fakeagent.EnvFail] = "untrustedempty"
+	res := mustRun(t, &Runner{}, runRequest(t, agent, planV1))
+	if res.Outcome != OutcomeFailed || res.Reason != "empty reply" || !strings.Contains(res.Stderr, "untrusted folder") ||
+		!slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "trustedFolders.json") }) {
+		t.Errorf("Run = %s %q (stderr %q) notes %q; want failed with the reason \"empty reply\" and the note on trusting the folder",
+			res.Outcome, res.Reason, res.Stderr, res.Notes)
 	}
 }
 
@@ -364,6 +443,11 @@ func TestGemini_InvalidUTF8Noted(t *testing.T) {
 // it. A request of the agent is answered before the next line. event, if
 // not nil, gets "in:N" before line N is handed over and "out:<method>" or
 // "out:answer" as knotd sends.
+// awaitSent, then a method, is a line of talkACP's stdout that is not
+// output: the agent waits there until knotd sent a request of that
+// method (an agent answers the prompt only once it has it).
+const awaitSent = "AWAIT "
+
 func talkACP(t *testing.T, c conversation, stdout, stderr string, event func(string)) (parsed, []string) {
 	t.Helper()
 	var (
@@ -432,6 +516,13 @@ func talkACP(t *testing.T, c conversation, stdout, stderr string, event func(str
 	i := 0
 	for line := range strings.Lines(stdout) {
 		line = strings.TrimSuffix(line, "\n")
+		if method, ok := strings.CutPrefix(line, awaitSent); ok {
+			// Not output: the agent waits until knotd sent method.
+			waitFor("send "+method, func() bool {
+				return closed || slices.ContainsFunc(sent, func(m string) bool { return strings.Contains(m, `"method":"`+method+`"`) })
+			})
+			continue
+		}
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal([]byte(line), &m) // not JSON: handed over as it is
 		id, method := m["id"], m["method"]

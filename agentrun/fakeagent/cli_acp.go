@@ -24,12 +24,17 @@ import (
 //
 // KNOTD_FAKEAGENT_FAIL: "error" answers a prompt with the error Gemini CLI
 // sends for an API error; "untrusted" writes Gemini CLI's notes about an
-// untrusted folder to standard error and carries on; "permission" asks
+// untrusted folder to standard error and carries on ("untrustedempty":
+// and its reply is empty); "permission" asks
 // permission for an edit tool call before replying, and the reply ends
 // with "[permission: <the chosen optionId, or cancelled>]"; "crash" exits 1
 // with an error on standard error when asked for a session; "flood" prints
 // 4 MiB of thought chunks after a new session's response, before it reads
-// on; "linger" does not exit when its input ends; "hang" blocks.
+// on; "linger" does not exit when its input ends; "hang" blocks;
+// "midreplay" replays a loaded session's history as Gemini CLI does once it
+// outgrows the pipe: the first update (a context of 84 KiB), the load's
+// response, the first prompt, available_commands_update, and the rest of
+// the replay only once the prompt came (before the reply).
 func gemini(inv *Invocation) int {
 	f, err := parseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
 	if err != nil || len(f.rest) > 0 || !f.bools["--acp"] {
@@ -37,7 +42,7 @@ func gemini(inv *Invocation) int {
 		return 42
 	}
 	mode := failMode()
-	if mode == "untrusted" {
+	if mode == "untrusted" || mode == "untrustedempty" {
 		fmt.Fprint(inv.Stderr, "Skipping project agents due to untrusted folder. To enable, ensure that the project root is trusted.\n"+
 			"Project hooks disabled because the folder is not trusted.\n")
 	}
@@ -61,7 +66,8 @@ func gemini(inv *Invocation) int {
 		return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": s}}
 	}
 	commands := map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}}
-	received := "" // the prompt's text, for the call recorded at the end
+	received := ""            // the prompt's text, for the call recorded at the end
+	var late []map[string]any // the replay's updates held for the prompt (midreplay)
 	// known maps the ids prompts may name to the conversation's id.
 	known := map[string]string{}
 	for in.Scan() {
@@ -111,11 +117,21 @@ func gemini(inv *Invocation) int {
 				continue
 			}
 			known[s] = strings.TrimSpace(s)
-			update(s, text("user_message_chunk", "<session_context>\nThis is the fake Gemini CLI."))
+			context := "<session_context>\nThis is the fake Gemini CLI."
+			if mode == "midreplay" { // a history longer than the pipe holds
+				context += strings.Repeat("\nThe context goes on.", 4<<10)
+			}
+			update(s, text("user_message_chunk", context))
 			send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
+			var replay []map[string]any
 			for k := 1; k <= turns; k++ {
-				update(s, text("user_message_chunk", "prompt "+strconv.Itoa(k)))
-				update(s, text("agent_message_chunk", reply(k)))
+				replay = append(replay, text("user_message_chunk", "prompt "+strconv.Itoa(k)), text("agent_message_chunk", reply(k)))
+			}
+			if mode == "midreplay" {
+				replay, late = replay[:1], replay[1:]
+			}
+			for _, u := range replay {
+				update(s, u)
 			}
 			update(s, commands)
 		case "session/prompt":
@@ -125,6 +141,10 @@ func gemini(inv *Invocation) int {
 				send(map[string]any{"id": id, "error": map[string]any{"code": -32602, "message": "Session not found: " + s}})
 				continue
 			}
+			for _, u := range late {
+				update(s, u)
+			}
+			late = nil
 			prompt := ""
 			for _, p := range m.Params.Prompt {
 				prompt += p.Text
@@ -172,6 +192,9 @@ func gemini(inv *Invocation) int {
 			}
 			n--
 			r := reply(n) + suffix
+			if mode == "untrustedempty" {
+				r = ""
+			}
 			update(s, text("agent_message_chunk", r[:len(r)/2]))
 			update(s, text("agent_message_chunk", r[len(r)/2:]))
 			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",

@@ -40,10 +40,27 @@ func NewNormalizer(agent string, generic bool) kit.Normalizer {
 //     failure.
 //
 // A loaded session's history is replayed as session/update notifications,
-// from a user_message_chunk (the live turn sends none) to the
-// available_commands_update that follows: those are left out. The reply is
-// the text of the turn's agent_message_chunk updates; every block but a
-// text or thinking still receiving chunks is final.
+// and those are left out. Gemini CLI 0.61.0 sends the replay without
+// waiting for it, and nothing marks its end: the load's response comes
+// after its first update, and available_commands_update (sent from a
+// timer) in the middle of it once the history outgrows the pipe. So:
+//
+//   - every update before the prompt was sent is history (knotd's client
+//     says when it sent it: Decoder.PromptSent);
+//   - after it, the rest of the replay, whole messages of the history: a
+//     user_message_chunk (the live turn sends none) and the model's answer
+//     that follows it (thoughts, one agent_message_chunk with the whole
+//     text, its tool calls, already ended), and after a replayed tool call
+//     the model's next answer;
+//   - the live turn is every other update: the first that is not such a
+//     continuation of the replay, and all after it.
+//
+// The replayed updates are counted in a note, those after the prompt
+// apart; and an empty reply after updates were set aside after the prompt
+// is the decoder's failure, not the agent's (Decoded.SetAside).
+//
+// The reply is the text of the turn's agent_message_chunk updates; every
+// block but a text or thinking still receiving chunks is final.
 //
 // With generic set it reads Format, any ACP agent's prompt turn as
 // knotd's ACP client hands it over (no history replay: a
@@ -55,20 +72,100 @@ type geminiACPNormalizer struct {
 	generic bool
 	blocks  []transcript.Block
 	// chunk is the type of the last block while it still receives chunks.
-	chunk    transcript.BlockType
-	tools    map[string]bool // tool_use ids seen
-	results  map[string]bool // tool_result ids seen
-	usage    *transcript.Usage
-	used     int64 // usage_update's used: the context's tokens
-	size     int64 // usage_update's size: the context's size
-	notes    []string
-	skipped  map[string]int
-	replay   bool
+	chunk   transcript.BlockType
+	tools   map[string]bool // tool_use ids seen
+	results map[string]bool // tool_result ids seen
+	usage   *transcript.Usage
+	used    int64 // usage_update's used: the context's tokens
+	size    int64 // usage_update's size: the context's size
+	notes   []string
+	skipped map[string]int
+	// marked: knotd says when it sent the prompt (promptSent), prompted
+	// once it did.
+	marked, prompted bool
+	// owed is what the replay still owes after the prompt: owedAnswer
+	// after a replayed user message or tool call, owedTools after the
+	// replayed answer's text.
+	owed     int
+	live     bool // the live turn began
+	bytes    int  // of the output read, the lines' newlines counted
 	replayed int
-	answered bool // the prompt's response was seen
-	reply    strings.Builder
-	handle   string // a new session's id
-	failure  string
+	// lateReplay counts the replayed updates after the prompt was sent,
+	// lateAfterLive those of them after the live turn began.
+	lateReplay, lateAfterLive int
+	answered                  bool // the prompt's response was seen
+	reply                     strings.Builder
+	handle                    string // a new session's id
+	failure                   string
+}
+
+// replayFits is the output, in bytes, that fits in any pipe's buffer (16
+// KiB on macOS, 64 KiB on Linux): less than that before Gemini CLI's
+// available_commands_update, and no write of the replay waited, so the
+// update came after the whole replay.
+const replayFits = 16 << 10
+
+// What the replay still owes (geminiACPNormalizer.owed).
+const (
+	owedNothing = iota
+	owedAnswer
+	owedTools
+)
+
+// promptSent: knotd will say when it sends the prompt (sent false), or
+// sent it now (sent true); the updates read before were history.
+// PromptSent implements kit.PromptAware (Gemini only: the generic agent
+// needs no replay boundary).
+func (n *geminiACPNormalizer) PromptSent(sent bool) {
+	if n.generic {
+		return
+	}
+	n.promptSentGemini(sent)
+}
+
+func (n *geminiACPNormalizer) promptSentGemini(sent bool) { n.marked, n.prompted = true, sent }
+
+// replaying reports whether an update of kind kind is the loaded
+// session's replayed history (not the generic format's).
+func (n *geminiACPNormalizer) replaying(kind string, u map[string]json.RawMessage) bool {
+	switch kind {
+	case "available_commands_update":
+		if !n.prompted && n.bytes < replayFits {
+			// The pipe never filled: the replay ended before it (the
+			// CLI's timer fires once a write waits, or the replay is
+			// over). A user message still owed an answer is one whose
+			// turn failed: the next answer is the live turn's.
+			n.owed = owedNothing
+		}
+		return false
+	case "current_mode_update", "session_info_update", "config_option_update", "usage_update":
+		return false // neither history nor the reply
+	}
+	replayedTool := kind == "tool_call" && (kit.Str(u, "status") == "completed" || kit.Str(u, "status") == "failed")
+	was := n.owed
+	switch {
+	case kind == "user_message_chunk":
+		n.owed = owedAnswer
+	case was == owedAnswer && kind == "agent_thought_chunk":
+	case was == owedAnswer && kind == "agent_message_chunk":
+		n.owed = owedTools
+	case was != owedNothing && replayedTool:
+		n.owed = owedAnswer // the model's answer to the tool's result follows
+	default:
+		n.owed = owedNothing
+		if n.marked && !n.prompted {
+			return true // before the prompt, whatever it is
+		}
+		n.live = true
+		return false
+	}
+	if n.prompted {
+		n.lateReplay++
+		if n.live {
+			n.lateAfterLive++
+		}
+	}
+	return true
 }
 
 func (n *geminiACPNormalizer) Event(obj map[string]json.RawMessage) {
@@ -165,15 +262,9 @@ func (n *geminiACPNormalizer) update(u map[string]json.RawMessage) {
 		n.skip("updates", kind)
 		n.chunk = ""
 		return
-	case kind == "user_message_chunk":
-		n.replay = true
-	case kind == "available_commands_update":
-		n.replay = false
-		n.chunk = ""
-		return
-	}
-	if n.replay {
+	case !n.generic && n.replaying(kind, u):
 		n.replayed++
+		n.chunk = ""
 		return
 	}
 	switch kind {
@@ -297,6 +388,13 @@ func (n *geminiACPNormalizer) Finish() kit.Decoded {
 	if n.replayed > 0 {
 		notes = append(notes, fmt.Sprintf("left out %d updates replaying the loaded session's history", n.replayed))
 	}
+	if n.lateReplay > 0 {
+		notes = append(notes, fmt.Sprintf("%d of them came after the prompt was sent (the replay was still going on)", n.lateReplay))
+	}
+	if n.lateAfterLive > 0 {
+		notes = append(notes, fmt.Sprintf("%d of them came after the reply had begun: the replay and the reply were mixed, and the reply may lack parts or hold parts of the history", n.lateAfterLive))
+	}
+
 	unanswered := 0
 	for id := range n.tools {
 		if !n.results[id] {
@@ -317,6 +415,10 @@ func (n *geminiACPNormalizer) Finish() kit.Decoded {
 	return kit.Decoded{
 		Message: transcript.AssistantMessage{Blocks: n.blocks, Notes: notes},
 		Reply:   n.reply.String(), Handle: n.handle, Usage: n.usage, Failure: n.failure, Ended: n.answered,
-		ContextTokens: n.used, ContextWindow: n.size,
+		ContextTokens: n.used, ContextWindow: n.size, SetAside: n.lateReplay,
 	}
 }
+
+// Count implements kit.SizeCounter: the size of the line read next (see
+// replayFits).
+func (n *geminiACPNormalizer) Count(size int) { n.bytes += size }

@@ -37,6 +37,10 @@ type Decoded struct {
 	// result, a turn.failed or error event, an error object), "" when it
 	// reported none.
 	Failure string
+	// SetAside counts the updates that came after the prompt and were
+	// left out as a loaded session's replayed history (FormatGeminiACP):
+	// with no reply, that is the decoder's doing, not the agent's.
+	SetAside int
 	// Ended reports that the output's closing event was read: Claude's
 	// result, codex's turn.completed or turn.failed, Gemini's response
 	// object or result event. A text output always ends.
@@ -89,8 +93,37 @@ func (d *Decoder) Line(line []byte) []transcript.Block {
 		return nil
 	}
 	d.events++
+	d.count(len(line) + 1)
 	d.n.Event(obj)
 	return d.fresh()
+}
+
+// PromptAware is a Normalizer that wants to know where knotd sent its
+// prompt (Gemini's replay of a loaded session goes on after it).
+type PromptAware interface {
+	PromptSent(sent bool)
+}
+
+// SizeCounter is a Normalizer that counts the bytes of output it reads.
+type SizeCounter interface {
+	Count(n int)
+}
+
+// PromptSent tells a decoder whose normalizer is PromptAware where knotd
+// sent its prompt: PromptSent(false) before the first line, when knotd
+// will tell; then PromptSent(true) when it sent the prompt. What came
+// before is a loaded session's history. Other formats ignore it.
+func (d *Decoder) PromptSent(sent bool) {
+	if n, ok := d.n.(PromptAware); ok {
+		n.PromptSent(sent)
+	}
+}
+
+// count tells a SizeCounter normalizer the size of the line it reads next.
+func (d *Decoder) count(n int) {
+	if c, ok := d.n.(SizeCounter); ok {
+		c.Count(n)
+	}
 }
 
 // fresh returns the final blocks not handed out yet.
@@ -151,6 +184,7 @@ func Decode(format transcript.Format, n Normalizer, output []byte) Decoded {
 			continue
 		}
 		d.events++
+		d.count(len(v) + 1)
 		d.n.Event(obj)
 	}
 	d.other = bad
