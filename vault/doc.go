@@ -33,8 +33,9 @@
 //     meanwhile, under a global concurrency limit; follow-ups wait for the
 //     strand to be quiet, retries for a pause that grows (backoff, the one
 //     formula every retry uses).
-//   - Answering device (answerer, answering.go): which of the vault's
-//     devices answers it (heartbeats in the vault, package device).
+//   - Answering device (package vault/internal/answer; answerHost in
+//     vault.go is all it asks of the Vault): which of the vault's devices
+//     answers it (heartbeats in the vault, package device).
 //   - The control socket's adapter (Control, control.go): what knotd
 //     status, run, retry, pause, resume and trust ask of the vault.
 //   - Budget (budget, budget.go) and reloads (reloader, reload.go): the

@@ -296,7 +296,7 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		return rep, err
 	}
 	defer r.log.close()
-	if !v.answering.answersHold(ctx) {
+	if !v.answering.AnswersHold(ctx) {
 		// Another device's claim of the vault won while the agent ran
 		// (two first claims at the same moment): that device answers
 		// the change; nothing is appended or recorded.

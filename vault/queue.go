@@ -26,7 +26,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		mu.Lock()
 		defer mu.Unlock()
 		grace := v.grace
-		if v.answering.steppingDown.Load() {
+		if v.answering.SteppingDown.Load() {
 			grace = 0 // another device answers what these runs were answering
 		}
 		timer = time.AfterFunc(grace, cancelRuns)

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/answer"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
@@ -103,9 +105,9 @@ type Vault struct {
 	// sync tools' conflict copies (reconcile.go, conflict.go).
 	recon reconciler
 
-	// answering decides whether this device answers the vault
-	// (answering.go).
-	answering answerer
+	// answering decides whether this device answers the vault (package
+	// vault/internal/answer; made by open once this device is known).
+	answering *answer.Device
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
@@ -164,6 +166,8 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 	if v.device, err = statedir.LoadDevice(home); err != nil {
 		return nil, err
 	}
+	v.answering = answer.New(answerHost{v}, answer.Options{FS: v.fs, Root: root, Dry: dry,
+		ID: v.device.ID, Name: v.device.Name, Version: Version, Beat: opts.Heartbeat})
 	if dry && opts.StateCopy != "" {
 		// Beside the knotd that holds the lock and the store: read the
 		// copy of its state it made, and write nothing.
@@ -358,7 +362,6 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	v.budget = budget{v: v}
 	v.reloader = reloader{v: v}
 	v.sess = sessionKeeper{v: v}
-	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.reloader.loadOpts = loadOpts
 	v.reloader.confStamps = v.reloader.configStamps()
@@ -729,6 +732,20 @@ func adoptSession(tx *state.Tx, rec *state.Record, content []byte) error {
 
 // config returns the configuration in force.
 func (v *Vault) config() *config.Config { return v.conf.Load() }
+
+// answerHost is what the answering device asks of the vault: its clock,
+// logger and warnings, and the configuration's answering policy, read
+// each time.
+type answerHost struct{ v *Vault }
+
+func (h answerHost) Now() time.Time    { return h.v.now() }
+func (h answerHost) Log() *slog.Logger { return h.v.log }
+func (h answerHost) WarnOnce(path, msg string, args ...any) {
+	h.v.warnOnce(path, msg, args...)
+}
+func (h answerHost) Policy() device.Policy {
+	return device.Policy{Runner: h.v.config().Runner, TakeoverAfter: h.v.config().TakeoverAfter}
+}
 
 // runAgent returns what runs the agents: the runner of the configuration
 // in force, or the Agent tests gave.

@@ -39,7 +39,7 @@ var ErrStandby = errors.New("another device answers this vault")
 // tie-off markers say what it answered) and answers from then on. See
 // answerWatch for the rest. It returns nil when ctx ends.
 func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
-	defer v.answering.stopBeat()
+	defer v.answering.StopBeat()
 	v.watching.Store(true)
 	defer v.watching.Store(false)
 	// First contact comes first, answering or not (see Once).
@@ -53,7 +53,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	takeOver := opts.TakeOver
 	var said string
 	for {
-		d, _ := v.answering.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
+		d, _ := v.answering.Decide(takeOver) // a heartbeat that cannot be written is said, and tried again
 		takeOver = false
 		if d.Why != said {
 			if d.Answer {
@@ -72,17 +72,17 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 			}
 			continue
 		}
-		v.answering.waitHandover(ctx, d.From)
+		v.answering.WaitHandover(ctx, d.From)
 		if ctx.Err() != nil {
 			return nil
 		}
 		answerCtx, stepDown := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		wg.Go(func() { v.answering.keepAnswering(answerCtx, stepDown, &said) })
+		wg.Go(func() { v.answering.KeepAnswering(answerCtx, stepDown, &said) })
 		err := v.answerWatch(answerCtx, opts)
 		stepDown()
 		wg.Wait()
-		v.answering.steppingDown.Store(false)
+		v.answering.SteppingDown.Store(false)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 // standBy waits one heartbeat, or returns when ctx ends.
 func (v *Vault) standBy(ctx context.Context) error {
 	v.reloader.reloadIfChanged()
-	t := time.NewTimer(v.answering.heartbeat())
+	t := time.NewTimer(v.answering.Heartbeat())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
