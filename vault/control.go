@@ -114,8 +114,8 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
 		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
 	}
-	for rel, d := range v.budget.deferredNotes() {
-		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.since, Why: d.why})
+	for rel, d := range v.budget.Deferred() {
+		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.Since, Why: d.Why})
 	}
 	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
 	switch d := v.answering.LastDecision(); {

@@ -38,8 +38,9 @@
 //     answers it (heartbeats in the vault, package device).
 //   - The control socket's adapter (Control, control.go): what knotd
 //     status, run, retry, pause, resume and trust ask of the vault.
-//   - Budget (budget, budget.go) and reloads (reloader, reload.go): the
-//     day's spend, and the configuration loaded again when it changes.
+//   - Budget (package vault/internal/budget; budgetHost in vault.go) and
+//     reloads (reloader, reload.go): the day's spend, and the
+//     configuration loaded again when it changes.
 //   - Transcripts (transcript.go): each run's machine record, written
 //     with package transcript from run.started to tieoff.appended, with
 //     environment secrets masked (in tie-off sections too).

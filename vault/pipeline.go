@@ -350,13 +350,13 @@ func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, 
 		// unrecorded until the budget allows (or a run by hand):
 		// nothing is lost. One that runs counts against it from
 		// now (the scheduler's work ends it: landed).
-		if ok, why, err := v.budget.budgetAllows(rel, job.ByHand); err != nil || !ok {
+		if ok, why, err := v.budget.Allows(rel, job.ByHand); err != nil || !ok {
 			return nil, budgetSkip + why, err
 		}
 	}
 	if w.failure == "" && !job.ByHand && v.dry {
 		// A dry run says so too, and records nothing.
-		if why, err := v.budget.budgetWouldDefer(rel); err != nil || why != "" {
+		if why, err := v.budget.WouldDefer(rel); err != nil || why != "" {
 			return nil, budgetSkip + why, err
 		}
 	}

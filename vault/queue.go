@@ -59,7 +59,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		// an earlier run's changes is done by it.
 		later.supersede(rel)
 		rep, again, err := v.pipe.process(runCtx, rel, job)
-		v.budget.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
+		v.budget.Landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		// From now on the strand's record holds what knotd wrote into
 		// it, if anything: the watcher no longer needs telling.
 		v.own.forget(rel)

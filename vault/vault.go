@@ -20,6 +20,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/tieoff"
 	"github.com/knotd/knotd/vault/internal/answer"
+	"github.com/knotd/knotd/vault/internal/budget"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
@@ -121,8 +122,8 @@ type Vault struct {
 	// (knot_session), so that the watcher does not take them for changes.
 	own ownWrites
 	// budget counts the day's runs and defers what goes past it
-	// (budget.go).
-	budget budget
+	// (package vault/internal/budget).
+	budget *budget.Budget
 	// obsidian is Obsidian's Excluded files setting, read at open and at
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
@@ -359,7 +360,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	v.recon = reconciler{v: v}
 	v.pipe = pipeline{v: v}
 	v.adoption = adopter{v: v}
-	v.budget = budget{v: v}
+	v.budget = budget.New(budgetHost{v})
 	v.reloader = reloader{v: v}
 	v.sess = sessionKeeper{v: v}
 	v.conf.Store(cfg)
@@ -746,6 +747,16 @@ func (h answerHost) WarnOnce(path, msg string, args ...any) {
 func (h answerHost) Policy() device.Policy {
 	return device.Policy{Runner: h.v.config().Runner, TakeoverAfter: h.v.config().TakeoverAfter}
 }
+
+// budgetHost is what the day's budget asks of the vault: its clock,
+// logger, the budget in force and where the transcripts are, read each
+// time (the state folder is known only once open has found it).
+type budgetHost struct{ v *Vault }
+
+func (h budgetHost) Now() time.Time        { return h.v.now() }
+func (h budgetHost) Log() *slog.Logger     { return h.v.log }
+func (h budgetHost) Budget() config.Budget { return h.v.config().Budget }
+func (h budgetHost) Runs() string          { return h.v.folder.Runs() }
 
 // runAgent returns what runs the agents: the runner of the configuration
 // in force, or the Agent tests gave.

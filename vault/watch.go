@@ -363,7 +363,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
-			for _, rel := range l.v.budget.allowedDeferred() {
+			for _, rel := range l.v.budget.AllowedDeferred() {
 				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 			}
 			l.releaseAfterWork()
