@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -250,4 +251,75 @@ func (l *laterTimers) stop() {
 // run, a journal write) waits by it.
 func backoff(first time.Duration, tries int) time.Duration {
 	return min(first<<min(tries, 20), maxRetryPause)
+}
+
+// dues are the watch loop's waits that retry with a pause (see backoff):
+// each key's value, when it is due, and how many times in a row it has
+// been tried. The loop owns them (no lock); its one timer is set to the
+// earliest (next).
+type dues[T any] struct {
+	m map[string]due[T]
+}
+
+// due is one wait of dues.
+type due[T any] struct {
+	val   T
+	at    time.Time
+	tries int
+}
+
+// isDue reports whether key is due at now (a key not waiting is).
+func (d *dues[T]) isDue(key string, now time.Time) bool {
+	return !now.Before(d.m[key].at)
+}
+
+// retry makes key, with val, wait from now for backoff(first, tries),
+// tries being how many times it waited before, and returns that pause.
+func (d *dues[T]) retry(key string, val T, now time.Time, first time.Duration) time.Duration {
+	if d.m == nil {
+		d.m = make(map[string]due[T])
+	}
+	r := d.m[key]
+	pause := backoff(first, r.tries)
+	d.m[key] = due[T]{val: val, at: now.Add(pause), tries: r.tries + 1}
+	return pause
+}
+
+// forget forgets key and its tries.
+func (d *dues[T]) forget(key string) { delete(d.m, key) }
+
+// keep forgets every key for which keep returns false.
+func (d *dues[T]) keep(keep func(key string) bool) {
+	for key := range d.m {
+		if !keep(key) {
+			delete(d.m, key)
+		}
+	}
+}
+
+// dueBy returns the values of the keys due at now, in the keys' order.
+func (d *dues[T]) dueBy(now time.Time) []T {
+	var keys []string
+	for key, r := range d.m {
+		if !r.at.After(now) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]T, len(keys))
+	for i, key := range keys {
+		out[i] = d.m[key].val
+	}
+	return out
+}
+
+// next returns when the earliest key is due.
+func (d *dues[T]) next() (time.Time, bool) {
+	var next time.Time
+	for _, r := range d.m {
+		if next.IsZero() || r.at.Before(next) {
+			next = r.at
+		}
+	}
+	return next, !next.IsZero()
 }

@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -216,11 +215,11 @@ type watchLoop struct {
 	delay time.Duration         // how long a gone or new strand waits
 	gone  map[string]goneStrand // gone strands waiting for their delay
 	fresh map[string]goneStrand // new strands waiting for their delay
-	retry map[string]retryHint  // hints whose reconcile failed, tried again after a pause
+	retry dues[watcher.Hint]    // hints whose reconcile failed, tried again after a pause
 	// journaled are the strands with runs still journaled (their reply
 	// could not be appended or committed: a full disk): when each is
 	// tried again, with a pause that doubles while it stays journaled.
-	journaled map[string]retryHint
+	journaled dues[struct{}]
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
@@ -238,7 +237,7 @@ type watchLoop struct {
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
 func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, journaled: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
+	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -272,18 +271,13 @@ func (l *watchLoop) retryJournaled() {
 			continue
 		}
 		still[rel] = true
-		r := l.journaled[rel]
-		if now.Before(r.due) {
+		if !l.journaled.isDue(rel, now) {
 			continue
 		}
-		l.journaled[rel] = retryHint{due: now.Add(backoff(l.every, r.tries)), tries: r.tries + 1}
+		l.journaled.retry(rel, struct{}{}, now, l.every)
 		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 	}
-	for rel := range l.journaled {
-		if !still[rel] {
-			delete(l.journaled, rel) // finished
-		}
-	}
+	l.journaled.keep(func(rel string) bool { return still[rel] }) // the others finished
 }
 
 // releaseAfterWork gives memory back at each check after work was done:
@@ -422,7 +416,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	for _, h := range batch {
 		if _, failed := slices.BinarySearch(unlooked, h.Path); h.Dir || !failed {
-			delete(l.retry, retryKey(h))
+			l.retry.forget(retryKey(h))
 		}
 	}
 	if len(unlooked) > 0 {
@@ -461,13 +455,6 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	l.v.observe.reconciled(batch, paths)
 }
 
-// retryHint is a hint whose reconcile failed, waiting to be tried again.
-type retryHint struct {
-	hint  watcher.Hint
-	due   time.Time
-	tries int
-}
-
 // retryKey identifies a hint among the retries: a file's path, a folder's
 // path with a slash, the whole vault as "/".
 func retryKey(h watcher.Hint) string {
@@ -487,10 +474,7 @@ func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
 		if h.Full() {
 			h = watcher.Hint{Dir: true}
 		}
-		k := retryKey(h)
-		r := l.retry[k]
-		pause := backoff(time.Second, r.tries)
-		l.retry[k] = retryHint{hint: h, due: now.Add(pause), tries: r.tries + 1}
+		pause := l.retry.retry(retryKey(h), h, now, time.Second)
 		if soonest == 0 || pause < soonest {
 			soonest = pause
 		}
@@ -510,16 +494,9 @@ func (l *watchLoop) isNew(rel string) bool {
 // strand that is a gone one moved takes its record and tie-off, and
 // neither runs (see detectRename); the others go on waiting.
 func (l *watchLoop) due(now time.Time) {
-	var retries []watcher.Hint
-	for _, r := range l.retry {
-		if !r.due.After(now) {
-			retries = append(retries, r.hint)
-		}
-	}
-	if len(retries) > 0 {
+	if retries := l.retry.dueBy(now); len(retries) > 0 {
 		// Tried again as a batch of their own (a full rescan among them
-		// is a rescan).
-		slices.SortFunc(retries, func(a, b watcher.Hint) int { return cmp.Compare(retryKey(a), retryKey(b)) })
+		// is a rescan), in the order of their keys.
 		l.reconcile(retries)
 	}
 	var hints []watcher.Hint
@@ -608,10 +585,8 @@ func (l *watchLoop) next() (time.Time, bool) {
 			}
 		}
 	}
-	for _, r := range l.retry {
-		if next.IsZero() || r.due.Before(next) {
-			next = r.due
-		}
+	if r, ok := l.retry.next(); ok && (next.IsZero() || r.Before(next)) {
+		next = r
 	}
 	return next, !next.IsZero()
 }
