@@ -28,11 +28,13 @@
 //   - Sync conflicts and resets (conflict.go, the reconciler's; reset.go):
 //     conflict copies of a strand or tie-off folded back, the pipeline's
 //     first step (reconciler.fold); knotd reset.
-//   - Timed work (queue.go, with package scheduler): one run at a time
-//     for a strand, at most one follow-up for everything that arrived
-//     meanwhile, under a global concurrency limit; follow-ups wait for the
-//     strand to be quiet, retries for a pause that grows (backoff, the one
-//     formula every retry uses).
+//   - Timed work (queue.go, with package scheduler and package
+//     vault/internal/timing): one run at a time for a strand, at most one
+//     follow-up for everything that arrived meanwhile, under a global
+//     concurrency limit; follow-ups wait for the strand to be quiet,
+//     retries for a pause that grows (timing.Later), the watch loop's
+//     retried hints and journaled strands likewise (timing.Dues); every
+//     retry waits by one formula (timing.Backoff).
 //   - Answering device (package vault/internal/answer; answerHost in
 //     vault.go is all it asks of the Vault): which of the vault's devices
 //     answers it (heartbeats in the vault, package device).

@@ -24,6 +24,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/timing"
 )
 
 // pipeline is the pipeline of one strand's change (process): fold, look,
@@ -780,7 +781,7 @@ func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
 	v := pl.v
 	deadline := v.now().Add(commitPatience)
 	for tries := 0; ; tries++ {
-		pause := backoff(time.Second, tries)
+		pause := timing.Backoff(time.Second, tries)
 		err := v.faults.journaling(p.RunID)
 		if err == nil {
 			err = v.store.PutPending(p)
@@ -805,7 +806,7 @@ func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
 // journal or of a strand whose processing failed for a passing reason.
 const (
 	commitPatience = 3 * time.Second
-	maxRetryPause  = 5 * time.Minute
+	maxRetryPause  = timing.MaxPause
 )
 
 // complete appends a journaled run's section (unless check finds it already

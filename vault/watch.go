@@ -14,6 +14,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/scheduler"
+	"github.com/knotd/knotd/vault/internal/timing"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -212,14 +213,14 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 type watchLoop struct {
 	v     *Vault
 	s     *scheduler.Scheduler[Job]
-	delay time.Duration         // how long a gone or new strand waits
-	gone  map[string]goneStrand // gone strands waiting for their delay
-	fresh map[string]goneStrand // new strands waiting for their delay
-	retry dues[watcher.Hint]    // hints whose reconcile failed, tried again after a pause
+	delay time.Duration             // how long a gone or new strand waits
+	gone  map[string]goneStrand     // gone strands waiting for their delay
+	fresh map[string]goneStrand     // new strands waiting for their delay
+	retry timing.Dues[watcher.Hint] // hints whose reconcile failed, tried again after a pause
 	// journaled are the strands with runs still journaled (their reply
 	// could not be appended or committed: a full disk): when each is
 	// tried again, with a pause that doubles while it stays journaled.
-	journaled dues[struct{}]
+	journaled timing.Dues[struct{}]
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
@@ -271,13 +272,13 @@ func (l *watchLoop) retryJournaled() {
 			continue
 		}
 		still[rel] = true
-		if !l.journaled.isDue(rel, now) {
+		if !l.journaled.IsDue(rel, now) {
 			continue
 		}
-		l.journaled.retry(rel, struct{}{}, now, l.every)
+		l.journaled.Retry(rel, struct{}{}, now, l.every)
 		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 	}
-	l.journaled.keep(func(rel string) bool { return still[rel] }) // the others finished
+	l.journaled.Keep(func(rel string) bool { return still[rel] }) // the others finished
 }
 
 // releaseAfterWork gives memory back at each check after work was done:
@@ -416,7 +417,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	for _, h := range batch {
 		if _, failed := slices.BinarySearch(unlooked, h.Path); h.Dir || !failed {
-			l.retry.forget(retryKey(h))
+			l.retry.Forget(retryKey(h))
 		}
 	}
 	if len(unlooked) > 0 {
@@ -474,7 +475,7 @@ func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
 		if h.Full() {
 			h = watcher.Hint{Dir: true}
 		}
-		pause := l.retry.retry(retryKey(h), h, now, time.Second)
+		pause := l.retry.Retry(retryKey(h), h, now, time.Second)
 		if soonest == 0 || pause < soonest {
 			soonest = pause
 		}
@@ -494,7 +495,7 @@ func (l *watchLoop) isNew(rel string) bool {
 // strand that is a gone one moved takes its record and tie-off, and
 // neither runs (see detectRename); the others go on waiting.
 func (l *watchLoop) due(now time.Time) {
-	if retries := l.retry.dueBy(now); len(retries) > 0 {
+	if retries := l.retry.DueBy(now); len(retries) > 0 {
 		// Tried again as a batch of their own (a full rescan among them
 		// is a rescan), in the order of their keys.
 		l.reconcile(retries)
@@ -585,7 +586,7 @@ func (l *watchLoop) next() (time.Time, bool) {
 			}
 		}
 	}
-	if r, ok := l.retry.next(); ok && (next.IsZero() || r.Before(next)) {
+	if r, ok := l.retry.Next(); ok && (next.IsZero() || r.Before(next)) {
 		next = r
 	}
 	return next, !next.IsZero()
