@@ -25,9 +25,10 @@
 //     recovery and polling all go through it. claims.go keeps a moved
 //     strand's old and new paths away from the pipeline while the move is
 //     applied.
-//   - Sync conflicts and resets (conflict.go, the reconciler's; reset.go):
-//     conflict copies of a strand or tie-off folded back, the pipeline's
-//     first step (reconciler.fold); knotd reset.
+//   - Sync conflicts and resets (conflict.go, the reconciler's, with
+//     package vault/internal/conflict, which knows copies without touching
+//     the vault; reset.go): conflict copies of a strand or tie-off folded
+//     back, the pipeline's first step (reconciler.fold); knotd reset.
 //   - Timed work (queue.go, with package scheduler and package
 //     vault/internal/timing): one run at a time for a strand, at most one
 //     follow-up for everything that arrived meanwhile, under a global

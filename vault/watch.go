@@ -570,7 +570,7 @@ func (l *watchLoop) due(now time.Time) {
 // tie-off that a sync tool made meanwhile (of that very write, say) is
 // folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.pending(rel) {
+	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.Pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)
