@@ -17,6 +17,7 @@ import (
 	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/vault/internal/answer"
 )
 
 // Two devices share a vault (docs/design.md#invariants, 7). These tests run both
@@ -333,7 +334,7 @@ func TestOnce_FirstClaimsAtOnce(t *testing.T) {
 
 // TestOnce_FirstClaimAlone: a device alone with a vault appends its first
 // claim's answers at once; in a synced folder it appends them once no
-// other device's earlier claim arrived within settleFor of its claim.
+// other device's earlier claim arrived within answer.SettleFor of its claim.
 func TestOnce_FirstClaimAlone(t *testing.T) {
 	for _, synced := range []bool{false, true} {
 		t.Run(fmt.Sprint("synced=", synced), func(t *testing.T) {
@@ -359,7 +360,7 @@ func TestOnce_FirstClaimAlone(t *testing.T) {
 				if n := len(e.sections("n.md")); n != 0 {
 					t.Fatalf("the answer was appended before the claim settled (%d sections)", n)
 				}
-				c.advance(settleFor)
+				c.advance(answer.SettleFor)
 			}
 			sum := <-done
 			if got := ran(sum); !slices.Equal(got, []string{"Created n.md"}) {

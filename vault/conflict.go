@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/conflict"
 )
 
 // Sync tools make a conflict copy of a file that two devices changed
@@ -40,60 +37,6 @@ import (
 //     kept in the state, so a restart does not say it again) and leaves
 //     to the user.
 
-// isConflictPath reports whether rel is a sync tool's conflict copy of a
-// file in the vault (outside knotd's own folder).
-func isConflictPath(rel string) bool {
-	return strand.ValidateRel(rel) == nil && !strand.IsStrandPath(rel) &&
-		!strand.Within(rel, strand.StateDir) && strand.IsConflictCopy(path.Base(rel))
-}
-
-// isWatched is what knotd looks for in a vault: strands and conflict
-// copies.
-func isWatched(rel string) bool { return strand.IsStrandPath(rel) || isConflictPath(rel) }
-
-// copies are the conflict copies of tie-offs and notes reconcile found,
-// by strand, waiting for the strand's next processing to merge them.
-type copies struct {
-	mu   sync.Mutex
-	tie  map[string][]string // strand -> its tie-off's copies
-	note map[string][]string // strand -> its own copies
-}
-
-func (c *copies) add(rel, copy string) { c.addTo(&c.tie, rel, copy) }
-
-func (c *copies) addNote(rel, copy string) { c.addTo(&c.note, rel, copy) }
-
-func (c *copies) addTo(m *map[string][]string, rel, copy string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if *m == nil {
-		*m = map[string][]string{}
-	}
-	if !slices.Contains((*m)[rel], copy) {
-		(*m)[rel] = append((*m)[rel], copy)
-	}
-}
-
-func (c *copies) take(rel string) []string { return c.takeFrom(c.tie, rel) }
-
-func (c *copies) takeNotes(rel string) []string { return c.takeFrom(c.note, rel) }
-
-// pending reports whether conflict copies of the strand rel's tie-off or
-// note wait for its next processing.
-func (c *copies) pending(rel string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.tie[rel]) > 0 || len(c.note[rel]) > 0
-}
-
-func (c *copies) takeFrom(m map[string][]string, rel string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cs := m[rel]
-	delete(m, rel)
-	return cs
-}
-
 // sawCopies handles the conflict copies a reconcile pass found: it returns
 // the strands whose tie-off or note has a copy to merge (their processing
 // merges it), and says once each note copy that belongs to no strand.
@@ -106,14 +49,14 @@ func (r *reconciler) sawCopies(found []string) (strands []string) {
 		if orig, ok := tieoff.ConflictOf(c); ok {
 			if rel, ok := strand.StrandPath(orig); ok {
 				if !v.dry {
-					r.copies.add(rel, c)
+					r.copies.Add(rel, c)
 				}
 				strands = append(strands, rel)
 				continue
 			}
 		}
-		if orig := originalOf(c); orig != c && strand.IsStrandPath(orig) && !v.dry {
-			r.copies.addNote(orig, c)
+		if orig := conflict.OriginalOf(c); orig != c && strand.IsStrandPath(orig) && !v.dry {
+			r.copies.AddNote(orig, c)
 			strands = append(strands, orig)
 			continue
 		}
@@ -128,7 +71,7 @@ func (r *reconciler) sayNoteCopy(c string) {
 	v := r.v
 	v.noticeOnce("conflict:"+c, func() {
 		v.log.Warn("a sync tool made a conflict copy of a note: knotd does not run it; compare it with the note, keep what you want, then delete the copy",
-			"copy", c, "note", originalOf(c))
+			"copy", c, "note", conflict.OriginalOf(c))
 	})
 }
 
@@ -150,18 +93,18 @@ func (r *reconciler) fold(rel string) {
 // foldNoteCopy), and says the others once; the caller holds the strand.
 func (r *reconciler) foldNoteCopies(rel string) {
 	v := r.v
-	for _, c := range r.copies.takeNotes(rel) {
+	for _, c := range r.copies.TakeNotes(rel) {
 		how, err := r.foldNoteCopy(rel, c)
 		switch {
 		case err != nil:
 			v.log.Error("cannot fold a sync tool's conflict copy of a note back into it", "strand", rel, "copy", c, "err", err)
 			r.sayNoteCopy(c)
-		case how == noFold:
+		case how == conflict.NoFold:
 			r.sayNoteCopy(c)
-		case how == folded:
+		case how == conflict.Folded:
 			v.log.Info("a save from another device met knotd's write of the note's knot_session, and the sync tool kept it in a conflict copy: knotd put it back into the note and removed the copy",
 				"strand", rel, "copy", c)
-		case how == ownWrite:
+		case how == conflict.OwnWrite:
 			v.log.Info("removed a sync tool's conflict copy of a note that is knotd's own write of its knot_session, which a newer save replaced", "strand", rel, "copy", c)
 		default:
 			v.log.Info("removed a sync tool's conflict copy of a note that holds nothing the note lacks (knotd's keys aside)", "strand", rel, "copy", c)
@@ -169,109 +112,83 @@ func (r *reconciler) foldNoteCopies(rel string) {
 	}
 }
 
-// How foldNoteCopy dealt with a conflict copy.
-const (
-	noFold   = iota // left to the user
-	folded          // its content went back into the note
-	removed         // it held nothing the note lacks
-	ownWrite        // it was knotd's own write of the note, and is removed
-)
-
-// judgeNoteCopy decides what becomes of cp, a conflict copy of a note
-// that holds note, knowing the hashes of the versions of the note that
-// knotd wrote (wrote): ownWrite when cp is exactly one of them (knotd's
-// write of the note's knot_session, which a newer save replaced: it holds
-// only what the user had saved before, and the agent saw), removed when
-// it holds nothing the note lacks, knotd's keys aside (every line of it
-// is in the note, in the same order: a line the note lacks, or lines in
-// another order, keep it), and noFold otherwise.
-func judgeNoteCopy(note, cp []byte, wrote []state.Hash) int {
-	if slices.Contains(wrote, state.HashOf(cp)) {
-		return ownWrite
-	}
-	if linesWithin(frontmatter.WithoutOwnKeys(cp), frontmatter.WithoutOwnKeys(note)) {
-		return removed
-	}
-	return noFold
-}
-
 // foldNoteCopy deals with the conflict copy c of the strand rel's note,
 // while the note is there to compare it with. A copy that is knotd's own
 // write of the note, or holds nothing the note lacks, is removed (see
-// judgeNoteCopy). A copy that knotd's write of the note's knot_session
+// conflict.Judge). A copy that knotd's write of the note's knot_session
 // made is folded back into the note: the note is exactly the version
 // knotd last processed, which holds the session knotd keeps for it
 // (knotd wrote it there), and the copy, knotd's keys aside, holds every
 // line of the note in the same order (the other device only added to
 // what knotd wrote over). The note then gets the copy's content with its
 // knot_session, and the copy is removed. Any other copy is left as it is
-// (noFold).
+// (conflict.NoFold).
 func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
 	v := r.v
 	note, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || tooBig {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
 	if err != nil {
-		return noFold, err
+		return conflict.NoFold, err
 	}
 	cp, cfi, err := vaultfs.ReadFile(v.fs, filepath.FromSlash(c), v.config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, vaultfs.ErrTooLarge) {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
 	if err != nil {
-		return noFold, err
+		return conflict.NoFold, err
 	}
 	rec, has, err := v.store.Get(rel)
 	if err != nil {
-		return noFold, err
+		return conflict.NoFold, err
 	}
-	if how := judgeNoteCopy(note, cp, rec.Wrote); how != noFold {
-		if how == ownWrite && !linesWithin(frontmatter.WithoutOwnKeys(cp), frontmatter.WithoutOwnKeys(note)) {
+	if how := conflict.Judge(note, cp, rec.Wrote); how != conflict.NoFold {
+		if how == conflict.OwnWrite && !conflict.LinesWithin(frontmatter.WithoutOwnKeys(cp), frontmatter.WithoutOwnKeys(note)) {
 			// knotd's write carried the version it wrote over, which
 			// may hold words typed on this device that the winning save
 			// never had: they are kept, outside the vault, before the
 			// copy goes.
 			where, err := v.sess.rescue(c, cp)
 			if err != nil {
-				return noFold, fmt.Errorf("keep the copy before removing it: %w", err)
+				return conflict.NoFold, fmt.Errorf("keep the copy before removing it: %w", err)
 			}
 			v.log.Info("the conflict copy holds lines the note lacks; knotd keeps it outside the vault", "copy", c, "kept", where)
 		}
 		return r.removeCopy(c, cfi, how)
 	}
 	if !has || rec.Session == "" {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
 	processed, ok, err := v.store.Content(rel)
 	if err != nil || !ok || !bytes.Equal(note, processed) {
-		return noFold, err
+		return conflict.NoFold, err
 	}
 	if doc, err := frontmatter.Parse(note); err != nil || doc.Fields.Session != rec.Session {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
 	if doc, err := frontmatter.Parse(cp); err != nil || (doc.Fields.Session != "" && doc.Fields.Session != rec.Session) {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
-	if !linesWithin(frontmatter.WithoutOwnKeys(note), frontmatter.WithoutOwnKeys(cp)) {
-		return noFold, nil
+	if !conflict.LinesWithin(frontmatter.WithoutOwnKeys(note), frontmatter.WithoutOwnKeys(cp)) {
+		return conflict.NoFold, nil
 	}
 	updated, err := frontmatter.SetSession(cp, rec.Session)
 	if err != nil {
-		return noFold, nil
+		return conflict.NoFold, nil
 	}
 	g, err := frontmatter.WriteFile(v.fs, rel, note, updated)
 	v.sess.settleGuard(rel, g) // a save that raced the write is put back, or kept
 	if errors.Is(err, vaultfs.ErrChanged) {
-		return noFold, nil // saved meanwhile: the copy stays, for the user
+		return conflict.NoFold, nil // saved meanwhile: the copy stays, for the user
 	}
 	if err != nil {
-		return noFold, err
+		return conflict.NoFold, err
 	}
 	if err := v.store.Update(func(tx *state.Tx) error { return tx.AddWrote(rel, state.HashOf(updated)) }); err != nil {
 		v.log.Warn("cannot remember knotd's write of the note; a conflict copy of it would be left to you", "strand", rel, "err", err)
 	}
-	return r.removeCopy(c, cfi, folded)
+	return r.removeCopy(c, cfi, conflict.Folded)
 }
 
 // removeCopy removes the conflict copy c, whose content, read when it was
@@ -285,52 +202,15 @@ func (r *reconciler) removeCopy(c string, read fs.FileInfo, how int) (int, error
 		return how, nil
 	}
 	if err != nil {
-		return noFold, fmt.Errorf("look at the copy again before removing it: %w", err)
+		return conflict.NoFold, fmt.Errorf("look at the copy again before removing it: %w", err)
 	}
 	if !os.SameFile(read, now) || state.StampOf(read) != state.StampOf(now) {
-		return noFold, nil // changed since it was read: it stays
+		return conflict.NoFold, nil // changed since it was read: it stays
 	}
 	if err := v.fs.Remove(filepath.FromSlash(c)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return noFold, fmt.Errorf("the copy's content is in the note, but the copy cannot be removed: %w", err)
+		return conflict.NoFold, fmt.Errorf("the copy's content is in the note, but the copy cannot be removed: %w", err)
 	}
 	return how, nil
-}
-
-// linesWithin reports whether every line of a is in b, in the same order
-// (b may have more lines anywhere).
-func linesWithin(a, b []byte) bool {
-	rest := b
-	for line := range bytes.Lines(a) {
-		for {
-			if len(rest) == 0 {
-				return false
-			}
-			i := bytes.IndexByte(rest, '\n')
-			next := rest
-			if i >= 0 {
-				next = rest[:i+1]
-			}
-			rest = rest[len(next):]
-			if bytes.Equal(bytes.TrimRight(next, "\r\n"), bytes.TrimRight(line, "\r\n")) {
-				break
-			}
-		}
-	}
-	return true
-}
-
-// originalOf guesses the note a conflict copy was made of, for messages.
-func originalOf(c string) string {
-	dir, base := path.Split(c)
-	ext := path.Ext(base)
-	stem := base[:len(base)-len(ext)]
-	if i := strings.LastIndex(stem, ".sync-conflict-"); i >= 0 {
-		return dir + stem[:i] + ext
-	}
-	if i := strings.LastIndex(stem, " ("); i >= 0 {
-		return dir + stem[:i] + ext
-	}
-	return c
 }
 
 // noticeOnce calls say unless the notice key was given before, in this
@@ -365,7 +245,7 @@ func (v *Vault) warnOnceFunc(key string, say func()) {
 // reconcile found; the caller holds the strand.
 func (r *reconciler) mergeCopies(rel string) {
 	v := r.v
-	cs := r.copies.take(rel)
+	cs := r.copies.Take(rel)
 	if len(cs) == 0 {
 		return
 	}

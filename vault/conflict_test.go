@@ -13,6 +13,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/conflict"
 )
 
 // TestOnce_MergesATieOffsConflictCopy: a sync tool's conflict copy of a
@@ -186,36 +187,36 @@ func TestJudgeNoteCopy(t *testing.T) {
 		want             int
 	}{
 		{"knotd's write, the user went on typing on the other device",
-			"# N\n\nI think that knotd is done\n\nmore\n", knotds, wrote, ownWrite},
+			"# N\n\nI think that knotd is done\n\nmore\n", knotds, wrote, conflict.OwnWrite},
 		{"knotd's write, a newer save deleted a line of it",
-			"# N\n", knotds, wrote, ownWrite},
+			"# N\n", knotds, wrote, conflict.OwnWrite},
 		{"the same bytes, but knotd does not know it wrote them",
-			"# N\n\nI think that knotd is done\n", knotds, nil, noFold},
+			"# N\n\nI think that knotd is done\n", knotds, nil, conflict.NoFold},
 		{"knotd's write with a line added on the other device",
-			"# N\n\nI think that knotd is done\n", knotds + "added there\n", wrote, noFold},
+			"# N\n\nI think that knotd is done\n", knotds + "added there\n", wrote, conflict.NoFold},
 		{"every line of the copy is in the note, which has more",
-			"# N\n\nI think th\n\nmore\n", knotds, nil, removed},
+			"# N\n\nI think th\n\nmore\n", knotds, nil, conflict.Removed},
 		{"the same, knotd's keys aside",
-			session + "# N\n\nI think th\n", "# N\n\nI think th\n", nil, removed},
+			session + "# N\n\nI think th\n", "# N\n\nI think th\n", nil, conflict.Removed},
 		{"another session in the copy, knotd's keys aside",
-			session + "# N\n", "---\nknot_session: new\n---\n# N\n", nil, removed},
+			session + "# N\n", "---\nknot_session: new\n---\n# N\n", nil, conflict.Removed},
 		{"line endings aside",
-			"# N\n\nI think th\n", "# N\r\n\r\nI think th", nil, removed},
-		{"an empty copy", "# N\n", "", nil, removed},
+			"# N\n\nI think th\n", "# N\r\n\r\nI think th", nil, conflict.Removed},
+		{"an empty copy", "# N\n", "", nil, conflict.Removed},
 		{"a line the note lacks (deleted on the note's device)",
-			"# N\n\nkept\n", "# N\n\nkept\n\ndeleted here, kept there\n", nil, noFold},
+			"# N\n\nkept\n", "# N\n\nkept\n\ndeleted here, kept there\n", nil, conflict.NoFold},
 		{"a line twice in the copy, once in the note",
-			"# N\n\n- milk\n", "# N\n\n- milk\n- milk\n", nil, noFold},
+			"# N\n\n- milk\n", "# N\n\n- milk\n- milk\n", nil, conflict.NoFold},
 		{"lines in another order",
-			"# N\n\nfirst\n\nsecond\n", "# N\n\nsecond\n\nfirst\n", nil, noFold},
+			"# N\n\nfirst\n\nsecond\n", "# N\n\nsecond\n\nfirst\n", nil, conflict.NoFold},
 		{"a frontmatter key of the user's the note lacks",
-			session + "# N\n", "---\ntags: [idea]\n---\n# N\n", nil, noFold},
+			session + "# N\n", "---\ntags: [idea]\n---\n# N\n", nil, conflict.NoFold},
 		{"the user's frontmatter key in both",
-			"---\ntags: [idea]\n---\n# N\n\nmore\n", "---\ntags: [idea]\nknot_session: new\n---\n# N\n", nil, removed},
+			"---\ntags: [idea]\n---\n# N\n\nmore\n", "---\ntags: [idea]\nknot_session: new\n---\n# N\n", nil, conflict.Removed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := judgeNoteCopy([]byte(tc.note), []byte(tc.copy), tc.wrote); got != tc.want {
-				t.Errorf("judgeNoteCopy = %d; want %d", got, tc.want)
+			if got := conflict.Judge([]byte(tc.note), []byte(tc.copy), tc.wrote); got != tc.want {
+				t.Errorf("conflict.Judge = %d; want %d", got, tc.want)
 			}
 		})
 	}
@@ -325,8 +326,8 @@ func TestRemoveCopy_OnlyTheFileItRead(t *testing.T) {
 			_, fi, err := vaultfs.ReadFile(v.fs, c, 1<<20)
 			mustDo(t, err)
 			tc.meanwhile(e)
-			how, err := v.recon.removeCopy(c, fi, removed)
-			if err != nil || (how == removed) != tc.wantGone || e.exists(c) == tc.wantGone {
+			how, err := v.recon.removeCopy(c, fi, conflict.Removed)
+			if err != nil || (how == conflict.Removed) != tc.wantGone || e.exists(c) == tc.wantGone {
 				t.Errorf("removeCopy = %d, %v; copy there: %v; want it removed: %v", how, err, e.exists(c), tc.wantGone)
 			}
 		})

@@ -22,6 +22,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/vault/internal/answer"
 )
 
 // What knotd status, run, retry, pause and resume ask of a vault: the
@@ -113,17 +114,17 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
 		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
 	}
-	for rel, d := range v.budget.deferredNotes() {
-		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.since, Why: d.why})
+	for rel, d := range v.budget.Deferred() {
+		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.Since, Why: d.Why})
 	}
 	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
-	switch d := v.answering.lastDecision(); {
+	switch d := v.answering.LastDecision(); {
 	case d == nil:
 		st.Standby = "starting: it has not yet decided whether this device answers the vault"
 	case d.Answer:
 		st.Answering = true
 	default:
-		st.Standby = standbyReason(*d)
+		st.Standby = answer.StandbyReason(*d)
 	}
 	if s := v.live.Load(); s != nil {
 		for _, e := range s.Snapshot() {
@@ -483,8 +484,8 @@ func (c *Control) liveScheduler() (*scheduler.Scheduler[Job], error) {
 	if s := v.live.Load(); s != nil {
 		return s, nil
 	}
-	if d := v.answering.lastDecision(); d != nil && !d.Answer {
-		return nil, fmt.Errorf("this device stands by: %s", standbyReason(*d))
+	if d := v.answering.LastDecision(); d != nil && !d.Answer {
+		return nil, fmt.Errorf("this device stands by: %s", answer.StandbyReason(*d))
 	}
 	return nil, errors.New("knotd is not answering the vault yet (it is starting); try again in a moment")
 }

@@ -25,20 +25,25 @@
 //     recovery and polling all go through it. claims.go keeps a moved
 //     strand's old and new paths away from the pipeline while the move is
 //     applied.
-//   - Sync conflicts and resets (conflict.go, the reconciler's; reset.go):
-//     conflict copies of a strand or tie-off folded back, the pipeline's
-//     first step (reconciler.fold); knotd reset.
-//   - Timed work (queue.go, with package scheduler): one run at a time
-//     for a strand, at most one follow-up for everything that arrived
-//     meanwhile, under a global concurrency limit; follow-ups wait for the
-//     strand to be quiet, retries for a pause that grows (backoff, the one
-//     formula every retry uses).
-//   - Answering device (answerer, answering.go): which of the vault's
-//     devices answers it (heartbeats in the vault, package device).
+//   - Sync conflicts and resets (conflict.go, the reconciler's, with
+//     package vault/internal/conflict, which knows copies without touching
+//     the vault; reset.go): conflict copies of a strand or tie-off folded
+//     back, the pipeline's first step (reconciler.fold); knotd reset.
+//   - Timed work (queue.go, with package scheduler and package
+//     vault/internal/timing): one run at a time for a strand, at most one
+//     follow-up for everything that arrived meanwhile, under a global
+//     concurrency limit; follow-ups wait for the strand to be quiet,
+//     retries for a pause that grows (timing.Later), the watch loop's
+//     retried hints and journaled strands likewise (timing.Dues); every
+//     retry waits by one formula (timing.Backoff).
+//   - Answering device (package vault/internal/answer; answerHost in
+//     vault.go is all it asks of the Vault): which of the vault's devices
+//     answers it (heartbeats in the vault, package device).
 //   - The control socket's adapter (Control, control.go): what knotd
 //     status, run, retry, pause, resume and trust ask of the vault.
-//   - Budget (budget, budget.go) and reloads (reloader, reload.go): the
-//     day's spend, and the configuration loaded again when it changes.
+//   - Budget (package vault/internal/budget; budgetHost in vault.go) and
+//     reloads (reloader, reload.go): the day's spend, and the
+//     configuration loaded again when it changes.
 //   - Transcripts (transcript.go): each run's machine record, written
 //     with package transcript from run.started to tieoff.appended, with
 //     environment secrets masked (in tie-off sections too).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/control"
 	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/vault/internal/answer"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/watcher"
@@ -121,7 +122,7 @@ func (t *tally) add(rep RunReport) {
 func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err error) {
 	start := v.now()
 	t := &tally{sum: Summary{Vault: v.root, Runs: []RunReport{}, Paused: []Waiting{}, Deferred: []Waiting{}}}
-	defer v.answering.stopBeat()
+	defer v.answering.StopBeat()
 	defer func() {
 		if derr := v.stateDamaged(); derr != nil {
 			err = derr // whatever the pass met first, the damage is what to say
@@ -139,27 +140,27 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 		}
 		t.sum.Adopted, t.sum.Answered = adoption.Adopted, adoption.Answered
 	}
-	d, derr := v.answering.decideAnswering(opts.TakeOver)
+	d, derr := v.answering.Decide(opts.TakeOver)
 	if !d.Answer {
 		v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
-		t.sum.Standby, t.sum.StandbyHow, t.sum.Unanswered = standbyReason(d), d.How, d.Unanswered
+		t.sum.Standby, t.sum.StandbyHow, t.sum.Unanswered = answer.StandbyReason(d), d.How, d.Unanswered
 		return t.sum, derr
 	}
-	v.answering.waitHandover(ctx, d.From)
+	v.answering.WaitHandover(ctx, d.From)
 	// The pass goes on deciding at every heartbeat, like the daemon: a
 	// pass longer than takeover_after stays heard, and a takeover during
 	// the pass stops it (its runs in progress without appending them).
 	passCtx, stepDown := context.WithCancel(ctx)
 	said := d.Why
 	var kw sync.WaitGroup
-	kw.Go(func() { v.answering.keepAnswering(passCtx, stepDown, &said) })
+	kw.Go(func() { v.answering.KeepAnswering(passCtx, stepDown, &said) })
 	parent := ctx // ctx becomes passCtx below, which stepDown ends
 	defer func() {
 		stepDown()
 		kw.Wait()
-		if v.answering.steppingDown.Swap(false) && parent.Err() == nil {
-			if last := v.answering.lastDecision(); last != nil {
-				res.Standby, res.StandbyHow = standbyReason(*last), last.How
+		if v.answering.SteppingDown.Swap(false) && parent.Err() == nil {
+			if last := v.answering.LastDecision(); last != nil {
+				res.Standby, res.StandbyHow = answer.StandbyReason(*last), last.How
 			}
 			if errors.Is(err, context.Canceled) {
 				err = nil // the pass stopped because another device took over

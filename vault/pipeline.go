@@ -24,6 +24,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/timing"
 )
 
 // pipeline is the pipeline of one strand's change (process): fold, look,
@@ -296,7 +297,7 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		return rep, err
 	}
 	defer r.log.close()
-	if !v.answering.answersHold(ctx) {
+	if !v.answering.AnswersHold(ctx) {
 		// Another device's claim of the vault won while the agent ran
 		// (two first claims at the same moment): that device answers
 		// the change; nothing is appended or recorded.
@@ -350,13 +351,13 @@ func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, 
 		// unrecorded until the budget allows (or a run by hand):
 		// nothing is lost. One that runs counts against it from
 		// now (the scheduler's work ends it: landed).
-		if ok, why, err := v.budget.budgetAllows(rel, job.ByHand); err != nil || !ok {
+		if ok, why, err := v.budget.Allows(rel, job.ByHand); err != nil || !ok {
 			return nil, budgetSkip + why, err
 		}
 	}
 	if w.failure == "" && !job.ByHand && v.dry {
 		// A dry run says so too, and records nothing.
-		if why, err := v.budget.budgetWouldDefer(rel); err != nil || why != "" {
+		if why, err := v.budget.WouldDefer(rel); err != nil || why != "" {
 			return nil, budgetSkip + why, err
 		}
 	}
@@ -780,7 +781,7 @@ func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
 	v := pl.v
 	deadline := v.now().Add(commitPatience)
 	for tries := 0; ; tries++ {
-		pause := backoff(time.Second, tries)
+		pause := timing.Backoff(time.Second, tries)
 		err := v.faults.journaling(p.RunID)
 		if err == nil {
 			err = v.store.PutPending(p)
@@ -805,7 +806,7 @@ func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
 // journal or of a strand whose processing failed for a passing reason.
 const (
 	commitPatience = 3 * time.Second
-	maxRetryPause  = 5 * time.Minute
+	maxRetryPause  = timing.MaxPause
 )
 
 // complete appends a journaled run's section (unless check finds it already

@@ -10,6 +10,7 @@ import (
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/vault/internal/timing"
 )
 
 // scheduler builds the per-strand scheduler whose work is process. Each
@@ -19,20 +20,20 @@ import (
 // once the scheduler's Run has returned.
 func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *scheduler.Scheduler[Job], release func()) {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	later := &laterTimers{}
+	later := &timing.Later[Job]{}
 	var mu sync.Mutex
 	var timer *time.Timer
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		grace := v.grace
-		if v.answering.steppingDown.Load() {
+		if v.answering.SteppingDown.Load() {
 			grace = 0 // another device answers what these runs were answering
 		}
 		timer = time.AfterFunc(grace, cancelRuns)
 	})
 	release = func() {
-		later.stop()
+		later.Stop()
 		stop()
 		mu.Lock()
 		if timer != nil {
@@ -48,7 +49,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		return submitted
 	}
 	s.Work = func(_ context.Context, rel string, job Job) {
-		if !job.ByHand && later.hold(rel, job, s.Merge) {
+		if !job.ByHand && later.Hold(rel, job, s.Merge) {
 			// The strand failed and its retry waits: this change goes
 			// with the retry (the strand is read afresh then), so that
 			// a failure that lasts (a full disk) is not met again at
@@ -57,9 +58,9 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		}
 		// This run reads the strand as it is now: a follow-up waiting for
 		// an earlier run's changes is done by it.
-		later.supersede(rel)
+		later.Supersede(rel)
 		rep, again, err := v.pipe.process(runCtx, rel, job)
-		v.budget.landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
+		v.budget.Landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		// From now on the strand's record holds what knotd wrote into
 		// it, if anything: the watcher no longer needs telling.
 		v.own.forget(rel)
@@ -71,14 +72,14 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 				// A full disk, too many open files, a strand that kept
 				// changing: the change is not dropped; it is tried again
 				// after a pause that grows while it keeps failing.
-				pause := later.failed(rel)
+				pause := later.Failed(rel)
 				v.log.Error("cannot process note; trying again", "strand", rel, "in", pause, "err", err)
-				later.after(ctx, rel, pause, func() { s.Submit(rel, later.release(rel, job, s.Merge)) })
+				later.After(ctx, rel, pause, func() { s.Submit(rel, later.Release(rel, job, s.Merge)) })
 			} else {
 				v.log.Error("cannot process note", "strand", rel, "err", err)
 			}
 		} else {
-			later.succeeded(rel)
+			later.Succeeded(rel)
 			if rep.Ran && rep.Event != strand.Deleted && !v.dry {
 				if why, err := breakerRan(v.store, rel, v.now(), rep.Failed(), v.config().Breakers); err != nil {
 					v.log.Error("cannot count the run for the breakers", "strand", rel, "err", err)
@@ -115,7 +116,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 
 // followUp submits the follow-up of the strand rel once it has been quiet
 // (not modified) for the debounce, or at the latest at deadline.
-func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
+func (v *Vault) followUp(ctx context.Context, later *timing.Later[Job], s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
 	quiet := v.config().Debounce
 	wait := quiet
 	if info, where, err := v.recon.lstatStrand(rel); err == nil && where == present {
@@ -128,126 +129,5 @@ func (v *Vault) followUp(ctx context.Context, later *laterTimers, s *scheduler.S
 		return
 	}
 	wait = min(wait, deadline.Sub(v.now()))
-	later.after(ctx, rel, wait, func() { v.followUp(ctx, later, s, rel, job, deadline) })
-}
-
-// laterTimers are the scheduler's delayed submissions, one per strand (a
-// newer one replaces it), with each strand's run of failures. The
-// scheduler's release stops them all.
-type laterTimers struct {
-	mu       sync.Mutex
-	timers   map[string]*time.Timer
-	failures map[string]int
-	held     map[string]Job // work held for a failed strand's retry
-	stopped  bool
-}
-
-// hold keeps job for the retry of the strand rel if it failed and its
-// retry waits, merged with what is held already, and reports whether it
-// did.
-func (l *laterTimers) hold(rel string, job Job, merge func(waiting, submitted Job) Job) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, waits := l.timers[rel]; !waits || l.failures[rel] == 0 {
-		return false
-	}
-	if l.held == nil {
-		l.held = make(map[string]Job)
-	}
-	if h, ok := l.held[rel]; ok {
-		job = merge(h, job)
-	}
-	l.held[rel] = job
-	return true
-}
-
-// release returns job merged with the work held for the strand rel's
-// retry, and forgets it.
-func (l *laterTimers) release(rel string, job Job, merge func(waiting, submitted Job) Job) Job {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if h, ok := l.held[rel]; ok {
-		job = merge(job, h)
-		delete(l.held, rel)
-	}
-	return job
-}
-
-// after calls submit after d, unless ctx is done by then or the timers
-// are stopped; it replaces the strand's pending call, if any.
-func (l *laterTimers) after(ctx context.Context, rel string, d time.Duration, submit func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped || ctx.Err() != nil {
-		return
-	}
-	if l.timers == nil {
-		l.timers = make(map[string]*time.Timer)
-	}
-	if t, ok := l.timers[rel]; ok {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		l.mu.Lock()
-		mine := l.timers[rel] == t && !l.stopped
-		if mine {
-			delete(l.timers, rel)
-		}
-		l.mu.Unlock()
-		if mine && ctx.Err() == nil {
-			submit()
-		}
-	})
-	l.timers[rel] = t
-}
-
-// supersede stops the strand's follow-up if one waits (not a retry after
-// a failure, which holds the work that waits for it).
-func (l *laterTimers) supersede(rel string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.timers[rel]; ok && l.failures[rel] == 0 {
-		t.Stop()
-		delete(l.timers, rel)
-	}
-}
-
-// failed counts a failure of the strand and returns the pause before it
-// is tried again: a second, doubling up to maxRetryPause.
-func (l *laterTimers) failed(rel string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.failures == nil {
-		l.failures = make(map[string]int)
-	}
-	n := l.failures[rel]
-	l.failures[rel] = n + 1
-	return backoff(time.Second, n)
-}
-
-// succeeded forgets the strand's failures.
-func (l *laterTimers) succeeded(rel string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.failures, rel)
-}
-
-// stop stops every pending call.
-func (l *laterTimers) stop() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.stopped = true
-	for rel, t := range l.timers {
-		t.Stop()
-		delete(l.timers, rel)
-	}
-}
-
-// backoff is the pause before trying again what failed tries times in a
-// row: first, doubling with each failure, up to maxRetryPause. Every retry
-// that waits longer while its failure lasts (a strand, a hint, a journaled
-// run, a journal write) waits by it.
-func backoff(first time.Duration, tries int) time.Duration {
-	return min(first<<min(tries, 20), maxRetryPause)
+	later.After(ctx, rel, wait, func() { v.followUp(ctx, later, s, rel, job, deadline) })
 }

@@ -3,6 +3,8 @@ package vault
 import (
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/vault/internal/timing"
 )
 
 // TestBackoff checks the one retry formula against the pauses its four
@@ -24,15 +26,15 @@ func TestBackoff(t *testing.T) {
 		{rootCheck, 5, maxRetryPause},
 		{rootCheck, 63, maxRetryPause},
 	} {
-		if got := backoff(c.first, c.tries); got != c.want {
-			t.Errorf("backoff(%v, %d) = %v, want %v", c.first, c.tries, got, c.want)
+		if got := timing.Backoff(c.first, c.tries); got != c.want {
+			t.Errorf("Backoff(%v, %d) = %v, want %v", c.first, c.tries, got, c.want)
 		}
 	}
 	// The journal's loop doubled its pause itself: the formula gives the
 	// same sequence.
 	pause := time.Second
 	for tries := range 40 {
-		if got := backoff(time.Second, tries); got != pause {
+		if got := timing.Backoff(time.Second, tries); got != pause {
 			t.Fatalf("try %d: backoff = %v, the doubling loop gave %v", tries, got, pause)
 		}
 		pause = min(2*pause, maxRetryPause)

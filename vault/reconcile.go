@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/state"
+	"github.com/knotd/knotd/vault/internal/conflict"
 
 	"github.com/knotd/knotd/frontmatter"
 	"github.com/knotd/knotd/ignore"
@@ -26,7 +27,7 @@ import (
 // merged.
 type reconciler struct {
 	v      *Vault
-	copies copies // conflict copies of tie-offs waiting to be merged
+	copies conflict.Copies // conflict copies of tie-offs waiting to be merged
 }
 
 // reconcile compares the disk with the store for everything the hints
@@ -75,7 +76,7 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 			subtrees = append(subtrees, h.Path)
 		case strand.IsStrandPath(h.Path):
 			cands = append(cands, candidate{path: h.Path, src: fromHint})
-		case isConflictPath(h.Path):
+		case conflict.IsCopy(h.Path):
 			copies = append(copies, h.Path)
 		default:
 			if rel, ok := v.pipe.waitingFor(h.Path); ok {
@@ -99,7 +100,7 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		for _, f := range listing.Files {
 			switch {
 			case withinAny(f.Path, subtrees):
-			case isConflictPath(f.Path):
+			case conflict.IsCopy(f.Path):
 				copies = append(copies, f.Path)
 			default:
 				cands = append(cands, candidate{path: f.Path, info: f.Info, src: fromListing})
@@ -107,8 +108,8 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		}
 	}
 	for _, dir := range subtrees {
-		err := r.walkWith(dir, true, isWatched, func(rel string, info fs.FileInfo) {
-			if isConflictPath(rel) {
+		err := r.walkWith(dir, true, conflict.Watched, func(rel string, info fs.FileInfo) {
+			if conflict.IsCopy(rel) {
 				copies = append(copies, rel)
 				return
 			}

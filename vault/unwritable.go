@@ -11,6 +11,7 @@ import (
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/strand"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/conflict"
 )
 
 // A tie-off knotd can never write until the user changes something: its
@@ -65,9 +66,9 @@ func (pl *pipeline) checkTieOff(rel string) error {
 }
 
 // watched is what the watcher hints: what knotd looks for in a vault
-// (isWatched), and the tie-offs that changes wait for.
+// (conflict.Watched), and the tie-offs that changes wait for.
 func (pl *pipeline) watched(rel string) bool {
-	if isWatched(rel) {
+	if conflict.Watched(rel) {
 		return true
 	}
 	_, ok := pl.tieWaits.Load(rel)

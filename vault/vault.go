@@ -14,10 +14,13 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/config"
+	"github.com/knotd/knotd/device"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/scheduler"
 	"github.com/knotd/knotd/state"
 	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/vault/internal/answer"
+	"github.com/knotd/knotd/vault/internal/budget"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/frontmatter"
@@ -103,9 +106,9 @@ type Vault struct {
 	// sync tools' conflict copies (reconcile.go, conflict.go).
 	recon reconciler
 
-	// answering decides whether this device answers the vault
-	// (answering.go).
-	answering answerer
+	// answering decides whether this device answers the vault (package
+	// vault/internal/answer; made by open once this device is known).
+	answering *answer.Device
 	// watching is set while Watch runs: a failure that may pass (a full
 	// disk) is tried again rather than reported and left.
 	watching atomic.Bool
@@ -119,8 +122,8 @@ type Vault struct {
 	// (knot_session), so that the watcher does not take them for changes.
 	own ownWrites
 	// budget counts the day's runs and defers what goes past it
-	// (budget.go).
-	budget budget
+	// (package vault/internal/budget).
+	budget *budget.Budget
 	// obsidian is Obsidian's Excluded files setting, read at open and at
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
@@ -164,6 +167,8 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 	if v.device, err = statedir.LoadDevice(home); err != nil {
 		return nil, err
 	}
+	v.answering = answer.New(answerHost{v}, answer.Options{FS: v.fs, Root: root, Dry: dry,
+		ID: v.device.ID, Name: v.device.Name, Version: Version, Beat: opts.Heartbeat})
 	if dry && opts.StateCopy != "" {
 		// Beside the knotd that holds the lock and the store: read the
 		// copy of its state it made, and write nothing.
@@ -355,10 +360,9 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 	v.recon = reconciler{v: v}
 	v.pipe = pipeline{v: v}
 	v.adoption = adopter{v: v}
-	v.budget = budget{v: v}
+	v.budget = budget.New(budgetHost{v})
 	v.reloader = reloader{v: v}
 	v.sess = sessionKeeper{v: v}
-	v.answering = answerer{v: v, beat: opts.Heartbeat, recheck: make(chan struct{}, 1)}
 	v.conf.Store(cfg)
 	v.reloader.loadOpts = loadOpts
 	v.reloader.confStamps = v.reloader.configStamps()
@@ -729,6 +733,30 @@ func adoptSession(tx *state.Tx, rec *state.Record, content []byte) error {
 
 // config returns the configuration in force.
 func (v *Vault) config() *config.Config { return v.conf.Load() }
+
+// answerHost is what the answering device asks of the vault: its clock,
+// logger and warnings, and the configuration's answering policy, read
+// each time.
+type answerHost struct{ v *Vault }
+
+func (h answerHost) Now() time.Time    { return h.v.now() }
+func (h answerHost) Log() *slog.Logger { return h.v.log }
+func (h answerHost) WarnOnce(path, msg string, args ...any) {
+	h.v.warnOnce(path, msg, args...)
+}
+func (h answerHost) Policy() device.Policy {
+	return device.Policy{Runner: h.v.config().Runner, TakeoverAfter: h.v.config().TakeoverAfter}
+}
+
+// budgetHost is what the day's budget asks of the vault: its clock,
+// logger, the budget in force and where the transcripts are, read each
+// time (the state folder is known only once open has found it).
+type budgetHost struct{ v *Vault }
+
+func (h budgetHost) Now() time.Time        { return h.v.now() }
+func (h budgetHost) Log() *slog.Logger     { return h.v.log }
+func (h budgetHost) Budget() config.Budget { return h.v.config().Budget }
+func (h budgetHost) Runs() string          { return h.v.folder.Runs() }
 
 // runAgent returns what runs the agents: the runner of the configuration
 // in force, or the Agent tests gave.

@@ -1,7 +1,6 @@
 package vault
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/scheduler"
+	"github.com/knotd/knotd/vault/internal/timing"
 	"github.com/knotd/knotd/watcher"
 )
 
@@ -39,7 +39,7 @@ var ErrStandby = errors.New("another device answers this vault")
 // tie-off markers say what it answered) and answers from then on. See
 // answerWatch for the rest. It returns nil when ctx ends.
 func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
-	defer v.answering.stopBeat()
+	defer v.answering.StopBeat()
 	v.watching.Store(true)
 	defer v.watching.Store(false)
 	// First contact comes first, answering or not (see Once).
@@ -53,7 +53,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	takeOver := opts.TakeOver
 	var said string
 	for {
-		d, _ := v.answering.decideAnswering(takeOver) // a heartbeat that cannot be written is said, and tried again
+		d, _ := v.answering.Decide(takeOver) // a heartbeat that cannot be written is said, and tried again
 		takeOver = false
 		if d.Why != said {
 			if d.Answer {
@@ -72,17 +72,17 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 			}
 			continue
 		}
-		v.answering.waitHandover(ctx, d.From)
+		v.answering.WaitHandover(ctx, d.From)
 		if ctx.Err() != nil {
 			return nil
 		}
 		answerCtx, stepDown := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		wg.Go(func() { v.answering.keepAnswering(answerCtx, stepDown, &said) })
+		wg.Go(func() { v.answering.KeepAnswering(answerCtx, stepDown, &said) })
 		err := v.answerWatch(answerCtx, opts)
 		stepDown()
 		wg.Wait()
-		v.answering.steppingDown.Store(false)
+		v.answering.SteppingDown.Store(false)
 		if err != nil || ctx.Err() != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 // standBy waits one heartbeat, or returns when ctx ends.
 func (v *Vault) standBy(ctx context.Context) error {
 	v.reloader.reloadIfChanged()
-	t := time.NewTimer(v.answering.heartbeat())
+	t := time.NewTimer(v.answering.Heartbeat())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -213,14 +213,14 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 type watchLoop struct {
 	v     *Vault
 	s     *scheduler.Scheduler[Job]
-	delay time.Duration         // how long a gone or new strand waits
-	gone  map[string]goneStrand // gone strands waiting for their delay
-	fresh map[string]goneStrand // new strands waiting for their delay
-	retry map[string]retryHint  // hints whose reconcile failed, tried again after a pause
+	delay time.Duration             // how long a gone or new strand waits
+	gone  map[string]goneStrand     // gone strands waiting for their delay
+	fresh map[string]goneStrand     // new strands waiting for their delay
+	retry timing.Dues[watcher.Hint] // hints whose reconcile failed, tried again after a pause
 	// journaled are the strands with runs still journaled (their reply
 	// could not be appended or committed: a full disk): when each is
 	// tried again, with a pause that doubles while it stays journaled.
-	journaled map[string]retryHint
+	journaled timing.Dues[struct{}]
 	firstFull bool
 	root      fs.FileInfo // the vault directory when watching began; nil: not checked
 	// processed counts the work the scheduler finished; released is its
@@ -238,7 +238,7 @@ type watchLoop struct {
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
 func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, retry: map[string]retryHint{}, journaled: map[string]retryHint{}, firstFull: true, processed: new(atomic.Int64)}
+	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -272,18 +272,13 @@ func (l *watchLoop) retryJournaled() {
 			continue
 		}
 		still[rel] = true
-		r := l.journaled[rel]
-		if now.Before(r.due) {
+		if !l.journaled.IsDue(rel, now) {
 			continue
 		}
-		l.journaled[rel] = retryHint{due: now.Add(backoff(l.every, r.tries)), tries: r.tries + 1}
+		l.journaled.Retry(rel, struct{}{}, now, l.every)
 		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 	}
-	for rel := range l.journaled {
-		if !still[rel] {
-			delete(l.journaled, rel) // finished
-		}
-	}
+	l.journaled.Keep(func(rel string) bool { return still[rel] }) // the others finished
 }
 
 // releaseAfterWork gives memory back at each check after work was done:
@@ -363,7 +358,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		case <-timer.C:
 		case <-check.C:
 			l.retryJournaled()
-			for _, rel := range l.v.budget.allowedDeferred() {
+			for _, rel := range l.v.budget.AllowedDeferred() {
 				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
 			}
 			l.releaseAfterWork()
@@ -422,7 +417,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	for _, h := range batch {
 		if _, failed := slices.BinarySearch(unlooked, h.Path); h.Dir || !failed {
-			delete(l.retry, retryKey(h))
+			l.retry.Forget(retryKey(h))
 		}
 	}
 	if len(unlooked) > 0 {
@@ -461,13 +456,6 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	l.v.observe.reconciled(batch, paths)
 }
 
-// retryHint is a hint whose reconcile failed, waiting to be tried again.
-type retryHint struct {
-	hint  watcher.Hint
-	due   time.Time
-	tries int
-}
-
 // retryKey identifies a hint among the retries: a file's path, a folder's
 // path with a slash, the whole vault as "/".
 func retryKey(h watcher.Hint) string {
@@ -487,10 +475,7 @@ func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
 		if h.Full() {
 			h = watcher.Hint{Dir: true}
 		}
-		k := retryKey(h)
-		r := l.retry[k]
-		pause := backoff(time.Second, r.tries)
-		l.retry[k] = retryHint{hint: h, due: now.Add(pause), tries: r.tries + 1}
+		pause := l.retry.Retry(retryKey(h), h, now, time.Second)
 		if soonest == 0 || pause < soonest {
 			soonest = pause
 		}
@@ -510,16 +495,9 @@ func (l *watchLoop) isNew(rel string) bool {
 // strand that is a gone one moved takes its record and tie-off, and
 // neither runs (see detectRename); the others go on waiting.
 func (l *watchLoop) due(now time.Time) {
-	var retries []watcher.Hint
-	for _, r := range l.retry {
-		if !r.due.After(now) {
-			retries = append(retries, r.hint)
-		}
-	}
-	if len(retries) > 0 {
+	if retries := l.retry.DueBy(now); len(retries) > 0 {
 		// Tried again as a batch of their own (a full rescan among them
-		// is a rescan).
-		slices.SortFunc(retries, func(a, b watcher.Hint) int { return cmp.Compare(retryKey(a), retryKey(b)) })
+		// is a rescan), in the order of their keys.
 		l.reconcile(retries)
 	}
 	var hints []watcher.Hint
@@ -592,7 +570,7 @@ func (l *watchLoop) due(now time.Time) {
 // tie-off that a sync tool made meanwhile (of that very write, say) is
 // folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.pending(rel) {
+	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.Pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)
@@ -608,10 +586,8 @@ func (l *watchLoop) next() (time.Time, bool) {
 			}
 		}
 	}
-	for _, r := range l.retry {
-		if next.IsZero() || r.due.Before(next) {
-			next = r.due
-		}
+	if r, ok := l.retry.Next(); ok && (next.IsZero() || r.Before(next)) {
+		next = r
 	}
 	return next, !next.IsZero()
 }

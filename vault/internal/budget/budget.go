@@ -1,7 +1,12 @@
-package vault
+// Package budget is the day's budget of a vault (the configuration's
+// budget section, docs/design.md): it counts what the runs spend, from the
+// day's transcripts and then run by run, and defers the changes that
+// would go past it. What it needs of the vault is Host.
+package budget
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -12,12 +17,25 @@ import (
 	"github.com/knotd/knotd/transcript"
 )
 
-// budget is the day's budget of the vault v: it counts what the runs
-// spend and defers the changes that would go past it.
-type budget struct {
-	v     *Vault
+// Host is what the budget asks of its vault, each time it needs it (the
+// configuration may be reloaded, a test may change the clock or logger).
+type Host interface {
+	Now() time.Time        // the clock that says which day it is
+	Log() *slog.Logger     // where a deferral is said
+	Budget() config.Budget // the budget in force
+	Runs() string          // the folder of the vault's transcripts
+}
+
+// Budget is the day's budget of a vault: it counts what the runs spend
+// and defers the changes that would go past it. Its methods are safe for
+// concurrent use.
+type Budget struct {
+	host  Host
 	spend spend
 }
+
+// New returns the budget of the vault host.
+func New(host Host) *Budget { return &Budget{host: host} }
 
 // spend is what the runs of a day (UTC) spent, for the vault and for each
 // note, as their CLIs reported it: counted from the day's transcripts
@@ -32,14 +50,14 @@ type spend struct {
 	vault    transcript.Ledger
 	notes    map[string]*transcript.Ledger
 	flight   map[string]bool     // strands whose run the budget let go, until it ends
-	deferred map[string]deferral // strand -> why it waits, since when
+	deferred map[string]Deferral // strand -> why it waits, since when
 	said     map[string]bool     // what was said today
 }
 
-// deferral is why a strand's change waits for the budget, and since when.
-type deferral struct {
-	why   string
-	since time.Time
+// Deferral is why a strand's change waits for the budget, and since when.
+type Deferral struct {
+	Why   string
+	Since time.Time
 }
 
 // load starts counting the day of now, from its transcripts in runs.
@@ -107,22 +125,21 @@ func (s *spend) over(rel string, b config.Budget) string {
 	return ""
 }
 
-// budgetAllows reports whether the strand rel may run now under the
+// Allows reports whether the strand rel may run now under the
 // budget in force (a run by hand always may); when it may, its run counts
 // against the caps on runs from now until it ends (landed). When it may
 // not, the change is deferred: kept for when the budget allows (the next
 // day, a raised budget, a run by hand), and said once a day for each cap,
 // not at every save.
-func (bu *budget) budgetAllows(rel string, byHand bool) (ok bool, why string, err error) {
-	v := bu.v
-	b := v.config().Budget
+func (bu *Budget) Allows(rel string, byHand bool) (ok bool, why string, err error) {
+	b := bu.host.Budget()
 	if b == (config.Budget{RunUSD: b.RunUSD}) {
 		return true, "", nil // no daily cap
 	}
 	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+	if err := s.load(bu.host.Now(), bu.host.Runs()); err != nil {
 		if byHand {
 			return true, "", nil // a run by hand goes, counted or not
 		}
@@ -139,45 +156,43 @@ func (bu *budget) budgetAllows(rel string, byHand bool) (ok bool, why string, er
 		return true, "", nil
 	}
 	if s.deferred == nil {
-		s.deferred = map[string]deferral{}
+		s.deferred = map[string]Deferral{}
 	}
 	d, waiting := s.deferred[rel]
 	if !waiting {
-		d.since = v.now().UTC()
+		d.Since = bu.host.Now().UTC()
 	}
-	d.why = why
+	d.Why = why
 	s.deferred[rel] = d
 	limit, _, _ := strings.Cut(why, " is spent")
 	if !s.said[limit] {
 		s.said[limit] = true
-		v.log.Warn("a change waits for the budget: "+why+"; it runs when the budget allows (tomorrow, UTC), or now with knotd run", "strand", rel)
+		bu.host.Log().Warn("a change waits for the budget: "+why+"; it runs when the budget allows (tomorrow, UTC), or now with knotd run", "strand", rel)
 	}
 	return false, why, nil
 }
 
-// budgetWouldDefer is budgetAllows for a dry run: why the change of the
+// WouldDefer is Allows for a dry run: why the change of the
 // strand rel would wait for the budget ("" if it would not), with nothing
 // deferred or said.
-func (bu *budget) budgetWouldDefer(rel string) (string, error) {
-	v := bu.v
-	b := v.config().Budget
+func (bu *Budget) WouldDefer(rel string) (string, error) {
+	b := bu.host.Budget()
 	if b == (config.Budget{RunUSD: b.RunUSD}) {
 		return "", nil // no daily cap
 	}
 	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.load(v.now(), v.folder.Runs()); err != nil {
+	if err := s.load(bu.host.Now(), bu.host.Runs()); err != nil {
 		return "", fmt.Errorf("vault: count today's runs for the budget: %w", err)
 	}
 	return s.over(rel, b), nil
 }
 
-// landed is the end of the work on the strand rel: its run (ran) counts
+// Landed is the end of the work on the strand rel: its run (ran) counts
 // in the day's spend instead of in flight, and a strand that ran no
 // longer waits for the budget.
-func (bu *budget) landed(rel string, ran bool, usage *agentrun.Usage) {
-	v := bu.v
+func (bu *Budget) Landed(rel string, ran bool, usage *agentrun.Usage) {
 	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,7 +201,7 @@ func (bu *budget) landed(rel string, ran bool, usage *agentrun.Usage) {
 		return
 	}
 	delete(s.deferred, rel)
-	if s.day != v.now().UTC().Format(time.DateOnly) {
+	if s.day != bu.host.Now().UTC().Format(time.DateOnly) {
 		return // not loaded, or another day: the transcripts count it when it is
 	}
 	r := transcript.Summary{Finished: true, Strand: rel}
@@ -197,21 +212,20 @@ func (bu *budget) landed(rel string, ran bool, usage *agentrun.Usage) {
 	s.count(rel, r)
 }
 
-// allowedDeferred returns, and forgets, the deferred strands the budget
+// AllowedDeferred returns, and forgets, the deferred strands the budget
 // allows now (a new day, a raised budget).
-func (bu *budget) allowedDeferred() []string {
-	v := bu.v
+func (bu *Budget) AllowedDeferred() []string {
 	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.deferred) == 0 {
 		return nil
 	}
-	if err := s.load(v.now(), v.folder.Runs()); err != nil {
-		v.log.Warn("cannot count today's runs for the budget; the changes that wait for it wait on", "err", err)
+	if err := s.load(bu.host.Now(), bu.host.Runs()); err != nil {
+		bu.host.Log().Warn("cannot count today's runs for the budget; the changes that wait for it wait on", "err", err)
 		return nil
 	}
-	b := v.config().Budget
+	b := bu.host.Budget()
 	var out []string
 	for rel := range s.deferred {
 		if s.over(rel, b) == "" {
@@ -223,20 +237,19 @@ func (bu *budget) allowedDeferred() []string {
 	return out
 }
 
-// deferredNotes returns the strands waiting for the budget, with why as
+// Deferred returns the strands waiting for the budget, with why as
 // the day's counts say it now, and since when they wait.
-func (bu *budget) deferredNotes() map[string]deferral {
-	v := bu.v
+func (bu *Budget) Deferred() map[string]Deferral {
 	s := &bu.spend
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]deferral, len(s.deferred))
-	loaded := s.load(v.now(), v.folder.Runs()) == nil
-	b := v.config().Budget
+	out := make(map[string]Deferral, len(s.deferred))
+	loaded := s.load(bu.host.Now(), bu.host.Runs()) == nil
+	b := bu.host.Budget()
 	for rel, d := range s.deferred {
 		if loaded {
-			if d.why = s.over(rel, b); d.why == "" {
-				d.why = "the budget allows it again: it runs at knotd's next check"
+			if d.Why = s.over(rel, b); d.Why == "" {
+				d.Why = "the budget allows it again: it runs at knotd's next check"
 			}
 		}
 		out[rel] = d

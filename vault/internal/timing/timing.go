@@ -1,0 +1,208 @@
+// Package timing is knotd's timed work, written once: the delayed
+// submissions of a scheduler (follow-ups that wait for a strand to be
+// quiet, retries after a failure; Later), the watch loop's waits that
+// retry (Dues), and the one pause every retry waits (Backoff).
+package timing
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MaxPause bounds the pause between two tries of anything that failed.
+const MaxPause = 5 * time.Minute
+
+// Later are a scheduler's delayed submissions of work J, one per strand (a
+// newer one replaces it), with each strand's run of failures. The
+// scheduler's release stops them all. Its methods are safe for concurrent
+// use; the zero value is ready.
+type Later[J any] struct {
+	mu       sync.Mutex
+	timers   map[string]*time.Timer
+	failures map[string]int
+	held     map[string]J // work held for a failed strand's retry
+	stopped  bool
+}
+
+// Hold keeps job for the retry of the strand rel if it failed and its
+// retry waits, merged with what is held already, and reports whether it
+// did.
+func (l *Later[J]) Hold(rel string, job J, merge func(waiting, submitted J) J) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, waits := l.timers[rel]; !waits || l.failures[rel] == 0 {
+		return false
+	}
+	if l.held == nil {
+		l.held = make(map[string]J)
+	}
+	if h, ok := l.held[rel]; ok {
+		job = merge(h, job)
+	}
+	l.held[rel] = job
+	return true
+}
+
+// Release returns job merged with the work held for the strand rel's
+// retry, and forgets it.
+func (l *Later[J]) Release(rel string, job J, merge func(waiting, submitted J) J) J {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[rel]; ok {
+		job = merge(job, h)
+		delete(l.held, rel)
+	}
+	return job
+}
+
+// After calls submit after d, unless ctx is done by then or the timers
+// are stopped; it replaces the strand's pending call, if any.
+func (l *Later[J]) After(ctx context.Context, rel string, d time.Duration, submit func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || ctx.Err() != nil {
+		return
+	}
+	if l.timers == nil {
+		l.timers = make(map[string]*time.Timer)
+	}
+	if t, ok := l.timers[rel]; ok {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		l.mu.Lock()
+		mine := l.timers[rel] == t && !l.stopped
+		if mine {
+			delete(l.timers, rel)
+		}
+		l.mu.Unlock()
+		if mine && ctx.Err() == nil {
+			submit()
+		}
+	})
+	l.timers[rel] = t
+}
+
+// Supersede stops the strand's follow-up if one waits (not a retry after
+// a failure, which holds the work that waits for it).
+func (l *Later[J]) Supersede(rel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.timers[rel]; ok && l.failures[rel] == 0 {
+		t.Stop()
+		delete(l.timers, rel)
+	}
+}
+
+// Failed counts a failure of the strand and returns the pause before it
+// is tried again: a second, doubling up to MaxPause.
+func (l *Later[J]) Failed(rel string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failures == nil {
+		l.failures = make(map[string]int)
+	}
+	n := l.failures[rel]
+	l.failures[rel] = n + 1
+	return Backoff(time.Second, n)
+}
+
+// Succeeded forgets the strand's failures.
+func (l *Later[J]) Succeeded(rel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.failures, rel)
+}
+
+// Stop stops every pending call.
+func (l *Later[J]) Stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	for rel, t := range l.timers {
+		t.Stop()
+		delete(l.timers, rel)
+	}
+}
+
+// Backoff is the pause before trying again what failed tries times in a
+// row: first, doubling with each failure, up to MaxPause. Every retry
+// that waits longer while its failure lasts (a strand, a hint, a journaled
+// run, a journal write) waits by it.
+func Backoff(first time.Duration, tries int) time.Duration {
+	return min(first<<min(tries, 20), MaxPause)
+}
+
+// Dues are the watch loop's waits that retry with a pause (see Backoff):
+// each key's value, when it is due, and how many times in a row it has
+// been tried. The loop owns them (no lock); its one timer is set to the
+// earliest (Next).
+type Dues[T any] struct {
+	m map[string]due[T]
+}
+
+// due is one wait of Dues.
+type due[T any] struct {
+	val   T
+	at    time.Time
+	tries int
+}
+
+// IsDue reports whether key is due at now (a key not waiting is).
+func (d *Dues[T]) IsDue(key string, now time.Time) bool {
+	return !now.Before(d.m[key].at)
+}
+
+// Retry makes key, with val, wait from now for Backoff(first, tries),
+// tries being how many times it waited before, and returns that pause.
+func (d *Dues[T]) Retry(key string, val T, now time.Time, first time.Duration) time.Duration {
+	if d.m == nil {
+		d.m = make(map[string]due[T])
+	}
+	r := d.m[key]
+	pause := Backoff(first, r.tries)
+	d.m[key] = due[T]{val: val, at: now.Add(pause), tries: r.tries + 1}
+	return pause
+}
+
+// Forget forgets key and its tries.
+func (d *Dues[T]) Forget(key string) { delete(d.m, key) }
+
+// Keep forgets every key for which keep returns false.
+func (d *Dues[T]) Keep(keep func(key string) bool) {
+	for key := range d.m {
+		if !keep(key) {
+			delete(d.m, key)
+		}
+	}
+}
+
+// DueBy returns the values of the keys due at now, in the keys' order.
+func (d *Dues[T]) DueBy(now time.Time) []T {
+	var keys []string
+	for key, r := range d.m {
+		if !r.at.After(now) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	out := make([]T, len(keys))
+	for i, key := range keys {
+		out[i] = d.m[key].val
+	}
+	return out
+}
+
+// Next returns when the earliest key is due.
+func (d *Dues[T]) Next() (time.Time, bool) {
+	var next time.Time
+	for _, r := range d.m {
+		if next.IsZero() || r.at.Before(next) {
+			next = r.at
+		}
+	}
+	return next, !next.IsZero()
+}
