@@ -20,6 +20,7 @@ var movedTestdata = map[string]string{
 	"claude":        filepath.Join("..", "agents", "claude", "testdata", "recorded"),
 	"codex-0.169.0": filepath.Join("..", "agents", "codex", "testdata", "recorded"),
 	"codex":         filepath.Join("..", "agents", "codex", "testdata", "written"),
+	"llm":           filepath.Join("..", "agents", "llm", "testdata"),
 }
 
 // testdataPath returns the path of a recorded file or folder named as it
@@ -249,11 +250,11 @@ func TestDrivers_Argv(t *testing.T) {
 			[]string{"gemini", "--acp", "--approval-mode", "default"}},
 		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
 			[]string{"gemini", "--acp", "--approval-mode", "default", "--model", "gemini-2.5-pro"}},
-		{"llm new", llmDriver{}, attempt{program: []string{"llm"}},
+		{"llm new", newDriver(&Agent{}, PresetLLM), attempt{program: []string{"llm"}},
 			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log"}},
-		{"llm resume", llmDriver{}, attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
+		{"llm resume", newDriver(&Agent{}, PresetLLM), attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
 			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log", "-m", "gpt-4o", "--system=-x", "--cid", "c-1"}},
-		{"ollama", ollamaDriver{}, attempt{program: []string{"ollama"}, model: "llama3.2"},
+		{"ollama", newDriver(&Agent{}, PresetOllama), attempt{program: []string{"ollama"}, model: "llama3.2"},
 			[]string{"ollama", "run", "--hidethinking", "llama3.2"}},
 	}
 	for _, tt := range tests {
@@ -354,13 +355,17 @@ func TestCodexParser_Fixtures(t *testing.T) {
 	}
 }
 
+// TestLLMDriver_ReadsConversationFromLogs runs agents/llm's Finish through
+// the runner's driver: the helper process's result reaches it, what it read
+// comes back.
 func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	req := promptRequest(1, "x")
 	req.Vault, req.StateDir = "/v", "/state"
 	a := &attempt{req: req, program: []string{"llm"}}
 	var gotArgv []string
 	p := parsed{reply: "Hello!"}
-	llmDriver{}.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
+	llmDriver := newDriver(&req.Agent, PresetLLM).(finisher)
+	llmDriver.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
 		gotArgv = argv
 		return procResult{stdout: readTestdata(t, "llm/logs-list.json")}
 	})
@@ -373,7 +378,7 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	}
 
 	p = parsed{reply: "Hello!"}
-	llmDriver{}.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
+	llmDriver.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
 		return procResult{exitCode: 2, stderr: "Error: No such option: -d"}
 	})
 	if p.handle != "" || len(p.notes) != 1 || !strings.Contains(p.notes[0], "exit status 2") {
@@ -469,5 +474,23 @@ func BenchmarkJSONValues_Adversarial(b *testing.B) {
 				jsonValues(in, func(any) {})
 			}
 		})
+	}
+}
+
+// TestDrivers_Limits checks that a preset's own prompt limits (kit.Limiter)
+// reach the runner.
+func TestDrivers_Limits(t *testing.T) {
+	tests := []struct {
+		preset string
+		want   Limits
+	}{
+		{PresetOllama, Limits{TieOffSections: 10}},
+		{PresetLLM, Limits{}},
+		{PresetClaude, Limits{}},
+	}
+	for _, tt := range tests {
+		if got := newDriver(&Agent{Preset: tt.preset}, tt.preset).limits(); got != tt.want {
+			t.Errorf("%s: limits = %+v; want %+v", tt.preset, got, tt.want)
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/knotd/knotd/agents/codex"
 	"github.com/knotd/knotd/agents/gemini"
 	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/agents/llm"
+	"github.com/knotd/knotd/agents/ollama"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -28,6 +30,8 @@ var registry = []entry{
 	{"claude", claude.Formats, claude.Driver{}},
 	{"codex", codex.Formats, codex.Driver{}},
 	{"gemini", gemini.Formats, nil},
+	{"llm", nil, llm.Driver{}},
+	{"ollama", nil, ollama.Driver{}},
 	{"", acp.Formats, nil}, // the generic ACP agent (protocol: acp)
 }
 
