@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
 )
 
 // movedTestdata are the recorded folders that moved to their agent's own
@@ -491,6 +493,40 @@ func TestDrivers_Limits(t *testing.T) {
 	for _, tt := range tests {
 		if got := newDriver(&Agent{Preset: tt.preset}, tt.preset).limits(); got != tt.want {
 			t.Errorf("%s: limits = %+v; want %+v", tt.preset, got, tt.want)
+		}
+	}
+}
+
+// TestACPPresets_FromTheRegistry checks that the ACP presets' values, in
+// their folders under agents/, reach the ACP driver under their names.
+func TestACPPresets_FromTheRegistry(t *testing.T) {
+	tests := []struct {
+		preset, program string
+		argv            []string
+		lost            string // an error text at the prompt that loses the session
+	}{
+		{PresetClaudeACP, "claude-agent-acp", []string{"claude-agent-acp"}, ""},
+		{PresetCodexACP, "codex-acp", []string{"codex-acp"}, "Internal error: thread not found"},
+		{PresetOpenCode, "opencode", []string{"opencode", "acp"}, ""},
+	}
+	for _, tt := range tests {
+		a := &Agent{Preset: tt.preset}
+		if got := a.Program(); got != tt.program {
+			t.Errorf("%s: program %q; want %q", tt.preset, got, tt.program)
+		}
+		d, ok := newDriver(a, tt.preset).(acpDriver)
+		if !ok || d.preset == nil {
+			t.Fatalf("%s: driver %T; want the ACP driver with its preset", tt.preset, newDriver(a, tt.preset))
+		}
+		argv, err := d.argv(&attempt{program: program(a, d)})
+		if err != nil || !slices.Equal(argv, tt.argv) {
+			t.Errorf("%s: argv %q, %v; want %q", tt.preset, argv, err, tt.argv)
+		}
+		if tt.lost != "" && !d.preset.promptLost(&acp.RequestError{Code: -32603, Message: tt.lost}) {
+			t.Errorf("%s: %q at the prompt does not lose the session", tt.preset, tt.lost)
+		}
+		if d.preset.promptLost(&acp.RequestError{Code: -32603, Message: "Internal error"}) {
+			t.Errorf("%s: any error at the prompt loses the session", tt.preset)
 		}
 	}
 }
