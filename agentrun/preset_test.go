@@ -19,19 +19,23 @@ import (
 // movedTestdata are the recorded folders that moved to their agent's own
 // folder under agents/, by their old name under testdata.
 var movedTestdata = map[string]string{
-	"claude":        filepath.Join("..", "agents", "claude", "testdata", "recorded"),
-	"codex-0.169.0": filepath.Join("..", "agents", "codex", "testdata", "recorded"),
-	"codex":         filepath.Join("..", "agents", "codex", "testdata", "written"),
-	"llm":           filepath.Join("..", "agents", "llm", "testdata"),
+	"claude":                       filepath.Join("..", "agents", "claude", "testdata", "recorded"),
+	"codex-0.169.0":                filepath.Join("..", "agents", "codex", "testdata", "recorded"),
+	"codex":                        filepath.Join("..", "agents", "codex", "testdata", "written"),
+	"llm":                          filepath.Join("..", "agents", "llm", "testdata"),
+	"acp/claude-agent-acp-0.101.0": filepath.Join("..", "agents", "claudeacp", "testdata", "recorded"),
+	"acp/codex-acp-2.6.0":          filepath.Join("..", "agents", "codexacp", "testdata", "recorded"),
+	"acp/opencode-1.18.33":         filepath.Join("..", "agents", "opencode", "testdata", "recorded"),
 }
 
 // testdataPath returns the path of a recorded file or folder named as it
 // was under testdata ("claude/json-resume.json").
 func testdataPath(elem ...string) string {
 	p := filepath.ToSlash(filepath.Join(elem...))
-	first, rest, _ := strings.Cut(p, "/")
-	if d, ok := movedTestdata[first]; ok {
-		return filepath.Join(d, filepath.FromSlash(rest))
+	for old, d := range movedTestdata {
+		if rest, ok := strings.CutPrefix(p, old); ok && (rest == "" || rest[0] == '/') {
+			return filepath.Join(d, filepath.FromSlash(strings.TrimPrefix(rest, "/")))
+		}
 	}
 	return filepath.Join("testdata", filepath.FromSlash(p))
 }
