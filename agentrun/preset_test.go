@@ -16,33 +16,24 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 )
 
-// movedTestdata are the recorded folders that moved to their agent's own
-// folder under agents/, by their old name under testdata.
-var movedTestdata = map[string]string{
-	"claude":                       filepath.Join("..", "agents", "claude", "testdata", "recorded"),
-	"codex-0.169.0":                filepath.Join("..", "agents", "codex", "testdata", "recorded"),
-	"codex":                        filepath.Join("..", "agents", "codex", "testdata", "written"),
-	"llm":                          filepath.Join("..", "agents", "llm", "testdata"),
-	"acp/claude-agent-acp-0.101.0": filepath.Join("..", "agents", "claudeacp", "testdata", "recorded"),
-	"acp/codex-acp-2.6.0":          filepath.Join("..", "agents", "codexacp", "testdata", "recorded"),
-	"acp/opencode-1.18.33":         filepath.Join("..", "agents", "opencode", "testdata", "recorded"),
-}
+// The recorded output of the agents whose folders are under agents/: the
+// runner's tests read it there.
+var (
+	claudeRecorded = filepath.Join("..", "agents", "claude", "testdata", "recorded")
+	codexRecorded  = filepath.Join("..", "agents", "codex", "testdata", "recorded")
+	codexWritten   = filepath.Join("..", "agents", "codex", "testdata", "written")
+	llmTestdata    = filepath.Join("..", "agents", "llm", "testdata")
+)
 
-// testdataPath returns the path of a recorded file or folder named as it
-// was under testdata ("claude/json-resume.json").
+// testdataPath returns the path of a file or folder of agentrun's own
+// testdata.
 func testdataPath(elem ...string) string {
-	p := filepath.ToSlash(filepath.Join(elem...))
-	for old, d := range movedTestdata {
-		if rest, ok := strings.CutPrefix(p, old); ok && (rest == "" || rest[0] == '/') {
-			return filepath.Join(d, filepath.FromSlash(strings.TrimPrefix(rest, "/")))
-		}
-	}
-	return filepath.Join("testdata", filepath.FromSlash(p))
+	return filepath.Join(append([]string{"testdata"}, elem...)...)
 }
 
-func readTestdata(t testing.TB, name string) []byte {
+func readTestdata(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(testdataPath(name))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +54,10 @@ func fixtureExit(t *testing.T, name string) int {
 // recordedDirs are the folders of testdata holding real CLI output, each
 // copied unchanged from its recording with a SHA256SUMS made then (see
 // testdata/README.md).
-var recordedDirs = []string{"claude", "codex-0.169.0", "gemini-cli-0.61.0", "gemini-acp-0.61.0",
-	"acp/claude-agent-acp-0.101.0", "acp/codex-acp-2.6.0", "acp/opencode-1.18.33"}
+var recordedDirs = []string{claudeRecorded, codexRecorded, testdataPath("gemini-cli-0.61.0"), testdataPath("gemini-acp-0.61.0"),
+	filepath.Join("..", "agents", "claudeacp", "testdata", "recorded"),
+	filepath.Join("..", "agents", "codexacp", "testdata", "recorded"),
+	filepath.Join("..", "agents", "opencode", "testdata", "recorded")}
 
 // readSums reads a sha256sum listing: file name -> hex sum.
 func readSums(t *testing.T, path string) map[string]string {
@@ -101,8 +94,8 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		}
 	}
 	for _, dir := range recordedDirs {
-		t.Run(dir, func(t *testing.T) {
-			root := testdataPath(dir)
+		t.Run(filepath.ToSlash(dir), func(t *testing.T) {
+			root := dir
 			sums := readSums(t, filepath.Join(root, "SHA256SUMS"))
 			seen := 0
 			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -131,7 +124,7 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		})
 	}
 	t.Run("transcript", func(t *testing.T) {
-		sums := readSums(t, testdataPath("claude", "SHA256SUMS"))
+		sums := readSums(t, filepath.Join(claudeRecorded, "SHA256SUMS"))
 		files, err := filepath.Glob(filepath.Join("..", "agents", "claude", "testdata", "output", "*"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no fixtures in agents/claude/testdata/output (%v)", err)
@@ -160,7 +153,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	for _, dir := range []string{testdataPath("claude")} {
+	for _, dir := range []string{claudeRecorded} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			for _, tt := range tests {
 				out, err := os.ReadFile(filepath.Join(dir, tt.file))
@@ -206,9 +199,9 @@ func TestClaudeDriver_SessionLost(t *testing.T) {
 		lost   bool
 		reason string
 	}{
-		{name: "in use fixture", exit: fixtureExit(t, "claude/json-session-in-use.exit"), stderr: string(readTestdata(t, "claude/json-session-in-use.stderr")),
+		{name: "in use fixture", exit: fixtureExit(t, filepath.Join(claudeRecorded, "json-session-in-use.exit")), stderr: string(readTestdata(t, filepath.Join(claudeRecorded, "json-session-in-use.stderr"))),
 			lost: true, reason: "Error: Session ID 11111111-2222-4333-8444-555555555555 is already in use."},
-		{name: "missing fixture", exit: fixtureExit(t, "claude/json-resume-missing.exit"), stderr: string(readTestdata(t, "claude/json-resume-missing.stderr")),
+		{name: "missing fixture", exit: fixtureExit(t, filepath.Join(claudeRecorded, "json-resume-missing.exit")), stderr: string(readTestdata(t, filepath.Join(claudeRecorded, "json-resume-missing.stderr"))),
 			lost: true, reason: "No conversation found with session ID: 99999999-2222-4333-8444-555555555555"},
 		{name: "success", exit: 0, stderr: "No conversation found"},
 		{name: "other failure", exit: 1, stderr: "Error: Invalid API key"},
@@ -344,7 +337,7 @@ func TestCodexParser_Fixtures(t *testing.T) {
 			agentErr: "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header"},
 	}
 	for _, tt := range tests {
-		p, err := codexParse(t, readTestdata(t, "codex/"+tt.file))
+		p, err := codexParse(t, readTestdata(t, filepath.Join(codexWritten, tt.file)))
 		if err != nil || p.reply != tt.reply || p.handle != tt.handle || p.agentErr != tt.agentErr {
 			t.Errorf("parse(%s) = %+v, %v; want reply %q handle %q error %q", tt.file, p, err, tt.reply, tt.handle, tt.agentErr)
 		}
@@ -355,7 +348,7 @@ func TestCodexParser_Fixtures(t *testing.T) {
 	if _, err := codexParse(t, nil); !errors.Is(err, errNoOutput) {
 		t.Errorf("parse(empty) = %v; want errNoOutput", err)
 	}
-	p, err := codexParse(t, []byte("warning: config.toml is old\n"+string(readTestdata(t, "codex/exec-resume.jsonl"))))
+	p, err := codexParse(t, []byte("warning: config.toml is old\n"+string(readTestdata(t, filepath.Join(codexWritten, "exec-resume.jsonl")))))
 	if err != nil || p.reply == "" || len(p.notes) != 1 {
 		t.Errorf("parse(warning + events) = %+v, %v; want the reply and a note", p, err)
 	}
@@ -373,7 +366,7 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	llmDriver := newDriver(&req.Agent, PresetLLM).(finisher)
 	llmDriver.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
 		gotArgv = argv
-		return procResult{stdout: readTestdata(t, "llm/logs-list.json")}
+		return procResult{stdout: readTestdata(t, filepath.Join(llmTestdata, "logs-list.json"))}
 	})
 	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/state", "llm", testSession+".db")}
 	if !slices.Equal(gotArgv, wantArgv) {
@@ -420,10 +413,12 @@ func TestJSONParser(t *testing.T) {
 
 // FuzzParsers checks that no parser panics, whatever an agent prints.
 func FuzzParsers(f *testing.F) {
-	for _, name := range []string{"claude/json-new-session.json", "claude/stream-json-new.jsonl", "codex/exec-new.jsonl",
-		"gemini/json-new.json", "gemini/json-error.json", "llm/logs-list.json",
-		"codex-0.169.0/exec-resume-unknown.stderr", "gemini-cli-0.61.0/json-resume-unknown.stderr", "gemini-acp-0.61.0/acp-load.stdout", "gemini-acp-0.61.0/acp-write-edit.stdout"} {
-		f.Add(readTestdata(f, name))
+	for _, path := range []string{filepath.Join(claudeRecorded, "json-new-session.json"), filepath.Join(claudeRecorded, "stream-json-new.jsonl"),
+		filepath.Join(codexWritten, "exec-new.jsonl"), testdataPath("gemini", "json-new.json"), testdataPath("gemini", "json-error.json"),
+		filepath.Join(llmTestdata, "logs-list.json"), filepath.Join(codexRecorded, "exec-resume-unknown.stderr"),
+		testdataPath("gemini-cli-0.61.0", "json-resume-unknown.stderr"), testdataPath("gemini-acp-0.61.0", "acp-load.stdout"),
+		testdataPath("gemini-acp-0.61.0", "acp-write-edit.stdout")} {
+		f.Add(readTestdata(f, path))
 	}
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
