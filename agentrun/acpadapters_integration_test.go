@@ -26,7 +26,7 @@ import (
 // APIs, before knotd has an ACP driver for them: they pin what the
 // adapters do, which the driver and its presets are to be built on, and
 // with KNOT_RECORD_ACP_ADAPTERS=1 they record it into
-// testdata/acp/<adapter>-<version>/ (see the README there).
+// agents/<preset>/testdata/recorded/ (see the README there).
 //
 // What they found, claude-agent-acp 0.101.0 and codex-acp 2.6.0 on node 20
 // (the Claude adapter declares node >= 22 but runs on 20), 2026-11-28:
@@ -99,8 +99,12 @@ import (
 // seconds to start.
 
 // envRecordACPAdapters set to 1 makes TestACPAdapters_RealCLI record what
-// the adapters said into testdata/acp/<adapter>-<version>/.
+// the adapters said into agents/<preset>/testdata/recorded/.
 const envRecordACPAdapters = "KNOT_RECORD_ACP_ADAPTERS"
+
+// adapterPresets names the folder under agents/ of each adapter's preset,
+// where its recordings are.
+var adapterPresets = map[string]string{"claude-agent-acp": "claudeacp", "codex-acp": "codexacp", "opencode": "opencode"}
 
 // acpMsg is one JSON-RPC message of either side.
 type acpMsg struct {
@@ -539,7 +543,7 @@ func TestACPAdapters_RealCLI(t *testing.T) {
 	for _, ad := range acpAdapters {
 		t.Run(ad.name, func(t *testing.T) {
 			bin := ad.bin(t)
-			fixtures := filepath.Join("testdata", "acp", ad.name+"-"+ad.version)
+			fixtures := filepath.Join("..", "agents", adapterPresets[ad.name], "testdata", "recorded")
 			home := t.TempDir()
 			env, api := ad.standIn(t, home)
 			vault := t.TempDir()

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/transcript"
 )
 
 // MaxArgPrompt is the largest prompt, in bytes, that prompt: arg passes as
@@ -98,6 +101,20 @@ func (d *commandDriver) parser() outputParser {
 		session, _ = parsePointer(d.agent.Session)
 	}
 	return jsonParser{reply: reply, session: session}
+}
+
+// textParser takes all of standard output as the reply (kit.TextParser),
+// handed to Request.OnOutput as it comes (rawParser).
+type textParser struct{}
+
+func (textParser) finish(stdout []byte, truncated bool, stderr string) (parsed, error) {
+	p, err := kit.TextParser{}.Finish(stdout, truncated, stderr)
+	return fromKit(p), err
+}
+
+// textMessage is text as a transcript message of one text-only block.
+func textMessage(text string, truncated bool) *transcript.AssistantMessage {
+	return kit.TextMessage(text, truncated)
 }
 
 // jsonParser reads output json: one JSON document or JSON lines, the reply

@@ -1,6 +1,8 @@
 package agentrun
 
 import (
+	"context"
+
 	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/transcript"
 )
@@ -24,16 +26,52 @@ func (k kitDriver) delivery() PromptMode     { return k.d.Delivery() }
 func (k kitDriver) inlineInstructions() bool { return k.d.InlineInstructions() }
 func (k kitDriver) resumes() bool            { return k.d.Resumes() }
 func (k kitDriver) defaultProgram() string   { return k.d.DefaultProgram() }
-func (k kitDriver) limits() Limits           { return Limits{} }
+
+// limits: a driver that is no kit.Limiter has the package defaults.
+func (k kitDriver) limits() Limits {
+	if l, ok := k.d.(kit.Limiter); ok {
+		return l.Limits()
+	}
+	return Limits{}
+}
 
 func (k kitDriver) argv(a *attempt) ([]string, error) { return k.d.Argv(a.kit()) }
 
+// parser: a kit.TextParser is the runner's textParser, whose output is
+// handed to Request.OnOutput as it comes.
 func (k kitDriver) parser() outputParser {
 	p := k.d.Parser()
+	if _, ok := p.(kit.TextParser); ok {
+		return textParser{}
+	}
 	if lp, ok := p.(kit.LineParser); ok {
 		return kitLineParser{kitParser{lp}, lp}
 	}
 	return kitParser{p}
+}
+
+// prepare: a driver that is no kit.Preparer has no step before an attempt.
+func (k kitDriver) prepare(a *attempt) error {
+	if p, ok := k.d.(kit.Preparer); ok {
+		return p.Prepare(a.kit())
+	}
+	return nil
+}
+
+// finish: a driver that is no kit.Finisher has no step after an attempt.
+func (k kitDriver) finish(ctx context.Context, a *attempt, p *parsed, run func(context.Context, []string) procResult) {
+	f, ok := k.d.(kit.Finisher)
+	if !ok {
+		return
+	}
+	kp := p.kit()
+	f.Finish(ctx, a.kit(), &kp, func(ctx context.Context, argv []string) kit.Proc {
+		pr := run(ctx, argv)
+		return kit.Proc{OK: pr.startErr == nil && pr.exitCode == 0, Stdout: pr.stdout, Stderr: pr.stderr, Status: pr.describe()}
+	})
+	lost := p.lost
+	*p = fromKit(kp)
+	p.lost = lost
 }
 
 // sessionLost: a driver that is no kit.SessionRecoverer never loses one.
@@ -72,8 +110,13 @@ type kitParser struct{ p kit.Parser }
 
 func (k kitParser) finish(stdout []byte, truncated bool, stderr string) (parsed, error) {
 	p, err := k.p.Finish(stdout, truncated, stderr)
+	return fromKit(p), err
+}
+
+// fromKit returns what a kit driver parsed as the runner's parsed.
+func fromKit(p kit.Parsed) parsed {
 	return parsed{reply: p.Reply, handle: p.Handle, usage: p.Usage, agentErr: p.AgentErr, notes: p.Notes, message: p.Message,
-		context: p.Context, window: p.Window}, err
+		context: p.Context, window: p.Window}
 }
 
 // kitLineParser is a kit.LineParser as the runner's lineParser.
@@ -88,7 +131,8 @@ func (k kitLineParser) watch(live func(transcript.AssistantMessage)) { k.lp.Watc
 // kit returns the attempt as a kit driver sees it.
 func (a *attempt) kit() *kit.Attempt {
 	return &kit.Attempt{Program: a.program, Model: a.model, Session: a.session, Resume: a.resume,
-		Instructions: a.instructions, Prompt: a.prompt, Permissions: a.req.Agent.permissions(), MaxCostUSD: a.req.MaxCostUSD}
+		Instructions: a.instructions, Prompt: a.prompt, Permissions: a.req.Agent.permissions(), MaxCostUSD: a.req.MaxCostUSD,
+		StateDir: a.req.StateDir, StrandSession: a.req.Session}
 }
 
 // kit returns what was parsed as a kit driver sees it.
@@ -102,6 +146,8 @@ var (
 	_ sessionRecoverer = kitDriver{}
 	_ failureExplainer = kitDriver{}
 	_ contextDefaulter = kitDriver{}
+	_ preparer         = kitDriver{}
+	_ finisher         = kitDriver{}
 	_ totaler          = kitTotaler{}
 	_ lineParser       = kitLineParser{}
 )

@@ -137,17 +137,7 @@ func (w *tailWriter) truncated() bool { return w.dropped || len(w.buf) > w.max }
 
 // cleanReply makes a reply fit for a tie-off: valid UTF-8, no leading blank
 // lines, no trailing white space. The text is otherwise unchanged.
-func cleanReply(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.TrimRight(s, " \t\r\n")
-	for {
-		nl := strings.IndexByte(s, '\n')
-		if nl < 0 || strings.TrimSpace(s[:nl]) != "" {
-			return s
-		}
-		s = s[nl+1:]
-	}
-}
+func cleanReply(s string) string { return kit.CleanReply(s) }
 
 // firstLine returns the first non-blank line of s without terminal escapes
 // or control characters, trimmed and cut to max bytes, for a one-line human

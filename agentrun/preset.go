@@ -186,10 +186,6 @@ func newDriver(a *Agent, kind string) driver {
 	switch kind {
 	case PresetGemini:
 		return geminiDriver{}
-	case PresetLLM:
-		return llmDriver{}
-	case PresetOllama:
-		return ollamaDriver{}
 	}
 	if p := acpPresets[kind]; p != nil {
 		return acpDriver{preset: p}
@@ -262,22 +258,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p[:min(len(p), c.left)])
 	c.left -= n
 	return n, err
-}
-
-// int64Field reads an integer field of a decoded JSON object.
-func int64Field(m map[string]any, key string) int64 {
-	n, _ := m[key].(json.Number)
-	i, err := n.Int64()
-	if err != nil {
-		return 0
-	}
-	return i
-}
-
-// stringField reads a string field of a decoded JSON object.
-func stringField(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
 }
 
 // Program returns the program the agent runs: the first element of its

@@ -2,9 +2,10 @@ package agentrun
 
 import (
 	"errors"
-	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/knotd/knotd/agents"
+	"github.com/knotd/knotd/agents/kit"
 )
 
 // acpPreset is a preset that runs an agent speaking ACP through the
@@ -50,52 +51,22 @@ func (p *acpPreset) promptLost(err error) bool {
 	return p.lostAtPrompt(re)
 }
 
-// The ACP presets. Each agent answers session/resume (and session/load)
-// of a session it does not have with an error, which the driver takes as
-// the conversation lost: Claude -32002 "Resource not found", Codex -32603
-// "no rollout found for thread id", OpenCode -32603 "OpenCode service
-// failure" (see acpadapters_integration_test.go).
-var (
-	// claudeACPPreset is Zed's adapter of Claude Code
-	// (@agentclientprotocol/claude-agent-acp). Only the user's own
-	// settings apply (settingSources user, as the claude preset's
-	// --setting-sources user: the vault's .claude/settings.json is a sync
-	// peer's input), and the session's mode is "default", where it asks
-	// before edits and commands (its own default, "auto", never asks).
-	// Claude Code's prompt suggestions (a model call after each turn for
-	// what the user might type next, which nobody reads in knotd) are
-	// off.
-	claudeACPPreset = &acpPreset{
-		program: "claude-agent-acp",
-		env:     [][2]string{{"CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION", "false"}},
-		meta:    map[string]any{"claudeCode": map[string]any{"options": map[string]any{"settingSources": []string{"user"}}}},
-		mode:    "default",
-	}
-	// codexACPPreset is the Codex adapter (@agentclientprotocol/codex-acp).
-	// Its mode "read-only" asks before edits and commands. A session whose
-	// store is gone resumes, and the prompt then fails "thread not found".
-	codexACPPreset = &acpPreset{
-		program: "codex-acp",
-		mode:    "read-only",
-		lostAtPrompt: func(re *acp.RequestError) bool {
-			return strings.Contains(acpErrText(re), "thread not found")
-		},
-	}
-	// openCodeACPPreset is OpenCode's ACP mode (opencode acp). It asks
-	// before edits, commands and web fetches only where its configuration
-	// says "ask": OPENCODE_PERMISSION, merged over the user's
-	// configuration, says so. It writes files through knotd's file system
-	// (fs/write_text_file).
-	openCodeACPPreset = &acpPreset{
-		program: "opencode",
-		args:    []string{"acp"},
-		env:     [][2]string{{"OPENCODE_PERMISSION", `{"edit":"ask","bash":"ask","webfetch":"ask"}`}},
-	}
-)
+// acpPresets maps the ACP presets' names to them: each lives in its folder
+// under agents/ (agents/claudeacp, agents/codexacp, agents/opencode) and
+// the registry lists it. Each agent answers session/resume (and
+// session/load) of a session it does not have with an error, which the
+// driver takes as the conversation lost (see acpadapters_integration_test.go).
+var acpPresets = fromKitACPs(agents.ACPPresets())
 
-// acpPresets maps the ACP presets' names to them.
-var acpPresets = map[string]*acpPreset{
-	PresetClaudeACP: claudeACPPreset,
-	PresetCodexACP:  codexACPPreset,
-	PresetOpenCode:  openCodeACPPreset,
+// fromKitACPs returns the ACP driver's presets for ps.
+func fromKitACPs(ps map[string]*kit.ACPPreset) map[string]*acpPreset {
+	out := make(map[string]*acpPreset, len(ps))
+	for name, k := range ps {
+		p := &acpPreset{program: k.Program, args: k.Args, env: k.Env, meta: k.Meta, mode: k.Mode}
+		if lost := k.LostAtPrompt; lost != nil {
+			p.lostAtPrompt = func(re *acp.RequestError) bool { return lost(acpErrText(re)) }
+		}
+		out[name] = p
+	}
+	return out
 }

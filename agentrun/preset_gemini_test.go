@@ -87,7 +87,7 @@ func TestGemini_RecordedACP(t *testing.T) {
 			sent: []string{"initialize", "session/new", "session/prompt", "answer:proceed_once"}, handle: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exit, stdout, stderr := recorded(t, "gemini-acp-0.61.0", tc.name)
+			exit, stdout, stderr := recorded(t, testdataPath("gemini-acp-0.61.0"), tc.name)
 			resume := ""
 			if b, err := os.ReadFile(filepath.Join("testdata", "gemini-acp-0.61.0", tc.name+".resume")); err == nil {
 				resume = strings.TrimSpace(string(b))

@@ -12,30 +12,28 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
 )
 
-// movedTestdata are the recorded folders that moved to their agent's own
-// folder under agents/, by their old name under testdata.
-var movedTestdata = map[string]string{
-	"claude":        filepath.Join("..", "agents", "claude", "testdata", "recorded"),
-	"codex-0.169.0": filepath.Join("..", "agents", "codex", "testdata", "recorded"),
-	"codex":         filepath.Join("..", "agents", "codex", "testdata", "written"),
-}
+// The recorded output of the agents whose folders are under agents/: the
+// runner's tests read it there.
+var (
+	claudeRecorded = filepath.Join("..", "agents", "claude", "testdata", "recorded")
+	codexRecorded  = filepath.Join("..", "agents", "codex", "testdata", "recorded")
+	codexWritten   = filepath.Join("..", "agents", "codex", "testdata", "written")
+	llmTestdata    = filepath.Join("..", "agents", "llm", "testdata")
+)
 
-// testdataPath returns the path of a recorded file or folder named as it
-// was under testdata ("claude/json-resume.json").
+// testdataPath returns the path of a file or folder of agentrun's own
+// testdata.
 func testdataPath(elem ...string) string {
-	p := filepath.ToSlash(filepath.Join(elem...))
-	first, rest, _ := strings.Cut(p, "/")
-	if d, ok := movedTestdata[first]; ok {
-		return filepath.Join(d, filepath.FromSlash(rest))
-	}
-	return filepath.Join("testdata", filepath.FromSlash(p))
+	return filepath.Join(append([]string{"testdata"}, elem...)...)
 }
 
-func readTestdata(t testing.TB, name string) []byte {
+func readTestdata(t testing.TB, path string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(testdataPath(name))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +54,10 @@ func fixtureExit(t *testing.T, name string) int {
 // recordedDirs are the folders of testdata holding real CLI output, each
 // copied unchanged from its recording with a SHA256SUMS made then (see
 // testdata/README.md).
-var recordedDirs = []string{"claude", "codex-0.169.0", "gemini-cli-0.61.0", "gemini-acp-0.61.0",
-	"acp/claude-agent-acp-0.101.0", "acp/codex-acp-2.6.0", "acp/opencode-1.18.33"}
+var recordedDirs = []string{claudeRecorded, codexRecorded, testdataPath("gemini-cli-0.61.0"), testdataPath("gemini-acp-0.61.0"),
+	filepath.Join("..", "agents", "claudeacp", "testdata", "recorded"),
+	filepath.Join("..", "agents", "codexacp", "testdata", "recorded"),
+	filepath.Join("..", "agents", "opencode", "testdata", "recorded")}
 
 // readSums reads a sha256sum listing: file name -> hex sum.
 func readSums(t *testing.T, path string) map[string]string {
@@ -94,8 +94,8 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		}
 	}
 	for _, dir := range recordedDirs {
-		t.Run(dir, func(t *testing.T) {
-			root := testdataPath(dir)
+		t.Run(filepath.ToSlash(dir), func(t *testing.T) {
+			root := dir
 			sums := readSums(t, filepath.Join(root, "SHA256SUMS"))
 			seen := 0
 			err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -124,7 +124,7 @@ func TestRecordedFixtures_Unchanged(t *testing.T) {
 		})
 	}
 	t.Run("transcript", func(t *testing.T) {
-		sums := readSums(t, testdataPath("claude", "SHA256SUMS"))
+		sums := readSums(t, filepath.Join(claudeRecorded, "SHA256SUMS"))
 		files, err := filepath.Glob(filepath.Join("..", "agents", "claude", "testdata", "output", "*"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no fixtures in agents/claude/testdata/output (%v)", err)
@@ -153,7 +153,7 @@ func TestClaudeParser_Fixtures(t *testing.T) {
 			usage: &Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.00019999999999999998}},
 		{file: "text.out", err: true},
 	}
-	for _, dir := range []string{testdataPath("claude")} {
+	for _, dir := range []string{claudeRecorded} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			for _, tt := range tests {
 				out, err := os.ReadFile(filepath.Join(dir, tt.file))
@@ -199,9 +199,9 @@ func TestClaudeDriver_SessionLost(t *testing.T) {
 		lost   bool
 		reason string
 	}{
-		{name: "in use fixture", exit: fixtureExit(t, "claude/json-session-in-use.exit"), stderr: string(readTestdata(t, "claude/json-session-in-use.stderr")),
+		{name: "in use fixture", exit: fixtureExit(t, filepath.Join(claudeRecorded, "json-session-in-use.exit")), stderr: string(readTestdata(t, filepath.Join(claudeRecorded, "json-session-in-use.stderr"))),
 			lost: true, reason: "Error: Session ID 11111111-2222-4333-8444-555555555555 is already in use."},
-		{name: "missing fixture", exit: fixtureExit(t, "claude/json-resume-missing.exit"), stderr: string(readTestdata(t, "claude/json-resume-missing.stderr")),
+		{name: "missing fixture", exit: fixtureExit(t, filepath.Join(claudeRecorded, "json-resume-missing.exit")), stderr: string(readTestdata(t, filepath.Join(claudeRecorded, "json-resume-missing.stderr"))),
 			lost: true, reason: "No conversation found with session ID: 99999999-2222-4333-8444-555555555555"},
 		{name: "success", exit: 0, stderr: "No conversation found"},
 		{name: "other failure", exit: 1, stderr: "Error: Invalid API key"},
@@ -249,11 +249,11 @@ func TestDrivers_Argv(t *testing.T) {
 			[]string{"gemini", "--acp", "--approval-mode", "default"}},
 		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
 			[]string{"gemini", "--acp", "--approval-mode", "default", "--model", "gemini-2.5-pro"}},
-		{"llm new", llmDriver{}, attempt{program: []string{"llm"}},
+		{"llm new", newDriver(&Agent{}, PresetLLM), attempt{program: []string{"llm"}},
 			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log"}},
-		{"llm resume", llmDriver{}, attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
+		{"llm resume", newDriver(&Agent{}, PresetLLM), attempt{program: []string{"llm"}, resume: "c-1", model: "gpt-4o", instructions: "-x"},
 			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log", "-m", "gpt-4o", "--system=-x", "--cid", "c-1"}},
-		{"ollama", ollamaDriver{}, attempt{program: []string{"ollama"}, model: "llama3.2"},
+		{"ollama", newDriver(&Agent{}, PresetOllama), attempt{program: []string{"ollama"}, model: "llama3.2"},
 			[]string{"ollama", "run", "--hidethinking", "llama3.2"}},
 	}
 	for _, tt := range tests {
@@ -337,7 +337,7 @@ func TestCodexParser_Fixtures(t *testing.T) {
 			agentErr: "unexpected status 401 Unauthorized: Missing bearer or basic authentication in header"},
 	}
 	for _, tt := range tests {
-		p, err := codexParse(t, readTestdata(t, "codex/"+tt.file))
+		p, err := codexParse(t, readTestdata(t, filepath.Join(codexWritten, tt.file)))
 		if err != nil || p.reply != tt.reply || p.handle != tt.handle || p.agentErr != tt.agentErr {
 			t.Errorf("parse(%s) = %+v, %v; want reply %q handle %q error %q", tt.file, p, err, tt.reply, tt.handle, tt.agentErr)
 		}
@@ -348,21 +348,25 @@ func TestCodexParser_Fixtures(t *testing.T) {
 	if _, err := codexParse(t, nil); !errors.Is(err, errNoOutput) {
 		t.Errorf("parse(empty) = %v; want errNoOutput", err)
 	}
-	p, err := codexParse(t, []byte("warning: config.toml is old\n"+string(readTestdata(t, "codex/exec-resume.jsonl"))))
+	p, err := codexParse(t, []byte("warning: config.toml is old\n"+string(readTestdata(t, filepath.Join(codexWritten, "exec-resume.jsonl")))))
 	if err != nil || p.reply == "" || len(p.notes) != 1 {
 		t.Errorf("parse(warning + events) = %+v, %v; want the reply and a note", p, err)
 	}
 }
 
+// TestLLMDriver_ReadsConversationFromLogs runs agents/llm's Finish through
+// the runner's driver: the helper process's result reaches it, what it read
+// comes back.
 func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	req := promptRequest(1, "x")
 	req.Vault, req.StateDir = "/v", "/state"
 	a := &attempt{req: req, program: []string{"llm"}}
 	var gotArgv []string
 	p := parsed{reply: "Hello!"}
-	llmDriver{}.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
+	llmDriver := newDriver(&req.Agent, PresetLLM).(finisher)
+	llmDriver.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
 		gotArgv = argv
-		return procResult{stdout: readTestdata(t, "llm/logs-list.json")}
+		return procResult{stdout: readTestdata(t, filepath.Join(llmTestdata, "logs-list.json"))}
 	})
 	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/state", "llm", testSession+".db")}
 	if !slices.Equal(gotArgv, wantArgv) {
@@ -373,7 +377,7 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	}
 
 	p = parsed{reply: "Hello!"}
-	llmDriver{}.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
+	llmDriver.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
 		return procResult{exitCode: 2, stderr: "Error: No such option: -d"}
 	})
 	if p.handle != "" || len(p.notes) != 1 || !strings.Contains(p.notes[0], "exit status 2") {
@@ -409,10 +413,12 @@ func TestJSONParser(t *testing.T) {
 
 // FuzzParsers checks that no parser panics, whatever an agent prints.
 func FuzzParsers(f *testing.F) {
-	for _, name := range []string{"claude/json-new-session.json", "claude/stream-json-new.jsonl", "codex/exec-new.jsonl",
-		"gemini/json-new.json", "gemini/json-error.json", "llm/logs-list.json",
-		"codex-0.169.0/exec-resume-unknown.stderr", "gemini-cli-0.61.0/json-resume-unknown.stderr", "gemini-acp-0.61.0/acp-load.stdout", "gemini-acp-0.61.0/acp-write-edit.stdout"} {
-		f.Add(readTestdata(f, name))
+	for _, path := range []string{filepath.Join(claudeRecorded, "json-new-session.json"), filepath.Join(claudeRecorded, "stream-json-new.jsonl"),
+		filepath.Join(codexWritten, "exec-new.jsonl"), testdataPath("gemini", "json-new.json"), testdataPath("gemini", "json-error.json"),
+		filepath.Join(llmTestdata, "logs-list.json"), filepath.Join(codexRecorded, "exec-resume-unknown.stderr"),
+		testdataPath("gemini-cli-0.61.0", "json-resume-unknown.stderr"), testdataPath("gemini-acp-0.61.0", "acp-load.stdout"),
+		testdataPath("gemini-acp-0.61.0", "acp-write-edit.stdout")} {
+		f.Add(readTestdata(f, path))
 	}
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
 	ptr, _ := parsePointer("/a/0/b")
@@ -469,5 +475,57 @@ func BenchmarkJSONValues_Adversarial(b *testing.B) {
 				jsonValues(in, func(any) {})
 			}
 		})
+	}
+}
+
+// TestDrivers_Limits checks that a preset's own prompt limits (kit.Limiter)
+// reach the runner.
+func TestDrivers_Limits(t *testing.T) {
+	tests := []struct {
+		preset string
+		want   Limits
+	}{
+		{PresetOllama, Limits{TieOffSections: 10}},
+		{PresetLLM, Limits{}},
+		{PresetClaude, Limits{}},
+	}
+	for _, tt := range tests {
+		if got := newDriver(&Agent{Preset: tt.preset}, tt.preset).limits(); got != tt.want {
+			t.Errorf("%s: limits = %+v; want %+v", tt.preset, got, tt.want)
+		}
+	}
+}
+
+// TestACPPresets_FromTheRegistry checks that the ACP presets' values, in
+// their folders under agents/, reach the ACP driver under their names.
+func TestACPPresets_FromTheRegistry(t *testing.T) {
+	tests := []struct {
+		preset, program string
+		argv            []string
+		lost            string // an error text at the prompt that loses the session
+	}{
+		{PresetClaudeACP, "claude-agent-acp", []string{"claude-agent-acp"}, ""},
+		{PresetCodexACP, "codex-acp", []string{"codex-acp"}, "Internal error: thread not found"},
+		{PresetOpenCode, "opencode", []string{"opencode", "acp"}, ""},
+	}
+	for _, tt := range tests {
+		a := &Agent{Preset: tt.preset}
+		if got := a.Program(); got != tt.program {
+			t.Errorf("%s: program %q; want %q", tt.preset, got, tt.program)
+		}
+		d, ok := newDriver(a, tt.preset).(acpDriver)
+		if !ok || d.preset == nil {
+			t.Fatalf("%s: driver %T; want the ACP driver with its preset", tt.preset, newDriver(a, tt.preset))
+		}
+		argv, err := d.argv(&attempt{program: program(a, d)})
+		if err != nil || !slices.Equal(argv, tt.argv) {
+			t.Errorf("%s: argv %q, %v; want %q", tt.preset, argv, err, tt.argv)
+		}
+		if tt.lost != "" && !d.preset.promptLost(&acp.RequestError{Code: -32603, Message: tt.lost}) {
+			t.Errorf("%s: %q at the prompt does not lose the session", tt.preset, tt.lost)
+		}
+		if d.preset.promptLost(&acp.RequestError{Code: -32603, Message: "Internal error"}) {
+			t.Errorf("%s: any error at the prompt loses the session", tt.preset)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/aymanbagabas/go-udiff"
+	"github.com/knotd/knotd/agents/kit"
 	"github.com/knotd/knotd/strand"
 )
 
@@ -16,29 +17,16 @@ import (
 // the strand's history. Fields that are zero or negative take the defaults
 // of DefaultLimits (the tie-off ones may be raised by a preset with no
 // conversation memory, such as ollama).
-type Limits struct {
-	// Content is how much of the strand (or, for Deleted, of its last
-	// content) is shown, in bytes; the middle of a larger strand is left
-	// out.
-	Content int
-	// Diff is the size of the Changes diff, in bytes; its end is left out.
-	Diff int
-	// TieOffSections is how many of the newest tie-off sections are shown.
-	TieOffSections int
-	// TieOffBytes bounds those sections together, in bytes.
-	TieOffBytes int
-	// Prompt is the hard cap on the whole prompt, in bytes.
-	Prompt int
-}
+type Limits = kit.Limits
 
 // DefaultLimits returns the limits used where a Runner sets none.
 func DefaultLimits() Limits {
 	return Limits{Content: 256 << 10, Diff: 64 << 10, TieOffSections: 5, TieOffBytes: 32 << 10, Prompt: 512 << 10}
 }
 
-// withDefaults fills zero fields from the preset's defaults, then from
+// withDefaults fills l's zero fields from the preset's defaults, then from
 // DefaultLimits.
-func (l Limits) withDefaults(preset Limits) Limits {
+func withDefaults(l, preset Limits) Limits {
 	def := DefaultLimits()
 	pick := func(v, p, d int) int {
 		switch {

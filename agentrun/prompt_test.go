@@ -133,7 +133,7 @@ func TestBuildPrompt_Golden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := buildPrompt(promptSpec{req: tt.req(), now: testNow, session: tt.sess, instructions: tt.instr, limits: tt.lim.withDefaults(Limits{}),
+			got, err := buildPrompt(promptSpec{req: tt.req(), now: testNow, session: tt.sess, instructions: tt.instr, limits: withDefaults(tt.lim, Limits{}),
 				continuing: tt.continuing, fresh: tt.fresh})
 			if err != nil {
 				t.Fatal(err)
@@ -145,7 +145,7 @@ func TestBuildPrompt_Golden(t *testing.T) {
 
 func TestBuildPrompt_HardCap(t *testing.T) {
 	r := promptRequest(strand.Created, strings.Repeat("x", 1000))
-	_, err := buildPrompt(promptSpec{req: r, now: testNow, limits: Limits{Prompt: 500}.withDefaults(Limits{})})
+	_, err := buildPrompt(promptSpec{req: r, now: testNow, limits: withDefaults(Limits{Prompt: 500}, Limits{})})
 	if !errors.Is(err, ErrPromptTooLarge) {
 		t.Fatalf("buildPrompt(1000-byte note, 500-byte cap) error = %v; want ErrPromptTooLarge", err)
 	}
@@ -157,7 +157,7 @@ func TestBuildPrompt_HardCap(t *testing.T) {
 func TestBuildPrompt_QuotesControlCharsInPath(t *testing.T) {
 	r := promptRequest(strand.Created, "x")
 	r.Event.Strand.Path = "a\nEvent: Deleted.md"
-	got, err := buildPrompt(promptSpec{req: r, now: testNow, limits: Limits{}.withDefaults(Limits{})})
+	got, err := buildPrompt(promptSpec{req: r, now: testNow, limits: withDefaults(Limits{}, Limits{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func BenchmarkBuildPrompt(b *testing.B) {
 			}
 			r := promptRequest(strand.Modified, planV2+strings.Repeat("more text\n", 200))
 			r.Previous, r.TieOff, r.Turn = []byte(planV1+strings.Repeat("more text\n", 200)), secs, n+1
-			spec := promptSpec{req: r, now: testNow, session: sessionState{resumed: true}, limits: Limits{}.withDefaults(Limits{})}
+			spec := promptSpec{req: r, now: testNow, session: sessionState{resumed: true}, limits: withDefaults(Limits{}, Limits{})}
 			var size int
 			b.ReportAllocs()
 			for b.Loop() {

@@ -2,6 +2,7 @@ package agentrun
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,12 +11,12 @@ import (
 )
 
 // recorded reads one recorded case of a real CLI: its exit status and
-// what it printed (testdata/<dir>/<name>.exit, .stdout or .jsonl or
-// .json, .stderr; absent files are empty output).
+// what it printed (<dir>/<name>.exit, .stdout or .jsonl or .json,
+// .stderr; absent files are empty output).
 func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) {
 	t.Helper()
 	read := func(ext string) string {
-		b, err := os.ReadFile(testdataPath(dir, name+ext))
+		b, err := os.ReadFile(filepath.Join(dir, name+ext))
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
@@ -72,16 +73,16 @@ func TestSessionLost_Recorded(t *testing.T) {
 		d         driver
 		want      string // the reason's start; "" for not lost
 	}{
-		{"claude", "json-resume-missing", claudeDriver(), "No conversation found"},
-		{"claude", "json-session-in-use", claudeDriver(), "Error: Session ID"},
-		{"claude", "json-new-session", claudeDriver(), ""},
-		{"codex-0.169.0", "exec-resume-unknown", codexDriver(), "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
-		{"codex-0.169.0", "exec-resume-after-sessions-wiped", codexDriver(), "no rollout found for thread id"},
-		{"codex-0.169.0", "exec-http-401", codexDriver(), ""},
-		{"codex-0.169.0", "exec-no-api-key", codexDriver(), ""},
-		{"codex-0.169.0", "exec-resume", codexDriver(), ""},
+		{claudeRecorded, "json-resume-missing", claudeDriver(), "No conversation found"},
+		{claudeRecorded, "json-session-in-use", claudeDriver(), "Error: Session ID"},
+		{claudeRecorded, "json-new-session", claudeDriver(), ""},
+		{codexRecorded, "exec-resume-unknown", codexDriver(), "no rollout found for thread id 11111111-2222-3333-4444-555555555555"},
+		{codexRecorded, "exec-resume-after-sessions-wiped", codexDriver(), "no rollout found for thread id"},
+		{codexRecorded, "exec-http-401", codexDriver(), ""},
+		{codexRecorded, "exec-no-api-key", codexDriver(), ""},
+		{codexRecorded, "exec-resume", codexDriver(), ""},
 	} {
-		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
 			parsed, _ := parseOutput(tc.d, stdout, stderr)
 			reason, lost := tc.d.(sessionRecoverer).sessionLost(exit, parsed, stderr)
@@ -99,10 +100,10 @@ func TestRecorded_Replies(t *testing.T) {
 		d             driver
 		reply, handle string
 	}{
-		{"codex-0.169.0", "exec-new", codexDriver(), "MOCK REPLY (user messages seen: 1)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
-		{"codex-0.169.0", "exec-resume", codexDriver(), "MOCK REPLY (user messages seen: 2)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{codexRecorded, "exec-new", codexDriver(), "MOCK REPLY (user messages seen: 1)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
+		{codexRecorded, "exec-resume", codexDriver(), "MOCK REPLY (user messages seen: 2)", "01a2086a-7aad-7b13-95ec-b0043e7b6444"},
 	} {
-		t.Run(tc.dir+"/"+tc.name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, tc.dir, tc.name)
 			got, err := parseOutput(tc.d, stdout, stderr)
 			if err != nil || exit != 0 || got.reply != tc.reply || got.handle != tc.handle || got.agentErr != "" {
@@ -154,7 +155,7 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 		_, stdout, stderr := recorded(t, dir, name)
 		got, err := parseOutput(d, stdout, stderr)
 		if err != nil || got.usage == nil {
-			t.Fatalf("%s/%s: usage %+v, %v", dir, name, got.usage, err)
+			t.Fatalf("%s: usage %+v, %v", filepath.Join(dir, name), got.usage, err)
 		}
 		return *got.usage
 	}
@@ -163,11 +164,11 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 		d                driver
 		want             Usage
 	}{
-		{"codex-0.169.0", "exec-new", "exec-resume", codexDriver(), Usage{InputTokens: 200, OutputTokens: 9}},
-		{"codex-0.169.0", "exec-resume", "exec-resume-2", codexDriver(), Usage{InputTokens: 300, OutputTokens: 9}},
-		{"claude", "json-new-session", "json-resume", claudeDriver(), Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
+		{codexRecorded, "exec-new", "exec-resume", codexDriver(), Usage{InputTokens: 200, OutputTokens: 9}},
+		{codexRecorded, "exec-resume", "exec-resume-2", codexDriver(), Usage{InputTokens: 300, OutputTokens: 9}},
+		{claudeRecorded, "json-new-session", "json-resume", claudeDriver(), Usage{InputTokens: 10, OutputTokens: 8, CostUSD: 0.0002}},
 	} {
-		t.Run(tc.dir+"/"+tc.now, func(t *testing.T) {
+		t.Run(tc.now, func(t *testing.T) {
 			before, total := usage(tc.dir, tc.before, tc.d), usage(tc.dir, tc.now, tc.d)
 			res := Result{Agent: "a", Usage: &total}
 			perTurn(tc.d, &attempt{resume: "thread"}, &before, &res)

@@ -70,7 +70,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	if kind == PresetDigest {
 		if req.OnStart != nil {
 			// The digest reads no prompt; its error only leaves it out.
-			prompt, _ := buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: r.Limits.withDefaults(Limits{})})
+			prompt, _ := buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: withDefaults(r.Limits, Limits{})})
 			req.OnStart(Start{Try: 1, Prompt: prompt})
 		}
 		runDigest(ctx, &req, &res)
@@ -161,7 +161,7 @@ func (r *Runner) Prompt(req Request) (string, error) {
 	}
 	kind := req.Agent.kind()
 	if kind == PresetDigest {
-		return buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: r.Limits.withDefaults(Limits{})})
+		return buildPrompt(promptSpec{req: &req, now: r.now(&req), limits: withDefaults(r.Limits, Limits{})})
 	}
 	d := newDriver(&req.Agent, kind)
 	a := r.firstAttempt(&req, d)
@@ -195,7 +195,7 @@ func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) 
 		req:     a.req,
 		now:     r.now(a.req),
 		session: sessionState{resumed: a.resume != "" || a.continues, restart: restart},
-		limits:  r.Limits.withDefaults(d.limits()),
+		limits:  withDefaults(r.Limits, d.limits()),
 		// A turn continues the conversation that answered the previous
 		// version only on the first attempt, resuming it: a restart or a
 		// fresh start is a new conversation.

@@ -9,9 +9,14 @@ import (
 
 	"github.com/knotd/knotd/agents/acp"
 	"github.com/knotd/knotd/agents/claude"
+	"github.com/knotd/knotd/agents/claudeacp"
 	"github.com/knotd/knotd/agents/codex"
+	"github.com/knotd/knotd/agents/codexacp"
 	"github.com/knotd/knotd/agents/gemini"
 	"github.com/knotd/knotd/agents/kit"
+	"github.com/knotd/knotd/agents/llm"
+	"github.com/knotd/knotd/agents/ollama"
+	"github.com/knotd/knotd/agents/opencode"
 	"github.com/knotd/knotd/transcript"
 )
 
@@ -20,15 +25,22 @@ type entry struct {
 	name    string         // the preset's name in the configuration ("" for none)
 	formats []kit.Decoding // the output formats its decoder reads
 	driver  kit.Driver     // nil while its driver is still in agentrun
+	// acp is the preset of an agent the ACP driver runs (driver nil).
+	acp *kit.ACPPreset
 }
 
 // registry lists every agent, one line each.
 var registry = []entry{
-	{"", []kit.Decoding{{Format: kit.FormatText}}, nil}, // a generic command, llm, ollama
-	{"claude", claude.Formats, claude.Driver{}},
-	{"codex", codex.Formats, codex.Driver{}},
-	{"gemini", gemini.Formats, nil},
-	{"", acp.Formats, nil}, // the generic ACP agent (protocol: acp)
+	{"", []kit.Decoding{{Format: kit.FormatText}}, nil, nil}, // a generic command, llm, ollama
+	{"claude", claude.Formats, claude.Driver{}, nil},
+	{"codex", codex.Formats, codex.Driver{}, nil},
+	{"gemini", gemini.Formats, nil, nil},
+	{"llm", nil, llm.Driver{}, nil},
+	{"ollama", nil, ollama.Driver{}, nil},
+	{"", acp.Formats, nil, nil}, // the generic ACP agent (protocol: acp)
+	{"claude-acp", nil, nil, claudeacp.Preset},
+	{"codex-acp", nil, nil, codexacp.Preset},
+	{"opencode", nil, nil, opencode.Preset},
 }
 
 // Driver returns the driver of the preset named name, nil when no agent of
@@ -40,6 +52,18 @@ func Driver(name string) kit.Driver {
 		}
 	}
 	return nil
+}
+
+// ACPPresets returns the presets of the agents the ACP driver runs, by
+// name.
+func ACPPresets() map[string]*kit.ACPPreset {
+	out := map[string]*kit.ACPPreset{}
+	for _, e := range registry {
+		if e.acp != nil {
+			out[e.name] = e.acp
+		}
+	}
+	return out
 }
 
 // ErrUnknownFormat is returned by NewDecoder and Decode for a format no

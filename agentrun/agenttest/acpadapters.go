@@ -10,7 +10,8 @@ import (
 
 // The ACP adapters knotd's tests are written against: the releases
 // scripts/install-claude-acp and scripts/install-codex-acp install and the
-// fixtures in agentrun/testdata/acp were recorded with.
+// fixtures in agents/claudeacp, agents/codexacp and agents/opencode
+// (testdata/recorded) were recorded with.
 const (
 	// ClaudeACPVersion is @agentclientprotocol/claude-agent-acp's. It
 	// spawns the Claude Code CLI of @anthropic-ai/claude-agent-sdk 0.3.318

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"context"
 	"errors"
 	"regexp"
 	"strings"
@@ -71,6 +72,13 @@ type Attempt struct {
 	Permissions Permissions
 	// MaxCostUSD is the run's cost cap, 0 for none.
 	MaxCostUSD float64
+	// StateDir is the vault's folder in knotd's state directory
+	// (agentrun.Request.StateDir), where a driver may keep files of its
+	// own: the machine's, never the vault's.
+	StateDir string
+	// StrandSession is the strand's session UUID (knot_session), which
+	// Session leaves after a restart.
+	StrandSession string
 }
 
 // Parsed is what a driver read from an agent's output.
@@ -155,6 +163,37 @@ type ContextDefaulter interface {
 type FailureExplainer interface {
 	// Explain returns advice for a failed attempt, "" when it has none.
 	Explain(a *Attempt, exitCode int, stderr string) string
+}
+
+// Limiter is a Driver with prompt limit defaults of its own (zero fields
+// mean the package defaults).
+type Limiter interface {
+	Limits() Limits
+}
+
+// Preparer is a Driver with a step before each attempt (creating a
+// directory it needs). An error fails the attempt without running it.
+type Preparer interface {
+	Prepare(a *Attempt) error
+}
+
+// Finisher is a Driver with a step after a successful attempt, such as
+// asking the CLI for the conversation id it just used: it may set p's
+// Handle, Usage and Notes. run starts a helper process with the attempt's
+// environment and working directory.
+type Finisher interface {
+	Finish(ctx context.Context, a *Attempt, p *Parsed, run func(ctx context.Context, argv []string) Proc)
+}
+
+// Proc is how a helper process a Finisher ran ended.
+type Proc struct {
+	// OK reports that it started and exited with status 0.
+	OK     bool
+	Stdout []byte
+	Stderr string
+	// Status says how it ended, for messages: "exit status 2", "could not
+	// start: …", "signal: killed".
+	Status string
 }
 
 // ErrNoOutput is the parse error of an agent that printed nothing.
