@@ -88,6 +88,7 @@ func TestGemini_RecordedACP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			exit, stdout, stderr := recorded(t, testdataPath("gemini-acp-0.61.0"), tc.name)
+			stdout = awaitPromptAfterCommands(stdout)
 			resume := ""
 			if b, err := os.ReadFile(filepath.Join("testdata", "gemini-acp-0.61.0", tc.name+".resume")); err == nil {
 				resume = strings.TrimSpace(string(b))
@@ -443,6 +444,28 @@ func TestGemini_InvalidUTF8Noted(t *testing.T) {
 // it. A request of the agent is answered before the next line. event, if
 // not nil, gets "in:N" before line N is handed over and "out:<method>" or
 // "out:answer" as knotd sends.
+// awaitPromptAfterCommands returns a recorded Gemini CLI output with an
+// awaitSent line for session/prompt after its first
+// available_commands_update: Gemini answers the prompt only once it has
+// it, and the recording says only that it came before the answer. Fed
+// without the wait, the turn's first updates could reach knotd before it
+// sent the prompt, and be taken for the loaded session's history.
+func awaitPromptAfterCommands(stdout string) string {
+	var b strings.Builder
+	done := false
+	for line := range strings.Lines(stdout) {
+		b.WriteString(line)
+		if !done && strings.Contains(line, `"sessionUpdate":"available_commands_update"`) {
+			if !strings.HasSuffix(line, "\n") {
+				b.WriteString("\n")
+			}
+			b.WriteString(awaitSent + "session/prompt\n")
+			done = true
+		}
+	}
+	return b.String()
+}
+
 // awaitSent, then a method, is a line of talkACP's stdout that is not
 // output: the agent waits there until knotd sent a request of that
 // method (an agent answers the prompt only once it has it).
