@@ -200,6 +200,16 @@ func (f *testFS) WriteTextFile(_ context.Context, path, content string) error {
 	return nil
 }
 
+// MayEdit lets every edit.
+func (f *testFS) MayEdit(_ context.Context, paths []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range paths {
+		f.calls = append(f.calls, "may edit "+filepath.Base(p))
+	}
+	return nil
+}
+
 // TestACP_FileSystem: the run's file system is offered to the agent
 // (reading always, writing at edit or full only, never a terminal), its
 // calls reach Request.FS or are refused with why, and each is in the

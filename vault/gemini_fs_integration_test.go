@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,10 +110,12 @@ type savingFS struct {
 	side        string
 	save        func(n int) error
 	saveAtWrite func() error
+	saveAtAsk   func() error
 
 	mu     sync.Mutex
 	reads  int
 	writes []error // the error of each write of side
+	asks   []error // the answer to each request for permission to edit
 }
 
 func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
@@ -129,6 +132,21 @@ func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) 
 		}
 	}
 	return s, nil
+}
+
+// MayEdit: just before a request for permission to edit side reaches
+// knotd, the user saves it (saveAtAsk, when set).
+func (f *savingFS) MayEdit(ctx context.Context, paths []string) error {
+	if f.saveAtAsk != nil && slices.ContainsFunc(paths, func(p string) bool { return filepath.Clean(p) == f.side }) {
+		if err := f.saveAtAsk(); err != nil {
+			return fmt.Errorf("the test's save: %w", err)
+		}
+	}
+	err := f.inner.MayEdit(ctx, paths)
+	f.mu.Lock()
+	f.asks = append(f.asks, err)
+	f.mu.Unlock()
+	return err
 }
 
 func (f *savingFS) WriteTextFile(ctx context.Context, p, content string) error {
