@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/agentrun"
 	"github.com/knotd/knotd/agentrun/agenttest"
@@ -104,18 +105,23 @@ func (a fsAgentWrap) Run(ctx context.Context, req agentrun.Request) (agentrun.Re
 // savingFS passes the agent's calls on to knotd's file system, and after
 // each read of side it serves, the user saves side (save, when set); just
 // before a write of side reaches knotd, the user saves it (saveAtWrite,
-// when set).
+// when set), and about a request for permission to edit it (saveAtAsk,
+// saveAtGrant).
 type savingFS struct {
 	inner       agentrun.FileSystem
 	side        string
 	save        func(n int) error
 	saveAtWrite func() error
 	saveAtAsk   func() error
+	saveAtGrant func() error
 
 	mu     sync.Mutex
 	reads  int
 	writes []error // the error of each write of side
 	asks   []error // the answer to each request for permission to edit
+	// grantedAt is when knotd last granted an edit; wroteAt when it last
+	// answered a write of side.
+	grantedAt, wroteAt time.Time
 }
 
 func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
@@ -135,9 +141,11 @@ func (f *savingFS) ReadTextFile(ctx context.Context, p string, line, limit int) 
 }
 
 // MayEdit: just before a request for permission to edit side reaches
-// knotd, the user saves it (saveAtAsk, when set).
+// knotd, the user saves it (saveAtAsk, when set); just after knotd grants
+// one, before the agent hears of it, as well (saveAtGrant).
 func (f *savingFS) MayEdit(ctx context.Context, paths []string) error {
-	if f.saveAtAsk != nil && slices.ContainsFunc(paths, func(p string) bool { return filepath.Clean(p) == f.side }) {
+	side := slices.ContainsFunc(paths, func(p string) bool { return filepath.Clean(p) == f.side })
+	if f.saveAtAsk != nil && side {
 		if err := f.saveAtAsk(); err != nil {
 			return fmt.Errorf("the test's save: %w", err)
 		}
@@ -145,7 +153,15 @@ func (f *savingFS) MayEdit(ctx context.Context, paths []string) error {
 	err := f.inner.MayEdit(ctx, paths)
 	f.mu.Lock()
 	f.asks = append(f.asks, err)
+	if err == nil {
+		f.grantedAt = time.Now()
+	}
 	f.mu.Unlock()
+	if err == nil && f.saveAtGrant != nil && side {
+		if serr := f.saveAtGrant(); serr != nil {
+			return fmt.Errorf("the test's save: %w", serr)
+		}
+	}
 	return err
 }
 
@@ -158,6 +174,7 @@ func (f *savingFS) WriteTextFile(ctx context.Context, p, content string) error {
 	err := f.inner.WriteTextFile(ctx, p, content)
 	if filepath.Clean(p) == f.side {
 		f.mu.Lock()
+		f.wroteAt = time.Now()
 		f.writes = append(f.writes, err)
 		f.mu.Unlock()
 	}
