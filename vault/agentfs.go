@@ -43,6 +43,7 @@ import (
 type agentFS struct {
 	v     *Vault
 	write bool // the run's permission level lets the agent write
+	full  bool // the run's permission level is full
 	// start is when the run began, less changeSlack: a file whose change
 	// time is later changed while the agent ran.
 	start time.Time
@@ -69,7 +70,7 @@ var _ agentrun.FileSystem = (*agentFS)(nil)
 // newAgentFS returns the file system for a run of agent.
 func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
 	p := agent.Permissions
-	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{},
+	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
 		granted: map[string]bool{}, start: time.Now().Add(-changeSlack)}
 }
 
@@ -287,8 +288,8 @@ func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content 
 // MayEdit says why knotd refuses the agent's request for permission to
 // edit (or delete, or move) the files at paths, which it may then write
 // with its own tools, past knotd (nil: knotd may grant it): the same
-// refusals as a write's (permissions, the vault's rules, tie-offs), and a
-// file that changed since the agent read it through knotd, or while it ran
+// refusals as a write's (permissions, the vault's rules, tie-offs; none at
+// permissions full, which allows everything), and a file that changed since the agent read it through knotd, or while it ran
 // when it did not, holds a save of the user's that the edit would lose. A
 // file knotd granted an edit of before may hold the agent's own write,
 // which knotd cannot tell from a user's save: its later edits are granted.
@@ -300,6 +301,11 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 	for _, p := range paths {
 		rel, err := a.writable(p)
 		if err != nil {
+			if a.full {
+				// full allows everything: only a user's save in the vault
+				// is kept.
+				continue
+			}
 			return err
 		}
 		rels = append(rels, rel)
@@ -319,14 +325,14 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			fi = nil
-		case errors.Is(err, vaultfs.ErrTooLarge):
-			// The agent's own tools may edit it: nothing to compare.
-			if fi, err = a.v.fs.Lstat(filepath.FromSlash(rel)); err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
-			current = nil
 		case err != nil:
-			return err
+			// A regular file knotd does not read (too large, not text):
+			// its change time alone says whether the user saved it.
+			li, lerr := a.v.fs.Lstat(filepath.FromSlash(rel))
+			if lerr != nil || !li.Mode().IsRegular() {
+				return err
+			}
+			current, fi = nil, li
 		}
 		if err := a.userSaved(rel, current, fi, nil); err != nil {
 			return err
