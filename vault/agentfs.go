@@ -292,7 +292,10 @@ func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content 
 // permissions full, which allows everything), and a file that changed since the agent read it through knotd, or while it ran
 // when it did not, holds a save of the user's that the edit would lose. A
 // file knotd granted an edit of before may hold the agent's own write,
-// which knotd cannot tell from a user's save: its later edits are granted.
+// which knotd cannot tell from a user's save by its change time: unless
+// the agent read or wrote it through knotd since (then its content is
+// compared with what the agent last read or wrote), its later edits are
+// granted.
 func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -317,9 +320,6 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 		return errAgentFSClosed
 	}
 	for _, rel := range rels {
-		if a.granted[rel] {
-			continue
-		}
 		a.settle(rel)
 		current, fi, err := a.readFile(rel, limit)
 		switch {
@@ -335,6 +335,11 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 			current, fi = nil, li
 		}
 		if err := a.userSaved(rel, current, fi, nil); err != nil {
+			if _, read := a.seen[rel]; !read && fi != nil && a.granted[rel] {
+				// Changed since knotd granted an edit of it, maybe by
+				// the agent's own write: knotd cannot tell.
+				continue
+			}
 			return err
 		}
 	}

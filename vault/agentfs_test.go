@@ -200,7 +200,8 @@ func TestAgentFS_Write(t *testing.T) {
 // only where its write through knotd would lose no save of the user's and
 // be allowed; at full, everything but a user's save in the vault. A file
 // knotd granted an edit of may hold the agent's own write: a later edit
-// of it is granted.
+// of it is granted, unless the agent read it through knotd and it changed
+// since.
 func TestAgentFS_MayEdit(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -224,6 +225,8 @@ func TestAgentFS_MayEdit(t *testing.T) {
 			wantErr: "refused: notes/a.md was deleted since the agent read it"},
 		{name: "read after the save", perm: agentrun.PermEdit, save: "one\nuser\n", readNow: true, path: "notes/a.md"},
 		{name: "granted before", perm: agentrun.PermEdit, grant: true, save: "one\nagent\n", path: "notes/a.md"},
+		{name: "granted after a read, then saved", perm: agentrun.PermEdit, read: true, grant: true, save: "one\nuser\n", path: "notes/a.md",
+			wantErr: "refused: notes/a.md changed since the agent read it"},
 		{name: "read-only", perm: agentrun.PermReadOnly, path: "notes/a.md", wantErr: "refused: writes need permissions: edit or full"},
 		{name: "outside", perm: agentrun.PermEdit, wantErr: "is outside the vault"},
 		{name: "outside, at full", perm: agentrun.PermFull},
