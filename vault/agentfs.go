@@ -33,7 +33,9 @@ import (
 // kept and the agent's write refused. An agent that writes a file it did
 // not read through knotd (it read it with its own tools, as OpenCode
 // does, or not at all) may have read an older version: its write of a
-// file that changed while it ran is refused as well.
+// file that changed while it ran is refused as well. The same checks
+// answer the agent's requests for permission to edit files (MayEdit),
+// which it may then write with its own tools, past this file system.
 //
 // Every read and write is bounded by limits.max_strand_size.
 //
