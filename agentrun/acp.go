@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,7 +187,8 @@ type acpConversation struct {
 	prompted  bool
 	done      bool
 	cancelled bool
-	refused   int // permission requests knotd refused
+	refused   int    // permission requests knotd refused
+	kept      string // why the file system last refused an edit (MayEdit)
 	agentErr  string
 	lost      string
 	notes     []string
@@ -434,6 +436,8 @@ func (c *acpConversation) drive() {
 	case acp.StopReasonCancelled:
 		switch {
 		case c.cancelled:
+		case c.refused > 0 && c.kept != "":
+			c.agentErr = c.keptErr()
 		case c.refused > 0:
 			// Codex ends the turn when a request is refused.
 			c.agentErr = fmt.Sprintf("the agent ended its turn when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
@@ -520,7 +524,10 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
 	if c.agentErr == "" && c.done && c.refused > 0 && cleanReply(d.Reply) == "" {
 		// OpenCode ends the turn, without a word, when a request is refused.
-		c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+		c.agentErr = c.keptErr()
+		if c.agentErr == "" {
+			c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+		}
 	}
 	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost, context: d.ContextTokens, window: d.ContextWindow,
 		notes: append([]string(nil), c.notes...), message: &msg}
@@ -587,7 +594,7 @@ func (cl acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) 
 	return nil
 }
 
-func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	var req geminiPermissionRequest
 	for _, o := range p.Options {
 		req.Options = append(req.Options, struct {
@@ -606,9 +613,22 @@ func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermission
 	if allowed {
 		verdict = "allowed"
 	}
+	// An edit the agent may then make with its own tools, past knotd's
+	// file system: refused as that file system would refuse the write,
+	// and when it would lose a save of the user's.
+	var kept error
+	if paths := editPaths(p.ToolCall); allowed && len(paths) > 0 && cl.c.fs != nil {
+		if kept = cl.c.fs.MayEdit(ctx, paths); kept != nil {
+			optionID, allowed = geminiPermit(PermReadOnly, req)
+			verdict = kept.Error()
+		}
+	}
 	cl.c.mu.Lock()
 	if !allowed {
 		cl.c.refused++
+	}
+	if kept != nil {
+		cl.c.kept = kept.Error()
 	}
 	cl.c.notes = append(cl.c.notes, fmt.Sprintf("%s asked permission for %q (a tool call of kind %s): %s (permissions %s)",
 		cl.c.mode.agent(), firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
@@ -617,6 +637,36 @@ func (cl acpClient) RequestPermission(_ context.Context, p acp.RequestPermission
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
 	}
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: acp.PermissionOptionId(optionID)}}}, nil
+}
+
+// keptErr is the failure of a turn the agent ended when knotd refused an
+// edit its file system would not let through (MayEdit), "" when it
+// refused none.
+func (c *acpConversation) keptErr() string {
+	if c.kept == "" {
+		return ""
+	}
+	return "the agent ended its turn when knotd refused to let it edit a file (" + c.kept + ")"
+}
+
+// editPaths returns the files a tool call of kind edit, delete or move
+// names (its locations and diffs), none for other kinds.
+func editPaths(tc acp.ToolCallUpdate) []string {
+	if tc.Kind == nil || (*tc.Kind != acp.ToolKindEdit && *tc.Kind != acp.ToolKindDelete && *tc.Kind != acp.ToolKindMove) {
+		return nil
+	}
+	var paths []string
+	for _, l := range tc.Locations {
+		paths = append(paths, l.Path)
+	}
+	for _, c := range tc.Content {
+		if c.Diff != nil {
+			paths = append(paths, c.Diff.Path)
+		}
+	}
+	paths = slices.DeleteFunc(paths, func(p string) bool { return p == "" })
+	slices.Sort(paths)
+	return slices.Compact(paths)
 }
 
 func (cl acpClient) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {

@@ -170,9 +170,10 @@ func TestACP_Permissions(t *testing.T) {
 
 // testFS is a FileSystem over a map, recording its calls.
 type testFS struct {
-	mu    sync.Mutex
-	files map[string]string
-	calls []string
+	mu     sync.Mutex
+	refuse error // MayEdit's answer
+	files  map[string]string
+	calls  []string
 }
 
 func (f *testFS) ReadTextFile(_ context.Context, path string, line, limit int) (string, error) {
@@ -199,6 +200,73 @@ func (f *testFS) WriteTextFile(_ context.Context, path, content string) error {
 	f.calls = append(f.calls, "write "+filepath.Base(path))
 	f.files[path] = content
 	return nil
+}
+
+// MayEdit lets every edit, unless refuse is set.
+func (f *testFS) MayEdit(_ context.Context, paths []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range paths {
+		f.calls = append(f.calls, "may edit "+filepath.Base(p))
+	}
+	return f.refuse
+}
+
+// TestACP_EditPermissionAsksTheFileSystem: before knotd grants an ACP
+// agent's request for permission to edit a file (which the agent then
+// writes with its own tools, as OpenCode does), it asks the run's file
+// system (MayEdit) about the files the tool call names; a refusal there
+// is the reject option, with why in the run's notes, and the file stays.
+func TestACP_EditPermissionAsksTheFileSystem(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		perm    Permissions
+		refuse  string
+		want    string // the agent's answer
+		fsCalls []string
+	}{
+		{name: "granted", perm: PermEdit, want: "allow", fsCalls: []string{"may edit side.txt"}},
+		{name: "the file system refuses", perm: PermFull, refuse: "refused: side.txt changed while the agent ran (the user saved it)",
+			want: "reject", fsCalls: []string{"may edit side.txt"}},
+		{name: "read-only: not asked", perm: PermReadOnly, want: "reject"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent, _ := fakeACP(t, "permedit")
+			gate := filepath.Join(t.TempDir(), "gate")
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			agent.Env[fakeagent.EnvGate] = gate
+			agent.Permissions = tc.perm
+			req := runRequest(t, agent, planV1)
+			side := filepath.Join(req.Vault, "side.txt")
+			if err := os.WriteFile(side, []byte("user\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fs := &testFS{}
+			if tc.refuse != "" {
+				fs.refuse = errors.New(tc.refuse)
+			}
+			req.FS = fs
+			res := mustRun(t, &Runner{}, req)
+			if res.Outcome != OutcomeOK || !strings.HasSuffix(res.Reply, "[permission: "+tc.want+"]") {
+				t.Fatalf("Run = %s %q reply %q; want the answer %s", res.Outcome, res.Reason, res.Reply, tc.want)
+			}
+			if !slices.Equal(fs.calls, tc.fsCalls) {
+				t.Errorf("file system calls %q; want %q", fs.calls, tc.fsCalls)
+			}
+			if tc.refuse != "" && !hasNote(res.Notes, "(a tool call of kind edit): "+tc.refuse) {
+				t.Errorf("notes %q; want why the edit was refused", res.Notes)
+			}
+			want := "user\n"
+			if tc.want == "allow" {
+				want += "agent line\n"
+			}
+			if b, err := os.ReadFile(side); err != nil || string(b) != want {
+				t.Errorf("side.txt = %q, %v; want %q", b, err, want)
+			}
+		})
+	}
 }
 
 // TestACP_FileSystem: the run's file system is offered to the agent

@@ -48,6 +48,8 @@ func (f *recordingFS) WriteTextFile(_ context.Context, path, content string) err
 	return os.WriteFile(path, []byte(content), 0o600)
 }
 
+func (f *recordingFS) MayEdit(context.Context, []string) error { return nil }
+
 func (f *recordingFS) written() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

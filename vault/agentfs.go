@@ -33,7 +33,9 @@ import (
 // kept and the agent's write refused. An agent that writes a file it did
 // not read through knotd (it read it with its own tools, as OpenCode
 // does, or not at all) may have read an older version: its write of a
-// file that changed while it ran is refused as well.
+// file that changed while it ran is refused as well. The same checks
+// answer the agent's requests for permission to edit files (MayEdit),
+// which it may then write with its own tools, past this file system.
 //
 // Every read and write is bounded by limits.max_strand_size.
 //
@@ -43,6 +45,7 @@ import (
 type agentFS struct {
 	v     *Vault
 	write bool // the run's permission level lets the agent write
+	full  bool // the run's permission level is full
 	// start is when the run began, less changeSlack: a file whose change
 	// time is later changed while the agent ran.
 	start time.Time
@@ -50,10 +53,12 @@ type agentFS struct {
 	// make it fold case, as macOS's and Windows's file systems do.
 	lstat func(name string) (fs.FileInfo, error)
 
-	mu     sync.Mutex
-	seen   map[string]state.Hash // rel → the content the agent last read or wrote
-	guards []agentGuard          // the replaces' guards, settled by close
-	closed bool
+	mu   sync.Mutex
+	seen map[string]state.Hash // rel → the content the agent last read or wrote
+	// granted holds the files knotd granted the agent an edit of (MayEdit).
+	granted map[string]bool
+	guards  []agentGuard // the replaces' guards, settled by close
+	closed  bool
 }
 
 // agentGuard is the guard of a replace of the file rel.
@@ -67,8 +72,8 @@ var _ agentrun.FileSystem = (*agentFS)(nil)
 // newAgentFS returns the file system for a run of agent.
 func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
 	p := agent.Permissions
-	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, seen: map[string]state.Hash{},
-		start: time.Now().Add(-changeSlack)}
+	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
+		granted: map[string]bool{}, start: time.Now().Add(-changeSlack)}
 }
 
 // changeSlack is how far before the run's start a file's change time may
@@ -179,26 +184,9 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if !a.write {
-		return refused("writes need permissions: edit or full")
-	}
-	if a.v.dry {
-		return refused("knotd runs with --dry-run: nothing is written")
-	}
-	rel, err := a.resolve(p)
+	rel, err := a.writable(p)
 	if err != nil {
 		return err
-	}
-	// In any case: on a file system that folds case, a new A.TIEOFF.md is
-	// the tie-off knotd later writes as a.tieoff.md.
-	base := strings.ToLower(path.Base(rel))
-	switch {
-	case strand.IsTieOff(strings.ToLower(rel)):
-		return refused("%s is a tie-off: knotd writes it, agents may only read it", rel)
-	case ignore.IsFile(base):
-		return refused("%s is an ignore file: it decides what agents may read, and only the user changes it", rel)
-	case strings.Contains(base, vaultfs.TempInfix) && strings.HasSuffix(base, vaultfs.TempSuffix):
-		return refused("knotd's own files (%s is one of its temporary files)", rel)
 	}
 	limit := a.v.config().MaxStrandSize
 	if int64(len(content)) > limit {
@@ -213,26 +201,23 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	// An earlier write's guard first: a save that went into the file it
 	// replaced is back before this write compares the file.
 	a.settle(rel)
-	seen, read := a.seen[rel]
 	current, fi, err := a.readFile(rel, limit)
+	if errors.Is(err, fs.ErrNotExist) {
+		fi, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.userSaved(rel, current, fi, &content); err != nil {
+		return err
+	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if read {
-			return refused("%s was deleted since the agent read it; the deletion is kept", rel)
-		}
+	case fi == nil:
 		if err := a.create(rel, []byte(content)); err != nil {
 			return err
 		}
-	case err != nil:
-		return err
-	case read && state.HashOf(current) != seen:
-		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
 	case string(current) == content:
 		// Nothing to write.
-	case !read && changedSince(fi, a.start):
-		// Read with the agent's own tools, or not at all: before or after
-		// the save, knotd cannot tell.
-		return refused("%s changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept: read it (fs/read_text_file), then write", rel)
 	default:
 		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
 		if g != nil {
@@ -249,6 +234,120 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	}
 	a.seen[rel] = state.HashOf([]byte(content))
 	a.v.log.Info("an agent wrote a file through knotd", "file", rel, "bytes", len(content))
+	return nil
+}
+
+// writable returns the vault-relative path of the absolute path p when
+// the agent may write there, or says why not.
+func (a *agentFS) writable(p string) (string, error) {
+	if !a.write {
+		return "", refused("writes need permissions: edit or full")
+	}
+	if a.v.dry {
+		return "", refused("knotd runs with --dry-run: nothing is written")
+	}
+	rel, err := a.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	// In any case: on a file system that folds case, a new A.TIEOFF.md is
+	// the tie-off knotd later writes as a.tieoff.md.
+	base := strings.ToLower(path.Base(rel))
+	switch {
+	case strand.IsTieOff(strings.ToLower(rel)):
+		return "", refused("%s is a tie-off: knotd writes it, agents may only read it", rel)
+	case ignore.IsFile(base):
+		return "", refused("%s is an ignore file: it decides what agents may read, and only the user changes it", rel)
+	case strings.Contains(base, vaultfs.TempInfix) && strings.HasSuffix(base, vaultfs.TempSuffix):
+		return "", refused("knotd's own files (%s is one of its temporary files)", rel)
+	}
+	return rel, nil
+}
+
+// userSaved says why a write of the file rel by the agent would lose a
+// save of the user's (nil: it would not), the file being current as fi
+// describes it (fi nil: it does not exist). content is what the agent
+// writes, nil when knotd does not know (a permission to edit): a write of
+// what the file holds loses nothing. The caller holds a.mu.
+func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content *string) error {
+	seen, read := a.seen[rel]
+	switch {
+	case fi == nil:
+		if read {
+			return refused("%s was deleted since the agent read it; the deletion is kept", rel)
+		}
+	case read && state.HashOf(current) != seen:
+		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
+	case content != nil && string(current) == *content:
+	case !read && changedSince(fi, a.start):
+		// Read with the agent's own tools, or not at all: before or after
+		// the save, knotd cannot tell.
+		return refused("%s changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept: read it (fs/read_text_file), then write", rel)
+	}
+	return nil
+}
+
+// MayEdit says why knotd refuses the agent's request for permission to
+// edit (or delete, or move) the files at paths, which it may then write
+// with its own tools, past knotd (nil: knotd may grant it): the same
+// refusals as a write's (permissions, the vault's rules, tie-offs; none at
+// permissions full, which allows everything), and a file that changed since the agent read it through knotd, or while it ran
+// when it did not, holds a save of the user's that the edit would lose. A
+// file knotd granted an edit of before may hold the agent's own write,
+// which knotd cannot tell from a user's save by its change time: unless
+// the agent read or wrote it through knotd since (then its content is
+// compared with what the agent last read or wrote), its later edits are
+// granted.
+func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rels := make([]string, 0, len(paths))
+	for _, p := range paths {
+		rel, err := a.writable(p)
+		if err != nil {
+			if a.full {
+				// full allows everything: only a user's save in the vault
+				// is kept.
+				continue
+			}
+			return err
+		}
+		rels = append(rels, rel)
+	}
+	limit := a.v.config().MaxStrandSize
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return errAgentFSClosed
+	}
+	for _, rel := range rels {
+		a.settle(rel)
+		current, fi, err := a.readFile(rel, limit)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fi = nil
+		case err != nil:
+			// A regular file knotd does not read (too large, not text):
+			// its change time alone says whether the user saved it.
+			li, lerr := a.v.fs.Lstat(filepath.FromSlash(rel))
+			if lerr != nil || !li.Mode().IsRegular() {
+				return err
+			}
+			current, fi = nil, li
+		}
+		if err := a.userSaved(rel, current, fi, nil); err != nil {
+			if _, read := a.seen[rel]; !read && fi != nil && a.granted[rel] {
+				// Changed since knotd granted an edit of it, maybe by
+				// the agent's own write: knotd cannot tell.
+				continue
+			}
+			return err
+		}
+	}
+	for _, rel := range rels {
+		a.granted[rel] = true
+	}
 	return nil
 }
 

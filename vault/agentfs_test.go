@@ -195,6 +195,91 @@ func TestAgentFS_Write(t *testing.T) {
 	}
 }
 
+// TestAgentFS_MayEdit: knotd grants an agent's request for permission to
+// edit files (which it may then write with its own tools, past knotd)
+// only where its write through knotd would lose no save of the user's and
+// be allowed; at full, everything but a user's save in the vault. A file
+// knotd granted an edit of may hold the agent's own write: a later edit
+// of it is granted, unless the agent read it through knotd and it changed
+// since.
+func TestAgentFS_MayEdit(t *testing.T) {
+	tests := []struct {
+		name    string
+		perm    agentrun.Permissions
+		read    bool   // the agent reads notes/a.md through knotd first
+		readNow bool   // the agent reads notes/a.md through knotd after the save
+		grant   bool   // knotd granted an edit of notes/a.md first
+		save    string // then the user saves notes/a.md with this ("-": deletes it), when set
+		path    string // "" for the outside file
+		wantErr string
+	}{
+		{name: "untouched", perm: agentrun.PermEdit, path: "notes/a.md"},
+		{name: "a new file", perm: agentrun.PermEdit, path: "new/n.md"},
+		{name: "a save during the run", perm: agentrun.PermEdit, save: "one\nuser\n", path: "notes/a.md",
+			wantErr: "refused: notes/a.md changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept"},
+		{name: "a save during the run, at full", perm: agentrun.PermFull, save: "one\nuser\n", path: "notes/a.md",
+			wantErr: "notes/a.md changed while the agent ran"},
+		{name: "a save since the read", perm: agentrun.PermEdit, read: true, save: "one\nuser\n", path: "notes/a.md",
+			wantErr: "refused: notes/a.md changed since the agent read it (the user saved it); the user's save is kept"},
+		{name: "a deletion since the read", perm: agentrun.PermEdit, read: true, save: "-", path: "notes/a.md",
+			wantErr: "refused: notes/a.md was deleted since the agent read it"},
+		{name: "read after the save", perm: agentrun.PermEdit, save: "one\nuser\n", readNow: true, path: "notes/a.md"},
+		{name: "granted before", perm: agentrun.PermEdit, grant: true, save: "one\nagent\n", path: "notes/a.md"},
+		{name: "granted after a read, then saved", perm: agentrun.PermEdit, read: true, grant: true, save: "one\nuser\n", path: "notes/a.md",
+			wantErr: "refused: notes/a.md changed since the agent read it"},
+		{name: "read-only", perm: agentrun.PermReadOnly, path: "notes/a.md", wantErr: "refused: writes need permissions: edit or full"},
+		{name: "outside", perm: agentrun.PermEdit, wantErr: "is outside the vault"},
+		{name: "outside, at full", perm: agentrun.PermFull},
+		{name: "a tie-off", perm: agentrun.PermEdit, path: "notes/a.tieoff.md", wantErr: "refused: notes/a.tieoff.md is a tie-off"},
+		{name: "ignored", perm: agentrun.PermEdit, path: "notes/secret.md", wantErr: "refused: notes/secret.md is ignored"},
+		{name: "too large to read, untouched", perm: agentrun.PermEdit, path: "big.md"},
+		{name: "not text, untouched", perm: agentrun.PermEdit, path: "binary.md"},
+		{name: "a link out", perm: agentrun.PermEdit, path: "notes/out.md", wantErr: "refused: notes/out.md is not a regular file (a symbolic link)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, v, outside := agentFSEnv(t)
+			e.write("notes/a.md", "one\n")
+			savedBeforeTheRun(t, e, "notes/a.md", "big.md", "binary.md")
+			a := v.newAgentFS(agentrun.Agent{Permissions: tt.perm})
+			defer a.close()
+			ctx := context.Background()
+			read := func() {
+				if _, err := a.ReadTextFile(ctx, e.abs("notes/a.md"), 0, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.read {
+				read()
+			}
+			if tt.grant {
+				mustDo(t, a.MayEdit(ctx, []string{e.abs("notes/a.md")}))
+			}
+			switch tt.save {
+			case "":
+			case "-":
+				e.remove("notes/a.md")
+			default:
+				e.write("notes/a.md", tt.save)
+			}
+			if tt.readNow {
+				read()
+			}
+			p := filepath.Join(outside, "data.md")
+			if tt.path != "" {
+				p = e.abs(tt.path)
+			}
+			err := a.MayEdit(ctx, []string{p})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("MayEdit(%s): %v", p, err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("MayEdit(%s) = %v; want an error with %q", p, err, tt.wantErr)
+			}
+		})
+	}
+}
+
 // TestAgentFS_AfterTheRun: a call that comes after the run is refused.
 func TestAgentFS_AfterTheRun(t *testing.T) {
 	e, v, _ := agentFSEnv(t)

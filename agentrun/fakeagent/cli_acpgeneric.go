@@ -30,7 +30,12 @@ import (
 // ("fsblind": from the disk itself, as an agent with its own read tool),
 // creates <gate>.read (EnvGate), waits for the gate, then writes what it
 // read and "agent line" through the client, ending the reply with
-// "[write: ok or the error]"; "gate" stops after its first chunk until the file
+// "[write: ok or the error]"; "permedit" creates <gate>.read, waits for
+// the gate, then asks permission to edit <cwd>/side.txt (the tool call's
+// locations and a diff from its text to its text and "agent line", as
+// OpenCode does) and, when allowed, writes that itself, as agents with
+// their own write tools do, ending the reply with "[permission: …]";
+// "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
 // with an error, "auth" with ACP's authentication required; "refusal" ends the turn with stopReason refusal; "crash"
@@ -210,6 +215,51 @@ func acpAgent(inv *Invocation) int {
 				choice := a.Outcome.OptionID
 				if a.Outcome.Outcome != "selected" {
 					choice = a.Outcome.Outcome
+				}
+				suffix = " [permission: " + choice + "]"
+			case "permedit":
+				// Ask to edit <cwd>/side.txt once the gate opens, then
+				// write it with an own tool when allowed.
+				side := filepath.Join(inv.Dir, "side.txt")
+				gate := os.Getenv(EnvGate)
+				if err := os.WriteFile(gate+".read", nil, 0o600); err != nil {
+					return inv.die(err)
+				}
+				if err := waitFor(gate); err != nil {
+					return inv.die(err)
+				}
+				b, err := os.ReadFile(side)
+				if err != nil {
+					return inv.die(err)
+				}
+				edited := string(b) + "agent line\n"
+				res, errMsg := call("session/request_permission", map[string]any{
+					"sessionId": s,
+					"options": []any{
+						map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+						map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+					},
+					"toolCall": map[string]any{"toolCallId": "edit-side", "status": "pending", "title": side, "kind": "edit",
+						"locations": []any{map[string]any{"path": side}},
+						"content":   []any{map[string]any{"type": "diff", "path": side, "oldText": string(b), "newText": edited}}},
+				})
+				var a struct {
+					Outcome struct {
+						Outcome  string `json:"outcome"`
+						OptionID string `json:"optionId"`
+					} `json:"outcome"`
+				}
+				if errMsg != "" || json.Unmarshal(res, &a) != nil {
+					return inv.die(fmt.Errorf("permission answer %s: %s", res, errMsg))
+				}
+				choice := a.Outcome.OptionID
+				if a.Outcome.Outcome != "selected" {
+					choice = a.Outcome.Outcome
+				}
+				if choice == "allow" {
+					if err := os.WriteFile(side, []byte(edited), 0o644); err != nil {
+						return inv.die(err)
+					}
 				}
 				suffix = " [permission: " + choice + "]"
 			case "fs":
