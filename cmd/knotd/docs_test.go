@@ -61,6 +61,8 @@ var foreignFlags = map[string]string{
 	"-c":                             "codex",
 	"-s":                             "codex",
 	"-quick":                         "go run ./bench",
+	"-clis":                          "go run ./bench",
+	"-turns":                         "go run ./bench",
 	"-race":                          "go test",
 }
 
