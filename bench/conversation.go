@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // knotdHasResumePrompt says whether the knotd being measured knows the

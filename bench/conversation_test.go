@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 func text(s string) agenttest.Block { return agenttest.Block{Type: "text", Text: s} }

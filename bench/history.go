@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/knotd/knotd/strand"
-	"github.com/knotd/knotd/tieoff"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // historyStrand is the strand of the history scenario's one-note vault.

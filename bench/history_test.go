@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/internal/tieoff"
 )
 
 func TestWriteTieOff_IsWhatAppendsMake(t *testing.T) {

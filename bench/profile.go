@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // profile runs the scenario of the worst figure (or the one -profile

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/frontmatter"
-	"github.com/knotd/knotd/strand"
+	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/strand"
 )
 
 func TestLayout(t *testing.T) {

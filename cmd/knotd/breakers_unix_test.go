@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/stretchr/testify/require"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/statedir"
 )
 

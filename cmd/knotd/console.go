@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/console"
-	"github.com/knotd/knotd/control"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/console"
+	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 const consoleUsage = `usage: knotd console [--addr 127.0.0.1:PORT] [--no-open] [VAULT]

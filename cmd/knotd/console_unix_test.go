@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/control"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )

@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/knotd/knotd/control"
-	"github.com/knotd/knotd/transcript"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/transcript"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // The commands that steer knotd: status, run, retry, pause and resume.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/internal/transcript"
 )
 
 // costReport is what knotd runs --cost --json prints.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/control"
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/transcript"
 	"github.com/stretchr/testify/require"
 )
 

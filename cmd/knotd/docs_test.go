@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 )

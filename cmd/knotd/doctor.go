@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/knotd/knotd/doctor"
+	"github.com/knotd/knotd/internal/doctor"
 )
 
 const doctorUsage = `usage: knotd doctor [--agents-answer] [--json] [--config FILE] [VAULT]

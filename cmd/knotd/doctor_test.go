@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/doctor"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/doctor"
 	"github.com/stretchr/testify/require"
 )
 

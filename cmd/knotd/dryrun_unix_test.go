@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/vault"
 	"github.com/stretchr/testify/require"
 )
 

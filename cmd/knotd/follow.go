@@ -11,7 +11,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // followInterval is how often knotd runs -f looks for new runs.

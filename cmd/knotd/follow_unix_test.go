@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/transcript"
+	"github.com/knotd/knotd/internal/transcript"
 	"github.com/stretchr/testify/require"
 )
 

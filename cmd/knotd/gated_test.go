@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knotd/knotd/agentrun"
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 )
 
 // gated is a fake agent for the control tests: it waits until the file

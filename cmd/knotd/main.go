@@ -1,6 +1,11 @@
 // Command knotd watches a vault of Markdown notes and, when a note settles
 // after an edit, runs an agent CLI on it and appends the reply to the
 // note's tie-off file. See `knotd --help`, the README and docs/.
+//
+// knotd is a program, not a library: every other package of the module
+// lives under internal/ (as restic's do), so that nothing outside it can
+// import them and their names may change with the program. The packages
+// and what each does are listed in docs/development.md.
 package main
 
 import (

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/stretchr/testify/require"
 )
 

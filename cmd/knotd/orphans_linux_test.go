@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )

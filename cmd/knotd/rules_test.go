@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/stretchr/testify/require"
 )
 

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/knotd/knotd/config"
-	"github.com/knotd/knotd/control"
-	"github.com/knotd/knotd/ignore"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/ignore"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // Exit statuses of knotd (docs/commands.md).

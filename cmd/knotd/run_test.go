@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/frontmatter"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/tieoff"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/vault"
 	"github.com/stretchr/testify/require"
 )
 

@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/knotd/knotd/transcript"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/transcript"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 const runsUsage = `usage: knotd runs [--note PATH] [--since WHEN] [--limit N] [-f] [--json] [VAULT]

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/transcript"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/transcript"
+	"github.com/knotd/knotd/internal/vault"
 	"github.com/stretchr/testify/require"
 )
 

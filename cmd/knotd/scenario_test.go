@@ -17,11 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/strand"
-	"github.com/knotd/knotd/transcript"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/transcript"
+	"github.com/knotd/knotd/internal/vault"
 )
 
 // scenarioDir holds the end-to-end scenarios: scripts of file operations

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/device"
 	"github.com/stretchr/testify/require"
 )
 

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/stretchr/testify/require"
 )
 

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
-	"github.com/knotd/knotd/device"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/device"
 	"github.com/knotd/knotd/internal/syncthingtest"
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/tieoff"
+	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/stretchr/testify/require"
 )
 

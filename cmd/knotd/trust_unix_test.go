@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/knotd/knotd/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )

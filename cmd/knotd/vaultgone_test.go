@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/vault"
+	"github.com/knotd/knotd/internal/vault"
 	"github.com/stretchr/testify/require"
 )
 

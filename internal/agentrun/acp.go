@@ -1,0 +1,753 @@
+package agentrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	acp "github.com/coder/acp-go-sdk"
+	acpagent "github.com/knotd/knotd/internal/agents/acp"
+	"github.com/knotd/knotd/internal/agents/gemini"
+	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/transcript"
+)
+
+// acpDriver runs a command that speaks the Agent Client Protocol on its
+// standard input and output (protocol: acp): goose acp, opencode acp,
+// copilot --acp, the Claude and Codex ACP adapters, any of them by its
+// argv. knotd is the ACP client, on github.com/coder/acp-go-sdk (ACP
+// protocol version 1); one attempt is one acpConversation:
+//
+//   - initialize, offering fs.readTextFile when the run has a file system
+//     (Request.FS), fs.writeTextFile only at permissions edit or full, and
+//     never a terminal;
+//   - a new session (session/new; its id is the resume handle), or the
+//     session to continue: session/resume when the agent offers it, else
+//     session/load (its replayed history is left out of the transcript).
+//     An agent that refuses it, or offers neither, lost the conversation:
+//     the run starts a fresh one, once, and says so;
+//   - one session/prompt whose single text block is the prompt, the
+//     session/update notifications streamed into the transcript as they
+//     come (agents/acpagent.Format), the usage from the prompt's response and
+//     usage_update;
+//   - session/request_permission answered per the agent's permissions
+//     (geminiPermit: ACP's tool kinds decide);
+//   - on timeout or stop, session/cancel, then up to the grace period for
+//     the agent to end the turn, before its process group is stopped.
+//
+// When the prompt's response arrives, standard input is closed and the
+// agent exits. The command is run as written: no template values, no
+// model (an ACP agent chooses its own).
+//
+// A preset whose agent needs its own ways in the protocol (the gemini
+// preset: geminiACP) runs the same conversation in an acpMode.
+//
+// A preset built on it (acpPreset: claude-acp, codex-acp, opencode) adds
+// its arguments, environment and session options.
+type acpDriver struct {
+	// preset is nil for a protocol: acp command.
+	preset *acpPreset
+}
+
+func (acpDriver) delivery() PromptMode     { return PromptStdin }
+func (acpDriver) inlineInstructions() bool { return true }
+func (acpDriver) resumes() bool            { return true }
+func (acpDriver) limits() Limits           { return Limits{} }
+
+func (d acpDriver) defaultProgram() string {
+	if d.preset != nil {
+		return d.preset.program
+	}
+	return ""
+}
+
+// parser is not used: the conversation parses (see converse).
+func (acpDriver) parser() outputParser { return newACPConversation(nil) }
+
+func (d acpDriver) argv(a *attempt) ([]string, error) {
+	argv := append([]string(nil), a.program...)
+	if d.preset != nil {
+		argv = append(argv, d.preset.args...)
+	}
+	return argv, nil
+}
+
+// env is the preset's environment, set over the agent's own.
+func (d acpDriver) env() [][2]string {
+	if d.preset == nil {
+		return nil
+	}
+	return d.preset.env
+}
+
+// acpMode adapts the ACP client to one preset's agent; the zero value is
+// any agent (protocol: acp).
+type acpMode struct {
+	// name is the agent in notes ("" for "the agent").
+	name string
+	// format is the transcript's; with FormatGeminiACP the decoder reads
+	// every line of the conversation, and leaves a load's replayed
+	// history out itself.
+	format transcript.Format
+	// noFS: the agent is offered no file system (it uses its own tools).
+	noFS bool
+	// replay: the agent continues a session by session/load only, whose
+	// replay of the history has no end the protocol marks (Gemini CLI
+	// 0.61.0 sends it without waiting for it: the load's response comes
+	// after its first update). The prompt waits for the load's response
+	// and the available_commands_update that comes after the replay's
+	// start, and the decoder is told where the prompt went: the updates
+	// before it are history, and it sets apart the rest of the replay
+	// that follows it (see transcript's geminiACPNormalizer).
+	replay bool
+	// loadID is the session id the requests about a loaded session name.
+	loadID func(id string) string
+	// lost tells the refusals of session/load that mean the session is
+	// lost (nil: any refusal).
+	lost func(reason string) bool
+	// stderrNotes are the notes of what the agent said on standard error;
+	// stderrNoted tells the lines they explain (parsed.noted).
+	stderrNotes func(stderr string) []string
+	stderrNoted func(line string) bool
+	// decoderNotes: the decoder's notes stay in the transcript's message.
+	decoderNotesInMessage bool
+}
+
+func (m acpMode) agent() string {
+	if m.name == "" {
+		return "the agent"
+	}
+	return m.name
+}
+
+func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
+	if exitCode != 0 || p.lost == "" {
+		return "", false
+	}
+	return p.lost, true
+}
+
+func (d acpDriver) converse(a *attempt) conversation {
+	c := newACPConversation(a)
+	c.preset = d.preset
+	if a.model != "" {
+		c.notes = append(c.notes, fmt.Sprintf("the model %q was not passed on: an ACP agent chooses its own model", a.model))
+	}
+	return c
+}
+
+// acpConversation is knotd's side of one ACP conversation, held by the
+// SDK's client connection. The runner hands it every line of the agent's
+// output (line, on the output copier goroutine): each goes to the
+// agent's decoder (agents/) once the prompt is sent, and to the SDK through a
+// pipe. What the SDK writes goes to the agent's input through the
+// runner's outbox (attach). The SDK's requests are made by drive, a
+// goroutine that attach starts and finish waits for.
+type acpConversation struct {
+	mode                acpMode
+	prompt, cwd, resume string
+	perm                Permissions
+	fs                  FileSystem
+	grace               time.Duration
+	// preset is the preset's session options, nil for a command.
+	preset *acpPreset
+
+	push func(msgs [][]byte, close bool) error
+	pr   *io.PipeReader
+	pw   *io.PipeWriter
+	conn *acp.ClientSideConnection
+	ctx  context.Context
+	stop context.CancelFunc
+	// ended is closed when drive returned; turnEnded when the prompt got
+	// its response (or drive gave up).
+	ended, turnEnded chan struct{}
+	// commands is closed at the first available_commands_update (mode.replay).
+	commands     chan struct{}
+	commandsOnce sync.Once
+
+	// mu guards everything below, and serialises live and the decoder:
+	// the file system's calls come on the SDK's goroutines.
+	mu        sync.Mutex
+	content   blockStream
+	live      func(transcript.AssistantMessage)
+	blocks    []transcript.Block // handed to live (or that would be), in order
+	decHanded int                // of which the decoder's
+	fsCalls   int
+	session   string
+	acpID     string // the session id knotd's requests name
+	prompted  bool
+	done      bool
+	cancelled bool
+	refused   int    // permission requests knotd refused
+	kept      string // why the file system last refused an edit (MayEdit)
+	agentErr  string
+	lost      string
+	notes     []string
+}
+
+func newACPConversation(a *attempt) *acpConversation { return newACPModeConversation(a, acpMode{}) }
+
+func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
+	if mode.format == "" {
+		mode.format = acpagent.Format
+	}
+	c := &acpConversation{mode: mode, content: newBlockStream(mode.format), ended: make(chan struct{}), turnEnded: make(chan struct{}),
+		commands: make(chan struct{})}
+	c.content.watch(c.decodedBlocks)
+	if mode.replay {
+		// The decoder learns where the prompt went (see line).
+		c.content.dec.PromptSent(false)
+	}
+	if a != nil {
+		c.prompt, c.cwd, c.resume = a.prompt, a.req.Vault, a.resume
+		c.perm, c.fs = a.req.Agent.permissions(), a.req.FS
+		if mode.noFS {
+			c.fs = nil
+		}
+		if !utf8.ValidString(a.prompt) {
+			// JSON strings are Unicode: encoding the prompt replaces them.
+			c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached "+mode.agent()+" as U+FFFD")
+		}
+	}
+	return c
+}
+
+// decodesAll: the decoder reads every line, not only the prompt turn's.
+func (c *acpConversation) decodesAll() bool { return c.mode.format == gemini.FormatACP }
+
+func (c *acpConversation) watch(live func(transcript.AssistantMessage)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live = live
+}
+
+// decodedBlocks receives the decoder's final blocks (under mu).
+func (c *acpConversation) decodedBlocks(m transcript.AssistantMessage) {
+	c.decHanded += len(m.Blocks)
+	c.hand(m.Blocks)
+}
+
+// hand records blocks and gives them to live (under mu).
+func (c *acpConversation) hand(blocks []transcript.Block) {
+	c.blocks = append(c.blocks, blocks...)
+	if c.live != nil {
+		c.live(transcript.AssistantMessage{Format: c.mode.format, Blocks: blocks})
+	}
+}
+
+// open sends nothing itself: attach starts the conversation.
+func (c *acpConversation) open() [][]byte { return nil }
+
+// attach is called by runProc once the outbox exists, before the agent
+// starts: push queues the SDK's messages for the agent's input.
+func (c *acpConversation) attach(push func(msgs [][]byte, close bool) error, grace time.Duration) {
+	c.push, c.grace = push, grace
+	c.pr, c.pw = io.Pipe()
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.conn = acp.NewClientSideConnection(acpClient{c}, outboxWriter{push}, c.pr)
+	// The SDK logs what it cannot read; the agent's decoder counts it.
+	c.conn.SetLogger(slog.New(slog.DiscardHandler))
+	go c.drive()
+}
+
+// outboxWriter hands the SDK's messages (one line each) to the outbox.
+type outboxWriter struct {
+	push func(msgs [][]byte, close bool) error
+}
+
+func (w outboxWriter) Write(b []byte) (int, error) {
+	msg := bytes.TrimSuffix(append([]byte(nil), b...), []byte("\n"))
+	if err := w.push([][]byte{msg}, false); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+func (c *acpConversation) line(b []byte) (send [][]byte, done bool) {
+	c.mu.Lock()
+	if c.prompted || c.decodesAll() {
+		c.content.line(b)
+	}
+	c.mu.Unlock()
+	if c.pw == nil {
+		return nil, false
+	}
+	// Blocks while the SDK reads it; fails once the SDK stopped reading
+	// (then the conversation is over).
+	if _, err := c.pw.Write(append(append([]byte(nil), b...), '\n')); err != nil {
+		return nil, true
+	}
+	return nil, false
+}
+
+// drive makes knotd's requests in turn; it ends the conversation (closes
+// the agent's input) when it returns.
+func (c *acpConversation) drive() {
+	defer close(c.ended)
+	defer func() {
+		select {
+		case <-c.turnEnded:
+		default:
+			close(c.turnEnded)
+		}
+		// An error: the outbox failed, which the runner reports.
+		_ = c.push(nil, true)
+	}()
+	// When the SDK stops reading (the agent's output ended, or it could
+	// not go on), line's writes fail instead of blocking.
+	go func() {
+		<-c.conn.Done()
+		c.pr.CloseWithError(errors.New("the ACP connection is closed"))
+	}()
+	fail := func(format string, args ...any) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.agentErr = fmt.Sprintf(format, args...)
+	}
+	// gone: the agent's output ended before it answered; finish says
+	// so, with its exit status and standard error, rather than the SDK.
+	gone := func(err error) bool { return acpDisconnected(err) }
+	caps := acp.ClientCapabilities{}
+	if c.fs != nil {
+		caps.Fs.ReadTextFile = true
+		caps.Fs.WriteTextFile = c.perm == PermEdit || c.perm == PermFull
+	}
+	init, err := c.conn.Initialize(c.ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: caps,
+		ClientInfo:         &acp.Implementation{Name: "knotd", Version: "1"},
+	})
+	if gone(err) {
+		return
+	}
+	if err != nil {
+		fail("the agent did not initialize the ACP connection: %s", acpErrText(err))
+		return
+	}
+	if init.ProtocolVersion != acp.ProtocolVersionNumber {
+		fail("the agent speaks ACP protocol version %d; knotd speaks version %d: update the agent or knotd", init.ProtocolVersion, acp.ProtocolVersionNumber)
+		return
+	}
+	session, acpID := c.resume, c.resume
+	switch {
+	case c.resume == "":
+		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Meta: c.preset.sessionMeta(), Cwd: c.cwd, McpServers: []acp.McpServer{}})
+		if gone(err) {
+			return
+		}
+		if err != nil {
+			fail("the agent could not start a session (session/new): %s", acpErrText(err))
+			return
+		}
+		if r.SessionId == "" {
+			fail("the agent's session/new returned no sessionId")
+			return
+		}
+		session, acpID = string(r.SessionId), string(r.SessionId)
+	case c.mode.replay && !init.AgentCapabilities.LoadSession:
+		fail("%s cannot load a session (no loadSession capability): it cannot continue a conversation", c.mode.agent())
+		return
+	case c.mode.replay:
+		if c.mode.loadID != nil {
+			acpID = c.mode.loadID(c.resume)
+		}
+		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(acpID), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
+			c.sessionLost("session/load", err)
+			return
+		}
+		// The prompt goes once the replay has begun (its updates before
+		// the prompt are history; the decoder sets the rest apart).
+		select {
+		case <-c.commands:
+		case <-c.conn.Done():
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	case init.AgentCapabilities.SessionCapabilities.Resume != nil:
+		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
+			c.sessionLost("session/resume", err)
+			return
+		}
+	case init.AgentCapabilities.LoadSession:
+		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
+			c.sessionLost("session/load", err)
+			return
+		}
+	default:
+		c.mu.Lock()
+		c.lost = "the agent offers neither session/resume nor session/load"
+		c.agentErr = c.lost
+		c.mu.Unlock()
+		return
+	}
+	if mode := c.preset.sessionMode(); mode != "" {
+		_, err := c.conn.SetSessionMode(c.ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: acp.SessionModeId(mode)})
+		if gone(err) {
+			return
+		}
+		if err != nil {
+			fail("the agent did not switch its session to mode %q (session/set_mode), in which it asks before it edits: %s", mode, acpErrText(err))
+			return
+		}
+	}
+	c.mu.Lock()
+	c.session, c.acpID, c.prompted = session, acpID, true
+	if c.mode.replay {
+		// Every line read so far came before the prompt: none is the
+		// turn's. The lines after it may still be the replay's.
+		c.content.dec.PromptSent(true)
+	}
+	c.mu.Unlock()
+	r, err := c.conn.Prompt(c.ctx, acp.PromptRequest{SessionId: acp.SessionId(acpID), Prompt: []acp.ContentBlock{acp.TextBlock(c.prompt)}})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gone(err) {
+		return
+	}
+	if err != nil {
+		if c.resume != "" && c.preset.promptLost(err) {
+			// The agent resumed a session whose conversation it no
+			// longer has (Codex with its store gone).
+			c.lost = firstLine("session/prompt refused: "+acpErrText(err), 200)
+			c.agentErr = c.lost
+			return
+		}
+		c.agentErr = c.mode.agent() + " failed the prompt: " + acpErrText(err)
+		if re := (*acp.RequestError)(nil); errors.As(err, &re) && re.Code == acpAuthRequired {
+			c.agentErr += "; sign in to the agent (run its command yourself once, as the user knotd runs as) and retry"
+		}
+		return
+	}
+	c.done = true
+	switch r.StopReason {
+	case acp.StopReasonEndTurn:
+	case acp.StopReasonRefusal:
+		c.agentErr = "the agent refused the prompt (stopReason refusal): change the note or the agent's instructions"
+	case acp.StopReasonCancelled:
+		switch {
+		case c.cancelled:
+		case c.refused > 0 && c.kept != "":
+			c.agentErr = c.keptErr()
+		case c.refused > 0:
+			// Codex ends the turn when a request is refused.
+			c.agentErr = fmt.Sprintf("the agent ended its turn when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+		default:
+			c.agentErr = "the agent cancelled the turn itself (stopReason cancelled)"
+		}
+	case acp.StopReasonMaxTokens, acp.StopReasonMaxTurnRequests:
+		c.notes = append(c.notes, fmt.Sprintf("the agent stopped early (stopReason %s): the reply may be cut short; raise the agent's own limit", r.StopReason))
+	}
+}
+
+// acpAuthRequired is ACP's error code for an agent that needs the user to
+// authenticate first.
+const acpAuthRequired = -32000
+
+// sessionLost records that the agent refused to continue the session.
+func (c *acpConversation) sessionLost(method string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if acpDisconnected(err) {
+		return
+	}
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		c.agentErr = fmt.Sprintf("the agent did not answer %s: %s", method, acpErrText(err))
+		return
+	}
+	if c.mode.lost != nil {
+		c.agentErr = acpErrText(err)
+		if c.mode.lost(c.agentErr) {
+			c.lost = firstLine(c.agentErr, 200)
+		}
+		return
+	}
+	c.lost = firstLine(fmt.Sprintf("%s refused: %s", method, acpErrText(err)), 200)
+	c.agentErr = c.lost
+}
+
+// cancel is called when the run's context ends (timeout, stop), before
+// the agent's process group is signalled: it sends session/cancel during
+// a prompt turn and waits up to the grace period for the turn to end.
+func (c *acpConversation) cancel() {
+	c.mu.Lock()
+	session, prompted, done := c.acpID, c.prompted, c.done
+	if prompted && !done {
+		c.cancelled = true
+		c.notes = append(c.notes, "knotd sent session/cancel: the run's time ran out or it was stopped")
+	}
+	c.mu.Unlock()
+	if c.conn == nil || !prompted || done {
+		return
+	}
+	if err := c.conn.Cancel(c.ctx, acp.CancelNotification{SessionId: acp.SessionId(session)}); err != nil {
+		return // the agent's input is closed: it is being stopped anyway
+	}
+	t := time.NewTimer(c.grace)
+	defer t.Stop()
+	select {
+	case <-c.turnEnded:
+	case <-t.C:
+	}
+}
+
+func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, error) {
+	if c.conn != nil {
+		// The agent exited: its output is over, and so is every request.
+		// The SDK sees the end first, so a request waiting for its
+		// answer ends as disconnected, not as cancelled by knotd.
+		_ = c.pw.Close() // a PipeWriter's Close never fails
+		<-c.conn.Done()
+		c.stop()
+		<-c.ended
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var d kit.Decoded
+	if c.prompted || c.decodesAll() {
+		d = c.content.dec.Finish(stdout)
+	}
+	msg := d.Message
+	msg.Format = c.mode.format
+	// The blocks handed out, the file system's among them, then the
+	// decoder's last ones.
+	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
+	if c.agentErr == "" && c.done && c.refused > 0 && cleanReply(d.Reply) == "" {
+		// OpenCode ends the turn, without a word, when a request is refused.
+		c.agentErr = c.keptErr()
+		if c.agentErr == "" {
+			c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
+		}
+	}
+	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost, context: d.ContextTokens, window: d.ContextWindow,
+		notes: append([]string(nil), c.notes...), message: &msg}
+	if !c.mode.decoderNotesInMessage {
+		p.notes = append(p.notes, d.Message.Notes...)
+	}
+	if c.mode.stderrNotes != nil {
+		p.notes = append(p.notes, c.mode.stderrNotes(stderr)...)
+	}
+	p.noted = c.mode.stderrNoted
+	if c.agentErr == "" && c.done && d.SetAside > 0 && cleanReply(d.Reply) == "" {
+		// The decoder's doing, not the agent's: say so, not "empty reply".
+		return p, fmt.Errorf("knotd took the %d updates %s sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's (the run's output holds every update)", d.SetAside, c.mode.agent())
+	}
+	if c.agentErr == "" && !c.done {
+		if len(bytes.TrimSpace(stdout)) == 0 {
+			return p, errNoOutput
+		}
+		if !c.prompted {
+			return p, errors.New("the ACP agent stopped before the prompt was sent: check that the command speaks ACP on its standard input and output (for example goose acp, opencode acp, copilot --acp)")
+		}
+		return p, errors.New("the ACP agent stopped before answering the prompt")
+	}
+	return p, nil
+}
+
+// acpDisconnected reports that err is the SDK's for a request whose
+// answer never came because the agent's output ended (its
+// peerDisconnectedErr: an internal error whose data says so).
+func acpDisconnected(err error) bool {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return false
+	}
+	data, ok := re.Data.(map[string]any)
+	if !ok {
+		return false
+	}
+	msg, _ := data["error"].(string)
+	return re.Code == -32603 && strings.HasPrefix(msg, "peer disconnected")
+}
+
+// acpErrText is an error of the SDK (the agent's error response, or the
+// connection's end) as a reason.
+func acpErrText(err error) string {
+	var re *acp.RequestError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	data, _ := json.Marshal(re.Data) // it came from JSON
+	return (&acpError{Code: re.Code, Message: re.Message, Data: data}).text()
+}
+
+// acpClient is the client side the SDK calls: the agent's requests and
+// notifications.
+type acpClient struct{ c *acpConversation }
+
+// SessionUpdate: the decoder reads the updates from the lines themselves;
+// the client notes the first available_commands_update (see acpMode.replay).
+func (cl acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	if n.Update.AvailableCommandsUpdate != nil {
+		cl.c.commandsOnce.Do(func() { close(cl.c.commands) })
+	}
+	return nil
+}
+
+func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	var req geminiPermissionRequest
+	for _, o := range p.Options {
+		req.Options = append(req.Options, struct {
+			OptionID string `json:"optionId"`
+			Kind     string `json:"kind"`
+		}{string(o.OptionId), string(o.Kind)})
+	}
+	if p.ToolCall.Title != nil {
+		req.ToolCall.Title = *p.ToolCall.Title
+	}
+	if p.ToolCall.Kind != nil {
+		req.ToolCall.Kind = string(*p.ToolCall.Kind)
+	}
+	optionID, allowed := geminiPermit(cl.c.perm, req)
+	verdict := "refused"
+	if allowed {
+		verdict = "allowed"
+	}
+	// An edit the agent may then make with its own tools, past knotd's
+	// file system: refused as that file system would refuse the write,
+	// and when it would lose a save of the user's.
+	var kept error
+	if paths := editPaths(p.ToolCall); allowed && len(paths) > 0 && cl.c.fs != nil {
+		if kept = cl.c.fs.MayEdit(ctx, paths); kept != nil {
+			optionID, allowed = geminiPermit(PermReadOnly, req)
+			verdict = kept.Error()
+		}
+	}
+	cl.c.mu.Lock()
+	if !allowed {
+		cl.c.refused++
+	}
+	if kept != nil {
+		cl.c.kept = kept.Error()
+	}
+	cl.c.notes = append(cl.c.notes, fmt.Sprintf("%s asked permission for %q (a tool call of kind %s): %s (permissions %s)",
+		cl.c.mode.agent(), firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
+	cl.c.mu.Unlock()
+	if optionID == "" {
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: acp.PermissionOptionId(optionID)}}}, nil
+}
+
+// keptErr is the failure of a turn the agent ended when knotd refused an
+// edit its file system would not let through (MayEdit), "" when it
+// refused none.
+func (c *acpConversation) keptErr() string {
+	if c.kept == "" {
+		return ""
+	}
+	return "the agent ended its turn when knotd refused to let it edit a file (" + c.kept + ")"
+}
+
+// editPaths returns the files a tool call of kind edit, delete or move
+// names (its locations and diffs), none for other kinds.
+func editPaths(tc acp.ToolCallUpdate) []string {
+	if tc.Kind == nil || (*tc.Kind != acp.ToolKindEdit && *tc.Kind != acp.ToolKindDelete && *tc.Kind != acp.ToolKindMove) {
+		return nil
+	}
+	var paths []string
+	for _, l := range tc.Locations {
+		paths = append(paths, l.Path)
+	}
+	for _, c := range tc.Content {
+		if c.Diff != nil {
+			paths = append(paths, c.Diff.Path)
+		}
+	}
+	paths = slices.DeleteFunc(paths, func(p string) bool { return p == "" })
+	slices.Sort(paths)
+	return slices.Compact(paths)
+}
+
+func (cl acpClient) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	input := map[string]any{"path": p.Path}
+	line, limit := 0, 0
+	if p.Line != nil {
+		line, input["line"] = *p.Line, *p.Line
+	}
+	if p.Limit != nil {
+		limit, input["limit"] = *p.Limit, *p.Limit
+	}
+	var (
+		text string
+		err  error
+	)
+	if cl.c.fs == nil {
+		err = errors.New("knotd offered no file system to this agent")
+	} else {
+		text, err = cl.c.fs.ReadTextFile(ctx, p.Path, line, limit)
+	}
+	cl.c.fsCall("fs/read_text_file", input, fmt.Sprintf("read %d bytes", len(text)), err)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, &acp.RequestError{Code: -32603, Message: err.Error()}
+	}
+	return acp.ReadTextFileResponse{Content: text}, nil
+}
+
+func (cl acpClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	input := map[string]any{"path": p.Path, "bytes": len(p.Content)}
+	var err error
+	switch {
+	case cl.c.fs == nil:
+		err = errors.New("knotd offered no file system to this agent")
+	case cl.c.perm != PermEdit && cl.c.perm != PermFull:
+		err = fmt.Errorf("the agent's permissions are %s: knotd refuses writes (permissions edit or full allow them)", cl.c.perm)
+	default:
+		err = cl.c.fs.WriteTextFile(ctx, p.Path, p.Content)
+	}
+	cl.c.fsCall("fs/write_text_file", input, fmt.Sprintf("wrote %d bytes", len(p.Content)), err)
+	if err != nil {
+		return acp.WriteTextFileResponse{}, &acp.RequestError{Code: -32603, Message: err.Error()}
+	}
+	return acp.WriteTextFileResponse{}, nil
+}
+
+// fsCall records a file system call in the transcript as a tool call of
+// knotd's (its use and its result: what was done, or why it was refused).
+func (c *acpConversation) fsCall(method string, input map[string]any, did string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fsCalls++
+	id := fmt.Sprintf("knotd-fs-%d", c.fsCalls)
+	in, _ := json.Marshal(input) // strings and numbers
+	result := transcript.Block{Type: transcript.BlockToolResult, Fidelity: transcript.Reconstructed, ToolUseID: id, Content: "allowed: " + did}
+	if err != nil {
+		result.Content, result.IsError = "refused: "+err.Error(), true
+	}
+	c.hand([]transcript.Block{
+		{Type: transcript.BlockToolUse, Fidelity: transcript.Reconstructed, ID: id, Name: method, Input: in},
+		result,
+	})
+}
+
+// No terminal: knotd does not offer the capability, and refuses the calls.
+
+func (acpClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+}
+
+func (acpClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+}
+
+func (acpClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+}
+
+func (acpClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+}
+
+func (acpClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+}

@@ -1,0 +1,283 @@
+package agentrun
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/testutil"
+)
+
+const testSession = "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"
+
+var testNow = time.Date(2026, 11, 21, 19, 30, 5, 0, time.UTC)
+
+func promptRequest(typ strand.EventType, content string) *Request {
+	return &Request{
+		RunID:   "01937f5e-7d1c-7a2b-9c3d-4e5f60718293",
+		Vault:   "/home/user/vault",
+		Event:   strand.Event{Type: typ, Strand: strand.Strand{Path: "ideas/plan.md", Content: []byte(content)}, Time: testNow},
+		Session: testSession,
+		Turn:    1,
+		FiredBy: FiredByWatch,
+	}
+}
+
+func tieOffSection(event, reply string) string {
+	return "## Event: " + event + "\n## Strand: ideas/plan.md\n## Timestamp: 2026-11-20T10:00:00Z\n---\n\n" + reply + "\n"
+}
+
+const planV1 = "# Plan\n\n- buy milk\n- write knotd\n"
+const planV2 = "# Plan\n\n- buy milk\n- [x] write knotd\n- ship it\n"
+
+// planLong is a note whose one-line change is much smaller than itself.
+const planLong = "# Plan\n\n- buy milk\n- write knotd\n- read the design\n- write the tests first\n- measure the prompt\n- keep the tie-off\n- answer the mail\n- water the plants\n"
+
+func TestBuildPrompt_Golden(t *testing.T) {
+	small := Limits{Content: 120, Diff: 300, TieOffSections: 2, TieOffBytes: 160, Prompt: 4096}
+	long := strings.Repeat("line of a long note\n", 40)
+	tests := []struct {
+		name  string
+		req   func() *Request
+		sess  sessionState
+		instr string
+		lim   Limits
+		// continuing and fresh are promptSpec's.
+		continuing bool
+		fresh      string
+	}{
+		{name: "created-first-turn", req: func() *Request { return promptRequest(strand.Created, planV1) }},
+		{name: "modified-later-turn", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Modified, planV2)
+			r.Previous, r.Turn, r.FiredBy = []byte(planV1), 3, FiredByOnce
+			r.TieOff = []string{tieOffSection("Created", "A plan: good start."), tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		{name: "deleted", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Deleted, "")
+			r.Event.Strand.Content = nil
+			r.Previous, r.Turn, r.FiredBy = []byte(planV2), 4, FiredByCatchUp
+			r.TieOff = []string{tieOffSection("Modified", "Shipping soon.")}
+			return r
+		}},
+		{name: "deleted-unknown-content", req: func() *Request {
+			r := promptRequest(strand.Deleted, "")
+			r.Turn, r.FiredBy = 2, FiredByRescan
+			return r
+		}},
+		{name: "modified-unknown-previous", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Modified, planV2)
+			r.Turn = 2
+			return r
+		}},
+		{name: "modified-no-changes", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Modified, planV1)
+			r.Previous, r.Turn = []byte(planV1), 2
+			return r
+		}},
+		{name: "bounded", lim: small, sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Modified, long+"the end\n")
+			r.Previous, r.Turn = []byte(strings.ReplaceAll(long, "long", "short")), 40
+			r.TieOff = []string{tieOffSection("Created", "one"), tieOffSection("Modified", "two"), tieOffSection("Modified", strings.Repeat("three ", 10))}
+			r.TieOffOmitted = 35
+			return r
+		}},
+		{name: "bounded-oversized-section", lim: small, sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Created, "short note\n")
+			r.Turn = 2
+			r.TieOff = []string{tieOffSection("Created", "older"), tieOffSection("Modified", strings.Repeat("a very long reply ", 20))}
+			return r
+		}},
+		{name: "restarted-with-inline-instructions", instr: "You review my notes.\nBe brief.\n",
+			sess: sessionState{restart: &Restart{Handle: "11111111-2222-4333-8444-555555555555", Reason: "No conversation found with session ID: 11111111-2222-4333-8444-555555555555"}},
+			req: func() *Request {
+				r := promptRequest(strand.Modified, planV2)
+				r.Previous, r.Turn = []byte(planV1), 5
+				return r
+			}},
+		// A turn that continues the conversation which answered the
+		// previous version: the change, and neither the note nor the
+		// tie-off's sections, which the conversation holds.
+		{name: "modified-continuing", sess: sessionState{resumed: true}, continuing: true, req: func() *Request {
+			r := promptRequest(strand.Modified, planLong+"- ship it\n")
+			r.Previous, r.Turn = []byte(planLong), 3
+			r.TieOff = []string{tieOffSection("Created", "A plan: good start."), tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		// The change is larger than the note: the note comes too.
+		{name: "modified-continuing-change-larger", sess: sessionState{resumed: true}, continuing: true, req: func() *Request {
+			r := promptRequest(strand.Modified, "# Plan\n\nall new\n")
+			r.Previous, r.Turn = []byte(planV1), 3
+			r.TieOff = []string{tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		// The conversation is past max_context: the turn starts a new
+		// one, with the whole note and the newest sections, and says why.
+		{name: "modified-max-context-fresh", fresh: "the last one used 172,000 tokens, past max_context 160,000", req: func() *Request {
+			r := promptRequest(strand.Modified, planLong+"- ship it\n")
+			r.Previous, r.Turn = []byte(planLong), 7
+			r.TieOff = []string{tieOffSection("Modified", "You added a task.")}
+			return r
+		}},
+		{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Modified, "code:\n````go\nx := 1\n````\n")
+			r.Previous, r.Turn = []byte("code:\n"), 2
+			r.TieOff = []string{tieOffSection("Created", "Try this:\n\n```````\nseven\n```````")}
+			return r
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := buildPrompt(promptSpec{req: tt.req(), now: testNow, session: tt.sess, instructions: tt.instr, limits: withDefaults(tt.lim, Limits{}),
+				continuing: tt.continuing, fresh: tt.fresh})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testutil.Golden(t, filepath.Join("testdata", "prompt-"+tt.name+".golden"), []byte(got))
+		})
+	}
+}
+
+func TestBuildPrompt_HardCap(t *testing.T) {
+	r := promptRequest(strand.Created, strings.Repeat("x", 1000))
+	_, err := buildPrompt(promptSpec{req: r, now: testNow, limits: withDefaults(Limits{Prompt: 500}, Limits{})})
+	if !errors.Is(err, ErrPromptTooLarge) {
+		t.Fatalf("buildPrompt(1000-byte note, 500-byte cap) error = %v; want ErrPromptTooLarge", err)
+	}
+	if !strings.Contains(err.Error(), "ideas/plan.md") || !strings.Contains(err.Error(), "500-byte limit") {
+		t.Errorf("error %q does not say which strand and which limit", err)
+	}
+}
+
+func TestBuildPrompt_QuotesControlCharsInPath(t *testing.T) {
+	r := promptRequest(strand.Created, "x")
+	r.Event.Strand.Path = "a\nEvent: Deleted.md"
+	got, err := buildPrompt(promptSpec{req: r, now: testNow, limits: withDefaults(Limits{}, Limits{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, `Strand: "a\nEvent: Deleted.md"`+"\n") || strings.Count(got, "\nEvent: ") != 1 {
+		t.Errorf("a newline in the path forged a line of the Event Context:\n%s", got)
+	}
+}
+
+func TestTieOffBlock_LooksOnlyAtTheNewest(t *testing.T) {
+	lim := Limits{TieOffSections: 3, TieOffBytes: 1 << 20}
+	secs := make([]string, 1000)
+	for i := range secs {
+		secs[i] = fmt.Sprintf("section %d", i)
+	}
+	got := tieOffBlock(secs, 5, lim)
+	want := "```markdown\n[… 1002 older sections omitted …]\n\nsection 997\n\n---\n\nsection 998\n\n---\n\nsection 999\n```\n"
+	if got != want {
+		t.Errorf("tieOffBlock(1000 sections, 5 omitted) =\n%s\nwant\n%s", got, want)
+	}
+	if got := tieOffBlock(nil, 0, lim); got != "(none)\n" {
+		t.Errorf("tieOffBlock(nil, 0) = %q; want (none)", got)
+	}
+	if got := tieOffBlock(nil, 1, lim); got != "```markdown\n[… 1 older section omitted …]\n```\n" {
+		t.Errorf("tieOffBlock(nil, 1) = %q", got)
+	}
+}
+
+func TestBound(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   func(string, int) string
+		in   string
+		max  int
+		want string
+	}{
+		{"head fits", boundHead, "abc\n", 4, "abc\n"},
+		{"head at line", boundHead, "one\ntwo\nthree\n", 9, "one\ntwo\n[… 6 bytes omitted …]\n"},
+		{"head mid-rune", boundHead, "ééééé", 3, "é\n[… 8 bytes omitted …]\n"},
+		{"middle", boundMiddle, "1\n2\n3\n4\n5\n6\n7\n8\n", 8, "1\n2\n[… 8 bytes omitted …]\n7\n8\n"},
+		{"middle no newlines", boundMiddle, "abcdefghij", 4, "ab\n[… 6 bytes omitted …]\nij"},
+	}
+	for _, tt := range tests {
+		if got := tt.fn(tt.in, tt.max); got != tt.want {
+			t.Errorf("%s: bound(%q, %d) = %q; want %q", tt.name, tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestFence(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, "```"},
+		{[]string{"no ticks"}, "```"},
+		{[]string{"``", " ```"}, "````"},
+		{[]string{"x ````` y", "```"}, "``````"},
+	}
+	for _, tt := range tests {
+		if got := fence(tt.in...); got != tt.want {
+			t.Errorf("fence(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func FuzzBuildPrompt(f *testing.F) {
+	f.Add(planV1, planV2, "reply with ``` fence", 3)
+	f.Add("", "````\n", "", 0)
+	f.Add("a\r\nb", "é\x00\xff", "## Event: x", 7)
+	f.Fuzz(func(t *testing.T, prev, cur, reply string, omitted int) {
+		if omitted < 0 {
+			omitted = -omitted
+		}
+		r := promptRequest(strand.Modified, cur)
+		r.Previous = []byte(prev)
+		r.TieOff = []string{reply, reply}
+		r.TieOffOmitted = omitted % 1000
+		lim := Limits{Content: 64, Diff: 64, TieOffSections: 2, TieOffBytes: 48, Prompt: 1 << 20}
+		got, err := buildPrompt(promptSpec{req: r, now: testNow, limits: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got, "## Event Context\nEvent: Modified\nStrand: ideas/plan.md\n") {
+			t.Fatalf("prompt does not start with the Event Context:\n%s", got)
+		}
+		if len(got) > 4096 {
+			t.Fatalf("bounded prompt is %d bytes", len(got))
+		}
+	})
+}
+
+// BenchmarkBuildPrompt shows that the prompt's build time and size do not
+// grow with the tie-off's history: compare sections=10 with sections=100000.
+func BenchmarkBuildPrompt(b *testing.B) {
+	for _, n := range []int{10, 100_000} {
+		b.Run(fmt.Sprintf("sections=%d", n), func(b *testing.B) {
+			secs := make([]string, n)
+			for i := range secs {
+				secs[i] = tieOffSection("Modified", fmt.Sprintf("Reply number %d: %s", i, strings.Repeat("words ", 40)))
+			}
+			r := promptRequest(strand.Modified, planV2+strings.Repeat("more text\n", 200))
+			r.Previous, r.TieOff, r.Turn = []byte(planV1+strings.Repeat("more text\n", 200)), secs, n+1
+			spec := promptSpec{req: r, now: testNow, session: sessionState{resumed: true}, limits: withDefaults(Limits{}, Limits{})}
+			var size int
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := buildPrompt(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(p)
+			}
+			b.ReportMetric(float64(size), "prompt-bytes")
+		})
+	}
+}
+
+func TestChanges_TooLargeToDiff(t *testing.T) {
+	got, _ := changes("a.md", bytes.Repeat([]byte("x\n"), 50), []byte("short"), Limits{Diff: 10})
+	if got != "(too large to diff: 100 bytes before, 5 bytes now)\n" {
+		t.Errorf("changes(100 bytes, 5 bytes, Diff 10) = %q", got)
+	}
+}

@@ -1,0 +1,183 @@
+package vault
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/knotd/knotd/internal/state"
+	"github.com/knotd/knotd/internal/statedir"
+
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/watcher"
+)
+
+// DryRun prints, for each strand a --once pass would process, its event
+// and the full prompt, and changes nothing: no agent runs, no strand,
+// tie-off or state is written, and runs a crash left journaled are only
+// counted. On a vault knotd has never seen it says how many strands the
+// first pass would adopt, without creating knotd's state directory.
+func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w io.Writer) (err error) {
+	home := opts.StateHome
+	if home == "" {
+		if home, err = statedir.Home(); err != nil {
+			return err
+		}
+		opts.StateHome = home
+	}
+	f, found, err := statedir.Find(home, root)
+	if err != nil {
+		return err
+	}
+	if found {
+		_, err = os.Stat(f.StateFile())
+		found = err == nil
+	}
+	if !found {
+		if _, err := os.Lstat(filepath.Join(root, statedir.LegacyDir, statedir.StateFile)); err == nil {
+			fmt.Fprintf(w, "knotd keeps its own files in the state directory (%s) now; a real start first moves the vault's %s/%s there, once. Until then a dry run sees the vault as on first contact.\n\n",
+				home, statedir.LegacyDir, statedir.StateFile)
+		}
+	}
+	if !found && !once.All {
+		v, err := newVault(root, opts)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := v.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		return v.dryFirstContact(w)
+	}
+	v, err := open(root, opts, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := v.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	_, seen, err := v.store.Adopted()
+	if err != nil {
+		return err
+	}
+	if !seen && !once.All {
+		return v.dryFirstContact(w)
+	}
+	if ps, err := v.store.Pendings(); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		fmt.Fprintf(w, "%d finished runs were journaled before knotd stopped; the next real start appends their replies first\n\n", len(ps))
+	}
+	var pending []string
+	if once.All {
+		set := map[string]struct{}{}
+		if err := v.recon.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
+			return err
+		}
+		if err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
+			return err
+		}
+		pending = sortedKeys(set)
+	} else if pending, err = v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		fmt.Fprintln(w, "nothing to do: every note is processed")
+		return nil
+	}
+	var paused, deferred []string
+	for _, rel := range pending {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch skip := v.dryShow(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All}); {
+		case skip == pausedSkip:
+			paused = append(paused, rel)
+		case strings.HasPrefix(skip, budgetSkip):
+			deferred = append(deferred, rel)
+		}
+	}
+	if len(paused) > 0 {
+		fmt.Fprintf(w, "not run, paused: %d (%s); knotd resume answers their changes\n", len(paused), strings.Join(paused, ", "))
+	}
+	if len(deferred) > 0 {
+		fmt.Fprintf(w, "not run, waiting for the day's budget: %d (%s); they run when it allows, or now with knotd run\n", len(deferred), strings.Join(deferred, ", "))
+	}
+	return nil
+}
+
+// dryFirstContact says what the first pass over the vault would do.
+func (v *Vault) dryFirstContact(w io.Writer) error {
+	var a Adoption
+	var runs []string
+	err := v.adoption.survey(func(p adoptee) error {
+		a.count(p.kind)
+		switch p.kind {
+		case changedKind:
+			runs = append(runs, fmt.Sprintf("==> Modified %s: changed since its tie-off's last answer (run %s); the prompt shows no Changes, since knotd keeps no earlier version of it here", p.rec.Path, p.rec.LastRunID))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	notes := "notes"
+	if a.Adopted == 1 {
+		notes = "note"
+	}
+	fmt.Fprintf(w, "first contact: knotd would adopt %d %s as processed and run nothing for them, record %d as answered by their tie-offs, and run %d changed since their last answer (use --all to run them all)\n",
+		a.Adopted, notes, a.Answered, a.Changed)
+	for _, r := range runs {
+		fmt.Fprintln(w, r)
+	}
+	return nil
+}
+
+// dryShow prints what processing rel would do: its event and full prompt,
+// or why it would not run; it returns the reason a change would wait or
+// be recorded without a run, if any.
+func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
+	wk, skip, err := v.pipe.plan(rel, job, false)
+	defer v.sess.sessions.release(rel)
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
+		return ""
+	case wk == nil && skip != "" && skip != emptySkip:
+		// A paused strand, or one over the day's budget: its change
+		// waits, unrecorded.
+		fmt.Fprintf(w, "==> %s: not run now: %s\n\n", rel, skip)
+		return skip
+	case wk == nil:
+		return skip
+	case skip != "":
+		fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
+		return skip
+	case wk.failure != "":
+		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
+		return ""
+	}
+	req, err := v.pipe.request(wk, job, "dry-run", v.now().UTC())
+	if err == nil {
+		var prompt string
+		if prompt, err = v.prompt(req); err == nil {
+			fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
+			return ""
+		}
+	}
+	fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
+	return ""
+}
+
+// prompt returns the prompt req would send.
+func (v *Vault) prompt(req agentrun.Request) (string, error) {
+	return v.runner.Load().Prompt(req)
+}

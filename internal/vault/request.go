@@ -1,0 +1,295 @@
+package vault
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/state"
+	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/tieoff"
+)
+
+// What step 4 of the pipeline (pipeline.go), run, gives the agent and
+// the tie-off: the agent request (the strand, its previous version, the
+// tie-off's newest sections), the failure section's text, and the journal
+// entry step 5 writes.
+
+// request builds the agent request for w.
+func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+	v := pl.v
+	req := agentrun.Request{
+		RunID:    runID,
+		Vault:    v.root,
+		StateDir: v.folder.Dir,
+		Event:    strand.Event{Type: w.event, Strand: strand.Strand{Path: w.rel, Abs: w.abs, Content: w.content}, Time: now},
+		Previous: w.previous,
+		Session:  w.session,
+		Resume:   w.resume,
+		Turn:     w.rec.Turns + 1,
+		FiredBy:  job.FiredBy,
+		Agent:    w.agent,
+		Model:    w.fields.Model,
+		// The CLIs that take a cap on one run's cost get the budget's.
+		MaxCostUSD: v.config().Budget.RunUSD,
+		Now:        now,
+	}
+	if w.newSession {
+		req.Resume = ""
+	}
+	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
+		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
+			CacheReadTokens: t.CacheReadTokens, CacheWriteTokens: t.CacheWriteTokens, CostUSD: t.CostUSD}
+	}
+	if w.event == strand.Modified && w.previous != nil && !bytes.Equal(w.content, w.userContent) {
+		// knotd wrote the session into the strand for this run: diff
+		// against the previous version with the same edit, so that the
+		// Changes show what the user changed, not knotd's key.
+		if prev, err := frontmatter.SetSession(w.previous, w.session); err == nil {
+			req.Previous = prev
+		}
+	}
+	pl.loadTail(w)
+	win := w.tail
+	if w.tailErr != nil {
+		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
+	}
+	if win != nil {
+		req.TieOff = sectionTexts(*win)
+		for _, s := range win.Sections {
+			if !w.newSession && s.Session == w.session && !s.Failed && !s.Paused {
+				req.SessionAnswered = true
+			}
+		}
+		if win.Start > 0 {
+			// Turns counts the sections knotd appended; the exact count
+			// of older sections would cost a read of the whole history.
+			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
+		}
+	}
+	if v.sameConversation(w, req.Resume) {
+		req.Continues = req.Previous != nil && w.event == strand.Modified && v.answeredLast(w)
+		req.LastContext, req.LastContextWindow = w.rec.ContextTokens, w.rec.ContextWindow
+	}
+	return req, nil
+}
+
+// sameConversation reports whether a run given the resume handle resume
+// continues the conversation whose turn the strand's record was last
+// processed by: the same session, the handle the record keeps (none, for
+// a command that keeps its conversation under the session), and the same
+// agent.
+func (v *Vault) sameConversation(w *work, resume string) bool {
+	return !w.newSession && w.rec.Agent != "" && w.rec.Agent == w.agent.Identity() &&
+		w.rec.Session == w.session && resume == w.rec.Resume
+}
+
+// answeredLast reports whether the record's last run answered the
+// version it records (its reply is in the conversation), and the tie-off
+// agrees: its newest run section is that run's answer, when the newest
+// sections were read.
+func (v *Vault) answeredLast(w *work) bool {
+	if w.rec.LastOutcome != state.OutcomeSucceeded || w.rec.LastRunID == "" {
+		return false
+	}
+	if w.tail == nil {
+		return true
+	}
+	sec, ok := newestRun(w.tail.Sections)
+	if !ok {
+		return w.tail.Start > 0 // the answer is older than the sections read
+	}
+	return sec.RunID == w.rec.LastRunID && !sec.Failed && (sec.Session == "" || sec.Session == w.session)
+}
+
+// readTail reads the newest sections of the strand's tie-off, as many as
+// a prompt shows and a little more (agentrun bounds them again and marks
+// what it leaves out); nil when there is no tie-off.
+func (pl *pipeline) readTail(rel string) (*tieoff.Window, error) {
+	v := pl.v
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return nil, err
+	}
+	lim := v.config().Limits
+	def := agentrun.DefaultLimits()
+	if lim.TieOffSections <= 0 {
+		lim.TieOffSections = def.TieOffSections
+	}
+	if lim.TieOffBytes <= 0 {
+		lim.TieOffBytes = def.TieOffBytes
+	}
+	win, err := tieoff.Tail(v.fs, t, lim.TieOffSections, 2*lim.TieOffBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &win, nil
+}
+
+// newestAnswerBytes bounds how far back from the end of a tie-off knotd
+// reads to find its newest section's headers.
+const newestAnswerBytes = 16 << 20
+
+// newestAnswer returns the newest section of the strand's tie-off that
+// is a run's (knotd's notices that it paused the note are not answers),
+// from win when it holds one (a window Tail read for the prompt) or else
+// from the file; ok is false when the tie-off has no such section among
+// its newest.
+func (pl *pipeline) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+	v := pl.v
+	if win != nil {
+		if sec, ok := newestRun(win.Sections); ok || win.Start == 0 {
+			return sec, ok, nil
+		}
+	}
+	t, err := strand.TieOffPath(rel)
+	if err != nil {
+		return sec, false, err
+	}
+	w, err := tieoff.Tail(v.fs, t, newestAnswerSections, newestAnswerBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return sec, false, nil
+	}
+	if err != nil {
+		return sec, false, err
+	}
+	sec, ok = newestRun(w.Sections)
+	return sec, ok, nil
+}
+
+// newestAnswerSections is how many of a tie-off's newest sections
+// newestAnswer reads to find a run's past a pause notice.
+const newestAnswerSections = 4
+
+// newestRun returns the newest of secs that is not a pause notice.
+func newestRun(secs []tieoff.Section) (tieoff.Section, bool) {
+	for i := len(secs) - 1; i >= 0; i-- {
+		if !secs[i].Paused {
+			return secs[i], true
+		}
+	}
+	return tieoff.Section{}, false
+}
+
+// sectionTexts splits a tie-off window into the raw text of each section,
+// without the separators between them.
+func sectionTexts(win tieoff.Window) []string {
+	texts := make([]string, 0, len(win.Sections))
+	for i, s := range win.Sections {
+		start := s.Offset - win.Start
+		end := int64(len(win.Text))
+		if i+1 < len(win.Sections) {
+			end = win.Sections[i+1].Offset - win.Start
+		}
+		if start < 0 || start > end || end > int64(len(win.Text)) {
+			continue
+		}
+		text := strings.TrimRight(string(win.Text[start:end]), " \t\r\n")
+		text = strings.TrimSuffix(text, "\n---")
+		texts = append(texts, strings.TrimRight(text, " \t\r\n"))
+	}
+	return texts
+}
+
+// stateUsage is u as the state records it.
+func stateUsage(u *agentrun.Usage) *state.Usage {
+	if u == nil {
+		return nil
+	}
+	return &state.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD}
+}
+
+// firstLine returns the first line of s.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// failureBody explains a failed run in the tie-off.
+func failureBody(w *work, res agentrun.Result) string {
+	what := fmt.Sprintf("The %s agent did not reply", w.agentName)
+	switch {
+	case res.NotStarted != "":
+		what = fmt.Sprintf("The %s agent could not be started: %s", w.agentName, res.NotStarted)
+		return tieoff.Failure{What: what, ExitStatus: tieoff.NoExitStatus, NotStarted: true, Duration: res.Duration, Stderr: res.Stderr}.Body()
+	case res.Outcome == agentrun.OutcomeTimeout:
+		what = fmt.Sprintf("The %s agent timed out", w.agentName)
+	case res.Outcome == agentrun.OutcomeCanceled:
+		what = fmt.Sprintf("The %s agent was stopped", w.agentName)
+	}
+	if res.Reason != "" {
+		what += ": " + res.Reason
+	}
+	exit := tieoff.NoExitStatus
+	if res.ExitCode >= 0 && res.Outcome != agentrun.OutcomeTimeout && res.Outcome != agentrun.OutcomeCanceled {
+		exit = res.ExitCode
+	}
+	return tieoff.Failure{What: what, ExitStatus: exit, Duration: res.Duration, Stderr: res.Stderr}.Body()
+}
+
+// journal is what the pending journal keeps of a run's section: enough to
+// append it again after a crash.
+type journal struct {
+	Section tieoff.Section `json:"section"`
+	Replace bool           `json:"replace,omitempty"`
+}
+
+// decodeJournal reads what commit journaled.
+func decodeJournal(b []byte) (journal, error) {
+	var j journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("journal entry: %w", err)
+	}
+	return j, nil
+}
+
+// maxProblemsShown bounds how many of a strand's settings problems its
+// failure section lists.
+const maxProblemsShown = 20
+
+// maxFailureBytes bounds the body of a failure section, whatever the
+// strand, its settings or the agent's messages: a short explanation and a
+// bounded excerpt, never the strand's bulk.
+const maxFailureBytes = 16 << 10
+
+// boundFailure cuts a failure section's body to maxFailureBytes at a line
+// break, saying how much it left out.
+func boundFailure(body string) string {
+	if len(body) <= maxFailureBytes {
+		return body
+	}
+	cut := maxFailureBytes
+	for cut > 0 && !utf8.RuneStart(body[cut]) {
+		cut--
+	}
+	if i := strings.LastIndexByte(body[:cut], '\n'); i > maxFailureBytes/2 {
+		cut = i + 1
+	}
+	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", byteSize(int64(len(body)-cut)))
+}
+
+// byteSize formats n bytes for people.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
