@@ -62,7 +62,7 @@ func fixture(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "agents", "claude", "testdata", "recorded", name))
+	data, err := os.ReadFile(filepath.Join(root, "internal", "agents", "claude", "testdata", "recorded", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}
