@@ -198,7 +198,8 @@ func TestContextLimit(t *testing.T) {
 		{"acp reported size", Agent{Command: []string{"goose", "acp"}, Protocol: ProtocolACP}, 200_000, 160_000},
 		{"acp no size", Agent{Command: []string{"goose", "acp"}, Protocol: ProtocolACP}, 0, 0},
 		{"command", Agent{Command: []string{"t", "{session}"}}, 0, 0},
-		{"codex", Agent{Preset: PresetCodex}, 0, 0},
+		{"codex default", Agent{Preset: PresetCodex}, 0, 200_000},
+		{"codex none", Agent{Preset: PresetCodex, MaxContext: NoContextLimit}, 0, 0},
 	}
 	for _, tt := range tests {
 		if got := tt.agent.contextLimit(newDriver(&tt.agent, tt.agent.kind()), tt.window); got != tt.want {

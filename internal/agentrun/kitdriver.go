@@ -98,6 +98,15 @@ func (k kitDriver) maxContext() int64 {
 	return 0
 }
 
+// turnContext: a driver that is no kit.TurnContexter measures no context
+// from the turn's use.
+func (k kitDriver) turnContext(turn Usage) int64 {
+	if c, ok := k.d.(kit.TurnContexter); ok {
+		return c.TurnContext(turn)
+	}
+	return 0
+}
+
 // kitTotaler is the runner's driver for a kit.Totaler.
 type kitTotaler struct{ kitDriver }
 
@@ -146,6 +155,7 @@ var (
 	_ sessionRecoverer = kitDriver{}
 	_ failureExplainer = kitDriver{}
 	_ contextDefaulter = kitDriver{}
+	_ turnContexter    = kitDriver{}
 	_ preparer         = kitDriver{}
 	_ finisher         = kitDriver{}
 	_ totaler          = kitTotaler{}

@@ -152,6 +152,12 @@ type totaler interface {
 	turn(total, before Usage) Usage
 }
 
+// turnContexter is a totaler whose CLI reports no context size: its
+// context is measured from the turn's own use (see perTurn), 0 for none.
+type turnContexter interface {
+	turnContext(turn Usage) int64
+}
+
 // finisher is a driver with a step after a successful attempt, such as
 // asking the CLI for the conversation id it just used. run starts a helper
 // process with the attempt's environment and working directory.

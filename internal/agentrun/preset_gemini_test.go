@@ -108,6 +108,11 @@ func TestGemini_RecordedACP(t *testing.T) {
 			if (p.usage == nil) != (tc.usage == nil) || (p.usage != nil && *p.usage != *tc.usage) {
 				t.Errorf("usage %+v; want %+v", p.usage, tc.usage)
 			}
+			// Gemini CLI sends no usage_update: the context is the turn's
+			// input tokens (its model calls summed), for max_context.
+			if tc.usage != nil && (p.context != tc.usage.InputTokens || p.window != 0) {
+				t.Errorf("context %d of %d tokens; want the turn's input %d, no size", p.context, p.window, tc.usage.InputTokens)
+			}
 			if tc.handle && (p.handle == "" || !strings.Contains(stdout, p.handle)) {
 				t.Errorf("handle %q; want the session's id", p.handle)
 			}

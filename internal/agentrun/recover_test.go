@@ -189,3 +189,62 @@ func TestRecorded_UsagePerTurn(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorded_CodexContextPerTurn: Codex CLI reports no context size, so
+// a turn's is its own input tokens, from the running totals turned into
+// the turn's use (100, 200, 300 over the recorded three turns), cached
+// ones not added again (they are a part of input_tokens); a resumed turn
+// whose totals before are unknown has none (the whole thread's total is
+// not its context). The preset's default max_context is 200,000.
+func TestRecorded_CodexContextPerTurn(t *testing.T) {
+	usage := func(dir, name string) Usage {
+		t.Helper()
+		var stdout, stderr string
+		if dir == codexWritten {
+			stdout = string(readTestdata(t, filepath.Join(dir, name+".jsonl")))
+		} else {
+			_, stdout, stderr = recorded(t, dir, name)
+		}
+		got, err := parseOutput(codexDriver(), stdout, stderr)
+		if err != nil || got.usage == nil {
+			t.Fatalf("%s: usage %+v, %v", filepath.Join(dir, name), got.usage, err)
+		}
+		return *got.usage
+	}
+	for _, tc := range []struct {
+		dir, before, now string
+		want             int64
+	}{
+		{codexRecorded, "", "exec-new", 100},
+		{codexRecorded, "exec-new", "exec-resume", 200},
+		{codexRecorded, "exec-resume", "exec-resume-2", 300},
+		{codexWritten, "", "exec-resume", 25010}, // 24704 of them cached
+	} {
+		t.Run(tc.dir+"/"+tc.now, func(t *testing.T) {
+			total := usage(tc.dir, tc.now)
+			res := Result{Agent: "codex", Usage: &total}
+			a := attempt{}
+			var before *Usage
+			if tc.before != "" {
+				b := usage(tc.dir, tc.before)
+				a.resume, before = "thread", &b
+			}
+			perTurn(codexDriver(), &a, before, &res)
+			if res.ContextTokens != tc.want {
+				t.Errorf("context %d tokens; want %d (the turn's input, usage %+v)", res.ContextTokens, tc.want, *res.Usage)
+			}
+			if tc.before == "" {
+				return
+			}
+			res = Result{Agent: "codex", Usage: &total}
+			perTurn(codexDriver(), &attempt{resume: "thread"}, nil, &res)
+			if res.ContextTokens != 0 {
+				t.Errorf("without the totals before: context %d tokens; want none, not the thread's total", res.ContextTokens)
+			}
+		})
+	}
+	a := Agent{Preset: PresetCodex}
+	if got := a.contextLimit(codexDriver(), 0); got != 200_000 {
+		t.Errorf("codex's default max_context = %d; want 200000", got)
+	}
+}

@@ -44,8 +44,10 @@ type Result struct {
 	Restarted *Restart
 	// ContextTokens is how many tokens the conversation's context held at
 	// the turn's last model call (its input, cached or not), 0 when the
-	// agent does not report it. The caller keeps it for the next turn
-	// (Request.LastContext).
+	// agent does not report it. Codex CLI and Gemini CLI report only the
+	// turn's input, its model calls summed: for them it is that, more
+	// than the context held when the turn had several calls. The caller
+	// keeps it for the next turn (Request.LastContext).
 	ContextTokens int64
 	// ContextWindow is the context size the agent reported (ACP's
 	// usage_update size), 0 when it reported none.

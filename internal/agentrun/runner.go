@@ -134,7 +134,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 // perTurn turns the running totals of a totaler's CLI into the run's own
 // use: in a conversation resumed from a turn whose totals are known, the
 // difference; in a new one (or one started afresh), the totals are the
-// turn's. res.Totals keeps the totals for the next turn.
+// turn's. res.Totals keeps the totals for the next turn. A turnContexter's
+// context size is measured from the turn's use, never from a whole
+// conversation's total (the totals before unknown): that turn has none.
 func perTurn(d driver, a *attempt, before *Usage, res *Result) {
 	t, ok := d.(totaler)
 	if !ok || res.Usage == nil {
@@ -149,6 +151,10 @@ func perTurn(d driver, a *attempt, before *Usage, res *Result) {
 		res.Usage = &u
 	default:
 		res.Notes = append(res.Notes, res.Agent+" reported the conversation's running total, and the total before this turn is not known: the usage recorded for this run is the whole conversation's")
+		return
+	}
+	if c, ok := d.(turnContexter); ok && res.ContextTokens == 0 {
+		res.ContextTokens = c.turnContext(*res.Usage)
 	}
 }
 

@@ -377,3 +377,29 @@ func TestDecoder_BlocksAsTheyArrive(t *testing.T) {
 		})
 	}
 }
+
+// TestDecode_GeminiACPContext: Gemini CLI 0.61.0 sends no usage_update,
+// so a turn's context is the input tokens of its prompt response's
+// _meta.quota.token_count, its model calls summed (acp-write-edit: two
+// calls of 100); no size is reported.
+func TestDecode_GeminiACPContext(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want int64
+	}{
+		{"gemini/testdata/acp-output/acp-new.stdout", 100},
+		{"gemini/testdata/acp-output/acp-write-edit.stdout", 200},
+	} {
+		in, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decode(gemini.FormatACP, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.ContextTokens != tc.want || d.ContextWindow != 0 {
+			t.Errorf("%s: context %d of %d tokens; want %d, no size", tc.file, d.ContextTokens, d.ContextWindow, tc.want)
+		}
+	}
+}

@@ -242,6 +242,49 @@ func TestOnce_PastMaxContextStartsAConversation(t *testing.T) {
 	}
 }
 
+// TestOnce_CodexPastMaxContextStartsAConversation: Codex CLI reports no
+// context size, only the thread's running totals: the context of a turn
+// is the turn's input (the fake Codex's turn k uses 1200·k), so after
+// turn two (2,400 tokens) past max_context 2000 the next turn starts a
+// new thread with the whole note, and says why; the turn after resumes
+// the new thread with the change.
+func TestOnce_CodexPastMaxContextStartsAConversation(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig("default_agent: c\nagents:\n" + e.fakeAgentYAML("c", "codex", fakeagent.Codex) + "    max_context: 2000\n")
+	e.write("note.md", deltaNote())
+	e.onceFresh()
+	e.saveLine("turn one")
+	e.saveLine("turn two")
+	v := e.open()
+	rec, _ := record(t, v, "note.md")
+	e.close(v)
+	if rec.ContextTokens != 2400 {
+		t.Errorf("record's context after turn 2 = %d tokens; want 2400 (the turn's input, not the thread's total 3600)", rec.ContextTokens)
+	}
+	e.saveLine("turn three")
+	e.saveLine("turn four")
+	calls := e.calls()
+	if len(calls) != 4 {
+		t.Fatalf("%d calls; want 4", len(calls))
+	}
+	wantChange(t, "turn 2", calls[1].Stdin, "turn two")
+	wantWhole(t, "turn 3", calls[2].Stdin, " (a new conversation: the last one used 2,400 tokens, past max_context 2,000)")
+	if slices.Contains(calls[2].Args, "resume") {
+		t.Errorf("turn 3 args %q; want a new thread", calls[2].Args)
+	}
+	wantChange(t, "turn 4", calls[3].Stdin, "turn four")
+	if !slices.Contains(calls[3].Args, "resume") {
+		t.Errorf("turn 4 args %q; want the new thread resumed", calls[3].Args)
+	}
+	secs := e.sections("note.md")
+	fin := payload[transcript.Finished](t, runTranscript(t, e, secs[len(secs)-2].RunID), transcript.RunFinished)
+	if !slices.ContainsFunc(fin.Notes, func(n string) bool {
+		return strings.Contains(n, "started a new conversation") && strings.Contains(n, "past max_context 2,000")
+	}) {
+		t.Errorf("turn 3's notes %q; want why a new conversation started", fin.Notes)
+	}
+}
+
 // TestDryRun_ShowsTheChange: knotd --dry-run prints exactly the prompt
 // the note would get: the change, for a turn that continues the
 // conversation.

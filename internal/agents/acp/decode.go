@@ -97,6 +97,14 @@ type geminiACPNormalizer struct {
 	reply                     strings.Builder
 	handle                    string // a new session's id
 	failure                   string
+
+	// turnInput is the input tokens of the turn's model calls, summed
+	// (the prompt response's _meta.quota.token_count, Gemini CLI's): the
+	// context's tokens when no usage_update says (Gemini CLI 0.61.0
+	// sends none). A turn of several calls makes it more than the context
+	// held at its last call: the estimate errs high, so a conversation
+	// starts afresh early, never fills up.
+	turnInput int64
 }
 
 // replayFits is the output, in bytes, that fits in any pipe's buffer (16
@@ -208,6 +216,7 @@ func (n *geminiACPNormalizer) response(res map[string]json.RawMessage) {
 	}
 	if tc := kit.Object(kit.Object(kit.Object(res, "_meta"), "quota"), "token_count"); tc != nil {
 		n.usage = &transcript.Usage{InputTokens: kit.Integer(tc, "input_tokens"), OutputTokens: kit.Integer(tc, "output_tokens")}
+		n.turnInput = kit.Integer(tc, "input_tokens")
 	}
 	if u := kit.Object(res, "usage"); u != nil {
 		cost := 0.0
@@ -412,10 +421,14 @@ func (n *geminiACPNormalizer) Finish() kit.Decoded {
 	if !n.answered {
 		notes = append(notes, "no response to the "+n.agent+" prompt: the run was cut short")
 	}
+	context := n.used
+	if context == 0 {
+		context = n.turnInput
+	}
 	return kit.Decoded{
 		Message: transcript.AssistantMessage{Blocks: n.blocks, Notes: notes},
 		Reply:   n.reply.String(), Handle: n.handle, Usage: n.usage, Failure: n.failure, Ended: n.answered,
-		ContextTokens: n.used, ContextWindow: n.size, SetAside: n.lateReplay,
+		ContextTokens: context, ContextWindow: n.size, SetAside: n.lateReplay,
 	}
 }
 

@@ -74,6 +74,21 @@ func (Driver) Argv(a *kit.Attempt) ([]string, error) {
 // tokens, exec-resume 300, exec-resume-2 600), tokens of every kind.
 func (Driver) Turn(total, before kit.Usage) kit.Usage { return total.Minus(before) }
 
+// TurnContext implements kit.TurnContexter: the turn's input tokens.
+// Codex's input_tokens already hold the cached ones (cached_input_tokens
+// is a part of them, as in the Responses API's usage: testdata/written
+// has 25010 input, 24704 of them cached), so they are not added again. A
+// turn of several model calls (tool calls) reports the sum of their
+// inputs, more than the context held at its last call: the estimate errs
+// high, so a conversation starts afresh early, never fills up.
+func (Driver) TurnContext(turn kit.Usage) int64 { return turn.InputTokens }
+
+// MaxContext implements kit.ContextDefaulter: Codex's default models
+// (gpt-5-codex and its successors) hold 272,000 input tokens; 200,000
+// leaves room for the turn itself (its tool results and answer), and for
+// the over-estimate of a turn with several model calls (TurnContext).
+func (Driver) MaxContext() int64 { return 200_000 }
+
 // noThread is what Codex CLI 0.169.0 says, on standard error, when it
 // has no thread for the handle it was asked to resume.
 const noThread = "no rollout found for thread id"

@@ -151,6 +151,15 @@ type Totaler interface {
 	Turn(total, before Usage) Usage
 }
 
+// TurnContexter is a Totaler whose CLI reports no context size, only the
+// tokens of the turn: TurnContext returns the context size to keep from
+// the turn's own use (Turn's result), 0 for none. The runner asks only
+// when that use is the turn's: a new conversation's, or a resumed one's
+// with the totals before known.
+type TurnContexter interface {
+	TurnContext(turn Usage) int64
+}
+
 // ContextDefaulter is a Driver whose CLI runs models of a known context
 // size: its max_context when the agent sets none.
 type ContextDefaulter interface {
