@@ -617,8 +617,15 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 	// file system: refused as that file system would refuse the write,
 	// and when it would lose a save of the user's.
 	var kept error
-	if paths := editPaths(p.ToolCall); allowed && len(paths) > 0 && cl.c.fs != nil {
-		if kept = cl.c.fs.MayEdit(ctx, paths); kept != nil {
+	if paths := editPaths(p.ToolCall); allowed && isEdit(p.ToolCall) && cl.c.fs != nil {
+		if len(paths) == 0 && cl.c.perm != PermFull {
+			// ACP makes a request's locations optional: an edit that
+			// names no file could write anywhere, over any save.
+			kept = errors.New("the edit names no file (no locations, no diff), so knotd cannot check where it writes; permissions full lets such edits through")
+		} else if len(paths) > 0 {
+			kept = cl.c.fs.MayEdit(ctx, paths)
+		}
+		if kept != nil {
 			optionID, allowed = geminiPermit(PermReadOnly, req)
 			verdict = kept.Error()
 		}
@@ -651,8 +658,14 @@ func (c *acpConversation) keptErr() string {
 
 // editPaths returns the files a tool call of kind edit, delete or move
 // names (its locations and diffs), none for other kinds.
+// isEdit reports whether a tool call changes files: of kind edit, delete
+// or move.
+func isEdit(tc acp.ToolCallUpdate) bool {
+	return tc.Kind != nil && (*tc.Kind == acp.ToolKindEdit || *tc.Kind == acp.ToolKindDelete || *tc.Kind == acp.ToolKindMove)
+}
+
 func editPaths(tc acp.ToolCallUpdate) []string {
-	if tc.Kind == nil || (*tc.Kind != acp.ToolKindEdit && *tc.Kind != acp.ToolKindDelete && *tc.Kind != acp.ToolKindMove) {
+	if !isEdit(tc) {
 		return nil
 	}
 	var paths []string

@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -220,18 +221,24 @@ func (f *testFS) MayEdit(_ context.Context, paths []string) error {
 func TestACP_EditPermissionAsksTheFileSystem(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		mode    string // the fake's mode: permedit, unless said
 		perm    Permissions
 		refuse  string
 		want    string // the agent's answer
 		fsCalls []string
 	}{
 		{name: "granted", perm: PermEdit, want: "allow", fsCalls: []string{"may edit side.txt"}},
+		// ACP makes the locations optional: an edit that names no file
+		// cannot be checked, and is refused below full.
+		{name: "no file named, edit", mode: "permeditnopath", perm: PermEdit, refuse: "the edit names no file", want: "reject"},
+		{name: "no file named, full", mode: "permeditnopath", perm: PermFull, want: "allow"},
 		{name: "the file system refuses", perm: PermFull, refuse: "refused: side.txt changed while the agent ran (the user saved it)",
 			want: "reject", fsCalls: []string{"may edit side.txt"}},
 		{name: "read-only: not asked", perm: PermReadOnly, want: "reject"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			agent, _ := fakeACP(t, "permedit")
+			mode := cmp.Or(tc.mode, "permedit")
+			agent, _ := fakeACP(t, mode)
 			gate := filepath.Join(t.TempDir(), "gate")
 			if err := os.WriteFile(gate, nil, 0o600); err != nil {
 				t.Fatal(err)
@@ -255,7 +262,7 @@ func TestACP_EditPermissionAsksTheFileSystem(t *testing.T) {
 			if !slices.Equal(fs.calls, tc.fsCalls) {
 				t.Errorf("file system calls %q; want %q", fs.calls, tc.fsCalls)
 			}
-			if tc.refuse != "" && !hasNote(res.Notes, "(a tool call of kind edit): "+tc.refuse) {
+			if tc.refuse != "" && !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "(a tool call of kind edit): "+tc.refuse) }) {
 				t.Errorf("notes %q; want why the edit was refused", res.Notes)
 			}
 			want := "user\n"

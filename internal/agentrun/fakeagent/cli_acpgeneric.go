@@ -34,7 +34,8 @@ import (
 // the gate, then asks permission to edit <cwd>/side.txt (the tool call's
 // locations and a diff from its text to its text and "agent line", as
 // OpenCode does) and, when allowed, writes that itself, as agents with
-// their own write tools do, ending the reply with "[permission: …]";
+// their own write tools do, ending the reply with "[permission: …]"
+// ("permeditnopath": the same request naming no file, as ACP allows);
 // "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
@@ -217,9 +218,10 @@ func acpAgent(inv *Invocation) int {
 					choice = a.Outcome.Outcome
 				}
 				suffix = " [permission: " + choice + "]"
-			case "permedit":
+			case "permedit", "permeditnopath":
 				// Ask to edit <cwd>/side.txt once the gate opens, then
-				// write it with an own tool when allowed.
+				// write it with an own tool when allowed ("permeditnopath":
+				// a request that names no file, as ACP allows).
 				side := filepath.Join(inv.Dir, "side.txt")
 				gate := os.Getenv(EnvGate)
 				if err := os.WriteFile(gate+".read", nil, 0o600); err != nil {
@@ -233,15 +235,19 @@ func acpAgent(inv *Invocation) int {
 					return inv.die(err)
 				}
 				edited := string(b) + "agent line\n"
+				toolCall := map[string]any{"toolCallId": "edit-side", "status": "pending", "title": side, "kind": "edit",
+					"locations": []any{map[string]any{"path": side}},
+					"content":   []any{map[string]any{"type": "diff", "path": side, "oldText": string(b), "newText": edited}}}
+				if mode == "permeditnopath" {
+					toolCall = map[string]any{"toolCallId": "edit-side", "status": "pending", "title": "Edit a file", "kind": "edit"}
+				}
 				res, errMsg := call("session/request_permission", map[string]any{
 					"sessionId": s,
 					"options": []any{
 						map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
 						map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 					},
-					"toolCall": map[string]any{"toolCallId": "edit-side", "status": "pending", "title": side, "kind": "edit",
-						"locations": []any{map[string]any{"path": side}},
-						"content":   []any{map[string]any{"type": "diff", "path": side, "oldText": string(b), "newText": edited}}},
+					"toolCall": toolCall,
 				})
 				var a struct {
 					Outcome struct {
