@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestOnce_ACPAgentWriteKeepsTheUserSave: an ACP agent (the fake generic
@@ -36,41 +37,7 @@ func TestOnce_ACPAgentWriteKeepsTheUserSave(t *testing.T) {
 				name = kinds[kind]
 			}
 			t.Run(map[string]string{"fsedit": "read through knotd", "fsblind": "read by the agent itself"}[read]+"/"+name, func(t *testing.T) {
-				e := newEnv(t)
-				gate := filepath.Join(t.TempDir(), "gate")
-				e.userConfig(fmt.Sprintf("default_agent: acp\nagents:\n  acp:\n    command: [%q]\n    protocol: acp\n    permissions: edit\n    env: {%s: %s, %s: %q, %s: %s, %s: %q}\n",
-					fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.ACP, fakeagent.EnvState, e.state, fakeagent.EnvFail, read, fakeagent.EnvGate, gate))
-				e.write("side.txt", "user line 1\n")
-				e.onceFresh() // knotd adopts the notes
-				savedBeforeTheRun(t, e, "side.txt")
-				e.write("in.md", "answer this\n")
-				v := e.open()
-				type result struct {
-					sum Summary
-					err error
-				}
-				done := make(chan result, 1)
-				go func() {
-					sum, err := v.Once(context.Background(), OnceOptions{})
-					done <- result{sum, err}
-				}()
-				waitUntil(t, "the agent read side.txt", func() bool {
-					_, err := os.Stat(gate + ".read")
-					return err == nil
-				})
-				want := "user line 1\n"
-				if kind >= 0 {
-					mustDo(t, saveLine(e.abs("side.txt"), []int{0, 1, 2, 3}[kind], "user line 2\n"))
-					want += "user line 2\n"
-				}
-				mustDo(t, os.WriteFile(gate, nil, 0o600))
-				r := <-done
-				mustDo(t, r.err)
-				if r.sum.Ran != 1 || r.sum.Failed != 0 {
-					t.Fatalf("runs = %+v; want one ok run", r.sum.Runs)
-				}
-				tie := e.read("in.tieoff.md")
-				got := e.read("side.txt")
+				_, _, tie, got, want := gatedACPRun(t, read, kind)
 				if kind < 0 {
 					if !strings.Contains(tie, "[write: ok]") || got != want+"agent line\n" {
 						t.Fatalf("without a save: side.txt = %q, tie-off:\n%s\nwant the agent's line added, and [write: ok]", got, tie)
@@ -88,16 +55,48 @@ func TestOnce_ACPAgentWriteKeepsTheUserSave(t *testing.T) {
 	}
 }
 
-// waitUntil waits, at most 30 seconds, until cond holds.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// gatedACPRun runs the fake generic ACP agent (a real subprocess, at
+// permissions: edit, in mode) on in.md, beside side.txt ("user line 1"),
+// which was saved before the run started. The agent creates <gate>.read
+// when it has read side.txt or is about to ask; then side.txt is saved by
+// the way kind names ([-1]: no save), and the gate opens. It returns the
+// run's summary, the tie-off, side.txt and what a save left there.
+func gatedACPRun(t *testing.T, mode string, kind int) (e *env, sum Summary, tie, got, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	e = newEnv(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	e.userConfig(fmt.Sprintf("default_agent: acp\nagents:\n  acp:\n    command: [%q]\n    protocol: acp\n    permissions: edit\n    env: {%s: %s, %s: %q, %s: %s, %s: %q}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.ACP, fakeagent.EnvState, e.state, fakeagent.EnvFail, mode, fakeagent.EnvGate, gate))
+	e.write("side.txt", "user line 1\n")
+	e.onceFresh() // knotd adopts the notes
+	savedBeforeTheRun(t, e, "side.txt")
+	e.write("in.md", "answer this\n")
+	v := e.open()
+	type result struct {
+		sum Summary
+		err error
 	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := v.Once(context.Background(), OnceOptions{})
+		done <- result{sum, err}
+	}()
+	testutil.WaitFor(t, 30*time.Second, "the agent to read side.txt or ask to edit it", func() bool {
+		_, err := os.Stat(gate + ".read")
+		return err == nil
+	})
+	want = "user line 1\n"
+	if kind >= 0 {
+		mustDo(t, saveLine(e.abs("side.txt"), []int{0, 1, 2, 3}[kind], "user line 2\n"))
+		want += "user line 2\n"
+	}
+	mustDo(t, os.WriteFile(gate, nil, 0o600))
+	r := <-done
+	mustDo(t, r.err)
+	if r.sum.Ran != 1 || r.sum.Failed != 0 {
+		t.Fatalf("runs = %+v; want one ok run", r.sum.Runs)
+	}
+	return e, r.sum, e.read("in.tieoff.md"), e.read("side.txt"), want
 }
 
 // TestOnce_ACPAgentEditPermissionKeepsTheUserSave: an ACP agent (the fake
@@ -119,41 +118,7 @@ func TestOnce_ACPAgentEditPermissionKeepsTheUserSave(t *testing.T) {
 			name = kinds[kind]
 		}
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t)
-			gate := filepath.Join(t.TempDir(), "gate")
-			e.userConfig(fmt.Sprintf("default_agent: acp\nagents:\n  acp:\n    command: [%q]\n    protocol: acp\n    permissions: edit\n    env: {%s: %s, %s: %q, %s: permedit, %s: %q}\n",
-				fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.ACP, fakeagent.EnvState, e.state, fakeagent.EnvFail, fakeagent.EnvGate, gate))
-			e.write("side.txt", "user line 1\n")
-			e.onceFresh() // knotd adopts the notes
-			savedBeforeTheRun(t, e, "side.txt")
-			e.write("in.md", "answer this\n")
-			v := e.open()
-			type result struct {
-				sum Summary
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				sum, err := v.Once(context.Background(), OnceOptions{})
-				done <- result{sum, err}
-			}()
-			waitUntil(t, "the agent runs", func() bool {
-				_, err := os.Stat(gate + ".read")
-				return err == nil
-			})
-			want := "user line 1\n"
-			if kind >= 0 {
-				mustDo(t, saveLine(e.abs("side.txt"), []int{0, 1, 2, 3}[kind], "user line 2\n"))
-				want += "user line 2\n"
-			}
-			mustDo(t, os.WriteFile(gate, nil, 0o600))
-			r := <-done
-			mustDo(t, r.err)
-			if r.sum.Ran != 1 || r.sum.Failed != 0 {
-				t.Fatalf("runs = %+v; want one ok run", r.sum.Runs)
-			}
-			tie := e.read("in.tieoff.md")
-			got := e.read("side.txt")
+			e, sum, tie, got, want := gatedACPRun(t, "permedit", kind)
 			if kind < 0 {
 				if !strings.Contains(tie, "[permission: allow]") || got != want+"agent line\n" {
 					t.Fatalf("without a save: side.txt = %q, tie-off:\n%s\nwant the edit allowed and the agent's line added", got, tie)
@@ -166,7 +131,7 @@ func TestOnce_ACPAgentEditPermissionKeepsTheUserSave(t *testing.T) {
 			if !strings.Contains(tie, "[permission: reject]") {
 				t.Errorf("tie-off:\n%s\nwant the agent's edit refused", tie)
 			}
-			b, err := os.ReadFile(filepath.Join(e.runsDir(), r.sum.Runs[0].RunID+".jsonl"))
+			b, err := os.ReadFile(filepath.Join(e.runsDir(), sum.Runs[0].RunID+".jsonl"))
 			mustDo(t, err)
 			if !strings.Contains(string(b), "side.txt changed while the agent ran") {
 				t.Errorf("the run's transcript:\n%s\nwant a note that says why the edit was refused", b)
