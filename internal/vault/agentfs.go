@@ -59,6 +59,10 @@ type agentFS struct {
 	granted map[string]bool
 	guards  []agentGuard // the replaces' guards, settled by close
 	closed  bool
+
+	// beforeReplace, when set (by tests), runs between a write's read of
+	// the file rel and its replace: where a save races the write.
+	beforeReplace func(rel string)
 }
 
 // agentGuard is the guard of a replace of the file rel.
@@ -219,11 +223,17 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	case string(current) == content:
 		// Nothing to write.
 	default:
+		if a.beforeReplace != nil {
+			a.beforeReplace(rel)
+		}
 		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
 		if g != nil {
 			a.guards = append(a.guards, agentGuard{rel, g})
 		}
 		switch {
+		case errors.Is(err, vaultfs.ErrChanged) && a.holds(rel, content, limit):
+			// Written meanwhile with what the agent writes (OpenCode writes
+			// with its own tool as well): nothing is lost.
 		case errors.Is(err, vaultfs.ErrChanged):
 			return refused("%s changed while the agent wrote it; the user's save is kept", rel)
 		case errors.Is(err, vaultfs.ErrNotRegular):
@@ -235,6 +245,12 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	a.seen[rel] = state.HashOf([]byte(content))
 	a.v.log.Info("an agent wrote a file through knotd", "file", rel, "bytes", len(content))
 	return nil
+}
+
+// holds reports whether the file rel now holds content.
+func (a *agentFS) holds(rel, content string, limit int64) bool {
+	now, _, err := a.readFile(rel, limit)
+	return err == nil && string(now) == content
 }
 
 // writable returns the vault-relative path of the absolute path p when

@@ -103,11 +103,14 @@ func TestAgentFS_Read(t *testing.T) {
 // read, and creates new files and folders inside the vault.
 func TestAgentFS_Write(t *testing.T) {
 	type step struct {
-		read    string // read this first, when set
-		save    string // then the user saves notes/a.md with this, when set
-		path    string
-		content string
-		wantErr string
+		read string // read this first, when set
+		save string // then the user saves notes/a.md with this, when set
+		// atReplace: the file rel is saved with this between knotd's read
+		// of it and its replace (as OpenCode's own write tool does), when set.
+		atReplace string
+		path      string
+		content   string
+		wantErr   string
 	}
 	tests := []struct {
 		name  string
@@ -132,6 +135,11 @@ func TestAgentFS_Write(t *testing.T) {
 		{name: "a deletion since the read", perm: agentrun.PermEdit, step: step{read: "notes/a.md", save: "-", path: "notes/a.md", content: "one\nagent\n",
 			wantErr: "refused: notes/a.md was deleted since the agent read it"},
 			check: map[string]string{"notes/a.md": ""}},
+		{name: "a save while it writes", perm: agentrun.PermEdit, step: step{read: "notes/a.md", atReplace: "one\nuser\n", path: "notes/a.md", content: "one\nagent\n",
+			wantErr: "refused: notes/a.md changed while the agent wrote it; the user's save is kept"},
+			check: map[string]string{"notes/a.md": "one\nuser\n"}},
+		{name: "the same text written meanwhile", perm: agentrun.PermEdit, step: step{read: "notes/a.md", atReplace: "one\nagent\n", path: "notes/a.md", content: "one\nagent\n"},
+			check: map[string]string{"notes/a.md": "one\nagent\n"}},
 		{name: "new file in new folders", perm: agentrun.PermEdit, step: step{path: "new/deep/n.md", content: "new\n"},
 			check: map[string]string{"new/deep/n.md": "new\n"}},
 		{name: "a tie-off", perm: agentrun.PermFull, step: step{path: "notes/a.tieoff.md", content: "forged\n", wantErr: "refused: notes/a.tieoff.md is a tie-off"},
@@ -168,6 +176,9 @@ func TestAgentFS_Write(t *testing.T) {
 				e.remove("notes/a.md")
 			default:
 				e.write("notes/a.md", tt.step.save)
+			}
+			if tt.step.atReplace != "" {
+				a.beforeReplace = func(rel string) { e.write(rel, tt.step.atReplace) }
 			}
 			err := a.WriteTextFile(ctx, e.abs(tt.step.path), tt.step.content)
 			switch {
