@@ -17,6 +17,12 @@ import (
 // followInterval is how often knotd runs -f looks for new runs.
 const followInterval = 250 * time.Millisecond
 
+// followSettle is how long knotd runs -f waits for a transcript that has
+// no whole line yet, or ends in a part of one, to be written on: the run
+// is starting, or writing a line. Past it the file is shown as it is (a
+// crash left it so).
+const followSettle = 5 * time.Second
+
 // followDefault is how many runs knotd runs -f lists before following,
 // when --limit does not say.
 const followDefault = 10
@@ -95,7 +101,12 @@ func followOnce(root string, o *runsOptions, w io.Writer, seen map[string]string
 		return err
 	}
 	slices.Reverse(runs) // oldest first: new lines come at the bottom
+	now := time.Now()
 	for _, r := range runs {
+		if (r.Empty || r.Torn) && now.Sub(r.Modified) < followSettle {
+			*last = nil // look again at the next tick, changed or not
+			continue
+		}
 		outcome, dur := runColumns(r)
 		state := outcome + " " + dur
 		if seen[r.RunID] == state {

@@ -33,8 +33,11 @@ type Summary struct {
 	Duration time.Duration
 	Reason   string
 	Usage    *Usage
-	// Torn reports that the file ends in a torn line (a crash).
-	Torn bool
+	// Torn reports that the file ends in a torn line (a crash, or a line
+	// being written); Empty that it holds no whole line yet (a run that is
+	// starting, or a crash); Modified is the file's modification time.
+	Torn, Empty bool
+	Modified    time.Time
 	// Problem says why the file could not be fully summarised, empty when
 	// it could.
 	Problem string
@@ -151,7 +154,7 @@ func summarize(path, runID string) Summary {
 		s.Problem = err.Error()
 		return s
 	}
-	s.Time = info.ModTime()
+	s.Time, s.Modified = info.ModTime(), info.ModTime()
 	if !info.Mode().IsRegular() {
 		s.Problem = errNotRegular.Error()
 		return s
@@ -169,6 +172,7 @@ func summarize(path, runID string) Summary {
 		}
 	}
 	if end == 0 {
+		s.Empty = true
 		problem("no whole line")
 		return s
 	}
