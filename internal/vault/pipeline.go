@@ -553,7 +553,7 @@ func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
 		return "the rules for its path do not run it on deleted", nil
 	}
 	if dir := path.Dir(w.rel); dir != "." {
-		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			// The strand's folder was deleted with it, and its tie-off
 			// with it: a reply would have nowhere to go but a folder
 			// knotd would bring back.

@@ -17,6 +17,7 @@ import (
 	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/ignore"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/internal/watcher"
 )
 
@@ -443,7 +444,7 @@ func (r *reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (in
 	}
 	info, err = v.fs.Lstat(filepath.FromSlash(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+	case errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err):
 		return nil, absent, nil
 	case err != nil:
 		return nil, absent, err
@@ -480,7 +481,7 @@ func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked
 			continue
 		}
 		fi, err := v.fs.Lstat(filepath.FromSlash(dir))
-		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		if errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			return "", "", nil
 		}
 		if err != nil {
