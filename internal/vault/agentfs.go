@@ -475,7 +475,7 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if ign, why := v.rules.Explain(rel); ign {
 		return "", refused("%s is %s", rel, why)
 	}
-	linked, nested, err := v.recon.linkedDir(rel, nil)
+	linked, nested, err := v.recon.LinkedDir(rel)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", rel, err)
