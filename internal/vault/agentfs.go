@@ -138,7 +138,7 @@ func (a *agentFS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error)
 	switch {
 	case errors.Is(err, vaultfs.ErrReplaced):
 		return nil, nil, refused("%s keeps being replaced (saved) as knotd opens it; the user's save is kept: try again", rel)
-	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+	case errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err):
 		return nil, nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
 		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
@@ -475,7 +475,7 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if ign, why := v.rules.Explain(rel); ign {
 		return "", refused("%s is %s", rel, why)
 	}
-	linked, nested, err := v.recon.linkedDir(rel, nil)
+	linked, nested, err := v.recon.LinkedDir(rel)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", rel, err)
@@ -504,7 +504,7 @@ func (a *agentFS) onDisk(rel string) (string, error) {
 	for k, el := range elems {
 		dir := strings.Join(elems[:k], "/")
 		fi, err := lstat(path.Join(dir, el))
-		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		if errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			break
 		}
 		if err != nil {

@@ -9,11 +9,8 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
-	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
-	"github.com/knotd/knotd/internal/vault/internal/conflict"
-	"github.com/knotd/knotd/internal/vaultfs"
 )
 
 // TestOnce_MergesATieOffsConflictCopy: a sync tool's conflict copy of a
@@ -174,54 +171,6 @@ func TestOnce_NoteConflictCopyOfKnotdsWrite(t *testing.T) {
 	}
 }
 
-// TestJudgeNoteCopy: a note's conflict copy goes when it is exactly one of
-// knotd's own writes of the note, or holds nothing the note lacks
-// (knotd's keys aside); any other copy stays for the user.
-func TestJudgeNoteCopy(t *testing.T) {
-	const session = "---\nknot_session: 0b6c8f3e-4a4e-4f53-9d55-5a7e0c1d2e3f\n---\n"
-	knotds := session + "# N\n\nI think th\n" // knotd's write: what the user had typed, and the key
-	wrote := []state.Hash{state.HashOf([]byte("an older write")), state.HashOf([]byte(knotds))}
-	for _, tc := range []struct {
-		name, note, copy string
-		wrote            []state.Hash
-		want             int
-	}{
-		{"knotd's write, the user went on typing on the other device",
-			"# N\n\nI think that knotd is done\n\nmore\n", knotds, wrote, conflict.OwnWrite},
-		{"knotd's write, a newer save deleted a line of it",
-			"# N\n", knotds, wrote, conflict.OwnWrite},
-		{"the same bytes, but knotd does not know it wrote them",
-			"# N\n\nI think that knotd is done\n", knotds, nil, conflict.NoFold},
-		{"knotd's write with a line added on the other device",
-			"# N\n\nI think that knotd is done\n", knotds + "added there\n", wrote, conflict.NoFold},
-		{"every line of the copy is in the note, which has more",
-			"# N\n\nI think th\n\nmore\n", knotds, nil, conflict.Removed},
-		{"the same, knotd's keys aside",
-			session + "# N\n\nI think th\n", "# N\n\nI think th\n", nil, conflict.Removed},
-		{"another session in the copy, knotd's keys aside",
-			session + "# N\n", "---\nknot_session: new\n---\n# N\n", nil, conflict.Removed},
-		{"line endings aside",
-			"# N\n\nI think th\n", "# N\r\n\r\nI think th", nil, conflict.Removed},
-		{"an empty copy", "# N\n", "", nil, conflict.Removed},
-		{"a line the note lacks (deleted on the note's device)",
-			"# N\n\nkept\n", "# N\n\nkept\n\ndeleted here, kept there\n", nil, conflict.NoFold},
-		{"a line twice in the copy, once in the note",
-			"# N\n\n- milk\n", "# N\n\n- milk\n- milk\n", nil, conflict.NoFold},
-		{"lines in another order",
-			"# N\n\nfirst\n\nsecond\n", "# N\n\nsecond\n\nfirst\n", nil, conflict.NoFold},
-		{"a frontmatter key of the user's the note lacks",
-			session + "# N\n", "---\ntags: [idea]\n---\n# N\n", nil, conflict.NoFold},
-		{"the user's frontmatter key in both",
-			"---\ntags: [idea]\n---\n# N\n\nmore\n", "---\ntags: [idea]\nknot_session: new\n---\n# N\n", nil, conflict.Removed},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := conflict.Judge([]byte(tc.note), []byte(tc.copy), tc.wrote); got != tc.want {
-				t.Errorf("conflict.Judge = %d; want %d", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestOnce_NoteConflictCopyOfKnotdsOwnWrite: the user types on one device
 // while knotd, on another, writes the note's knot_session; the user's
 // save wins and Syncthing keeps knotd's write (the older version and the
@@ -291,44 +240,6 @@ func TestOnce_NoteConflictCopyOfKnotdsOwnWrite(t *testing.T) {
 			calls := e.calls()
 			if len(calls) != 2 || !strings.Contains(calls[1].Stdin, "and a second thought") {
 				t.Errorf("agent calls = %d; want the first and one on the user's save", len(calls))
-			}
-		})
-	}
-}
-
-// TestRemoveCopy_OnlyTheFileItRead: a conflict copy that changed, or was
-// replaced, after knotd read it stays; the one it read goes.
-func TestRemoveCopy_OnlyTheFileItRead(t *testing.T) {
-	const c = "n.sync-conflict-20261123-180000-ABCDEFG.md"
-	for _, tc := range []struct {
-		name      string
-		meanwhile func(e *env)
-		wantGone  bool
-	}{
-		{name: "unchanged", meanwhile: func(*env) {}, wantGone: true},
-		{name: "written into", meanwhile: func(e *env) {
-			f, err := os.OpenFile(e.abs(c), os.O_WRONLY|os.O_APPEND, 0)
-			mustDo(t, err)
-			_, err = f.WriteString("typed into the copy\n")
-			mustDo(t, err)
-			mustDo(t, f.Close())
-		}},
-		{name: "replaced", meanwhile: func(e *env) {
-			mustDo(t, os.WriteFile(e.abs("other.txt"), []byte("# N\n"), 0o644))
-			mustDo(t, os.Rename(e.abs("other.txt"), e.abs(c)))
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.write(c, "# N\n")
-			v := e.open()
-			defer e.close(v)
-			_, fi, err := vaultfs.ReadFile(v.fs, c, 1<<20)
-			mustDo(t, err)
-			tc.meanwhile(e)
-			how, err := v.recon.removeCopy(c, fi, conflict.Removed)
-			if err != nil || (how == conflict.Removed) != tc.wantGone || e.exists(c) == tc.wantGone {
-				t.Errorf("removeCopy = %d, %v; copy there: %v; want it removed: %v", how, err, e.exists(c), tc.wantGone)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/transcript"
 	"github.com/knotd/knotd/internal/vault/internal/answer"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -315,7 +316,7 @@ func (c *Control) whyNoRetry(rel string) string {
 	if why := v.whyNotRun(rel); why != "" {
 		return why
 	}
-	if _, where, err := v.recon.lstatStrand(rel); err == nil && where == absent {
+	if _, where, err := v.recon.LstatStrand(rel); err == nil && where == reconcile.Absent {
 		return "the note is deleted: knotd answers its deletion on its own"
 	}
 	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
@@ -541,14 +542,14 @@ func (v *Vault) whyNotRun(rel string) string {
 	if err := v.rules.Load(v.root, rel); err != nil {
 		return fmt.Sprintf("cannot read the ignore files on the way to it: %v", err)
 	}
-	if dir, _, err := v.recon.linkedDir(rel, nil); err == nil && dir != "" {
+	if dir, _, err := v.recon.LinkedDir(rel); err == nil && dir != "" {
 		return fmt.Sprintf("not a note knotd answers: it is below %s, a symbolic link to a folder, which knotd does not follow", dir)
 	}
-	info, where, err := v.recon.lstatStrand(rel)
+	info, where, err := v.recon.LstatStrand(rel)
 	switch {
 	case err != nil:
 		return err.Error()
-	case where == ignored:
+	case where == reconcile.Ignored:
 		return "ignored (knotd --explain-ignore says why)"
 	case info != nil && !info.Mode().IsRegular():
 		return fmt.Sprintf("not a note knotd answers: %s, and knotd answers only regular .md files", vaultfs.TypeName(info.Mode()))
@@ -557,7 +558,7 @@ func (v *Vault) whyNotRun(rel string) string {
 	if err != nil {
 		return fmt.Sprintf("cannot read its record: %v", err)
 	}
-	if where == absent && !has {
+	if where == reconcile.Absent && !has {
 		return "no such note"
 	}
 	sc := v.scopeOf(rel)
@@ -567,7 +568,7 @@ func (v *Vault) whyNotRun(rel string) string {
 		}
 		return "not sent to any agent: " + sc.Why
 	}
-	if where == absent {
+	if where == reconcile.Absent {
 		return "" // its deletion runs
 	}
 	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)

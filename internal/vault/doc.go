@@ -18,17 +18,17 @@
 //     runmarker.go, transcript.go and unwritable.go; sessionKeeper,
 //     session.go): fold, look, decide, prepare, run, record. Start
 //     reading here: pipeline.go's first comment walks through it.
-//   - The reconciler (reconciler, reconcile.go, file.go): the one
-//     mechanism that decides what happened to the strands (Created,
-//     Modified, Deleted, moved, or nothing) by comparing the disk with
-//     their records. Watch mode, --once, startup catch-up, overflow
-//     recovery and polling all go through it. claims.go keeps a moved
-//     strand's old and new paths away from the pipeline while the move is
-//     applied.
-//   - Sync conflicts and resets (conflict.go, the reconciler's, with
+//   - The reconciler (package vault/internal/reconcile; reconHost in
+//     reconhost.go is all it asks of the Vault): the one mechanism that
+//     decides what happened to the strands (Created, Modified, Deleted,
+//     moved, or nothing) by comparing the disk with their records. Watch
+//     mode, --once, startup catch-up, overflow recovery and polling all go
+//     through it. claims.go keeps a moved strand's old and new paths away
+//     from the pipeline while the move is applied; file.go reads strands.
+//   - Sync conflicts and resets (the reconciler's conflict.go, with
 //     package vault/internal/conflict, which knows copies without touching
 //     the vault; reset.go): conflict copies of a strand or tie-off folded
-//     back, the pipeline's first step (reconciler.fold); knotd reset.
+//     back, the pipeline's first step (Reconciler.Fold); knotd reset.
 //   - Timed work (queue.go, with package scheduler and package
 //     vault/internal/timing): one run at a time for a strand, at most one
 //     follow-up for everything that arrived meanwhile, under a global

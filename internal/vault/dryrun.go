@@ -79,14 +79,14 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 	var pending []string
 	if once.All {
 		set := map[string]struct{}{}
-		if err := v.recon.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
+		if err := v.recon.Walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return err
 		}
 		if err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil }); err != nil {
 			return err
 		}
 		pending = sortedKeys(set)
-	} else if pending, err = v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil {
+	} else if pending, err = v.recon.Reconcile([]watcher.Hint{{Dir: true}}); err != nil {
 		return err
 	}
 	if len(pending) == 0 {

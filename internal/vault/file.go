@@ -12,10 +12,6 @@ import (
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
-// frontmatterScanLimit bounds how much of a strand is read to find its
-// frontmatter when only the frontmatter is needed (rename detection).
-const frontmatterScanLimit = 64 << 10
-
 // openStrand opens the strand at rel for reading, inside the vault root:
 // never through a symbolic link out of the vault, never a symbolic link at
 // the strand's own name, never blocking on a FIFO, and only a regular file
@@ -28,38 +24,6 @@ func (v *Vault) openStrand(rel string) (*os.File, os.FileInfo, error) {
 		return nil, nil, &fs.PathError{Op: "open", Path: rel, Err: err}
 	}
 	return vaultfs.Open(v.fs, rel)
-}
-
-// hashFile returns the SHA-256 and size of the strand at rel, reading it
-// in a stream so that a huge file costs no memory, and no more of it than
-// its size when it was opened.
-func (v *Vault) hashFile(rel string) (h state.Hash, size int64, err error) {
-	f, info, err := v.openStrand(rel)
-	if err != nil {
-		return h, 0, err
-	}
-	defer f.Close() // read only: a close error loses nothing
-	sum := sha256.New()
-	size, err = io.Copy(sum, io.LimitReader(f, info.Size()))
-	if err != nil {
-		return h, 0, fmt.Errorf("read %s: %w", rel, err)
-	}
-	copy(h[:], sum.Sum(nil))
-	return h, size, nil
-}
-
-// readHead returns at most limit bytes from the start of the strand at rel.
-func (v *Vault) readHead(rel string, limit int64) ([]byte, error) {
-	f, _, err := v.openStrand(rel)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() // read only: a close error loses nothing
-	b, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", rel, err)
-	}
-	return b, nil
 }
 
 // readStrand reads the strand at rel if it is at most limit bytes. When

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/watcher"
 )
 
@@ -121,11 +122,11 @@ func TestReconcile_HintThroughSymlinkedDir(t *testing.T) {
 	}
 	v := e.open()
 	defer e.close(v)
-	if pending, err := v.recon.reconcile([]watcher.Hint{{Path: "notes/secret.md"}}); err != nil || len(pending) != 0 {
+	if pending, err := v.recon.Reconcile([]watcher.Hint{{Path: "notes/secret.md"}}); err != nil || len(pending) != 0 {
 		t.Errorf("reconcile of a hint through the link = %v, %v; want nothing", pending, err)
 	}
 	for _, rel := range []string{"notes/secret.md", "notes/real.md"} {
-		if _, where, err := v.recon.lstatStrand(rel); err != nil || where != absent {
+		if _, where, err := v.recon.LstatStrand(rel); err != nil || where != reconcile.Absent {
 			t.Errorf("lstatStrand(%q) = %v, %v; want absent", rel, where, err)
 		}
 	}

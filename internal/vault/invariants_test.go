@@ -71,7 +71,7 @@ func (e *env) assertWhole(changed []string) {
 	if len(ps) != 0 {
 		e.t.Errorf("%d runs are still journaled after a restart", len(ps))
 	}
-	pending, err := v.recon.reconcile([]watcher.Hint{{Dir: true}})
+	pending, err := v.recon.Reconcile([]watcher.Hint{{Dir: true}})
 	mustDo(e.t, err)
 	if len(pending) != 0 {
 		e.t.Errorf("reconcile after a restart finds %v pending", pending)

@@ -91,7 +91,7 @@ func TestReconcile_FullRescanListing(t *testing.T) {
 			listing := listingOf(t, e, "a.md", "b.md", "kept.md", "notes/c.md", "notes/d.md")
 			tt.change(e)
 			v := e.open()
-			got, err := v.recon.reconcile(append([]watcher.Hint{{Dir: true, Listing: listing}}, tt.extra...))
+			got, err := v.recon.Reconcile(append([]watcher.Hint{{Dir: true, Listing: listing}}, tt.extra...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,73 +122,8 @@ func TestReconcile_ListingNotRegular(t *testing.T) {
 		t.Fatalf("a.md is %v; want a directory", info.Mode())
 	}
 	l := &watcher.Listing{Files: []watcher.ListedFile{{Path: "a.md", Info: info}}}
-	got, err := v.recon.reconcile([]watcher.Hint{{Dir: true, Listing: l}})
+	got, err := v.recon.Reconcile([]watcher.Hint{{Dir: true, Listing: l}})
 	if err != nil || !slices.Equal(got, []string{"a.md"}) {
 		t.Errorf("reconcile = %q, %v; want [a.md] (deleted: a directory is no strand)", got, err)
 	}
 }
-
-// TestSortCandidates: of the candidates naming one path, the newest look
-// wins: this pass's walk, then a file hint, then the listing, then the
-// record alone.
-func TestSortCandidates(t *testing.T) {
-	info := fakeInfo{}
-	tests := []struct {
-		name string
-		in   []candidate
-		want []candidate
-	}{
-		{"empty", nil, nil},
-		{
-			name: "sorted by path",
-			in:   []candidate{{path: "b.md", src: fromListing}, {path: "a/c.md", src: fromListing}, {path: "a.md", src: fromListing}},
-			want: []candidate{{path: "a.md", src: fromListing}, {path: "a/c.md", src: fromListing}, {path: "b.md", src: fromListing}},
-		},
-		{
-			name: "a hint beats the listing",
-			in:   []candidate{{path: "a.md", info: info, src: fromListing}, {path: "a.md", src: fromHint}},
-			want: []candidate{{path: "a.md", src: fromHint}},
-		},
-		{
-			name: "the walk beats a hint and a record",
-			in:   []candidate{{path: "a.md", src: fromRecord}, {path: "a.md", src: fromHint}, {path: "a.md", info: info, src: fromWalk}},
-			want: []candidate{{path: "a.md", info: info, src: fromWalk}},
-		},
-		{
-			name: "a record alone stays",
-			in:   []candidate{{path: "b.md", src: fromRecord}, {path: "a.md", info: info, src: fromListing}},
-			want: []candidate{{path: "a.md", info: info, src: fromListing}, {path: "b.md", src: fromRecord}},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := sortCandidates(tt.in); !slices.Equal(got, tt.want) {
-				t.Errorf("sortCandidates = %+v; want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestWithinAny(t *testing.T) {
-	tests := []struct {
-		rel  string
-		dirs []string
-		want bool
-	}{
-		{"a.md", nil, false},
-		{"a.md", []string{""}, true},
-		{"notes/a.md", []string{"notes"}, true},
-		{"notes/deep/a.md", []string{"x", "notes"}, true},
-		{"notes.md", []string{"notes"}, false},
-		{"notes2/a.md", []string{"notes"}, false},
-		{"a/notes/b.md", []string{"notes"}, false},
-	}
-	for _, tt := range tests {
-		if got := withinAny(tt.rel, tt.dirs); got != tt.want {
-			t.Errorf("withinAny(%q, %q) = %v; want %v", tt.rel, tt.dirs, got, tt.want)
-		}
-	}
-}
-
-// fakeInfo is a FileInfo that compares equal to itself.
-type fakeInfo struct{ fs.FileInfo }

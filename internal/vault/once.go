@@ -241,13 +241,13 @@ func (ad *adopter) catchUp(all bool) (pending []string, a Adoption, err error) {
 	}
 	if all {
 		set := map[string]struct{}{}
-		if err := v.recon.walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
+		if err := v.recon.Walk("", false, func(rel string, _ fs.FileInfo) { set[rel] = struct{}{} }); err != nil {
 			return nil, a, err
 		}
 		err := v.store.ForEach(func(r state.Record) error { set[r.Path] = struct{}{}; return nil })
 		return sortedKeys(set), a, err
 	}
-	pending, err = v.recon.reconcile([]watcher.Hint{{Dir: true}})
+	pending, err = v.recon.Reconcile([]watcher.Hint{{Dir: true}})
 	return pending, a, err
 }
 
@@ -261,4 +261,14 @@ func (ad *adopter) firstContact() (Adoption, error) {
 	v.log.Info("first contact with this vault on this device: notes whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
 		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed)
 	return a, nil
+}
+
+// sortedKeys returns the keys of m, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
@@ -31,7 +32,7 @@ import (
 // decide, prepare, run, record, and the journal that makes a finished
 // run survive a crash; runmarker.go, request.go, transcript.go and
 // unwritable.go hold its steps' helpers, session.go (sessionKeeper) its
-// writes into the strand, conflict.go (the reconciler's) its folding.
+// writes into the strand, the reconciler (Reconciler.Fold) its folding.
 type pipeline struct {
 	v *Vault
 	// tieWaits holds the strands whose change waits for their tie-off,
@@ -45,7 +46,7 @@ type pipeline struct {
 //
 //  0. fold: the strand's journaled runs finished (finishJournaled), and
 //     the sync conflict copies of its tie-off and note folded in
-//     (reconciler.fold, conflict.go);
+//     (Reconciler.Fold, package vault/internal/reconcile);
 //  1. look: the strand on disk and its record in the state store;
 //  2. decide: whether the change runs, is recorded without a run (a skip),
 //     or is recorded as a failure that explains why it cannot run; the
@@ -134,7 +135,7 @@ func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunRe
 	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}
-	v.recon.fold(rel)
+	v.recon.Fold(rel)
 	for attempt := 1; ; attempt++ {
 		rep, err = pl.processOnce(ctx, rel, job, attempt == maxAttempts)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
@@ -190,21 +191,21 @@ func (pl *pipeline) movedOn(rel string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	info, where, err := v.recon.lstatStrand(rel)
+	info, where, err := v.recon.LstatStrand(rel)
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case where == ignored:
+	case where == reconcile.Ignored:
 		return false, nil
-	case where == absent:
+	case where == reconcile.Absent:
 		return has, nil
 	case !has:
 		return true, nil
 	case state.StampOf(info) == rec.Stamp:
 		return false, nil
 	}
-	same, err := v.recon.sameContent(rel, rec.Hash)
+	same, err := v.recon.SameContent(rel, rec.Hash)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		return false, nil // unreadable: it was just reported; a save makes it run
@@ -380,16 +381,16 @@ func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
 		return nil, "", err
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
-	linfo, where, err := v.recon.lstatStrand(rel)
+	linfo, where, err := v.recon.LstatStrand(rel)
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
 	}
 	switch {
-	case where == ignored:
+	case where == reconcile.Ignored:
 		return nil, "ignored", nil
-	case where == absent && !w.has:
+	case where == reconcile.Absent && !w.has:
 		return nil, "", nil
-	case where == absent:
+	case where == reconcile.Absent:
 		w.event, w.hash = strand.Deleted, w.rec.Hash
 		if w.previous, _, err = v.store.Content(w.rel); err != nil {
 			return nil, "", err
@@ -417,7 +418,7 @@ func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		if st := v.recon.stamp(info); !v.dry && st != w.rec.Stamp {
+		if st := reconcile.Stamp(info); !v.dry && st != w.rec.Stamp {
 			return nil, "", v.store.Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
 		}
 		return nil, "", nil
@@ -553,7 +554,7 @@ func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
 		return "the rules for its path do not run it on deleted", nil
 	}
 	if dir := path.Dir(w.rel); dir != "." {
-		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			// The strand's folder was deleted with it, and its tie-off
 			// with it: a reply would have nowhere to go but a folder
 			// knotd would bring back.
@@ -713,7 +714,7 @@ func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 	rec := w.rec
 	rec.Path = w.rel
 	if w.event != strand.Deleted {
-		rec.Stamp, rec.Hash = v.recon.stamp(w.info), w.hash
+		rec.Stamp, rec.Hash = reconcile.Stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
 	rec.Agent, rec.ContextTokens, rec.ContextWindow = r.agent, r.context, r.window
@@ -910,7 +911,7 @@ func (pl *pipeline) commitSkip(w *work, why string) error {
 		return pl.commitAnswered(w, *w.answer)
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, reconcile.Stamp(w.info), w.hash
 	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
 	v.sess.newConversationAsked(w, &rec)
 	if rec.Session != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 )
 
@@ -119,7 +120,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 func (v *Vault) followUp(ctx context.Context, later *timing.Later[Job], s *scheduler.Scheduler[Job], rel string, job Job, deadline time.Time) {
 	quiet := v.config().Debounce
 	wait := quiet
-	if info, where, err := v.recon.lstatStrand(rel); err == nil && where == present {
+	if info, where, err := v.recon.LstatStrand(rel); err == nil && where == reconcile.Present {
 		// The file system's clock, not v.now: the quiet period is
 		// measured from the time the file system stamped.
 		wait = time.Until(info.ModTime().Add(quiet))

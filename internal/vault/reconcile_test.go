@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/scheduler"
-	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/testutil"
 
 	"github.com/knotd/knotd/internal/agentrun"
@@ -45,7 +44,7 @@ func overflowVault(t *testing.T) (*env, *Vault, []string) {
 // created or deleted, moves the moved one, and nothing else.
 func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 	e, v, want := overflowVault(t)
-	got, err := v.recon.reconcile([]watcher.Hint{{Path: "same.md"}, {Dir: true}, {Path: "mod.md"}})
+	got, err := v.recon.Reconcile([]watcher.Hint{{Path: "same.md"}, {Dir: true}, {Path: "mod.md"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +55,7 @@ func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 		t.Error("the moved strand's record and tie-off did not move")
 	}
 	// Reconciling again finds the same pending work and moves nothing.
-	if again, err := v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil || !slices.Equal(again, want) {
+	if again, err := v.recon.Reconcile([]watcher.Hint{{Dir: true}}); err != nil || !slices.Equal(again, want) {
 		t.Errorf("second reconcile = %v, %v; want %v", again, err, want)
 	}
 }
@@ -65,7 +64,7 @@ func TestReconcile_FullRescanFindsEverything(t *testing.T) {
 // subtree on disk and in the records, and nothing outside it.
 func TestReconcile_DirectoryHint(t *testing.T) {
 	_, v, _ := overflowVault(t)
-	got, err := v.recon.reconcile([]watcher.Hint{{Path: "sub", Dir: true}, {Path: "fresh", Dir: true}})
+	got, err := v.recon.Reconcile([]watcher.Hint{{Path: "sub", Dir: true}, {Path: "fresh", Dir: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +135,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	if got := e.events("del.md"); !slices.Equal(got, []string{"Created", "Deleted"}) {
 		t.Errorf("del.md: events %v", got)
 	}
-	if again, err := v.recon.reconcile([]watcher.Hint{{Dir: true}}); err != nil || len(again) != 0 {
+	if again, err := v.recon.Reconcile([]watcher.Hint{{Dir: true}}); err != nil || len(again) != 0 {
 		t.Errorf("after the runs, reconcile = %v, %v; want nothing left", again, err)
 	}
 }
@@ -189,7 +188,7 @@ func TestReconcile_RacyRestampWritesNothing(t *testing.T) {
 			}
 			v := e.open()
 			before := fileSum(t, e.statePath())
-			got, err := v.recon.reconcile([]watcher.Hint{{Path: "a.md"}})
+			got, err := v.recon.Reconcile([]watcher.Hint{{Path: "a.md"}})
 			if err != nil || len(got) != 0 {
 				t.Fatalf("reconcile = %v, %v; want nothing to run", got, err)
 			}
@@ -207,25 +206,6 @@ func fileSum(t *testing.T, path string) [sha256.Size]byte {
 	b, err := os.ReadFile(path)
 	mustDo(t, err)
 	return sha256.Sum256(b)
-}
-
-// TestVault_StampTrustsOnlySettledTimes: an old modification time is
-// recorded as it is (reconcile may skip the file while it is unchanged);
-// a recent one is not.
-func TestVault_StampTrustsOnlySettledTimes(t *testing.T) {
-	e := newEnv(t)
-	v := e.open()
-	e.write("old.md", "x")
-	e.write("new.md", "x")
-	old := time.Now().Add(-time.Hour)
-	mustDo(t, os.Chtimes(e.abs("old.md"), old, old))
-	for rel, trusted := range map[string]bool{"old.md": true, "new.md": false} {
-		info, err := os.Stat(e.abs(rel))
-		mustDo(t, err)
-		if got := v.recon.stamp(info) == state.StampOf(info); got != trusted {
-			t.Errorf("stamp(%s) trusted = %v; want %v", rel, got, trusted)
-		}
-	}
 }
 
 // TestWatchLoop_FiredBy: the first full rescan of a watch is the

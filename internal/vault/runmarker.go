@@ -9,6 +9,7 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 )
 
 // The vault is the truth and the state store a cache of it (docs/design.md#invariants,
@@ -73,7 +74,7 @@ func (pl *pipeline) commitAnswered(w *work, sec tieoff.Section) error {
 		return nil
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, v.recon.stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, reconcile.Stamp(w.info), w.hash
 	if sec.RunID != rec.LastRunID {
 		rec.Turns++
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -96,13 +97,13 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 			return nil
 		}
 		if taken && owner.Path != w.rel {
-			if _, where, err := v.recon.lstatStrand(owner.Path); err == nil && where == absent && !w.has && !v.dry {
+			if _, where, err := v.recon.LstatStrand(owner.Path); err == nil && where == reconcile.Absent && !w.has && !v.dry {
 				// The owner is gone: the strand moved (or was copied, and
 				// the original deleted) and no reconcile paired the two
 				// paths yet. Move the history here and start over with
 				// it, unless the owner is being processed right now (its
 				// Deleted run): then this is a copy like any other.
-				moved, err := v.recon.move(owner.Path, w.rel, true)
+				moved, err := v.recon.Move(owner.Path, w.rel, true)
 				if err != nil {
 					return err
 				}

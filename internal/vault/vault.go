@@ -21,6 +21,7 @@ import (
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/vault/internal/answer"
 	"github.com/knotd/knotd/internal/vault/internal/budget"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
@@ -103,8 +104,9 @@ type Vault struct {
 	// adoption is first contact and the catch-up (adopt, catchUp).
 	adoption adopter
 	// recon looks at the disk against the state: changes, renames, and
-	// sync tools' conflict copies (reconcile.go, conflict.go).
-	recon reconciler
+	// sync tools' conflict copies (package vault/internal/reconcile;
+	// reconHost is all it asks of the Vault).
+	recon *reconcile.Reconciler
 
 	// answering decides whether this device answers the vault (package
 	// vault/internal/answer; made by open once this device is known).
@@ -357,7 +359,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		faults:     quiet{},
 		checkEvery: rootCheck,
 	}
-	v.recon = reconciler{v: v}
+	v.recon = reconcile.New(reconHost{v}, reconcile.Options{FS: vfs, Root: root, Rules: v.rules})
 	v.pipe = pipeline{v: v}
 	v.adoption = adopter{v: v}
 	v.budget = budget.New(budgetHost{v})
@@ -507,6 +509,34 @@ func (v *Vault) warnOnce(path, msg string, args ...any) {
 	v.log.Warn(msg, append([]any{"path", path}, args...)...)
 }
 
+// noticeOnce calls say unless the notice key was given before, in this
+// process or (kept in the state) in an earlier one.
+func (v *Vault) noticeOnce(key string, say func()) {
+	if v.dry {
+		v.warnOnceFunc(key, say)
+		return
+	}
+	var isNew bool
+	err := v.store.Update(func(tx *state.Tx) (err error) {
+		isNew, err = tx.Notice(key, v.now().UTC())
+		return err
+	})
+	if err != nil {
+		v.warnOnceFunc(key, say) // still said, once in this process
+		return
+	}
+	if isNew {
+		say()
+	}
+}
+
+// warnOnceFunc calls say once per process for key.
+func (v *Vault) warnOnceFunc(key string, say func()) {
+	if _, seen := v.warned.LoadOrStore("notice\x00"+key, struct{}{}); !seen {
+		say()
+	}
+}
+
 // adopter is first contact with a vault knotd has no state for (adopt),
 // and the catch-up on what changed while knotd was stopped (catchUp).
 type adopter struct {
@@ -630,7 +660,7 @@ func (ad *adopter) survey(fn func(adoptee) error) error {
 		_, ok := strand.StrandPath(rel)
 		return ok || strand.IsStrandPath(rel)
 	}
-	err := v.recon.walkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
+	err := v.recon.WalkWith("", false, isStrandOrTieOff, func(rel string, _ fs.FileInfo) {
 		if s, ok := strand.StrandPath(rel); ok {
 			tieOffs[s] = true
 		} else {
@@ -665,7 +695,7 @@ func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if tooBig {
 		content = nil
 	}
-	p := adoptee{rec: state.Record{Path: rel, Stamp: v.recon.stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
+	p := adoptee{rec: state.Record{Path: rel, Stamp: reconcile.Stamp(info), Hash: hash, LastOutcome: state.OutcomeAdopted}, content: content}
 	if !hasTieOff {
 		return p, true
 	}

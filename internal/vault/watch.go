@@ -14,6 +14,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/scheduler"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 	"github.com/knotd/knotd/internal/watcher"
 )
@@ -408,7 +409,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 		}
 		l.firstFull = false
 	}
-	paths, unlooked, err := l.v.recon.reconcileAll(batch)
+	paths, unlooked, err := l.v.recon.ReconcileAll(batch)
 	if err != nil {
 		// Too many open files, a full disk, an I/O error: the hints are
 		// kept and tried again.
@@ -435,7 +436,7 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	}
 	now := l.v.now()
 	for _, rel := range paths {
-		if _, where, err := l.v.recon.lstatStrand(rel); err == nil && where == absent {
+		if _, where, err := l.v.recon.LstatStrand(rel); err == nil && where == reconcile.Absent {
 			delete(l.fresh, rel)
 			if _, waiting := l.gone[rel]; !waiting {
 				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
@@ -514,7 +515,7 @@ func (l *watchLoop) due(now time.Time) {
 	if !anyDue {
 		return
 	}
-	paths, unlooked, err := l.v.recon.reconcileAll(hints)
+	paths, unlooked, err := l.v.recon.ReconcileAll(hints)
 	if err != nil {
 		unlooked = make([]string, len(hints))
 		for i, h := range hints {
@@ -570,7 +571,7 @@ func (l *watchLoop) due(now time.Time) {
 // tie-off that a sync tool made meanwhile (of that very write, say) is
 // folded back by the processing it is submitted for.
 func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.Pending(rel) {
+	if info, where, err := l.v.recon.LstatStrand(rel); err == nil && where == reconcile.Present && l.v.own.is(rel, info) && !l.v.recon.Pending(rel) {
 		return
 	}
 	l.s.Submit(rel, job)

@@ -2,8 +2,8 @@
 // without touching the vault: which paths are copies (IsCopy), the note a
 // copy was made of (OriginalOf), what becomes of a copy of a note (Judge),
 // and the copies a reconcile found, waiting for their strand's next
-// processing (Copies). The vault's reconciler (vault/conflict.go) reads,
-// folds, merges and removes them.
+// processing (Copies). The vault's reconciler (package
+// vault/internal/reconcile) reads, folds, merges and removes them.
 package conflict
 
 import (

@@ -1,36 +1,108 @@
-package vault
+// Package reconcile is the vault's reconciler: it compares the vault's
+// files with their records in the state store and returns the strands
+// that changed (Created, Modified, Deleted); it applies the moves it finds
+// (a strand's record and tie-off follow it to its new path, without a
+// run); and it finds the conflict copies sync tools leave, which the
+// pipeline's first step for their strand (Fold) merges into its tie-off
+// or folds back into its note (conflict.go; package vault/internal/conflict
+// knows copies without touching the vault). It looks at the vault through
+// the open root it is given, never following a link out of it; what it
+// needs of the vault is Host.
+package reconcile
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/knotd/knotd/internal/state"
-	"github.com/knotd/knotd/internal/vault/internal/conflict"
-
 	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/ignore"
+	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vault/internal/conflict"
+	"github.com/knotd/knotd/internal/vaultfs"
 	"github.com/knotd/knotd/internal/watcher"
 )
 
-// reconciler compares the vault's files against the state store: what
-// changed, what moved (the history follows a rename), and the conflict
-// copies sync tools leave, folded into their strand and tie-off
-// (conflict.go). It owns the conflict copies of tie-offs waiting to be
-// merged.
-type reconciler struct {
-	v      *Vault
-	copies conflict.Copies // conflict copies of tie-offs waiting to be merged
+// Host is what the reconciler asks of the vault it reconciles, each time
+// it needs it (the state store is opened after the reconciler is made, a
+// test may change the logger, a reload changes the configuration).
+type Host interface {
+	// What it says and remembers.
+	Log() *slog.Logger                      // where it says what it does
+	WarnOnce(path, msg string, args ...any) // a warning said once per path and message
+	NoticeOnce(key string, say func())      // say, unless key was said before (kept in the state)
+
+	// The state and configuration.
+	Dry() bool            // --dry-run: no record, tie-off or copy is changed
+	Store() *state.Store  // the strands' records
+	MaxStrandSize() int64 // the largest note (or conflict copy of one) read whole
+
+	// Reading strands, inside the vault (see package vaultfs): a regular
+	// file only, never through a link out of the vault.
+	OpenStrand(rel string) (*os.File, fs.FileInfo, error)
+	ReadStrand(rel string, limit int64) (content []byte, tooBig bool, err error)
+
+	// The strands being worked on: a move holds both paths, so that it
+	// never takes the record of a strand while the pipeline processes it.
+	TryClaim(rel string) bool
+	Release(rel string)
+
+	// The pipeline's tie-offs: the strand whose change waits for the
+	// tie-off t to become writable (it no longer waits then), and whether
+	// err, met on the tie-off t, lasts until the user changes the vault.
+	WaitingFor(t string) (rel string, ok bool)
+	UnwritableTieOff(t string, err error) bool
+
+	// Writes into notes (the pipeline's session keeper): content kept
+	// outside the vault, in the state directory, and where; a guarded
+	// write of the note rel settled (a save that raced it is put back,
+	// or kept).
+	Rescue(rel string, content []byte) (where string, err error)
+	SettleGuard(rel string, g *vaultfs.Guard)
 }
 
-// reconcile compares the disk with the store for everything the hints
+// Options are what the reconciler knows of the vault when it is made.
+type Options struct {
+	FS    *os.Root      // the vault, opened: every look at it goes through it
+	Root  string        // the vault's absolute path (the ignore rules read their files there)
+	Rules *ignore.Rules // which paths are left out
+}
+
+// Reconciler compares the vault's files against the state store: what
+// changed, what moved (the history follows a rename), and the conflict
+// copies sync tools leave, folded into their strand and tie-off
+// (conflict.go). It owns the conflict copies of tie-offs and notes
+// waiting to be folded. Its methods are safe for concurrent use.
+type Reconciler struct {
+	host   Host
+	fs     *os.Root
+	root   string
+	rules  *ignore.Rules
+	copies conflict.Copies // conflict copies waiting for their strand's processing
+}
+
+// New returns the reconciler of the vault host, with options o.
+func New(host Host, o Options) *Reconciler {
+	return &Reconciler{host: host, fs: o.FS, root: o.Root, rules: o.Rules}
+}
+
+// Pending reports whether conflict copies of the strand rel's tie-off or
+// note wait for its next processing (Fold).
+func (r *Reconciler) Pending(rel string) bool { return r.copies.Pending(rel) }
+
+// Reconcile compares the disk with the store for everything the hints
 // cover and returns, sorted, the strands that have a change to process
 // (docs/design.md#what-happens-on-a-change): a strand file whose content hash differs from the processed
 // one (Created or Modified), or a recorded strand that is gone (Deleted).
@@ -44,21 +116,20 @@ type reconciler struct {
 // the same strand moved, and its record and tie-off move with it without
 // an agent run.
 //
-// reconcile does not decide the event: the processor looks again when the
+// Reconcile does not decide the event: the processor looks again when the
 // run starts, because the strand may change while it waits.
 //
 // A strand that cannot be looked at (too many open files, an I/O error)
-// is logged and left out; see reconcileAll for a caller that tries it
+// is logged and left out; see ReconcileAll for a caller that tries it
 // again.
-func (r *reconciler) reconcile(hints []watcher.Hint) ([]string, error) {
-	changed, _, err := r.reconcileAll(hints)
+func (r *Reconciler) Reconcile(hints []watcher.Hint) ([]string, error) {
+	changed, _, err := r.ReconcileAll(hints)
 	return changed, err
 }
 
-// reconcileAll is reconcile that also returns, sorted, the strands it
+// ReconcileAll is Reconcile that also returns, sorted, the strands it
 // could not look at, for the caller to try again.
-func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []string, err error) {
-	v := r.v
+func (r *Reconciler) ReconcileAll(hints []watcher.Hint) (changed, unlooked []string, err error) {
 	var (
 		cands     []candidate
 		copies    []string // sync tools' conflict copies
@@ -79,7 +150,7 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		case conflict.IsCopy(h.Path):
 			copies = append(copies, h.Path)
 		default:
-			if rel, ok := v.pipe.waitingFor(h.Path); ok {
+			if rel, ok := r.host.WaitingFor(h.Path); ok {
 				// The tie-off its change waits for changed: it may be
 				// writable now.
 				cands = append(cands, candidate{path: rel, src: fromHint})
@@ -108,7 +179,7 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		}
 	}
 	for _, dir := range subtrees {
-		err := r.walkWith(dir, true, conflict.Watched, func(rel string, info fs.FileInfo) {
+		err := r.WalkWith(dir, true, conflict.Watched, func(rel string, info fs.FileInfo) {
 			if conflict.IsCopy(rel) {
 				copies = append(copies, rel)
 				return
@@ -130,30 +201,30 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		rel := c.path
 		st, where, err := r.lookStrand(c, realDirs)
 		if err != nil {
-			v.log.Warn("cannot look at note", "strand", rel, "err", err)
+			r.host.Log().Warn("cannot look at note", "strand", rel, "err", err)
 			if !errors.Is(err, fs.ErrPermission) { // fixed by the user, who then saves
 				unlooked = append(unlooked, rel)
 			}
 			return
 		}
 		switch {
-		case where == ignored:
-		case where == absent && has:
+		case where == Ignored:
+		case where == Absent && has:
 			gone[rel] = rec
-		case where == absent:
+		case where == Absent:
 		case !has:
 			created = append(created, rel)
 		case st == rec.Stamp:
 		default:
-			same, err := r.sameContent(rel, rec.Hash)
+			same, err := r.SameContent(rel, rec.Hash)
 			if err != nil {
-				v.log.Warn("cannot read note", "strand", rel, "err", err)
+				r.host.Log().Warn("cannot read note", "strand", rel, "err", err)
 				if !errors.Is(err, fs.ErrPermission) {
 					unlooked = append(unlooked, rel)
 				}
 				return
 			}
-			switch t := r.trusted(st); {
+			switch t := trusted(st); {
 			case !same:
 				changed = append(changed, rel)
 			case t != rec.Stamp:
@@ -178,14 +249,14 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 	for _, rel := range created {
 		owner, moved, err := r.detectRename(rel, gone)
 		if err != nil {
-			v.log.Warn("cannot check whether a new note was moved", "strand", rel, "err", err)
+			r.host.Log().Warn("cannot check whether a new note was moved", "strand", rel, "err", err)
 		}
 		if moved {
 			// The record moved to rel; compare the content with it now.
-			info, where, err := r.lstatStrand(rel)
-			if err == nil && where == present {
-				if same, herr := r.sameContent(rel, owner.Hash); herr == nil && same {
-					touched[rel] = r.stamp(info)
+			info, where, err := r.LstatStrand(rel)
+			if err == nil && where == Present {
+				if same, herr := r.SameContent(rel, owner.Hash); herr == nil && same {
+					touched[rel] = Stamp(info)
 					continue
 				}
 			}
@@ -196,8 +267,8 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		changed = append(changed, rel)
 	}
 
-	if len(touched) > 0 && !v.dry {
-		err := v.store.Update(func(tx *state.Tx) error {
+	if len(touched) > 0 && !r.host.Dry() {
+		err := r.host.Store().Update(func(tx *state.Tx) error {
 			for rel, st := range touched {
 				if err := tx.Restamp(rel, st); err != nil && !errors.Is(err, state.ErrNotFound) {
 					return err
@@ -220,9 +291,8 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 // has one: one pass over the records beside the candidates, for a
 // reconcile of the whole vault. A recorded strand that is no candidate
 // is passed as a fromRecord candidate.
-func (r *reconciler) mergeRecords(cands []candidate, fn func(c candidate, rec state.Record, has bool)) error {
-	v := r.v
-	recs := v.store.Records("")
+func (r *Reconciler) mergeRecords(cands []candidate, fn func(c candidate, rec state.Record, has bool)) error {
+	recs := r.host.Store().Records("")
 	for {
 		r, err := recs.Peek()
 		if err != nil {
@@ -250,11 +320,10 @@ func (r *reconciler) mergeRecords(cands []candidate, fn func(c candidate, rec st
 // with its record if it has one. The records are looked up a chunk at a
 // time, in one short read transaction each, not one transaction per
 // strand.
-func (r *reconciler) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec state.Record, has bool)) error {
-	v := r.v
+func (r *Reconciler) lookupRecords(cands []candidate, subtrees []string, fn func(c candidate, rec state.Record, has bool)) error {
 	if len(subtrees) > 0 {
 		for _, dir := range subtrees {
-			recs := v.store.Records(dir)
+			recs := r.host.Store().Records(dir)
 			for {
 				r, err := recs.Peek()
 				if err != nil {
@@ -273,7 +342,7 @@ func (r *reconciler) lookupRecords(cands []candidate, subtrees []string, fn func
 	for i, c := range cands {
 		paths[i] = c.path
 	}
-	return v.store.Lookup(paths, func(i int, rec state.Record, ok bool) { fn(cands[i], rec, ok) })
+	return r.host.Store().Lookup(paths, func(i int, rec state.Record, ok bool) { fn(cands[i], rec, ok) })
 }
 
 // A candidate is one strand path a reconcile pass looks at, with where it
@@ -316,7 +385,7 @@ func withinAny(rel string, dirs []string) bool {
 	return slices.ContainsFunc(dirs, func(dir string) bool { return rel != dir && strand.Within(rel, dir) })
 }
 
-// walk calls fn with every strand path on disk below the vault-relative
+// Walk calls fn with every strand path on disk below the vault-relative
 // directory dir ("" for the whole vault) that the ignore rules keep, and,
 // when stat is set, what lstat says of it (nil if it vanished meanwhile).
 // Non-regular files named like strands are passed too, so that the caller
@@ -324,20 +393,19 @@ func withinAny(rel string, dirs []string) bool {
 //
 // The walk lists several directories at once; fn is called
 // under a lock, one call at a time, in no particular order.
-func (r *reconciler) walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
-	return r.walkWith(dir, stat, strand.IsStrandPath, fn)
+func (r *Reconciler) Walk(dir string, stat bool, fn func(rel string, info fs.FileInfo)) error {
+	return r.WalkWith(dir, stat, strand.IsStrandPath, fn)
 }
 
-// walkWith is walk for the paths that want accepts (walk's are strands).
-func (r *reconciler) walkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
-	v := r.v
+// WalkWith is Walk for the paths that want accepts (Walk's are strands).
+func (r *Reconciler) WalkWith(dir string, stat bool, want func(rel string) bool, fn func(rel string, info fs.FileInfo)) error {
 	var mu sync.Mutex
-	err := v.rules.Walk(v.root, dir, ignore.WalkOptions{Concurrent: true}, func(rel string, d fs.DirEntry, err error) error {
+	err := r.rules.Walk(r.root, dir, ignore.WalkOptions{Concurrent: true}, func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && rel == dir {
 				return fs.SkipAll // the subtree is gone: its records decide
 			}
-			v.log.Warn("cannot read part of the vault; its notes are skipped until it can be read", "path", rel, "err", err)
+			r.host.Log().Warn("cannot read part of the vault; its notes are skipped until it can be read", "path", rel, "err", err)
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -367,30 +435,29 @@ func (r *reconciler) walkWith(dir string, stat bool, want func(rel string) bool,
 	return nil
 }
 
-// presence is what lstatStrand found at a strand path.
-type presence uint8
+// Presence is what LstatStrand found at a strand path.
+type Presence uint8
 
 const (
-	// absent: nothing is there, or something that is not a regular file
+	// Absent: nothing is there, or something that is not a regular file
 	// (a symbolic link, a FIFO, a directory): not a strand.
-	absent presence = iota
-	// present: a regular file the ignore rules keep.
-	present
-	// ignored: the ignore rules leave the path out; a record it has is
+	Absent Presence = iota
+	// Present: a regular file the ignore rules keep.
+	Present
+	// Ignored: the ignore rules leave the path out; a record it has is
 	// kept as it is (un-ignoring the path compares it again), and no event
 	// comes of it.
-	ignored
+	Ignored
 )
 
 // lookStrand is lstatStrandIn for one candidate of a reconcile pass,
 // answered from what the pass's walk saw when it saw the path, if it did.
 // It returns the strand's stamp.
-func (r *reconciler) lookStrand(c candidate, realDirs map[string]struct{}) (state.Stamp, presence, error) {
-	v := r.v
+func (r *Reconciler) lookStrand(c candidate, realDirs map[string]struct{}) (state.Stamp, Presence, error) {
 	info := c.info
 	if info == nil {
 		var (
-			where presence
+			where Presence
 			err   error
 		)
 		info, where, err = r.lstatStrandIn(c.path, realDirs)
@@ -400,28 +467,27 @@ func (r *reconciler) lookStrand(c candidate, realDirs map[string]struct{}) (stat
 		return state.StampOf(info), where, nil
 	}
 	if !info.Mode().IsRegular() {
-		v.warnOnce(c.path, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
-		return state.Stamp{}, absent, nil
+		r.host.WarnOnce(c.path, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
+		return state.Stamp{}, Absent, nil
 	}
-	return state.StampOf(info), present, nil
+	return state.StampOf(info), Present, nil
 }
 
-// lstatStrand looks at the strand path rel without following a symbolic
+// LstatStrand looks at the strand path rel without following a symbolic
 // link. A path that exists but is not a regular file is reported once in
 // the log and is absent. An error means the answer is unknown (permission
 // denied on a parent, I/O error): the caller must not conclude that the
 // strand was deleted.
-func (r *reconciler) lstatStrand(rel string) (info fs.FileInfo, where presence, err error) {
+func (r *Reconciler) LstatStrand(rel string) (info fs.FileInfo, where Presence, err error) {
 	return r.lstatStrandIn(rel, nil)
 }
 
-// lstatStrandIn is lstatStrand with a set of directories already found to
+// lstatStrandIn is LstatStrand with a set of directories already found to
 // be real during one reconcile pass (nil: none), so that a pass over many
 // strands does not lstat the same ancestors again for each of them.
-func (r *reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where presence, err error) {
-	v := r.v
+func (r *Reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (info fs.FileInfo, where Presence, err error) {
 	if err := strand.ValidateRel(rel); err != nil {
-		return nil, absent, err
+		return nil, Absent, err
 	}
 	// The folders on the way first: a strand below a symbolic link to a
 	// directory is not looked at through it (the walker never follows
@@ -429,31 +495,36 @@ func (r *reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (in
 	dir, nested, err := r.linkedDir(rel, realDirs)
 	switch {
 	case err != nil:
-		return nil, absent, err
+		return nil, Absent, err
 	case nested != "":
 		// Another vault's strand: left alone, and a record it has kept (a
 		// nested vault is no deletion).
-		v.warnOnce(nested, "a folder with a .knot of its own is a vault of its own: its own knotd answers it, this one leaves it alone")
-		return nil, ignored, nil
+		r.host.WarnOnce(nested, "a folder with a .knot of its own is a vault of its own: its own knotd answers it, this one leaves it alone")
+		return nil, Ignored, nil
 	case dir != "":
-		if !v.rules.Ignored(dir, true) {
-			v.warnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the notes it leads to are left alone")
+		if !r.rules.Ignored(dir, true) {
+			r.host.WarnOnce(dir, "a symbolic link to a directory: knotd does not follow it, so the notes it leads to are left alone")
 		}
-		return nil, absent, nil
+		return nil, Absent, nil
 	}
-	info, err = v.fs.Lstat(filepath.FromSlash(rel))
+	info, err = r.fs.Lstat(filepath.FromSlash(rel))
 	switch {
-	case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
-		return nil, absent, nil
+	case errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err):
+		return nil, Absent, nil
 	case err != nil:
-		return nil, absent, err
-	case v.rules.Ignored(rel, false):
-		return info, ignored, nil
+		return nil, Absent, err
+	case r.rules.Ignored(rel, false):
+		return info, Ignored, nil
 	case !info.Mode().IsRegular():
-		v.warnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
-		return info, absent, nil
+		r.host.WarnOnce(rel, "not a regular file: knotd only processes regular .md files and leaves this one alone", "type", info.Mode().Type().String())
+		return info, Absent, nil
 	}
-	return info, present, nil
+	return info, Present, nil
+}
+
+// LinkedDir is linkedDir for one strand path, outside a reconcile pass.
+func (r *Reconciler) LinkedDir(rel string) (linked, nested string, err error) {
+	return r.linkedDir(rel, nil)
 }
 
 // linkedDir returns the first directory on the way from the vault root to
@@ -469,8 +540,7 @@ func (r *reconciler) lstatStrandIn(rel string, realDirs map[string]struct{}) (in
 // realDirs, when not nil, holds directories found real (and no vault of
 // their own) earlier in the same pass; they are not looked at again, and
 // those found so are added.
-func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked, nested string, err error) {
-	v := r.v
+func (r *Reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked, nested string, err error) {
 	for i := 0; i < len(rel); i++ {
 		if rel[i] != '/' {
 			continue
@@ -479,8 +549,8 @@ func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked
 		if _, ok := realDirs[dir]; ok {
 			continue
 		}
-		fi, err := v.fs.Lstat(filepath.FromSlash(dir))
-		if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		fi, err := r.fs.Lstat(filepath.FromSlash(dir))
+		if errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			return "", "", nil
 		}
 		if err != nil {
@@ -492,7 +562,7 @@ func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked
 			}
 			return "", "", nil // a file where a folder was: the strand is gone
 		}
-		if m, err := v.fs.Lstat(filepath.FromSlash(dir + "/" + ignore.VaultMarker)); err == nil && m.IsDir() {
+		if m, err := r.fs.Lstat(filepath.FromSlash(dir + "/" + ignore.VaultMarker)); err == nil && m.IsDir() {
 			return "", dir, nil
 		}
 		if realDirs != nil {
@@ -502,14 +572,49 @@ func (r *reconciler) linkedDir(rel string, realDirs map[string]struct{}) (linked
 	return "", "", nil
 }
 
-// sameContent reports whether the strand at rel has the content hash h.
-func (r *reconciler) sameContent(rel string, h state.Hash) (bool, error) {
-	v := r.v
-	got, _, err := v.hashFile(rel)
+// SameContent reports whether the strand at rel has the content hash h.
+func (r *Reconciler) SameContent(rel string, h state.Hash) (bool, error) {
+	got, _, err := r.hashFile(rel)
 	if err != nil {
 		return false, err
 	}
 	return got == h, nil
+}
+
+// frontmatterScanLimit bounds how much of a strand is read to find its
+// frontmatter when only the frontmatter is needed (rename detection).
+const frontmatterScanLimit = 64 << 10
+
+// hashFile returns the SHA-256 and size of the strand at rel, reading it
+// in a stream so that a huge file costs no memory, and no more of it than
+// its size when it was opened.
+func (r *Reconciler) hashFile(rel string) (h state.Hash, size int64, err error) {
+	f, info, err := r.host.OpenStrand(rel)
+	if err != nil {
+		return h, 0, err
+	}
+	defer f.Close() // read only: a close error loses nothing
+	sum := sha256.New()
+	size, err = io.Copy(sum, io.LimitReader(f, info.Size()))
+	if err != nil {
+		return h, 0, fmt.Errorf("read %s: %w", rel, err)
+	}
+	copy(h[:], sum.Sum(nil))
+	return h, size, nil
+}
+
+// readHead returns at most limit bytes from the start of the strand at rel.
+func (r *Reconciler) readHead(rel string, limit int64) ([]byte, error) {
+	f, _, err := r.host.OpenStrand(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // read only: a close error loses nothing
+	b, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	return b, nil
 }
 
 // detectRename checks whether the new strand rel is a recorded strand that
@@ -528,8 +633,7 @@ func (r *reconciler) sameContent(rel string, h state.Hash) (bool, error) {
 // yet), removes the old path from gone and returns the record as it was
 // (with --dry-run it only says so). A strand being processed is not moved
 // (see claims); the processor pairs the two paths later.
-func (r *reconciler) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
-	v := r.v
+func (r *Reconciler) detectRename(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
 	if len(gone) == 0 {
 		return r.renamedBySession(rel, gone)
 	}
@@ -542,8 +646,8 @@ func (r *reconciler) detectRename(rel string, gone map[string]state.Record) (own
 		return owner, false, err
 	}
 	owner = gone[from]
-	if !v.dry {
-		if moved, err := r.move(from, rel, false); err != nil || !moved {
+	if !r.host.Dry() {
+		if moved, err := r.Move(from, rel, false); err != nil || !moved {
 			return owner, false, err
 		}
 	}
@@ -553,9 +657,8 @@ func (r *reconciler) detectRename(rel string, gone map[string]state.Record) (own
 
 // renamedBySession is detectRename by knot_session: gone need not hold
 // the record, whose path is looked at on disk.
-func (r *reconciler) renamedBySession(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
-	v := r.v
-	head, err := v.readHead(rel, frontmatterScanLimit)
+func (r *Reconciler) renamedBySession(rel string, gone map[string]state.Record) (owner state.Record, moved bool, err error) {
+	head, err := r.readHead(rel, frontmatterScanLimit)
 	if err != nil {
 		return owner, false, err
 	}
@@ -563,20 +666,20 @@ func (r *reconciler) renamedBySession(rel string, gone map[string]state.Record) 
 	if err != nil || doc.Fields.Session == "" {
 		return owner, false, nil // no usable session
 	}
-	owner, ok, err := v.store.BySession(doc.Fields.Session)
+	owner, ok, err := r.host.Store().BySession(doc.Fields.Session)
 	if err != nil || !ok || owner.Path == rel {
 		return owner, false, err
 	}
 	if _, isGone := gone[owner.Path]; !isGone {
 		// The owner still exists (a copy, not a move) or was not part of
 		// this pass; look at the disk to be sure.
-		_, where, err := r.lstatStrand(owner.Path)
-		if err != nil || where != absent {
+		_, where, err := r.LstatStrand(owner.Path)
+		if err != nil || where != Absent {
 			return owner, false, err
 		}
 	}
-	if !v.dry {
-		if moved, err := r.move(owner.Path, rel, false); err != nil || !moved {
+	if !r.host.Dry() {
+		if moved, err := r.Move(owner.Path, rel, false); err != nil || !moved {
 			return owner, false, err
 		}
 	}
@@ -586,9 +689,8 @@ func (r *reconciler) renamedBySession(rel string, gone map[string]state.Record) 
 
 // renamedFrom returns the gone record's path that the new strand rel is,
 // by file identity or by content (see detectRename).
-func (r *reconciler) renamedFrom(rel string, gone map[string]state.Record) (string, bool, error) {
-	v := r.v
-	f, info, err := v.openStrand(rel)
+func (r *Reconciler) renamedFrom(rel string, gone map[string]state.Record) (string, bool, error) {
+	f, info, err := r.host.OpenStrand(rel)
 	if err != nil {
 		return "", false, err
 	}
@@ -596,7 +698,7 @@ func (r *reconciler) renamedFrom(rel string, gone map[string]state.Record) (stri
 	born := birthTime(f, info)
 	_ = f.Close() // read only
 	if st.Inode != 0 {
-		for _, from := range sortedKeys(gone) {
+		for _, from := range slices.Sorted(maps.Keys(gone)) {
 			rec := gone[from]
 			if rec.Stamp.Inode != st.Inode || rec.Stamp.Device != st.Device {
 				continue
@@ -607,12 +709,12 @@ func (r *reconciler) renamedFrom(rel string, gone map[string]state.Record) (stri
 			}
 		}
 	}
-	h, _, err := v.hashFile(rel)
+	h, _, err := r.hashFile(rel)
 	if err != nil {
 		return "", false, err
 	}
 	match := ""
-	for _, from := range sortedKeys(gone) {
+	for _, from := range slices.Sorted(maps.Keys(gone)) {
 		if gone[from].Hash == h {
 			if match != "" {
 				return "", false, nil // two gone strands held this content: which one moved is not known
@@ -623,37 +725,35 @@ func (r *reconciler) renamedFrom(rel string, gone map[string]state.Record) (stri
 	return match, match != "", nil
 }
 
-// move moves the record of the strand at from, and its tie-off, to the
+// Move moves the record of the strand at from, and its tie-off, to the
 // strand at to: the strand was moved. It does nothing and reports false
 // while either path is being processed; holding says the caller already
 // holds to.
-func (r *reconciler) move(from, to string, holding bool) (bool, error) {
-	v := r.v
-	if !v.claims.tryClaim(from) {
+func (r *Reconciler) Move(from, to string, holding bool) (bool, error) {
+	if !r.host.TryClaim(from) {
 		return false, nil
 	}
-	defer v.claims.release(from)
+	defer r.host.Release(from)
 	if !holding {
-		if !v.claims.tryClaim(to) {
+		if !r.host.TryClaim(to) {
 			return false, nil
 		}
-		defer v.claims.release(to)
+		defer r.host.Release(to)
 	}
 	if err := r.moveTieOff(from, to); err != nil {
 		return false, err
 	}
-	if err := v.store.Rename(from, to); err != nil {
+	if err := r.host.Store().Rename(from, to); err != nil {
 		return false, err
 	}
-	v.log.Info("note moved; its history moves with it", "from", from, "to", to)
+	r.host.Log().Info("note moved; its history moves with it", "from", from, "to", to)
 	return true, nil
 }
 
 // moveTieOff renames the tie-off of the strand at from to that of the
 // strand at to, unless from has no tie-off or to already has one (the user
 // moved it too, or a new strand took the name first): then both stay.
-func (r *reconciler) moveTieOff(from, to string) error {
-	v := r.v
+func (r *Reconciler) moveTieOff(from, to string) error {
 	oldRel, err := strand.TieOffPath(from)
 	if err != nil {
 		return err
@@ -663,31 +763,22 @@ func (r *reconciler) moveTieOff(from, to string) error {
 		return err
 	}
 	oldName, newName := filepath.FromSlash(oldRel), filepath.FromSlash(newRel)
-	if _, err := v.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
+	if _, err := r.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
 		return nil
-	} else if err != nil && v.pipe.unwritableTieOff(oldRel, err) {
+	} else if err != nil && r.host.UnwritableTieOff(oldRel, err) {
 		// Its folder is a link out of the vault now (swapped for one):
 		// what is there is not knotd's to move.
-		v.log.Warn("note moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
+		r.host.Log().Warn("note moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)
 		return nil
 	}
-	if _, err := v.fs.Lstat(newName); err == nil {
-		v.log.Warn("note moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
+	if _, err := r.fs.Lstat(newName); err == nil {
+		r.host.Log().Warn("note moved but its new place already has a tie-off; the old tie-off stays where it is", "old", oldRel, "new", newRel)
 		return nil
 	}
-	if err := v.fs.Rename(oldName, newName); err != nil {
+	if err := r.fs.Rename(oldName, newName); err != nil {
 		return fmt.Errorf("vault: move tie-off %s to %s: %w", oldRel, newRel, err)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // racyWindow is how recent a file's modification time may be for its
@@ -698,13 +789,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // hashes the file instead of trusting it ("racy git" has the same cure).
 const racyWindow = 2 * time.Second
 
-// stamp returns the stamp to record for a file knotd just looked at.
-func (r *reconciler) stamp(info fs.FileInfo) state.Stamp { return r.trusted(state.StampOf(info)) }
+// Stamp returns the stamp to record for a file knotd just looked at.
+func Stamp(info fs.FileInfo) state.Stamp { return trusted(state.StampOf(info)) }
 
 // trusted returns st as it may be recorded: without its time when that
 // time is too recent to be trusted.
-func (r *reconciler) trusted(st state.Stamp) state.Stamp {
-	// The file system's clock, not v.now: the time is compared with a
+func trusted(st state.Stamp) state.Stamp {
+	// The file system's clock, not the vault's: the time is compared with a
 	// file's modification time.
 	if time.Since(time.Unix(0, st.ModTime)) < racyWindow {
 		st.ModTime = 0 // never equal to a real file's stamp: hash it next time

@@ -1,4 +1,4 @@
-package vault
+package reconcile
 
 import (
 	"io/fs"

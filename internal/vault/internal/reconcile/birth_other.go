@@ -1,6 +1,6 @@
 //go:build !linux && !darwin && !freebsd && !netbsd
 
-package vault
+package reconcile
 
 import (
 	"io/fs"

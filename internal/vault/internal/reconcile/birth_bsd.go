@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd
 
-package vault
+package reconcile
 
 import (
 	"io/fs"
