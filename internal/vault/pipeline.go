@@ -663,7 +663,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 		req.FS = afs
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.runAgent().Run(ctx, req)
-		afs.close()
+		afs.Close()
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1, NotStarted: err.Error()}
 		}
