@@ -291,7 +291,7 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		rep.Skipped = skip
 		return rep, pl.commitSkip(w, skip)
 	}
-	defer v.active.done(rel)
+	defer v.active.Done(rel)
 	rep, r, err := pl.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
@@ -629,7 +629,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 	}
 	now := v.now().UTC()
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
-	v.active.start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
+	v.active.Start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
 	r := &reply{sec: tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}, resume: w.resume}
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {
