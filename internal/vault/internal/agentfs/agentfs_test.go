@@ -32,7 +32,9 @@ func (h fakeHost) Ignored(rel string) (bool, string, error) {
 	why, ok := h.ignored[rel]
 	return ok, why, nil
 }
-func (h fakeHost) LinkedDir(rel string) (string, string, error) { return h.linked[rel], h.nested[rel], nil }
+func (h fakeHost) LinkedDir(rel string) (string, string, error) {
+	return h.linked[rel], h.nested[rel], nil
+}
 func (h fakeHost) KeptFromAgents(rel string) (bool, string) {
 	why, ok := h.kept[rel]
 	return ok, why
