@@ -87,7 +87,7 @@ func TestAgentFS_CaseFolding(t *testing.T) {
 				}
 				a := v.newAgentFS(agentrun.Agent{Permissions: agentrun.PermFull})
 				if folds {
-					a.lstat = foldingLstat(v.fs)
+					a.Lstat = foldingLstat(v.fs)
 				}
 				var got string
 				var err error
@@ -96,7 +96,7 @@ func TestAgentFS_CaseFolding(t *testing.T) {
 				} else {
 					err = a.WriteTextFile(ctx, e.abs(tc.rel), "agent\n")
 				}
-				a.close()
+				a.Close()
 				switch {
 				case strings.HasPrefix(tc.want, "refused") || strings.HasPrefix(tc.want, "is ") || strings.Contains(tc.want, " is "):
 					if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/vault/internal/agentfs"
 )
 
 // agentFSEnv is a vault with notes an agent may and may not see: ignored
@@ -178,7 +179,7 @@ func TestAgentFS_Write(t *testing.T) {
 				e.write("notes/a.md", tt.step.save)
 			}
 			if tt.step.atReplace != "" {
-				a.beforeReplace = func(rel string) { e.write(rel, tt.step.atReplace) }
+				a.BeforeReplace = func(rel string) { e.write(rel, tt.step.atReplace) }
 			}
 			err := a.WriteTextFile(ctx, e.abs(tt.step.path), tt.step.content)
 			switch {
@@ -187,7 +188,7 @@ func TestAgentFS_Write(t *testing.T) {
 			case tt.step.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.step.wantErr)):
 				t.Fatalf("WriteTextFile(%s) = %v; want an error with %q", tt.step.path, err, tt.step.wantErr)
 			}
-			a.close()
+			a.Close()
 			for rel, want := range tt.check {
 				got, err := os.ReadFile(e.abs(rel))
 				if want == "" && !errors.Is(err, fs.ErrNotExist) {
@@ -253,7 +254,7 @@ func TestAgentFS_MayEdit(t *testing.T) {
 			e.write("notes/a.md", "one\n")
 			savedBeforeTheRun(t, e, "notes/a.md", "big.md", "binary.md")
 			a := v.newAgentFS(agentrun.Agent{Permissions: tt.perm})
-			defer a.close()
+			defer a.Close()
 			ctx := context.Background()
 			read := func() {
 				if _, err := a.ReadTextFile(ctx, e.abs("notes/a.md"), 0, 0); err != nil {
@@ -295,7 +296,7 @@ func TestAgentFS_MayEdit(t *testing.T) {
 func TestAgentFS_AfterTheRun(t *testing.T) {
 	e, v, _ := agentFSEnv(t)
 	a := v.newAgentFS(agentrun.Agent{Permissions: agentrun.PermEdit})
-	a.close()
+	a.Close()
 	if err := a.WriteTextFile(context.Background(), e.abs("late.md"), "late\n"); err == nil || !strings.Contains(err.Error(), "the run is over") {
 		t.Fatalf("a write after the run: %v", err)
 	}
@@ -371,7 +372,7 @@ func TestAgentFS_WriteRacesSaves(t *testing.T) {
 				break
 			}
 		}
-		a.close()
+		a.Close()
 		if err := errors.Join(<-userDone, agentErr); err != nil {
 			t.Fatal(err)
 		}
@@ -495,7 +496,7 @@ func TestAgentFS_EditOwnNote(t *testing.T) {
 
 // savedBeforeTheRun waits until the files rel were last changed before a
 // run that starts now, as far as their change times tell (see
-// changeSlack): until then, an agent's write of a file it did not read
+// agentfs.ChangeSlack): until then, an agent's write of a file it did not read
 // through knotd is refused as a write over a save made while it ran.
 func savedBeforeTheRun(t *testing.T, e *env, rels ...string) {
 	t.Helper()
@@ -504,7 +505,7 @@ func savedBeforeTheRun(t *testing.T, e *env, rels ...string) {
 		for {
 			fi, err := os.Stat(e.abs(rel))
 			mustDo(t, err)
-			if !changedSince(fi, time.Now().Add(-2*changeSlack)) {
+			if !agentfs.ChangedSince(fi, time.Now().Add(-2*agentfs.ChangeSlack)) {
 				break
 			}
 			if time.Now().After(deadline) {

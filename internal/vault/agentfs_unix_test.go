@@ -22,7 +22,7 @@ func TestAgentFS_NotRegular(t *testing.T) {
 	mustDo(t, os.Link(e.abs("notes/linked.md"), e.abs("notes/other.md")))
 	savedBeforeTheRun(t, e, "notes/linked.md")
 	a := v.newAgentFS(agentrun.Agent{Permissions: agentrun.PermFull})
-	defer a.close()
+	defer a.Close()
 	ctx := context.Background()
 	tests := []struct {
 		name, rel string

@@ -39,8 +39,14 @@
 //   - Answering device (package vault/internal/answer; answerHost in
 //     vault.go is all it asks of the Vault): which of the vault's devices
 //     answers it (heartbeats in the vault, package device).
-//   - The control socket's adapter (Control, control.go): what knotd
-//     status, run, retry, pause, resume and trust ask of the vault.
+//   - The agent's file system (package vault/internal/agentfs;
+//     agentFSHost in agentfshost.go is all it asks of the Vault): what an
+//     ACP agent reads and writes through knotd, inside the vault and
+//     never over a save of the user's.
+//   - The control socket's adapter (package vault/internal/ctl, whose
+//     Control is vault.Control; controlHost and whyNotRun in
+//     controlhost.go): what knotd status, run, retry, pause, resume and
+//     trust ask of the vault.
 //   - Budget (package vault/internal/budget; budgetHost in vault.go) and
 //     reloads (reloader, reload.go): the day's spend, and the
 //     configuration loaded again when it changes.

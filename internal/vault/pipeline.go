@@ -292,7 +292,7 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		rep.Skipped = skip
 		return rep, pl.commitSkip(w, skip)
 	}
-	defer v.active.done(rel)
+	defer v.active.Done(rel)
 	rep, r, err := pl.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
@@ -630,7 +630,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 	}
 	now := v.now().UTC()
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
-	v.active.start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
+	v.active.Start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
 	r := &reply{sec: tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}, resume: w.resume}
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {
@@ -664,7 +664,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 		req.FS = afs
 		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
 		res, err := v.runAgent().Run(ctx, req)
-		afs.close()
+		afs.Close()
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1, NotStarted: err.Error()}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/knotd/knotd/internal/vault/internal/answer"
 	"github.com/knotd/knotd/internal/vault/internal/budget"
 	"github.com/knotd/knotd/internal/vault/internal/reconcile"
+	"github.com/knotd/knotd/internal/vault/internal/ctl"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
@@ -119,7 +120,7 @@ type Vault struct {
 	// this device answers; active the runs in progress (for status).
 	since  time.Time
 	live   atomic.Pointer[scheduler.Scheduler[Job]]
-	active active
+	active ctl.Active
 	// own holds knotd's own writes into strands whose work is under way
 	// (knot_session), so that the watcher does not take them for changes.
 	own ownWrites

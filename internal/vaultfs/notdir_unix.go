@@ -8,5 +8,5 @@ import (
 )
 
 // IsNotDir reports whether err says a path element is not a directory (a
-// strand's parent directory was replaced by a file): the strand is gone.
+// folder on the way was replaced by a file): what lies below it is gone.
 func IsNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }

@@ -1,4 +1,10 @@
-package vault
+// Package ctl is the control socket's adapter of a vault (Control): what
+// knotd status, run, retry, pause, resume and trust ask of it, served by
+// the daemon (control.Backend) or called by the commands on a vault they
+// open themselves; the runs in progress (Active); and the status of a
+// vault no daemon runs, from its state store and transcripts
+// (StoredStatus). What it needs of the vault is Host.
+package ctl
 
 import (
 	"bytes"
@@ -6,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,12 +26,60 @@ import (
 	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
+	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/transcript"
 	"github.com/knotd/knotd/internal/vault/internal/answer"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
-	"github.com/knotd/knotd/internal/vaultfs"
+	"github.com/knotd/knotd/internal/vault/internal/budget"
 )
+
+// Host is what the control adapter asks of the vault, each time it needs
+// it (a reload changes the configuration; the daemon's scheduler comes
+// and goes with answering; Close closes the store).
+type Host interface {
+	Now() time.Time      // the vault's clock
+	Log() *slog.Logger   // where pauses and resumes are said
+	Store() *state.Store // the vault's state store
+	DefaultAgent() string
+	// Live returns the daemon's scheduler while this device answers the
+	// vault; ok is false otherwise.
+	Live() (s Scheduler, ok bool)
+	// WhyNotRun says why a run by hand of the strand rel would run
+	// nothing, "" when it would run.
+	WhyNotRun(rel string) string
+	// Deleted reports whether the strand rel is gone from the disk, as far
+	// as knotd can tell.
+	Deleted(rel string) bool
+	// ReadStrand reads the strand rel, bounded by limits.max_strand_size
+	// (tooBig: it is larger).
+	ReadStrand(rel string) (content []byte, tooBig bool, err error)
+	// Reload loads the configuration again, as SIGHUP does, and returns
+	// the files read.
+	Reload(why string) (files []string, err error)
+}
+
+// Scheduler is the daemon's scheduler, as the control adapter uses it.
+type Scheduler interface {
+	// Submit asks for a run of the strand rel that the user asked for:
+	// byHand (knotd run, retry) runs it changed or not, paused or not;
+	// otherwise (a resumed note) only a change it has runs.
+	Submit(rel string, byHand bool) scheduler.Submitted
+	// Queued lists the runs waiting: for their turn, or behind their own
+	// run in progress.
+	Queued() []control.Queued
+}
+
+// Options are what the control adapter knows of the vault when it is
+// made: the vault's parts it reads.
+type Options struct {
+	Root      string          // the vault's absolute path
+	Since     time.Time       // when the vault was opened
+	Device    statedir.Device // this device
+	Folder    statedir.Folder // the vault's folder in the state directory
+	Active    *Active         // the runs in progress
+	Answering *answer.Device  // whether this device answers the vault
+	Budget    *budget.Budget  // the day's budget, and what it defers
+}
 
 // What knotd status, run, retry, pause and resume ask of a vault: the
 // daemon serves them (control.Backend) through its control socket, and
@@ -37,39 +92,30 @@ var (
 	_ control.Reloader    = (*Control)(nil)
 )
 
-// Control is what the control socket calls on the vault v (knotd status,
+// Control is what the control socket calls on a vault (knotd status,
 // run, retry, pause, resume, trust, and a dry run's copy of the state):
 // the daemon serves it, and the commands call it on a vault they open
 // themselves when no daemon runs.
-type Control struct{ v *Vault }
-
-// Control returns v's control adapter.
-func (v *Vault) Control() *Control { return &Control{v} }
-
-// ControlSocket returns the path of the control socket of the vault at
-// root in the state directory home ("" for the user's): where its daemon
-// listens. ok is false when knotd never ran on the vault on this machine.
-func ControlSocket(home, root string) (path string, ok bool, err error) {
-	f, ok, err := folderOf(home, root)
-	if !ok {
-		return "", false, err
-	}
-	return control.SocketPath(f.Dir), true, nil
+type Control struct {
+	host Host
+	o    Options
 }
 
-// ControlSocket returns the path of v's control socket.
-func (v *Vault) ControlSocket() string { return control.SocketPath(v.folder.Dir) }
+// New returns the control adapter of the vault host, with options o.
+func New(host Host, o Options) *Control { return &Control{host: host, o: o} }
 
 // maxFailuresShown bounds the failures a status lists.
 const maxFailuresShown = 50
 
-// active is the runs in progress, for status.
-type active struct {
+// Active is the runs in progress, for status: the pipeline says when
+// each starts and ends. Its methods are safe for concurrent use.
+type Active struct {
 	mu   sync.Mutex
 	runs map[string]control.Running
 }
 
-func (a *active) start(r control.Running) {
+// Start says the run r is in progress.
+func (a *Active) Start(r control.Running) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.runs == nil {
@@ -78,13 +124,15 @@ func (a *active) start(r control.Running) {
 	a.runs[r.Note] = r
 }
 
-func (a *active) done(rel string) {
+// Done says the run of the strand rel ended.
+func (a *Active) Done(rel string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.runs, rel)
 }
 
-func (a *active) list(now time.Time) []control.Running {
+// list returns the runs in progress, oldest first, as of now.
+func (a *Active) list(now time.Time) []control.Running {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]control.Running, 0, len(a.runs))
@@ -98,28 +146,27 @@ func (a *active) list(now time.Time) []control.Running {
 
 // Running returns how many runs are in progress.
 func (c *Control) Running() int {
-	v := c.v
-	v.active.mu.Lock()
-	defer v.active.mu.Unlock()
-	return len(v.active.runs)
+	a := c.o.Active
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.runs)
 }
 
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
 // paused notes and the day's runs.
 func (c *Control) Status(context.Context) (control.Status, error) {
-	v := c.v
-	now := v.now().UTC()
+	now := c.host.Now().UTC()
 	st := control.Status{
-		Vault: v.root, PID: os.Getpid(), Since: v.since, Now: now,
-		Device: v.device.Name, DeviceID: v.device.ID, Agent: v.config().DefaultAgent,
-		Running: v.active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
+		Vault: c.o.Root, PID: os.Getpid(), Since: c.o.Since, Now: now,
+		Device: c.o.Device.Name, DeviceID: c.o.Device.ID, Agent: c.host.DefaultAgent(),
+		Running: c.o.Active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
 	}
-	for rel, d := range v.budget.Deferred() {
+	for rel, d := range c.o.Budget.Deferred() {
 		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.Since, Why: d.Why})
 	}
 	slices.SortFunc(st.Deferred, func(a, b control.Paused) int { return strings.Compare(a.Note, b.Note) })
-	switch d := v.answering.LastDecision(); {
+	switch d := c.o.Answering.LastDecision(); {
 	case d == nil:
 		st.Standby = "starting: it has not yet decided whether this device answers the vault"
 	case d.Answer:
@@ -127,14 +174,10 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 	default:
 		st.Standby = answer.StandbyReason(*d)
 	}
-	if s := v.live.Load(); s != nil {
-		for _, e := range s.Snapshot() {
-			if !e.Running || e.FollowUp {
-				st.Queued = append(st.Queued, control.Queued{Note: e.Key, FiredBy: string(e.Job.FiredBy), FollowUp: e.Running})
-			}
-		}
+	if s, ok := c.host.Live(); ok {
+		st.Queued = append(st.Queued, s.Queued()...)
 	}
-	if err := storedStatus(&st, v.store, v.folder.Runs()); err != nil {
+	if err := storedStatus(&st, c.host.Store(), c.o.Folder.Runs()); err != nil {
 		return st, err
 	}
 	for i, f := range st.Failures {
@@ -143,16 +186,11 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 	return st, nil
 }
 
-// StoredStatus is the status of the vault at root (whose folder is in the
-// state directory home, "" for the user's) when no daemon runs: what its
-// state store and transcripts say (failures, paused notes, the day's
-// runs). It changes nothing; ok is false when knotd never ran on the
-// vault on this machine.
-func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
-	f, ok, err := folderOf(home, root)
-	if !ok {
-		return st, false, err
-	}
+// StoredStatus is the status of the vault at root, whose folder in the
+// state directory is f, when no daemon runs: what its state store and
+// transcripts say (failures, paused notes, the day's runs). It changes
+// nothing.
+func StoredStatus(f statedir.Folder, root string) (st control.Status, err error) {
 	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
 	// The store is open, read only, just for what it says, and closed
 	// before the transcripts are read: a status never holds a knotd that
@@ -167,10 +205,10 @@ func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
 		// prepares it; it holds no failure or pause this status could
 		// show but for that, so open it as that knotd would.
 		if s, err = state.Open(f.StateFile()); err != nil {
-			return st, true, err
+			return st, err
 		}
 	case err != nil:
-		return st, true, err
+		return st, err
 	}
 	if s != nil {
 		err = readStored(&st, s)
@@ -178,10 +216,10 @@ func StoredStatus(home, root string) (st control.Status, ok bool, err error) {
 			err = cerr
 		}
 		if err != nil {
-			return st, true, err
+			return st, err
 		}
 	}
-	return st, true, addTranscripts(&st, f.Runs())
+	return st, addTranscripts(&st, f.Runs())
 }
 
 // storedStatus fills in st what the store s and the transcripts in runs
@@ -252,14 +290,13 @@ func addTranscripts(st *control.Status, runs string) error {
 // of each other one whether it waits its turn, waits behind its own run
 // in progress, or already waited.
 func (c *Control) Run(_ context.Context, notes []string) (control.Result, error) {
-	v := c.v
 	s, err := c.liveScheduler()
 	if err != nil {
 		return control.Result{}, err
 	}
-	rels, res := v.notesOf(notes)
+	rels, res := NotesOf(notes, c.host.WhyNotRun)
 	for _, rel := range rels {
-		switch s.Submit(rel, Job{FiredBy: agentrun.FiredByUser, Force: true, ByHand: true}) {
+		switch s.Submit(rel, true) {
 		case scheduler.FollowUp:
 			res.Add(rel, "queued behind its run in progress")
 		case scheduler.Merged:
@@ -312,14 +349,13 @@ func (c *Control) Retryable(since time.Time) (rels []string, refused []control.R
 // no retry. A failure the note's content did not cause (the agent's
 // exit, a timeout, a missing CLI, a note knotd could not read) may pass.
 func (c *Control) whyNoRetry(rel string) string {
-	v := c.v
-	if why := v.whyNotRun(rel); why != "" {
+	if why := c.host.WhyNotRun(rel); why != "" {
 		return why
 	}
-	if _, where, err := v.recon.LstatStrand(rel); err == nil && where == reconcile.Absent {
+	if c.host.Deleted(rel) {
 		return "the note is deleted: knotd answers its deletion on its own"
 	}
-	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
+	content, tooBig, err := c.host.ReadStrand(rel)
 	if err != nil {
 		return "" // a note knotd could not read: a retry after it was made readable can pass
 	}
@@ -355,9 +391,8 @@ func (c *Control) whyNoRetry(rel string) string {
 // Failed returns the notes whose last run failed at or after since, in
 // path order.
 func (c *Control) Failed(since time.Time) ([]string, error) {
-	v := c.v
 	var rels []string
-	err := v.store.ForEach(func(rec state.Record) error {
+	err := c.host.Store().ForEach(func(rec state.Record) error {
 		if rec.LastOutcome == state.OutcomeFailed && !rec.Processed.Before(since) {
 			rels = append(rels, rec.Path)
 		}
@@ -369,14 +404,13 @@ func (c *Control) Failed(since time.Time) ([]string, error) {
 // Pause pauses the notes: their changes wait, unrecorded, until they are
 // resumed or run by hand. A run in progress finishes.
 func (c *Control) Pause(_ context.Context, notes []string, why string) (control.Result, error) {
-	v := c.v
 	if strings.TrimSpace(why) == "" {
 		why = "paused by knotd pause"
 	}
-	rels, res := v.notesOf(notes)
-	now := v.now().UTC()
+	rels, res := NotesOf(notes, c.host.WhyNotRun)
+	now := c.host.Now().UTC()
 	var paused []string
-	err := v.store.Update(func(tx *state.Tx) error {
+	err := c.host.Store().Update(func(tx *state.Tx) error {
 		res.Done, res.Did, paused = nil, nil, nil // (the update may be tried again)
 		for _, rel := range rels {
 			isNew, err := tx.Pause(rel, now, why)
@@ -396,7 +430,7 @@ func (c *Control) Pause(_ context.Context, notes []string, why string) (control.
 		return control.Result{}, err
 	}
 	for _, rel := range paused {
-		v.log.Info("note paused: its changes wait until it is resumed", "strand", rel, "why", why)
+		c.host.Log().Info("note paused: its changes wait until it is resumed", "strand", rel, "why", why)
 	}
 	return res, nil
 }
@@ -405,11 +439,10 @@ func (c *Control) Pause(_ context.Context, notes []string, why string) (control.
 // note changed while it was paused is answered now when the daemon runs,
 // or at the next start or pass.
 func (c *Control) Resume(_ context.Context, notes []string) (control.Result, error) {
-	v := c.v
 	var rels []string
 	var refused []control.Refusal
 	if len(notes) == 0 {
-		ps, err := v.store.Paused()
+		ps, err := c.host.Store().Paused()
 		if err != nil {
 			return control.Result{}, err
 		}
@@ -421,7 +454,7 @@ func (c *Control) Resume(_ context.Context, notes []string) (control.Result, err
 		// off since); one that is not paused is refused only when knotd
 		// would not run it anyway.
 		for _, n := range notes {
-			rel, why := noteOf(n)
+			rel, why := NoteOf(n)
 			if why != "" {
 				refused = append(refused, control.Refusal{Note: n, Why: why})
 			} else if !slices.Contains(rels, rel) {
@@ -431,7 +464,7 @@ func (c *Control) Resume(_ context.Context, notes []string) (control.Result, err
 	}
 	var res control.Result
 	var resumed []string
-	err := v.store.Update(func(tx *state.Tx) error {
+	err := c.host.Store().Update(func(tx *state.Tx) error {
 		res, resumed = control.Result{Refused: slices.Clone(refused)}, nil // (the update may be tried again)
 		for _, rel := range rels {
 			was, err := tx.Resume(rel)
@@ -457,7 +490,7 @@ func (c *Control) Resume(_ context.Context, notes []string) (control.Result, err
 	kept := res.Done[:0:0]
 	for _, rel := range res.Done {
 		if res.Did[rel] != "" {
-			if why := v.whyNotRun(rel); why != "" {
+			if why := c.host.WhyNotRun(rel); why != "" {
 				res.Refused = append(res.Refused, control.Refusal{Note: rel, Why: why})
 				delete(res.Did, rel)
 				continue
@@ -466,13 +499,13 @@ func (c *Control) Resume(_ context.Context, notes []string) (control.Result, err
 		kept = append(kept, rel)
 	}
 	res.Done = kept
-	s := v.live.Load()
+	s, live := c.host.Live()
 	for _, rel := range resumed {
-		v.log.Info("note resumed", "strand", rel)
-		if s != nil {
+		c.host.Log().Info("note resumed", "strand", rel)
+		if live {
 			// A change made while it was paused runs now; an unchanged
 			// strand has nothing to do.
-			s.Submit(rel, Job{FiredBy: agentrun.FiredByUser})
+			s.Submit(rel, false)
 		}
 	}
 	return res, nil
@@ -480,31 +513,30 @@ func (c *Control) Resume(_ context.Context, notes []string) (control.Result, err
 
 // liveScheduler returns the scheduler of the daemon while this device
 // answers the vault.
-func (c *Control) liveScheduler() (*scheduler.Scheduler[Job], error) {
-	v := c.v
-	if s := v.live.Load(); s != nil {
+func (c *Control) liveScheduler() (Scheduler, error) {
+	if s, ok := c.host.Live(); ok {
 		return s, nil
 	}
-	if d := v.answering.LastDecision(); d != nil && !d.Answer {
+	if d := c.o.Answering.LastDecision(); d != nil && !d.Answer {
 		return nil, fmt.Errorf("this device stands by: %s", answer.StandbyReason(*d))
 	}
 	return nil, errors.New("knotd is not answering the vault yet (it is starting); try again in a moment")
 }
 
-// notesOf turns the vault-relative paths the user named into strands,
-// refusing, with why, what knotd would not run (see noteOf and
-// whyNotRun).
-func (v *Vault) notesOf(notes []string) ([]string, control.Result) {
+// NotesOf turns the vault-relative paths the user named into strands,
+// refusing, with why, what knotd would not run (see NoteOf, and
+// whyNotRun, which says why a run by hand of a strand would run nothing).
+func NotesOf(notes []string, whyNotRun func(rel string) string) ([]string, control.Result) {
 	var res control.Result
 	var rels []string
 	for _, n := range notes {
-		rel, why := noteOf(n)
+		rel, why := NoteOf(n)
 		switch {
 		case why != "":
 		case slices.Contains(rels, rel):
 			continue
 		default:
-			why = v.whyNotRun(rel)
+			why = whyNotRun(rel)
 		}
 		if why != "" {
 			res.Refused = append(res.Refused, control.Refusal{Note: n, Why: why})
@@ -515,9 +547,9 @@ func (v *Vault) notesOf(notes []string) ([]string, control.Result) {
 	return rels, res
 }
 
-// noteOf returns the strand path of a note the user named, or why it
+// NoteOf returns the strand path of a note the user named, or why it
 // is none: outside the vault, not a Markdown note, a tie-off.
-func noteOf(n string) (rel, why string) {
+func NoteOf(n string) (rel, why string) {
 	rel = strings.TrimPrefix(n, "./")
 	switch {
 	case strand.ValidateRel(rel) != nil:
@@ -526,76 +558,6 @@ func noteOf(n string) (rel, why string) {
 		return "", "not a note knotd answers (a Markdown file that is not a tie-off)"
 	}
 	return rel, ""
-}
-
-// whyNotRun says why a run by hand of the strand rel would run nothing,
-// "" when it would run: no such note (and none whose deletion waits), a
-// path that is no regular file (a symbolic link, a FIFO, a folder) or
-// lies below a symbolic link to a folder, an ignored one, one a rule
-// keeps from every agent, one whose frontmatter says knot_mode: off or
-// leaves out its event, an empty one. What only a run can find (a
-// strand knotd may not read, frontmatter it cannot parse) is left to
-// the run, which records it as its failure.
-func (v *Vault) whyNotRun(rel string) string {
-	// The ignore files on the way to it, which no walk may have read yet
-	// (knotd run with no daemon walks nothing).
-	if err := v.rules.Load(v.root, rel); err != nil {
-		return fmt.Sprintf("cannot read the ignore files on the way to it: %v", err)
-	}
-	if dir, _, err := v.recon.LinkedDir(rel); err == nil && dir != "" {
-		return fmt.Sprintf("not a note knotd answers: it is below %s, a symbolic link to a folder, which knotd does not follow", dir)
-	}
-	info, where, err := v.recon.LstatStrand(rel)
-	switch {
-	case err != nil:
-		return err.Error()
-	case where == reconcile.Ignored:
-		return "ignored (knotd --explain-ignore says why)"
-	case info != nil && !info.Mode().IsRegular():
-		return fmt.Sprintf("not a note knotd answers: %s, and knotd answers only regular .md files", vaultfs.TypeName(info.Mode()))
-	}
-	_, has, err := v.store.Get(rel)
-	if err != nil {
-		return fmt.Sprintf("cannot read its record: %v", err)
-	}
-	if where == reconcile.Absent && !has {
-		return "no such note"
-	}
-	sc := v.scopeOf(rel)
-	if sc.Off {
-		if strings.HasPrefix(sc.Why, "rule ") {
-			return "not sent to any agent: " + sc.Why + " (mode: off)"
-		}
-		return "not sent to any agent: " + sc.Why
-	}
-	if where == reconcile.Absent {
-		return "" // its deletion runs
-	}
-	content, _, _, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
-	if err != nil || tooBig || !utf8.Valid(content) {
-		return "" // the run records why it cannot run
-	}
-	if !v.config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0 {
-		return "it is empty: nothing to answer (it runs once it has content; run_empty: true runs it now)"
-	}
-	doc, err := frontmatter.Parse(content)
-	if err != nil {
-		return ""
-	}
-	if m, err := frontmatter.ResolveMode(doc.Fields); err == nil && m == frontmatter.ModeOff {
-		return "its frontmatter says knot_mode: off (knotd leaves it alone until that goes)"
-	}
-	event := "created"
-	if has {
-		event = "modified"
-	}
-	if ev := doc.Fields.Events; ev != nil && !slices.Contains(ev, event) {
-		return "its knot_events does not include " + event
-	}
-	if ev := sc.Events; ev != nil && !slices.Contains(ev, event) {
-		return "the rules for its path do not run it on " + event
-	}
-	return ""
 }
 
 // stateCopyPattern names the copies of the state store CopyState writes in
@@ -607,19 +569,19 @@ const stateCopyPattern = "state.db.dry-run-*"
 // --dry-run, run while this knotd holds the store, reads it there. The
 // caller removes it.
 func (c *Control) CopyState(context.Context) (_ string, err error) {
-	v := c.v
+	dir := c.o.Folder.Dir
 	// A copy a dry run could not remove (it was killed) goes with the
 	// next one asked for, once an hour old.
-	if old, err := filepath.Glob(filepath.Join(v.folder.Dir, stateCopyPattern)); err == nil {
+	if old, err := filepath.Glob(filepath.Join(dir, stateCopyPattern)); err == nil {
 		for _, p := range old {
 			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > time.Hour {
 				if err := os.Remove(p); err != nil {
-					v.log.Warn("cannot remove an old copy of the state", "file", p, "err", err)
+					c.host.Log().Warn("cannot remove an old copy of the state", "file", p, "err", err)
 				}
 			}
 		}
 	}
-	f, err := os.CreateTemp(v.folder.Dir, stateCopyPattern)
+	f, err := os.CreateTemp(dir, stateCopyPattern)
 	if err != nil {
 		return "", fmt.Errorf("vault: copy the state: %w", err)
 	}
@@ -631,7 +593,7 @@ func (c *Control) CopyState(context.Context) (_ string, err error) {
 			_ = os.Remove(f.Name()) // the copy failed; the error says why
 		}
 	}()
-	if err := v.store.CopyTo(f); err != nil {
+	if err := c.host.Store().CopyTo(f); err != nil {
 		return "", err
 	}
 	return f.Name(), nil
@@ -640,7 +602,5 @@ func (c *Control) CopyState(context.Context) (_ string, err error) {
 // ReloadConfig loads the configuration again, as SIGHUP does (knotd trust
 // asks for it), and returns the files read.
 func (c *Control) ReloadConfig(context.Context) ([]string, error) {
-	v := c.v
-	r, err := v.Reload("knotd trust")
-	return r.Files, err
+	return c.host.Reload("knotd trust")
 }

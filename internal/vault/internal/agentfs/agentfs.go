@@ -1,4 +1,10 @@
-package vault
+// Package agentfs is the file system knotd offers the agent of one run
+// through ACP (agentrun.FileSystem): reads and writes inside the vault
+// root, refused for what the user keeps from agents, and writes that
+// never replace a save of the user's. What it needs of the vault (its
+// limits, log, ignore rules, rules, and the settling of a replace's
+// guard) is Host.
+package agentfs
 
 import (
 	"cmp"
@@ -6,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -22,7 +29,39 @@ import (
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
-// agentFS is the file system knotd offers the agent of one run through ACP
+// Host is what the agent's file system asks of the vault, each time it
+// needs it (a reload changes the configuration; a test, the logger).
+type Host interface {
+	// MaxSize is limits.max_strand_size: every read and write is bounded
+	// by it.
+	MaxSize() int64
+	// Log is where the file system says what the agent wrote.
+	Log() *slog.Logger
+	// Ignored reports whether the ignore rules keep rel, and why, once it
+	// has read the ignore files on the way to it.
+	Ignored(rel string) (ignored bool, why string, err error)
+	// LinkedDir returns the first folder on the way to rel that is a
+	// symbolic link (linked), or a vault of its own (nested); "" for none.
+	LinkedDir(rel string) (linked, nested string, err error)
+	// KeptFromAgents reports whether the configuration's rules or
+	// Obsidian's Excluded files keep rel from every agent, and why.
+	KeptFromAgents(rel string) (kept bool, why string)
+	// SettleGuard settles g, the guard of a replace of rel, and reports
+	// whether the file holds more than what was written (or that is not
+	// known).
+	SettleGuard(rel string, g *vaultfs.Guard) bool
+}
+
+// Options are what the file system knows of the vault and the run when
+// it is made.
+type Options struct {
+	FS          *os.Root             // the vault
+	Root        string               // the vault's absolute path
+	Dry         bool                 // --dry-run: nothing is written
+	Permissions agentrun.Permissions // the run's permission level
+}
+
+// FS is the file system knotd offers the agent of one run through ACP
 // (agentrun.FileSystem): every call is resolved inside the vault root,
 // never through a link, and refused for what the user keeps from agents
 // (ignored paths, rules with mode: off, Obsidian's Excluded files, knotd's
@@ -42,16 +81,20 @@ import (
 // An agent that edits the strand it answers changes it like anyone else:
 // the watcher sees the change and the strand runs again; the breakers
 // bound an agent that edits its note on every run.
-type agentFS struct {
-	v     *Vault
+type FS struct {
+	host  Host
+	fs    *os.Root
+	root  string
+	dry   bool
 	write bool // the run's permission level lets the agent write
 	full  bool // the run's permission level is full
-	// start is when the run began, less changeSlack: a file whose change
+	// start is when the run began, less ChangeSlack: a file whose change
 	// time is later changed while the agent ran.
 	start time.Time
-	// lstat is the vault root's Lstat (slash-separated names); the tests
-	// make it fold case, as macOS's and Windows's file systems do.
-	lstat func(name string) (fs.FileInfo, error)
+	// Lstat, when set (by tests), is the vault root's Lstat
+	// (slash-separated names); the tests make it fold case, as macOS's and
+	// Windows's file systems do.
+	Lstat func(name string) (fs.FileInfo, error)
 
 	mu   sync.Mutex
 	seen map[string]state.Hash // rel → the content the agent last read or wrote
@@ -60,9 +103,9 @@ type agentFS struct {
 	guards  []agentGuard // the replaces' guards, settled by close
 	closed  bool
 
-	// beforeReplace, when set (by tests), runs between a write's read of
+	// BeforeReplace, when set (by tests), runs between a write's read of
 	// the file rel and its replace: where a save races the write.
-	beforeReplace func(rel string)
+	BeforeReplace func(rel string)
 }
 
 // agentGuard is the guard of a replace of the file rel.
@@ -71,25 +114,26 @@ type agentGuard struct {
 	g   *vaultfs.Guard
 }
 
-var _ agentrun.FileSystem = (*agentFS)(nil)
+var _ agentrun.FileSystem = (*FS)(nil)
 
-// newAgentFS returns the file system for a run of agent.
-func (v *Vault) newAgentFS(agent agentrun.Agent) *agentFS {
-	p := agent.Permissions
-	return &agentFS{v: v, write: p == agentrun.PermEdit || p == agentrun.PermFull, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
-		granted: map[string]bool{}, start: time.Now().Add(-changeSlack)}
+// New returns the file system of a run in the vault host, with options o.
+func New(host Host, o Options) *FS {
+	p := o.Permissions
+	return &FS{host: host, fs: o.FS, root: o.Root, dry: o.Dry,
+		write: p == agentrun.PermEdit || p == agentrun.PermFull, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
+		granted: map[string]bool{}, start: time.Now().Add(-ChangeSlack)}
 }
 
-// changeSlack is how far before the run's start a file's change time may
+// ChangeSlack is how far before the run's start a file's change time may
 // lie and still be a change made while the agent ran: file systems stamp
 // a change from a clock that lags behind time.Now by up to a clock tick
 // (Linux: a jiffy, at most 10ms).
-const changeSlack = 20 * time.Millisecond
+const ChangeSlack = 20 * time.Millisecond
 
-// changedSince reports whether the file fi describes was changed (written,
+// ChangedSince reports whether the file fi describes was changed (written,
 // or renamed into place) at t or later, as its status change time says,
 // or its modification time where there is none (Windows).
-func changedSince(fi fs.FileInfo, t time.Time) bool {
+func ChangedSince(fi fs.FileInfo, t time.Time) bool {
 	st := state.StampOf(fi)
 	return max(st.ModTime, st.Ctime) >= t.UnixNano()
 }
@@ -104,7 +148,7 @@ var errAgentFSClosed = errors.New("refused: the run is over")
 
 // ReadTextFile returns the text of the file at the absolute path p, from
 // the 1-based line (0: the first) and at most limit lines (0: all).
-func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
+func (a *FS) ReadTextFile(ctx context.Context, p string, line, limit int) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -112,7 +156,7 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 	if err != nil {
 		return "", err
 	}
-	data, _, err := a.readFile(rel, a.v.config().MaxStrandSize)
+	data, _, err := a.readFile(rel, a.host.MaxSize())
 	if err != nil {
 		return "", err
 	}
@@ -128,11 +172,11 @@ func (a *agentFS) ReadTextFile(ctx context.Context, p string, line, limit int) (
 
 // readFile reads the file rel, refusing what is not a text file, and
 // returns what fstat said of it.
-func (a *agentFS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
-	data, fi, err := vaultfs.ReadFile(a.v.fs, rel, limit)
+func (a *FS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
+	data, fi, err := vaultfs.ReadFile(a.fs, rel, limit)
 	for try := 1; errors.Is(err, vaultfs.ErrReplaced) && try < 3; try++ {
 		// Saved by a rename as it was opened: read the new file.
-		data, fi, err = vaultfs.ReadFile(a.v.fs, rel, limit)
+		data, fi, err = vaultfs.ReadFile(a.fs, rel, limit)
 	}
 	var pe *fs.PathError
 	switch {
@@ -184,7 +228,7 @@ func lines(text string, line, limit int) string {
 // WriteTextFile writes content to the file at the absolute path p: an
 // existing file is replaced, unless the user saved it since the agent
 // read it or while it writes; a new file (and its folders) is created.
-func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
+func (a *FS) WriteTextFile(ctx context.Context, p, content string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -192,7 +236,7 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	if err != nil {
 		return err
 	}
-	limit := a.v.config().MaxStrandSize
+	limit := a.host.MaxSize()
 	if int64(len(content)) > limit {
 		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), byteSize(limit))
 	}
@@ -223,10 +267,10 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	case string(current) == content:
 		// Nothing to write.
 	default:
-		if a.beforeReplace != nil {
-			a.beforeReplace(rel)
+		if a.BeforeReplace != nil {
+			a.BeforeReplace(rel)
 		}
-		g, err := vaultfs.ReplaceIfUnchanged(a.v.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
+		g, err := vaultfs.ReplaceIfUnchanged(a.fs, rel, current, []byte(content), vaultfs.ReplaceOptions{})
 		if g != nil {
 			a.guards = append(a.guards, agentGuard{rel, g})
 		}
@@ -243,23 +287,23 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 		}
 	}
 	a.seen[rel] = state.HashOf([]byte(content))
-	a.v.log.Info("an agent wrote a file through knotd", "file", rel, "bytes", len(content))
+	a.host.Log().Info("an agent wrote a file through knotd", "file", rel, "bytes", len(content))
 	return nil
 }
 
 // holds reports whether the file rel now holds content.
-func (a *agentFS) holds(rel, content string, limit int64) bool {
+func (a *FS) holds(rel, content string, limit int64) bool {
 	now, _, err := a.readFile(rel, limit)
 	return err == nil && string(now) == content
 }
 
 // writable returns the vault-relative path of the absolute path p when
 // the agent may write there, or says why not.
-func (a *agentFS) writable(p string) (string, error) {
+func (a *FS) writable(p string) (string, error) {
 	if !a.write {
 		return "", refused("writes need permissions: edit or full")
 	}
-	if a.v.dry {
+	if a.dry {
 		return "", refused("knotd runs with --dry-run: nothing is written")
 	}
 	rel, err := a.resolve(p)
@@ -285,7 +329,7 @@ func (a *agentFS) writable(p string) (string, error) {
 // describes it (fi nil: it does not exist). content is what the agent
 // writes, nil when knotd does not know (a permission to edit): a write of
 // what the file holds loses nothing. The caller holds a.mu.
-func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content *string) error {
+func (a *FS) userSaved(rel string, current []byte, fi fs.FileInfo, content *string) error {
 	seen, read := a.seen[rel]
 	switch {
 	case fi == nil:
@@ -295,7 +339,7 @@ func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content 
 	case read && state.HashOf(current) != seen:
 		return refused("%s changed since the agent read it (the user saved it); the user's save is kept: read it again", rel)
 	case content != nil && string(current) == *content:
-	case !read && changedSince(fi, a.start):
+	case !read && ChangedSince(fi, a.start):
 		// Read with the agent's own tools, or not at all: before or after
 		// the save, knotd cannot tell.
 		return refused("%s changed while the agent ran (the user saved it) and the agent did not read it through knotd; the user's save is kept: read it (fs/read_text_file), then write", rel)
@@ -314,7 +358,7 @@ func (a *agentFS) userSaved(rel string, current []byte, fi fs.FileInfo, content 
 // the agent read or wrote it through knotd since (then its content is
 // compared with what the agent last read or wrote), its later edits are
 // granted.
-func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
+func (a *FS) MayEdit(ctx context.Context, paths []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -331,7 +375,7 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 		}
 		rels = append(rels, rel)
 	}
-	limit := a.v.config().MaxStrandSize
+	limit := a.host.MaxSize()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -346,7 +390,7 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 		case err != nil:
 			// A regular file knotd does not read (too large, not text):
 			// its change time alone says whether the user saved it.
-			li, lerr := a.v.fs.Lstat(filepath.FromSlash(rel))
+			li, lerr := a.fs.Lstat(filepath.FromSlash(rel))
 			if lerr != nil || !li.Mode().IsRegular() {
 				return err
 			}
@@ -370,14 +414,14 @@ func (a *agentFS) MayEdit(ctx context.Context, paths []string) error {
 // create creates the new file rel with data, and the folders on its way,
 // inside the vault root and never through a link: a file that appears
 // meanwhile is left alone and the write refused.
-func (a *agentFS) create(rel string, data []byte) (err error) {
+func (a *FS) create(rel string, data []byte) (err error) {
 	dir := path.Dir(rel)
 	if dir != "." {
 		if err := a.mkdirs(dir); err != nil {
 			return err
 		}
 	}
-	f, _, err := vaultfs.OpenWrite(a.v.fs, rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, _, err := vaultfs.OpenWrite(a.fs, rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return refused("%s was created while the agent wrote it; it is kept", rel)
 	}
@@ -387,7 +431,7 @@ func (a *agentFS) create(rel string, data []byte) (err error) {
 	defer func() {
 		if err != nil {
 			// Only the agent's own half-written file goes.
-			if rerr := a.v.fs.Remove(filepath.FromSlash(rel)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			if rerr := a.fs.Remove(filepath.FromSlash(rel)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 				err = errors.Join(err, fmt.Errorf("remove the half-written %s: %w", rel, rerr))
 			}
 		}
@@ -403,24 +447,24 @@ func (a *agentFS) create(rel string, data []byte) (err error) {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", rel, err)
 	}
-	if err := vaultfs.SyncDir(a.v.fs, dir); err != nil {
-		a.v.log.Warn("cannot sync the folder of a file an agent created; a crash now may lose it", "file", rel, "err", err)
+	if err := vaultfs.SyncDir(a.fs, dir); err != nil {
+		a.host.Log().Warn("cannot sync the folder of a file an agent created; a crash now may lose it", "file", rel, "err", err)
 	}
 	return nil
 }
 
 // mkdirs creates the folder dir and those on its way that are missing,
 // one at a time, refusing a link or a file on the way.
-func (a *agentFS) mkdirs(dir string) error {
+func (a *FS) mkdirs(dir string) error {
 	elems := strings.Split(dir, "/")
 	for k := 1; k <= len(elems); k++ {
 		d := strings.Join(elems[:k], "/")
 		osd := filepath.FromSlash(d)
-		fi, err := a.v.fs.Lstat(osd)
+		fi, err := a.fs.Lstat(osd)
 		if errors.Is(err, fs.ErrNotExist) {
-			err = a.v.fs.Mkdir(osd, 0o755)
+			err = a.fs.Mkdir(osd, 0o755)
 			if errors.Is(err, fs.ErrExist) {
-				fi, err = a.v.fs.Lstat(osd) // someone made it meanwhile
+				fi, err = a.fs.Lstat(osd) // someone made it meanwhile
 			} else if err == nil {
 				continue
 			}
@@ -439,7 +483,7 @@ func (a *agentFS) mkdirs(dir string) error {
 
 // resolve maps the absolute path p an agent sent to a vault-relative one
 // that the agent may use, or says why not.
-func (a *agentFS) resolve(p string) (string, error) {
+func (a *FS) resolve(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", refused("%q is not an absolute path", p)
 	}
@@ -465,17 +509,17 @@ func (a *agentFS) resolve(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v := a.v
 	if first, _, _ := strings.Cut(rel, "/"); strings.EqualFold(first, strand.StateDir) {
 		return "", refused("knotd's own files (%s)", strand.StateDir)
 	}
-	if err := v.rules.Load(v.root, rel); err != nil {
+	ign, why, err := a.host.Ignored(rel)
+	if err != nil {
 		return "", refused("cannot read the ignore files on the way to %s: %v", rel, err)
 	}
-	if ign, why := v.rules.Explain(rel); ign {
+	if ign {
 		return "", refused("%s is %s", rel, why)
 	}
-	linked, nested, err := v.recon.LinkedDir(rel)
+	linked, nested, err := a.host.LinkedDir(rel)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", rel, err)
@@ -484,8 +528,8 @@ func (a *agentFS) resolve(p string) (string, error) {
 	case linked != "":
 		return "", refused("%s is below %s, a symbolic link to a folder: knotd never follows it", rel, linked)
 	}
-	if sc := v.scopeOf(rel); sc.Off {
-		return "", refused("%s is kept from agents: %s", rel, sc.Why)
+	if kept, why := a.host.KeptFromAgents(rel); kept {
+		return "", refused("%s is kept from agents: %s", rel, why)
 	}
 	return rel, nil
 }
@@ -495,10 +539,10 @@ func (a *agentFS) resolve(p string) (string, error) {
 // normalization, macOS), a name the agent spells otherwise reaches the same
 // file, and the rules must see the name they were written for. What does
 // not exist stays as the agent spelled it.
-func (a *agentFS) onDisk(rel string) (string, error) {
-	lstat := a.lstat
+func (a *FS) onDisk(rel string) (string, error) {
+	lstat := a.Lstat
 	if lstat == nil {
-		lstat = func(name string) (fs.FileInfo, error) { return a.v.fs.Lstat(filepath.FromSlash(name)) }
+		lstat = func(name string) (fs.FileInfo, error) { return a.fs.Lstat(filepath.FromSlash(name)) }
 	}
 	elems := strings.Split(rel, "/")
 	for k, el := range elems {
@@ -510,7 +554,7 @@ func (a *agentFS) onDisk(rel string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", rel, err)
 		}
-		d, err := a.v.fs.Open(filepath.FromSlash(cmp.Or(dir, ".")))
+		d, err := a.fs.Open(filepath.FromSlash(cmp.Or(dir, ".")))
 		if err != nil {
 			return "", fmt.Errorf("%s: list its folder: %w", rel, err)
 		}
@@ -559,11 +603,11 @@ func b2i(b bool) int {
 // relative to the vault root ("" for the root itself), also when p
 // reaches the root by another name (a symbolic link to it, or one of the
 // folders above it); ok is false when p is outside the vault.
-func (a *agentFS) rel(p string) (string, bool) {
-	if rel, ok := within(a.v.root, p); ok {
+func (a *FS) rel(p string) (string, bool) {
+	if rel, ok := within(a.root, p); ok {
 		return rel, true
 	}
-	rootInfo, err := os.Stat(a.v.root)
+	rootInfo, err := os.Stat(a.root)
 	if err != nil {
 		return "", false
 	}
@@ -591,14 +635,14 @@ func within(dir, p string) (string, bool) {
 
 // settle settles the guards of the earlier writes of rel ("" for all).
 // The caller holds a.mu.
-func (a *agentFS) settle(rel string) {
+func (a *FS) settle(rel string) {
 	kept := a.guards[:0]
 	for _, g := range a.guards {
 		if rel != "" && g.rel != rel {
 			kept = append(kept, g)
 			continue
 		}
-		if a.v.sess.settleGuard(g.rel, g.g) {
+		if a.host.SettleGuard(g.rel, g.g) {
 			// The file holds a save the agent has not read: its next
 			// write is refused until it reads the file again.
 			a.seen[g.rel] = state.Hash{}
@@ -607,11 +651,24 @@ func (a *agentFS) settle(rel string) {
 	a.guards = kept
 }
 
-// close ends the file system at the end of its run: the guards of its
+// Close ends the file system at the end of its run: the guards of its
 // writes are settled, and later calls are refused.
-func (a *agentFS) close() {
+func (a *FS) Close() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settle("")
 	a.closed = true
+}
+
+// byteSize formats n bytes for people (as internal/vault's byteSize).
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
