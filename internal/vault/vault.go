@@ -21,8 +21,8 @@ import (
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/vault/internal/answer"
 	"github.com/knotd/knotd/internal/vault/internal/budget"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/ctl"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
