@@ -213,9 +213,11 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 type watchLoop struct {
 	v     *Vault
 	s     *scheduler.Scheduler[Job]
-	delay time.Duration             // how long a gone or new strand waits
-	gone  map[string]goneStrand     // gone strands waiting for their delay
-	fresh map[string]goneStrand     // new strands waiting for their delay
+	delay time.Duration // how long a gone or new strand waits
+	// gone and fresh are the gone and new strands waiting for their
+	// delay, with what fired the change that found them.
+	gone  timing.Dues[agentrun.FiredBy]
+	fresh timing.Dues[agentrun.FiredBy]
 	retry timing.Dues[watcher.Hint] // hints whose reconcile failed, tried again after a pause
 	// journaled are the strands with runs still journaled (their reply
 	// could not be appended or committed: a full disk): when each is
@@ -238,7 +240,7 @@ type watchLoop struct {
 // newWatchLoop returns the loop that feeds s, where gone and new strands
 // wait for delay.
 func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, gone: map[string]goneStrand{}, fresh: map[string]goneStrand{}, firstFull: true, processed: new(atomic.Int64)}
+	return &watchLoop{v: v, s: s, delay: delay, firstFull: true, processed: new(atomic.Int64)}
 }
 
 // rootCheck is how often the loop checks, when nothing happens, that the
@@ -329,13 +331,6 @@ func (l *watchLoop) rootGone() error {
 	return nil
 }
 
-// goneStrand is a strand that reconcile found gone, or new, waiting to be
-// looked at again.
-type goneStrand struct {
-	due   time.Time
-	fired agentrun.FiredBy
-}
-
 // run handles hints until the channel is closed (it returns nil) or the
 // vault directory is gone (it returns an error wrapping ErrVaultGone,
 // before it reconciles anything: the strands are not deleted, the vault
@@ -392,7 +387,7 @@ func (l *watchLoop) run(hints <-chan watcher.Hint) error {
 		if next, ok := l.next(); ok {
 			timer.Reset(next.Sub(l.v.now()))
 		}
-		l.v.observe.looped(len(l.gone) + len(l.fresh))
+		l.v.observe.looped(l.gone.Len() + l.fresh.Len())
 	}
 }
 
@@ -436,21 +431,17 @@ func (l *watchLoop) reconcile(batch []watcher.Hint) {
 	now := l.v.now()
 	for _, rel := range paths {
 		if _, where, err := l.v.recon.lstatStrand(rel); err == nil && where == absent {
-			delete(l.fresh, rel)
-			if _, waiting := l.gone[rel]; !waiting {
-				l.gone[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
-			}
+			l.fresh.Forget(rel)
+			l.gone.Wait(rel, fired, now.Add(l.delay))
 			continue
 		}
-		delete(l.gone, rel)
+		l.gone.Forget(rel)
 		if fired == agentrun.FiredByWatch && l.isNew(rel) {
 			// Half of a move, maybe, whose other half settles later.
-			if _, waiting := l.fresh[rel]; !waiting {
-				l.fresh[rel] = goneStrand{due: now.Add(l.delay), fired: fired}
-			}
+			l.fresh.Wait(rel, fired, now.Add(l.delay))
 			continue
 		}
-		delete(l.fresh, rel)
+		l.fresh.Forget(rel)
 		l.submit(rel, Job{FiredBy: fired})
 	}
 	l.v.observe.reconciled(batch, paths)
@@ -501,10 +492,10 @@ func (l *watchLoop) due(now time.Time) {
 		l.reconcile(retries)
 	}
 	var hints []watcher.Hint
-	anyDue, pairing := false, len(l.gone) > 0 && len(l.fresh) > 0
-	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
-		for rel, g := range waiting {
-			isDue := !g.due.After(now)
+	anyDue, pairing := false, l.gone.Len() > 0 && l.fresh.Len() > 0
+	for _, waiting := range []*timing.Dues[agentrun.FiredBy]{&l.gone, &l.fresh} {
+		for rel, at := range waiting.All() {
+			isDue := !at.After(now)
 			anyDue = anyDue || isDue
 			if isDue || pairing {
 				hints = append(hints, watcher.Hint{Path: rel})
@@ -527,8 +518,8 @@ func (l *watchLoop) due(now time.Time) {
 		hs := make([]watcher.Hint, len(unlooked))
 		for i, rel := range unlooked {
 			hs[i] = watcher.Hint{Path: rel}
-			delete(l.gone, rel)
-			delete(l.fresh, rel)
+			l.gone.Forget(rel)
+			l.fresh.Forget(rel)
 		}
 		if err == nil {
 			err = errors.New("a note could not be looked at (see above)")
@@ -542,21 +533,20 @@ func (l *watchLoop) due(now time.Time) {
 	for _, h := range hints {
 		// Moved, back in place, or gone again: nothing to do.
 		if !changed[h.Path] {
-			delete(l.gone, h.Path)
-			delete(l.fresh, h.Path)
+			l.gone.Forget(h.Path)
+			l.fresh.Forget(h.Path)
 		}
 	}
 	for _, rel := range paths {
-		g, waiting := l.gone[rel]
+		f, at, waiting := l.gone.Get(rel)
 		if !waiting {
-			g, waiting = l.fresh[rel]
+			f, at, waiting = l.fresh.Get(rel)
 		}
-		if waiting && g.due.After(now) {
+		if waiting && at.After(now) {
 			continue // reconciled only to pair it; its delay is not over
 		}
-		delete(l.gone, rel)
-		delete(l.fresh, rel)
-		f := g.fired
+		l.gone.Forget(rel)
+		l.fresh.Forget(rel)
 		if f == "" {
 			f = agentrun.FiredByWatch
 		}
@@ -578,18 +568,10 @@ func (l *watchLoop) submit(rel string, job Job) {
 
 // next returns when the earliest waiting strand or retry is due.
 func (l *watchLoop) next() (time.Time, bool) {
-	var next time.Time
-	for _, waiting := range []map[string]goneStrand{l.gone, l.fresh} {
-		for _, g := range waiting {
-			if next.IsZero() || g.due.Before(next) {
-				next = g.due
-			}
-		}
-	}
-	if r, ok := l.retry.Next(); ok && (next.IsZero() || r.Before(next)) {
-		next = r
-	}
-	return next, !next.IsZero()
+	gone, _ := l.gone.Next()
+	fresh, _ := l.fresh.Next()
+	retry, _ := l.retry.Next()
+	return timing.Earliest(gone, fresh, retry)
 }
 
 // releaseMemory gives back what a pass over the whole vault held: the

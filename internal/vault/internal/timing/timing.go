@@ -1,11 +1,13 @@
 // Package timing is knotd's timed work, written once: the delayed
 // submissions of a scheduler (follow-ups that wait for a strand to be
 // quiet, retries after a failure; Later), the watch loop's waits that
-// retry (Dues), and the one pause every retry waits (Backoff).
+// retry or wait for a delay (Dues), and the one pause every retry waits
+// (Backoff).
 package timing
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -136,10 +138,11 @@ func Backoff(first time.Duration, tries int) time.Duration {
 	return min(first<<min(tries, 20), MaxPause)
 }
 
-// Dues are the watch loop's waits that retry with a pause (see Backoff):
-// each key's value, when it is due, and how many times in a row it has
-// been tried. The loop owns them (no lock); its one timer is set to the
-// earliest (Next).
+// Dues are the watch loop's waits: those that retry with a pause (Retry,
+// see Backoff) and those that wait for a fixed delay (Wait). Each key has
+// a value, when it is due, and how many times in a row it has been tried.
+// The loop owns them (no lock); its one timer is set to the earliest
+// (Next).
 type Dues[T any] struct {
 	m map[string]due[T]
 }
@@ -166,6 +169,38 @@ func (d *Dues[T]) Retry(key string, val T, now time.Time, first time.Duration) t
 	pause := Backoff(first, r.tries)
 	d.m[key] = due[T]{val: val, at: now.Add(pause), tries: r.tries + 1}
 	return pause
+}
+
+// Wait makes key, with val, due at at, unless it waits already (then its
+// value and time stay as they are).
+func (d *Dues[T]) Wait(key string, val T, at time.Time) {
+	if _, waiting := d.m[key]; waiting {
+		return
+	}
+	if d.m == nil {
+		d.m = make(map[string]due[T])
+	}
+	d.m[key] = due[T]{val: val, at: at}
+}
+
+// Get returns key's value and when it is due, if it waits.
+func (d *Dues[T]) Get(key string) (val T, at time.Time, ok bool) {
+	r, ok := d.m[key]
+	return r.val, r.at, ok
+}
+
+// Len returns how many keys wait.
+func (d *Dues[T]) Len() int { return len(d.m) }
+
+// All yields every waiting key and when it is due, in no order.
+func (d *Dues[T]) All() iter.Seq2[string, time.Time] {
+	return func(yield func(string, time.Time) bool) {
+		for key, r := range d.m {
+			if !yield(key, r.at) {
+				return
+			}
+		}
+	}
 }
 
 // Forget forgets key and its tries.
@@ -202,6 +237,18 @@ func (d *Dues[T]) Next() (time.Time, bool) {
 	for _, r := range d.m {
 		if next.IsZero() || r.at.Before(next) {
 			next = r.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// Earliest returns the earliest of the times ts that are not zero, if
+// any.
+func Earliest(ts ...time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, t := range ts {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
 	return next, !next.IsZero()

@@ -53,3 +53,66 @@ func TestDues(t *testing.T) {
 		t.Errorf("after forget, the first pause is %v, want 1s: the tries were kept", got)
 	}
 }
+
+// TestDuesWait checks the waits for a fixed delay: a key waits from its
+// first Wait (a second Wait keeps its value and time), is found by Get,
+// All and Len, counts for Next and DueBy, and a Retry after it starts
+// from the first pause.
+func TestDuesWait(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var d Dues[string]
+	if _, _, ok := d.Get("a"); ok || d.Len() != 0 {
+		t.Fatal("an empty Dues has a key")
+	}
+	d.Wait("a", "A", t0.Add(time.Second))
+	d.Wait("a", "A2", t0.Add(time.Hour)) // waits already: kept as it was
+	d.Wait("b", "B", t0.Add(2*time.Second))
+	if val, at, ok := d.Get("a"); !ok || val != "A" || !at.Equal(t0.Add(time.Second)) {
+		t.Errorf("get(a) = %q, %v, %v; want A, t0+1s, true", val, at, ok)
+	}
+	if d.Len() != 2 {
+		t.Errorf("len = %d, want 2", d.Len())
+	}
+	all := map[string]time.Time{}
+	for key, at := range d.All() {
+		all[key] = at
+	}
+	if len(all) != 2 || !all["a"].Equal(t0.Add(time.Second)) || !all["b"].Equal(t0.Add(2*time.Second)) {
+		t.Errorf("all = %v", all)
+	}
+	if next, ok := d.Next(); !ok || !next.Equal(t0.Add(time.Second)) {
+		t.Errorf("next = %v, %v; want t0+1s", next, ok)
+	}
+	if got := d.DueBy(t0.Add(time.Second)); !slices.Equal(got, []string{"A"}) {
+		t.Errorf("dueBy(t0+1s) = %q, want [A]", got)
+	}
+	if got := d.Retry("a", "A", t0, time.Second); got != time.Second {
+		t.Errorf("retry after a wait: pause %v, want 1s", got)
+	}
+	d.Forget("a")
+	if _, _, ok := d.Get("a"); ok || d.Len() != 1 {
+		t.Errorf("after forget(a): get ok %v, len %d; want false, 1", ok, d.Len())
+	}
+}
+
+// TestEarliest checks that the earliest of some times leaves zero times
+// out, and says when all are zero.
+func TestEarliest(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		ts   []time.Time
+		want time.Time
+		ok   bool
+	}{
+		{"none", nil, time.Time{}, false},
+		{"all zero", []time.Time{{}, {}}, time.Time{}, false},
+		{"one", []time.Time{{}, t0}, t0, true},
+		{"earliest first", []time.Time{t0, t0.Add(time.Second)}, t0, true},
+		{"earliest last", []time.Time{t0.Add(time.Second), {}, t0}, t0, true},
+	} {
+		if got, ok := Earliest(c.ts...); ok != c.ok || !got.Equal(c.want) {
+			t.Errorf("%s: earliest = %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
