@@ -5,16 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/scheduler"
-	"github.com/knotd/knotd/internal/vault/internal/timing"
+	"github.com/knotd/knotd/internal/vault/internal/loop"
 	"github.com/knotd/knotd/internal/watcher"
 )
 
@@ -115,7 +115,7 @@ func (v *Vault) standBy(ctx context.Context) error {
 // its hint, and a new strand (one knotd has no record of) as Created one
 // quiet period after its hint: a move reaches the watcher as two paths
 // that may settle in separate hints, a quiet period apart at most, and
-// the two are paired before either runs (see watchLoop.due): the history
+// the two are paired before either runs (package loop): the history
 // moves, and nothing runs.
 func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	// On first contact adopt; with --all run everything. The catch-up on
@@ -180,13 +180,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 		wg.Wait()
 		return fmt.Errorf("vault: watch %s: %w", v.root, err)
 	}
-	delay := v.config().Debounce
-	if delay <= 0 {
-		delay = watcher.DefaultQuiet
-	}
-	l := newWatchLoop(v, s, delay)
-	l.root, l.processed = rootInfo, &processed
-	loopErr := l.run(hints)
+	loopErr := v.newLoop(s, v.config().Debounce, rootInfo, &processed).Run(hints)
 	stopWatch()
 	stopSched()
 	wg.Wait()
@@ -208,371 +202,69 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	return nil
 }
 
-// watchLoop turns the watcher's hints into scheduled work. It is owned by
-// Watch's goroutine.
-type watchLoop struct {
-	v     *Vault
-	s     *scheduler.Scheduler[Job]
-	delay time.Duration // how long a gone or new strand waits
-	// gone and fresh are the gone and new strands waiting for their
-	// delay, with what fired the change that found them.
-	gone  timing.Dues[agentrun.FiredBy]
-	fresh timing.Dues[agentrun.FiredBy]
-	retry timing.Dues[watcher.Hint] // hints whose reconcile failed, tried again after a pause
-	// journaled are the strands with runs still journaled (their reply
-	// could not be appended or committed: a full disk): when each is
-	// tried again, with a pause that doubles while it stays journaled.
-	journaled timing.Dues[struct{}]
-	firstFull bool
-	root      fs.FileInfo // the vault directory when watching began; nil: not checked
-	// processed counts the work the scheduler finished; released is its
-	// value when memory was last given back.
-	processed *atomic.Int64
-	released  int64
-	// every is the interval of the loop's checks; lastRelease is when
-	// memory was last given back, and releaseDue says a full pass since
-	// then left some to give back at the next check.
-	every       time.Duration
-	lastRelease time.Time
-	releaseDue  bool
-}
-
-// newWatchLoop returns the loop that feeds s, where gone and new strands
-// wait for delay.
-func newWatchLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration) *watchLoop {
-	return &watchLoop{v: v, s: s, delay: delay, firstFull: true, processed: new(atomic.Int64)}
-}
-
-// rootCheck is how often the loop checks, when nothing happens, that the
-// vault directory is still there (an unmount sends no event, and a
-// deletion may send none for the directory itself while knotd holds
-// files open in it) and retries the runs still journaled because a write
-// failed (a full disk that has room again).
-const rootCheck = 10 * time.Second
-
 // ErrVaultGone is wrapped by Watch's error when the vault directory was
 // deleted, moved, replaced or unmounted while knotd watched it.
-var ErrVaultGone = errors.New("vault directory is gone")
+var ErrVaultGone = loop.ErrVaultGone
 
-// retryJournaled schedules the strands whose runs are still journaled:
-// their processing appends each reply once (finishJournaled) and runs
-// nothing unless the strand changed again. A strand is tried at the first
-// check that finds it journaled, then after pauses that double while it
-// stays journaled (two checks, four, …), up to maxRetryPause: a disk that
-// stays full is not written to, nor logged about, every check forever.
-func (l *watchLoop) retryJournaled() {
-	ps, err := l.v.store.Pendings()
-	if err != nil {
-		l.v.log.Error("cannot read the journal of unfinished runs; retrying later", "err", err)
-		return
-	}
-	now := l.v.now()
-	still := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		rel := p.Record.Path
-		if still[rel] {
-			continue
-		}
-		still[rel] = true
-		if !l.journaled.IsDue(rel, now) {
-			continue
-		}
-		l.journaled.Retry(rel, struct{}{}, now, l.every)
-		l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
-	}
-	l.journaled.Keep(func(rel string) bool { return still[rel] }) // the others finished
+// rootCheck is how often the watch loop checks, when nothing happens,
+// that the vault directory is still there and retries journaled runs.
+const rootCheck = loop.DefaultEvery
+
+// newLoop returns the watch loop that feeds s; gone and new strands wait
+// for delay, and processed counts the work s finished.
+func (v *Vault) newLoop(s *scheduler.Scheduler[Job], delay time.Duration, rootInfo fs.FileInfo, processed *atomic.Int64) *loop.Loop {
+	return loop.New(loopHost{v: v, s: s}, loop.Options{Root: v.root, RootInfo: rootInfo, Delay: delay, Every: v.checkEvery, Processed: processed})
 }
 
-// releaseAfterWork gives memory back at each check after work was done:
-// runs map the state file's pages of every strand they touch (a burst over
-// a large vault, a sync tool bringing in thousands of notes, maps page
-// after page of it) and grow the heap. Releasing while work goes on bounds
-// what is resident to what the work of one check interval touched, and an
-// idle daemon keeps none of it.
-func (l *watchLoop) releaseAfterWork() {
-	if n := l.processed.Load(); n != l.released || l.releaseDue {
-		l.released = n
-		l.release()
-	}
+// loopHost is what the watch loop asks of the vault (see loop.Host), and
+// the scheduler it feeds.
+type loopHost struct {
+	v *Vault
+	s *scheduler.Scheduler[Job]
 }
 
-// releaseAfterPass gives memory back after a pass over the whole vault: at
-// once, unless memory was given back less than a check interval ago; then
-// at the next check. Passes can come every 100 ms (--poll 100ms), and each
-// release forces a garbage collection: this keeps it to one a check.
-func (l *watchLoop) releaseAfterPass() {
-	if !l.lastRelease.IsZero() && l.v.now().Sub(l.lastRelease) < l.every {
-		l.releaseDue = true
-		return
-	}
-	l.release()
+func (h loopHost) Now() time.Time    { return h.v.now() }
+func (h loopHost) Log() *slog.Logger { return h.v.log }
+func (h loopHost) Reconcile(hints []watcher.Hint) (changed, unlooked []string, err error) {
+	return h.v.recon.reconcileAll(hints)
 }
 
-func (l *watchLoop) release() {
-	l.lastRelease, l.releaseDue = l.v.now(), false
-	l.v.releaseMemory()
+func (h loopHost) Gone(rel string) bool {
+	_, where, err := h.v.recon.lstatStrand(rel)
+	return err == nil && where == absent
 }
 
-// rootGone reports an error wrapping ErrVaultGone if the vault directory
-// is no longer the one Watch began with.
-func (l *watchLoop) rootGone() error {
-	if l.root == nil {
-		return nil
-	}
-	fi, err := os.Stat(l.v.root)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %w", ErrVaultGone, err)
-	case err != nil:
-		return nil // a transient error: the next turn looks again
-	case !os.SameFile(fi, l.root):
-		return fmt.Errorf("%w: another directory is at its path", ErrVaultGone)
-	}
-	return nil
-}
-
-// run handles hints until the channel is closed (it returns nil) or the
-// vault directory is gone (it returns an error wrapping ErrVaultGone,
-// before it reconciles anything: the strands are not deleted, the vault
-// is).
-func (l *watchLoop) run(hints <-chan watcher.Hint) error {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	l.every = l.v.checkEvery
-	check := time.NewTicker(l.every)
-	defer check.Stop()
-	for {
-		var batch []watcher.Hint
-		select {
-		case h, ok := <-hints:
-			if !ok {
-				return nil
-			}
-			batch = append(batch, h)
-		case <-timer.C:
-		case <-check.C:
-			l.retryJournaled()
-			for _, rel := range l.v.budget.AllowedDeferred() {
-				l.s.Submit(rel, Job{FiredBy: agentrun.FiredByRescan})
-			}
-			l.releaseAfterWork()
-		case <-l.v.store.Damaged():
-			return l.v.stateDamaged()
-		}
-		// Take whatever else is ready: hints that settled together are
-		// reconciled together, and before any gone strand that is due.
-	drain:
-		for {
-			select {
-			case h, ok := <-hints:
-				if !ok {
-					return nil
-				}
-				batch = append(batch, h)
-			default:
-				break drain
-			}
-		}
-		if err := l.rootGone(); err != nil {
-			return err
-		}
-		// A changed config file applies before the changes that came
-		// with it are run (two stats a turn).
-		l.v.reloader.reloadIfChanged()
-		if len(batch) > 0 {
-			l.reconcile(batch)
-		}
-		l.due(l.v.now())
-		if next, ok := l.next(); ok {
-			timer.Reset(next.Sub(l.v.now()))
-		}
-		l.v.observe.looped(l.gone.Len() + l.fresh.Len())
-	}
-}
-
-// reconcile reconciles a batch of hints and schedules what changed; a
-// strand found gone, and a new strand the watcher reported, wait for the
-// delay first.
-func (l *watchLoop) reconcile(batch []watcher.Hint) {
-	fired := agentrun.FiredByWatch
-	if slices.ContainsFunc(batch, watcher.Hint.Full) {
-		fired = agentrun.FiredByRescan
-		if l.firstFull {
-			fired = agentrun.FiredByCatchUp
-		}
-		l.firstFull = false
-	}
-	paths, unlooked, err := l.v.recon.reconcileAll(batch)
-	if err != nil {
-		// Too many open files, a full disk, an I/O error: the hints are
-		// kept and tried again.
-		l.retryLater(batch, err)
-		return
-	}
-	for _, h := range batch {
-		if _, failed := slices.BinarySearch(unlooked, h.Path); h.Dir || !failed {
-			l.retry.Forget(retryKey(h))
-		}
-	}
-	if len(unlooked) > 0 {
-		hs := make([]watcher.Hint, len(unlooked))
-		for i, rel := range unlooked {
-			hs[i] = watcher.Hint{Path: rel}
-		}
-		l.retryLater(hs, errors.New("a note could not be looked at (see above)"))
-	}
-	if fired != agentrun.FiredByWatch {
-		for i := range batch {
-			batch[i].Listing = nil // reconciled: let it go before the memory is
-		}
-		l.releaseAfterPass()
-	}
-	now := l.v.now()
-	for _, rel := range paths {
-		if _, where, err := l.v.recon.lstatStrand(rel); err == nil && where == absent {
-			l.fresh.Forget(rel)
-			l.gone.Wait(rel, fired, now.Add(l.delay))
-			continue
-		}
-		l.gone.Forget(rel)
-		if fired == agentrun.FiredByWatch && l.isNew(rel) {
-			// Half of a move, maybe, whose other half settles later.
-			l.fresh.Wait(rel, fired, now.Add(l.delay))
-			continue
-		}
-		l.fresh.Forget(rel)
-		l.submit(rel, Job{FiredBy: fired})
-	}
-	l.v.observe.reconciled(batch, paths)
-}
-
-// retryKey identifies a hint among the retries: a file's path, a folder's
-// path with a slash, the whole vault as "/".
-func retryKey(h watcher.Hint) string {
-	if h.Dir || h.Full() {
-		return h.Path + "/"
-	}
-	return h.Path
-}
-
-// retryLater keeps hints whose reconcile failed with err, to try them
-// again after a pause that doubles while they keep failing, from a second
-// up to maxRetryPause. A full rescan is retried as a walk of the vault.
-func (l *watchLoop) retryLater(hints []watcher.Hint, err error) {
-	now := l.v.now()
-	var soonest time.Duration
-	for _, h := range hints {
-		if h.Full() {
-			h = watcher.Hint{Dir: true}
-		}
-		pause := l.retry.Retry(retryKey(h), h, now, time.Second)
-		if soonest == 0 || pause < soonest {
-			soonest = pause
-		}
-	}
-	l.v.log.Error("cannot reconcile changes; trying again", "in", soonest, "paths", len(hints), "err", err)
-}
-
-// isNew reports whether knotd has no record of the strand at rel.
-func (l *watchLoop) isNew(rel string) bool {
-	_, has, err := l.v.store.Get(rel)
+func (h loopHost) New(rel string) bool {
+	_, has, err := h.v.store.Get(rel)
 	return err == nil && !has
 }
 
-// due reconciles the waiting strands whose delay is over and schedules
-// the ones still gone, or new (or changed otherwise). While both gone and
-// new strands wait, they are all reconciled together, due or not: a new
-// strand that is a gone one moved takes its record and tie-off, and
-// neither runs (see detectRename); the others go on waiting.
-func (l *watchLoop) due(now time.Time) {
-	if retries := l.retry.DueBy(now); len(retries) > 0 {
-		// Tried again as a batch of their own (a full rescan among them
-		// is a rescan), in the order of their keys.
-		l.reconcile(retries)
-	}
-	var hints []watcher.Hint
-	anyDue, pairing := false, l.gone.Len() > 0 && l.fresh.Len() > 0
-	for _, waiting := range []*timing.Dues[agentrun.FiredBy]{&l.gone, &l.fresh} {
-		for rel, at := range waiting.All() {
-			isDue := !at.After(now)
-			anyDue = anyDue || isDue
-			if isDue || pairing {
-				hints = append(hints, watcher.Hint{Path: rel})
-			}
-		}
-	}
-	if !anyDue {
-		return
-	}
-	paths, unlooked, err := l.v.recon.reconcileAll(hints)
-	if err != nil {
-		unlooked = make([]string, len(hints))
-		for i, h := range hints {
-			unlooked[i] = h.Path
-		}
-	}
-	if len(unlooked) > 0 {
-		// Tried again later, as new hints: they wait once more when
-		// they are reconciled.
-		hs := make([]watcher.Hint, len(unlooked))
-		for i, rel := range unlooked {
-			hs[i] = watcher.Hint{Path: rel}
-			l.gone.Forget(rel)
-			l.fresh.Forget(rel)
-		}
-		if err == nil {
-			err = errors.New("a note could not be looked at (see above)")
-		}
-		l.retryLater(hs, err)
-	}
-	changed := make(map[string]bool, len(paths))
-	for _, rel := range paths {
-		changed[rel] = true
-	}
-	for _, h := range hints {
-		// Moved, back in place, or gone again: nothing to do.
-		if !changed[h.Path] {
-			l.gone.Forget(h.Path)
-			l.fresh.Forget(h.Path)
-		}
-	}
-	for _, rel := range paths {
-		f, at, waiting := l.gone.Get(rel)
-		if !waiting {
-			f, at, waiting = l.fresh.Get(rel)
-		}
-		if waiting && at.After(now) {
-			continue // reconciled only to pair it; its delay is not over
-		}
-		l.gone.Forget(rel)
-		l.fresh.Forget(rel)
-		if f == "" {
-			f = agentrun.FiredByWatch
-		}
-		l.submit(rel, Job{FiredBy: f})
-	}
+// Own: see ownWrites; a conflict copy of the strand's note or tie-off
+// that a sync tool made meanwhile (of that very write, say) is folded
+// back by the processing the change is submitted for.
+func (h loopHost) Own(rel string) bool {
+	info, where, err := h.v.recon.lstatStrand(rel)
+	return err == nil && where == present && h.v.own.is(rel, info) && !h.v.recon.copies.Pending(rel)
 }
 
-// submit submits a change of the strand rel, unless the strand is as
-// knotd's own write left it for the work under way (see ownWrites) and
-// nothing else waits for its processing: a conflict copy of its note or
-// tie-off that a sync tool made meanwhile (of that very write, say) is
-// folded back by the processing it is submitted for.
-func (l *watchLoop) submit(rel string, job Job) {
-	if info, where, err := l.v.recon.lstatStrand(rel); err == nil && where == present && l.v.own.is(rel, info) && !l.v.recon.copies.Pending(rel) {
-		return
+func (h loopHost) Submit(rel string, fired agentrun.FiredBy) { h.s.Submit(rel, Job{FiredBy: fired}) }
+
+func (h loopHost) Journaled() ([]string, error) {
+	ps, err := h.v.store.Pendings()
+	paths := make([]string, len(ps))
+	for i, p := range ps {
+		paths[i] = p.Record.Path
 	}
-	l.s.Submit(rel, job)
+	return paths, err
 }
 
-// next returns when the earliest waiting strand or retry is due.
-func (l *watchLoop) next() (time.Time, bool) {
-	gone, _ := l.gone.Next()
-	fresh, _ := l.fresh.Next()
-	retry, _ := l.retry.Next()
-	return timing.Earliest(gone, fresh, retry)
-}
+func (h loopHost) AllowedDeferred() []string                    { return h.v.budget.AllowedDeferred() }
+func (h loopHost) ReleaseMemory()                               { h.v.releaseMemory() }
+func (h loopHost) ReloadIfChanged()                             { h.v.reloader.reloadIfChanged() }
+func (h loopHost) Damaged() <-chan struct{}                     { return h.v.store.Damaged() }
+func (h loopHost) StateDamaged() error                          { return h.v.stateDamaged() }
+func (h loopHost) Looped(waiting int)                           { h.v.observe.looped(waiting) }
+func (h loopHost) Reconciled(hs []watcher.Hint, paths []string) { h.v.observe.reconciled(hs, paths) }
 
 // releaseMemory gives back what a pass over the whole vault held: the
 // state file's pages it mapped and the heap it freed. Without it an idle
