@@ -272,8 +272,8 @@ func (h loopHost) Reconciled(hs []watcher.Hint, paths []string) { h.v.observe.re
 // runs (the Go runtime returns freed heap only gradually).
 //
 // It is the one caller of debug.FreeOSMemory in knotd, and the watch
-// loop calls it at most once a check interval (releaseAfterPass,
-// releaseAfterWork). In the bench at 100,000 strands the call is the
+// loop calls it at most once a check interval (package loop: after a
+// pass, or after work). In the bench at 100,000 strands the call is the
 // difference between 20 and 52 MiB resident (13 and 45 MiB anonymous)
 // 12 s after start-up, and 21 against 28 MiB a minute later;
 // TestRuntime_KeepsFreedHeapUntilFreeOSMemory fails when the runtime no
