@@ -33,7 +33,8 @@
 //     vault/internal/timing): one run at a time for a strand, at most one
 //     follow-up for everything that arrived meanwhile, under a global
 //     concurrency limit; follow-ups wait for the strand to be quiet,
-//     retries for a pause that grows (timing.Later); the watch loop
+//     retries for a pause that grows (timing.Later, on one timer over
+//     timing.Dues); the watch loop
 //     (package vault/internal/loop; loopHost in watch.go is all it asks
 //     of the Vault) turns hints into work, its gone and new strands
 //     waiting one quiet period and its retried hints and journaled

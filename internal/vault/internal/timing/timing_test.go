@@ -1,8 +1,12 @@
 package timing
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -115,4 +119,62 @@ func TestEarliest(t *testing.T) {
 			t.Errorf("%s: earliest = %v, %v; want %v, %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
+}
+
+// TestLater checks a scheduler's delayed submissions in fake time: a
+// newer call replaces a strand's waiting one, calls come when due, a
+// follow-up is superseded and a retry is not, work is held for a retry
+// and released with it, and neither a canceled context's call nor any
+// after Stop is made.
+func TestLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l Later[string]
+		start := time.Now()
+		var mu sync.Mutex
+		var got []string
+		call := func(what string) func() {
+			return func() {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, fmt.Sprintf("%s@%v", what, time.Since(start)))
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		canceled, cancelNow := context.WithCancel(context.Background())
+		cancelNow()
+		l.After(ctx, "a", 2*time.Second, call("a-first"))
+		l.After(ctx, "b", time.Second, call("b"))
+		l.After(ctx, "a", 3*time.Second, call("a")) // replaces a-first
+		l.After(ctx, "c", time.Second, call("c"))
+		l.Supersede("c") // a follow-up: it goes
+		if pause := l.Failed("d"); pause != time.Second {
+			t.Errorf("first failure: pause %v, want 1s", pause)
+		}
+		if l.Hold("d", "x", func(w, s string) string { return w + s }) {
+			t.Error("work held for a retry that does not wait")
+		}
+		l.After(ctx, "d", 4*time.Second, call("d"))
+		l.Supersede("d") // a retry: it stays
+		merge := func(w, s string) string { return w + "+" + s }
+		if !l.Hold("d", "x", merge) || !l.Hold("d", "y", merge) {
+			t.Error("work not held for a waiting retry")
+		}
+		if got := l.Release("d", "z", merge); got != "z+x+y" {
+			t.Errorf("released %q, want z+x+y", got)
+		}
+		l.After(canceled, "e", time.Second, call("e"))
+		l.After(ctx, "f", 10*time.Second, call("f"))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		l.Stop()
+		l.After(ctx, "g", time.Second, call("g"))
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"b@1s", "a@3s", "d@4s"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q; want %q", got, want)
+		}
+	})
 }
