@@ -32,12 +32,13 @@ var ErrStandby = errors.New("another device answers this vault")
 
 // Watch watches the vault until ctx ends, answering it while this device
 // is the answering device and standing by otherwise: it decides at the
-// start and at every heartbeat. A device that another device takes over
-// from stops taking changes, lets its running agents finish (as on a stop)
-// and stands by; a standby device that becomes the answering device
-// catches up on every change the answering device left unanswered (the
-// tie-off markers say what it answered) and answers from then on. See
-// answerWatch for the rest. It returns nil when ctx ends.
+// start and at every heartbeat (answer.Device.Serve). A device that
+// another device takes over from stops taking changes, lets its running
+// agents finish (as on a stop) and stands by; a standby device that
+// becomes the answering device catches up on every change the answering
+// device left unanswered (the tie-off markers say what it answered) and
+// answers from then on. See answerWatch for the rest. It returns nil when
+// ctx ends.
 func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 	defer v.answering.StopBeat()
 	v.watching.Store(true)
@@ -50,44 +51,11 @@ func (v *Vault) Watch(ctx context.Context, opts WatchOptions) error {
 			return err
 		}
 	}
-	takeOver := opts.TakeOver
-	var said string
-	for {
-		d, _ := v.answering.Decide(takeOver) // a heartbeat that cannot be written is said, and tried again
-		takeOver = false
-		if d.Why != said {
-			if d.Answer {
-				v.log.Info("this device answers the vault", "device", v.device.Name, "why", d.Why)
-			} else {
-				v.log.Warn("this device stands by: "+d.Why, "device", v.device.Name)
-				if d.Unanswered != "" {
-					v.log.Error("nobody may answer this vault: "+d.Unanswered, "device", v.device.Name)
-				}
-			}
-			said = d.Why
-		}
-		if !d.Answer {
-			if err := v.standBy(ctx); err != nil || ctx.Err() != nil {
-				return err
-			}
-			continue
-		}
-		v.answering.WaitHandover(ctx, d.From)
-		if ctx.Err() != nil {
-			return nil
-		}
-		answerCtx, stepDown := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { v.answering.KeepAnswering(answerCtx, stepDown, &said) })
-		err := v.answerWatch(answerCtx, opts)
-		stepDown()
-		wg.Wait()
-		v.answering.SteppingDown.Store(false)
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
+	return v.answering.Serve(ctx, opts.TakeOver, v.standBy, func(ctx context.Context) error {
+		err := v.answerWatch(ctx, opts)
 		opts.All = false // --all ran once, when this device first answered
-	}
+		return err
+	})
 }
 
 // standBy waits one heartbeat, or returns when ctx ends.
