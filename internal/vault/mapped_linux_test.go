@@ -188,7 +188,7 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 		}
 	}
 	var processed atomic.Int64
-	l := v.newLoop(&scheduler.Scheduler[Job]{}, 0, nil, &processed)
+	l := newLoop(v, &scheduler.Scheduler[Job]{}, 0, nil, &processed)
 	steps := []struct {
 		name     string
 		work     int64

@@ -97,7 +97,7 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	go func() { runDone <- s.Run(ctx) }()
 
 	hints := make(chan watcher.Hint, 4)
-	l := v.newLoop(s, time.Millisecond, nil, nil)
+	l := newLoop(v, s, time.Millisecond, nil, nil)
 	loopDone := make(chan struct{})
 	go func() { l.Run(hints); close(loopDone) }()
 	hints <- watcher.Hint{Path: "new.md"}
@@ -241,7 +241,7 @@ func TestWatchLoop_FiredBy(t *testing.T) {
 	probeOf(v).reconciledFn = func([]watcher.Hint, []string) { reconciled <- struct{}{} }
 	hints := make(chan watcher.Hint)
 	loopDone := make(chan error, 1)
-	go func() { loopDone <- v.newLoop(s, time.Hour, nil, nil).Run(hints) }()
+	go func() { loopDone <- newLoop(v, s, time.Hour, nil, nil).Run(hints) }()
 	defer func() {
 		close(hints)
 		if err := <-loopDone; err != nil {

@@ -148,7 +148,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 		wg.Wait()
 		return fmt.Errorf("vault: watch %s: %w", v.root, err)
 	}
-	loopErr := v.newLoop(s, v.config().Debounce, rootInfo, &processed).Run(hints)
+	loopErr := newLoop(v, s, v.config().Debounce, rootInfo, &processed).Run(hints)
 	stopWatch()
 	stopSched()
 	wg.Wait()
@@ -180,7 +180,7 @@ const rootCheck = loop.DefaultEvery
 
 // newLoop returns the watch loop that feeds s; gone and new strands wait
 // for delay, and processed counts the work s finished.
-func (v *Vault) newLoop(s *scheduler.Scheduler[Job], delay time.Duration, rootInfo fs.FileInfo, processed *atomic.Int64) *loop.Loop {
+func newLoop(v *Vault, s *scheduler.Scheduler[Job], delay time.Duration, rootInfo fs.FileInfo, processed *atomic.Int64) *loop.Loop {
 	return loop.New(loopHost{v: v, s: s}, loop.Options{Root: v.root, RootInfo: rootInfo, Delay: delay, Every: v.checkEvery, Processed: processed})
 }
 
