@@ -33,9 +33,13 @@
 //     vault/internal/timing): one run at a time for a strand, at most one
 //     follow-up for everything that arrived meanwhile, under a global
 //     concurrency limit; follow-ups wait for the strand to be quiet,
-//     retries for a pause that grows (timing.Later), the watch loop's
-//     retried hints and journaled strands likewise (timing.Dues); every
-//     retry waits by one formula (timing.Backoff).
+//     retries for a pause that grows (timing.Later, on one timer over
+//     timing.Dues); the watch loop
+//     (package vault/internal/loop; loopHost in watch.go is all it asks
+//     of the Vault) turns hints into work, its gone and new strands
+//     waiting one quiet period and its retried hints and journaled
+//     strands a pause that grows, all in timing.Dues; every retry waits
+//     by one formula (timing.Backoff).
 //   - Answering device (package vault/internal/answer; answerHost in
 //     vault.go is all it asks of the Vault): which of the vault's devices
 //     answers it (heartbeats in the vault, package device).

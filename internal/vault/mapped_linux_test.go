@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/testutil"
 
@@ -187,7 +188,7 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 		}
 	}
 	var processed atomic.Int64
-	l := &watchLoop{v: v, processed: &processed}
+	l := newLoop(v, &scheduler.Scheduler[Job]{}, 0, nil, &processed)
 	steps := []struct {
 		name     string
 		work     int64
@@ -201,7 +202,7 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 	for _, st := range steps {
 		readAll()
 		processed.Add(st.work)
-		l.releaseAfterWork()
+		l.Check() // nothing journaled, nothing deferred: it releases, or not
 		if got := mappedRSS(t, path) == 0; got != st.released {
 			t.Errorf("%s: released = %v; want %v", st.name, got, st.released)
 		}

@@ -96,9 +96,9 @@ func TestWatchLoop_OverflowRescanLosesNothing(t *testing.T) {
 	go func() { runDone <- s.Run(ctx) }()
 
 	hints := make(chan watcher.Hint, 4)
-	l := newWatchLoop(v, s, time.Millisecond)
+	l := newLoop(v, s, time.Millisecond, nil, nil)
 	loopDone := make(chan struct{})
-	go func() { l.run(hints); close(loopDone) }()
+	go func() { l.Run(hints); close(loopDone) }()
 	hints <- watcher.Hint{Path: "new.md"}
 	hints <- watcher.Hint{Dir: true} // the overflow
 	testutil.WaitFor(t, waitTimeout, "every lost change to run", func() bool {
@@ -216,11 +216,23 @@ func TestWatchLoop_FiredBy(t *testing.T) {
 	e.onceFresh()
 	v := e.open()
 	s := &scheduler.Scheduler[Job]{}
-	l := newWatchLoop(v, s, time.Hour)
+	hs := []watcher.Hint{{Dir: true}, {Path: "a.md"}, {Dir: true}}
+	reconciled := make(chan struct{}, len(hs))
+	probeOf(v).reconciledFn = func([]watcher.Hint, []string) { reconciled <- struct{}{} }
+	hints := make(chan watcher.Hint)
+	loopDone := make(chan error, 1)
+	go func() { loopDone <- newLoop(v, s, time.Hour, nil, nil).Run(hints) }()
+	defer func() {
+		close(hints)
+		if err := <-loopDone; err != nil {
+			t.Errorf("loop: %v", err)
+		}
+	}()
 	var got []agentrun.FiredBy
-	for i, h := range []watcher.Hint{{Dir: true}, {Path: "a.md"}, {Dir: true}} {
+	for i, h := range hs {
 		e.write("a.md", string(rune('a'+i)))
-		l.reconcile([]watcher.Hint{h})
+		hints <- h
+		<-reconciled // the loop reconciled it alone: nothing else was sent
 		// The job waits in the scheduler (it is not running): read it.
 		snap := s.Snapshot()
 		if len(snap) != 1 || snap[0].Key != "a.md" || snap[0].Running {

@@ -357,6 +357,54 @@ func (a *Device) KeepAnswering(ctx context.Context, stepDown context.CancelFunc,
 	}
 }
 
+// Serve is the daemon's answering, until ctx ends: it decides whether
+// this device answers, at the start (taking the vault over if takeOver)
+// and at every heartbeat, and says each new decision. While this device
+// stands by it calls standBy, which waits a heartbeat; once it answers it
+// waits for the device it takes over from (WaitHandover) and calls answer
+// with a context that ends with ctx, or when another device takes over
+// (KeepAnswering): answer then lets its runs finish as on a stop (with no
+// grace period: see SteppingDown) and returns, and the device stands by.
+// Serve returns standBy's or answer's error, or nil when ctx ends.
+func (a *Device) Serve(ctx context.Context, takeOver bool, standBy, answer func(context.Context) error) error {
+	var said string
+	for {
+		d, _ := a.Decide(takeOver) // a heartbeat that cannot be written is said, and tried again
+		takeOver = false
+		if d.Why != said {
+			if d.Answer {
+				a.host.Log().Info("this device answers the vault", "device", a.name, "why", d.Why)
+			} else {
+				a.host.Log().Warn("this device stands by: "+d.Why, "device", a.name)
+				if d.Unanswered != "" {
+					a.host.Log().Error("nobody may answer this vault: "+d.Unanswered, "device", a.name)
+				}
+			}
+			said = d.Why
+		}
+		if !d.Answer {
+			if err := standBy(ctx); err != nil || ctx.Err() != nil {
+				return err
+			}
+			continue
+		}
+		a.WaitHandover(ctx, d.From)
+		if ctx.Err() != nil {
+			return nil
+		}
+		answerCtx, stepDown := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { a.KeepAnswering(answerCtx, stepDown, &said) })
+		err := answer(answerCtx)
+		stepDown()
+		wg.Wait()
+		a.SteppingDown.Store(false)
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 // StandbyReason is the error-free outcome of a --once pass on a device
 // that does not answer: it says which device does.
 func StandbyReason(d device.Decision) string {

@@ -1,11 +1,13 @@
-// Package timing is knotd's timed work, written once: the delayed
+// Package timing is knotd's timed work, written once: the waits of the
+// watch loop, which retry or wait for a delay (Dues), the delayed
 // submissions of a scheduler (follow-ups that wait for a strand to be
-// quiet, retries after a failure; Later), the watch loop's waits that
-// retry (Dues), and the one pause every retry waits (Backoff).
+// quiet, retries after a failure; Later, which waits in Dues too), and
+// the one pause every retry waits (Backoff).
 package timing
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -15,15 +17,24 @@ import (
 const MaxPause = 5 * time.Minute
 
 // Later are a scheduler's delayed submissions of work J, one per strand (a
-// newer one replaces it), with each strand's run of failures. The
-// scheduler's release stops them all. Its methods are safe for concurrent
-// use; the zero value is ready.
+// newer one replaces it), with each strand's run of failures. They wait in
+// Dues, on one timer set to the earliest. The scheduler's release stops
+// them all. Its methods are safe for concurrent use; the zero value is
+// ready.
 type Later[J any] struct {
 	mu       sync.Mutex
-	timers   map[string]*time.Timer
+	calls    Dues[laterCall] // the submissions that wait, by strand
+	timer    *time.Timer     // calls the submissions due; nil until the first
 	failures map[string]int
 	held     map[string]J // work held for a failed strand's retry
 	stopped  bool
+}
+
+// laterCall is one delayed submission of Later.
+type laterCall struct {
+	rel    string
+	ctx    context.Context
+	submit func()
 }
 
 // Hold keeps job for the retry of the strand rel if it failed and its
@@ -32,7 +43,7 @@ type Later[J any] struct {
 func (l *Later[J]) Hold(rel string, job J, merge func(waiting, submitted J) J) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, waits := l.timers[rel]; !waits || l.failures[rel] == 0 {
+	if _, _, waits := l.calls.Get(rel); !waits || l.failures[rel] == 0 {
 		return false
 	}
 	if l.held == nil {
@@ -65,25 +76,45 @@ func (l *Later[J]) After(ctx context.Context, rel string, d time.Duration, submi
 	if l.stopped || ctx.Err() != nil {
 		return
 	}
-	if l.timers == nil {
-		l.timers = make(map[string]*time.Timer)
-	}
-	if t, ok := l.timers[rel]; ok {
-		t.Stop()
-	}
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		l.mu.Lock()
-		mine := l.timers[rel] == t && !l.stopped
-		if mine {
-			delete(l.timers, rel)
+	l.calls.Forget(rel)
+	l.calls.Wait(rel, laterCall{rel: rel, ctx: ctx, submit: submit}, time.Now().Add(d))
+	l.arm()
+}
+
+// arm sets the timer to the earliest call, if any; l.mu is held.
+func (l *Later[J]) arm() {
+	next, ok := l.calls.Next()
+	switch {
+	case !ok || l.stopped:
+		if l.timer != nil {
+			l.timer.Stop()
 		}
+	case l.timer == nil:
+		l.timer = time.AfterFunc(time.Until(next), l.fire)
+	default:
+		l.timer.Reset(time.Until(next))
+	}
+}
+
+// fire makes the calls that are due, in the order of their strands, and
+// sets the timer to the next.
+func (l *Later[J]) fire() {
+	l.mu.Lock()
+	if l.stopped {
 		l.mu.Unlock()
-		if mine && ctx.Err() == nil {
-			submit()
+		return
+	}
+	due := l.calls.DueBy(time.Now())
+	for _, c := range due {
+		l.calls.Forget(c.rel)
+	}
+	l.arm()
+	l.mu.Unlock()
+	for _, c := range due {
+		if c.ctx.Err() == nil {
+			c.submit()
 		}
-	})
-	l.timers[rel] = t
+	}
 }
 
 // Supersede stops the strand's follow-up if one waits (not a retry after
@@ -91,9 +122,9 @@ func (l *Later[J]) After(ctx context.Context, rel string, d time.Duration, submi
 func (l *Later[J]) Supersede(rel string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if t, ok := l.timers[rel]; ok && l.failures[rel] == 0 {
-		t.Stop()
-		delete(l.timers, rel)
+	if _, _, ok := l.calls.Get(rel); ok && l.failures[rel] == 0 {
+		l.calls.Forget(rel)
+		l.arm()
 	}
 }
 
@@ -122,10 +153,8 @@ func (l *Later[J]) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopped = true
-	for rel, t := range l.timers {
-		t.Stop()
-		delete(l.timers, rel)
-	}
+	l.calls.Keep(func(string) bool { return false })
+	l.arm()
 }
 
 // Backoff is the pause before trying again what failed tries times in a
@@ -136,10 +165,11 @@ func Backoff(first time.Duration, tries int) time.Duration {
 	return min(first<<min(tries, 20), MaxPause)
 }
 
-// Dues are the watch loop's waits that retry with a pause (see Backoff):
-// each key's value, when it is due, and how many times in a row it has
-// been tried. The loop owns them (no lock); its one timer is set to the
-// earliest (Next).
+// Dues are timed work waiting: what retries with a pause (Retry, see
+// Backoff) and what waits for a fixed delay (Wait). Each key has a value,
+// when it is due, and how many times in a row it has been tried. Their
+// owner keeps one timer set to the earliest (Next) and serialises their
+// use: the watch loop's goroutine, Later's lock.
 type Dues[T any] struct {
 	m map[string]due[T]
 }
@@ -166,6 +196,38 @@ func (d *Dues[T]) Retry(key string, val T, now time.Time, first time.Duration) t
 	pause := Backoff(first, r.tries)
 	d.m[key] = due[T]{val: val, at: now.Add(pause), tries: r.tries + 1}
 	return pause
+}
+
+// Wait makes key, with val, due at at, unless it waits already (then its
+// value and time stay as they are).
+func (d *Dues[T]) Wait(key string, val T, at time.Time) {
+	if _, waiting := d.m[key]; waiting {
+		return
+	}
+	if d.m == nil {
+		d.m = make(map[string]due[T])
+	}
+	d.m[key] = due[T]{val: val, at: at}
+}
+
+// Get returns key's value and when it is due, if it waits.
+func (d *Dues[T]) Get(key string) (val T, at time.Time, ok bool) {
+	r, ok := d.m[key]
+	return r.val, r.at, ok
+}
+
+// Len returns how many keys wait.
+func (d *Dues[T]) Len() int { return len(d.m) }
+
+// All yields every waiting key and when it is due, in no order.
+func (d *Dues[T]) All() iter.Seq2[string, time.Time] {
+	return func(yield func(string, time.Time) bool) {
+		for key, r := range d.m {
+			if !yield(key, r.at) {
+				return
+			}
+		}
+	}
 }
 
 // Forget forgets key and its tries.
@@ -202,6 +264,18 @@ func (d *Dues[T]) Next() (time.Time, bool) {
 	for _, r := range d.m {
 		if next.IsZero() || r.at.Before(next) {
 			next = r.at
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// Earliest returns the earliest of the times ts that are not zero, if
+// any.
+func Earliest(ts ...time.Time) (time.Time, bool) {
+	var next time.Time
+	for _, t := range ts {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
 		}
 	}
 	return next, !next.IsZero()
