@@ -530,3 +530,35 @@ func TestACPPresets_FromTheRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestACPPresets_Model checks that a preset with a ModelFlag (gemini)
+// passes the model on its command line, and that one without (and a
+// protocol: acp command) does not and says so.
+func TestACPPresets_Model(t *testing.T) {
+	tests := []struct {
+		preset string
+		argv   []string
+		noted  bool // "the model … was not passed on"
+	}{
+		{PresetGemini, []string{"gemini", "--acp", "--approval-mode", "default", "--model", "m-1"}, false},
+		{PresetCodexACP, []string{"codex-acp"}, true},
+		{"", []string{"agent"}, true},
+	}
+	for _, tt := range tests {
+		a := &Agent{Preset: tt.preset, Command: []string{"agent"}, Protocol: ProtocolACP}
+		if tt.preset != "" {
+			a = &Agent{Preset: tt.preset}
+		}
+		d := newDriver(a, tt.preset).(acpDriver)
+		at := &attempt{req: &Request{Agent: *a}, program: program(a, d), model: "m-1", prompt: "p"}
+		argv, err := d.argv(at)
+		if err != nil || !slices.Equal(argv, tt.argv) {
+			t.Errorf("%q: argv %q, %v; want %q", tt.preset, argv, err, tt.argv)
+		}
+		c := d.converse(at).(*acpConversation)
+		noted := slices.ContainsFunc(c.notes, func(n string) bool { return strings.Contains(n, `the model "m-1" was not passed on`) })
+		if noted != tt.noted {
+			t.Errorf("%q: notes %q; want the model's note: %v", tt.preset, c.notes, tt.noted)
+		}
+	}
+}
