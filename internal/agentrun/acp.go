@@ -16,7 +16,6 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 	acpagent "github.com/knotd/knotd/internal/agents/acp"
-	"github.com/knotd/knotd/internal/agents/gemini"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
 )
@@ -40,22 +39,23 @@ import (
 //     come (agents/acpagent.Format), the usage from the prompt's response and
 //     usage_update;
 //   - session/request_permission answered per the agent's permissions
-//     (geminiPermit: ACP's tool kinds decide);
+//     (acpPermit: ACP's tool kinds decide);
 //   - on timeout or stop, session/cancel, then up to the grace period for
 //     the agent to end the turn, before its process group is stopped.
 //
 // When the prompt's response arrives, standard input is closed and the
 // agent exits. The command is run as written: no template values, no
-// model (an ACP agent chooses its own).
+// model (an ACP agent chooses its own) unless its preset passes one
+// (kit.ACPPreset.ModelFlag).
 //
-// A preset whose agent needs its own ways in the protocol (the gemini
-// preset: geminiACP) runs the same conversation in an acpMode.
-//
-// A preset built on it (acpPreset: claude-acp, codex-acp, opencode) adds
-// its arguments, environment and session options.
+// Every ACP preset (a kit.ACPPreset in its folder under agents/:
+// claude-acp, codex-acp, gemini, opencode) runs on this one driver; it
+// adds its arguments, environment and session options, and the ways of
+// its agent in the protocol (a replayed history, a session id of its own,
+// the refusals that mean a session is lost, its notes).
 type acpDriver struct {
 	// preset is nil for a protocol: acp command.
-	preset *acpPreset
+	preset *kit.ACPPreset
 }
 
 func (acpDriver) delivery() PromptMode     { return PromptStdin }
@@ -63,70 +63,43 @@ func (acpDriver) inlineInstructions() bool { return true }
 func (acpDriver) resumes() bool            { return true }
 func (acpDriver) limits() Limits           { return Limits{} }
 
-func (d acpDriver) defaultProgram() string {
-	if d.preset != nil {
-		return d.preset.program
+// p is the driver's preset, noPreset for a command.
+func (d acpDriver) p() *kit.ACPPreset {
+	if d.preset == nil {
+		return noPreset
 	}
-	return ""
+	return d.preset
 }
 
-// parser is not used: the conversation parses (see converse).
-func (acpDriver) parser() outputParser { return newACPConversation(nil) }
+func (d acpDriver) defaultProgram() string { return d.p().Program }
 
+// maxContext is the preset's default max_context (0: none).
+func (d acpDriver) maxContext() int64 { return d.p().MaxContext }
+
+// parser is not used: the conversation parses (see converse).
+func (d acpDriver) parser() outputParser { return newACPConversation(nil, d.p()) }
+
+// argv is the program, the preset's arguments, and the model after the
+// preset's ModelFlag (a preset without one takes no model: converse notes
+// it).
 func (d acpDriver) argv(a *attempt) ([]string, error) {
-	argv := append([]string(nil), a.program...)
-	if d.preset != nil {
-		argv = append(argv, d.preset.args...)
+	p := d.p()
+	argv := append(append([]string(nil), a.program...), p.Args...)
+	if a.model != "" && p.ModelFlag != "" {
+		argv = append(argv, p.ModelFlag, a.model)
 	}
 	return argv, nil
 }
 
 // env is the preset's environment, set over the agent's own.
-func (d acpDriver) env() [][2]string {
-	if d.preset == nil {
-		return nil
-	}
-	return d.preset.env
-}
+func (d acpDriver) env() [][2]string { return d.p().Env }
 
-// acpMode adapts the ACP client to one preset's agent; the zero value is
-// any agent (protocol: acp).
-type acpMode struct {
-	// name is the agent in notes ("" for "the agent").
-	name string
-	// format is the transcript's; with FormatGeminiACP the decoder reads
-	// every line of the conversation, and leaves a load's replayed
-	// history out itself.
-	format transcript.Format
-	// noFS: the agent is offered no file system (it uses its own tools).
-	noFS bool
-	// replay: the agent continues a session by session/load only, whose
-	// replay of the history has no end the protocol marks (Gemini CLI
-	// 0.61.0 sends it without waiting for it: the load's response comes
-	// after its first update). The prompt waits for the load's response
-	// and the available_commands_update that comes after the replay's
-	// start, and the decoder is told where the prompt went: the updates
-	// before it are history, and it sets apart the rest of the replay
-	// that follows it (see transcript's geminiACPNormalizer).
-	replay bool
-	// loadID is the session id the requests about a loaded session name.
-	loadID func(id string) string
-	// lost tells the refusals of session/load that mean the session is
-	// lost (nil: any refusal).
-	lost func(reason string) bool
-	// stderrNotes are the notes of what the agent said on standard error;
-	// stderrNoted tells the lines they explain (parsed.noted).
-	stderrNotes func(stderr string) []string
-	stderrNoted func(line string) bool
-	// decoderNotes: the decoder's notes stay in the transcript's message.
-	decoderNotesInMessage bool
-}
-
-func (m acpMode) agent() string {
-	if m.name == "" {
+// agentName is the agent in notes: the preset's Name, else "the agent".
+func agentName(p *kit.ACPPreset) string {
+	if p.Name == "" {
 		return "the agent"
 	}
-	return m.name
+	return p.Name
 }
 
 func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
@@ -137,9 +110,8 @@ func (acpDriver) sessionLost(exitCode int, p parsed, _ string) (string, bool) {
 }
 
 func (d acpDriver) converse(a *attempt) conversation {
-	c := newACPConversation(a)
-	c.preset = d.preset
-	if a.model != "" {
+	c := newACPConversation(a, d.p())
+	if a.model != "" && c.preset.ModelFlag == "" {
 		c.notes = append(c.notes, fmt.Sprintf("the model %q was not passed on: an ACP agent chooses its own model", a.model))
 	}
 	return c
@@ -153,13 +125,13 @@ func (d acpDriver) converse(a *attempt) conversation {
 // runner's outbox (attach). The SDK's requests are made by drive, a
 // goroutine that attach starts and finish waits for.
 type acpConversation struct {
-	mode                acpMode
+	// preset is the agent's (noPreset for a command), agent its name.
+	preset              *kit.ACPPreset
+	agent               string
 	prompt, cwd, resume string
 	perm                Permissions
 	fs                  FileSystem
 	grace               time.Duration
-	// preset is the preset's session options, nil for a command.
-	preset *acpPreset
 
 	push func(msgs [][]byte, close bool) error
 	pr   *io.PipeReader
@@ -170,7 +142,7 @@ type acpConversation struct {
 	// ended is closed when drive returned; turnEnded when the prompt got
 	// its response (or drive gave up).
 	ended, turnEnded chan struct{}
-	// commands is closed at the first available_commands_update (mode.replay).
+	// commands is closed at the first available_commands_update (preset.Replay).
 	commands     chan struct{}
 	commandsOnce sync.Once
 
@@ -194,35 +166,38 @@ type acpConversation struct {
 	notes     []string
 }
 
-func newACPConversation(a *attempt) *acpConversation { return newACPModeConversation(a, acpMode{}) }
-
-func newACPModeConversation(a *attempt, mode acpMode) *acpConversation {
-	if mode.format == "" {
-		mode.format = acpagent.Format
-	}
-	c := &acpConversation{mode: mode, content: newBlockStream(mode.format), ended: make(chan struct{}), turnEnded: make(chan struct{}),
-		commands: make(chan struct{})}
+// newACPConversation returns the conversation of attempt a (nil: a parser
+// that reads nothing) with the agent of preset p.
+func newACPConversation(a *attempt, p *kit.ACPPreset) *acpConversation {
+	c := &acpConversation{preset: p, agent: agentName(p), content: newBlockStream(acpFormat(p)), ended: make(chan struct{}),
+		turnEnded: make(chan struct{}), commands: make(chan struct{})}
 	c.content.watch(c.decodedBlocks)
-	if mode.replay {
+	if p.Replay {
 		// The decoder learns where the prompt went (see line).
 		c.content.dec.PromptSent(false)
 	}
 	if a != nil {
 		c.prompt, c.cwd, c.resume = a.prompt, a.req.Vault, a.resume
 		c.perm, c.fs = a.req.Agent.permissions(), a.req.FS
-		if mode.noFS {
-			c.fs = nil
-		}
 		if !utf8.ValidString(a.prompt) {
 			// JSON strings are Unicode: encoding the prompt replaces them.
-			c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached "+mode.agent()+" as U+FFFD")
+			c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached "+c.agent+" as U+FFFD")
 		}
 	}
 	return c
 }
 
-// decodesAll: the decoder reads every line, not only the prompt turn's.
-func (c *acpConversation) decodesAll() bool { return c.mode.format == gemini.FormatACP }
+// acpFormat is the transcript format of preset p's agent's output.
+func acpFormat(p *kit.ACPPreset) transcript.Format {
+	if p.Format == "" {
+		return acpagent.Format
+	}
+	return p.Format
+}
+
+// decodesAll: the decoder reads every line, not only the prompt turn's
+// (the agent replays a loaded session's history: preset.Replay).
+func (c *acpConversation) decodesAll() bool { return c.preset.Replay }
 
 func (c *acpConversation) watch(live func(transcript.AssistantMessage)) {
 	c.mu.Lock()
@@ -240,7 +215,7 @@ func (c *acpConversation) decodedBlocks(m transcript.AssistantMessage) {
 func (c *acpConversation) hand(blocks []transcript.Block) {
 	c.blocks = append(c.blocks, blocks...)
 	if c.live != nil {
-		c.live(transcript.AssistantMessage{Format: c.mode.format, Blocks: blocks})
+		c.live(transcript.AssistantMessage{Format: c.content.format, Blocks: blocks})
 	}
 }
 
@@ -330,7 +305,7 @@ func (c *acpConversation) drive() {
 		return
 	}
 	if err != nil {
-		fail("the agent did not initialize the ACP connection: %s", acpErrText(err))
+		fail("the agent did not initialize the ACP connection: %s", c.errText(err))
 		return
 	}
 	if init.ProtocolVersion != acp.ProtocolVersionNumber {
@@ -340,12 +315,12 @@ func (c *acpConversation) drive() {
 	session, acpID := c.resume, c.resume
 	switch {
 	case c.resume == "":
-		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Meta: c.preset.sessionMeta(), Cwd: c.cwd, McpServers: []acp.McpServer{}})
+		r, err := c.conn.NewSession(c.ctx, acp.NewSessionRequest{Meta: c.preset.Meta, Cwd: c.cwd, McpServers: []acp.McpServer{}})
 		if gone(err) {
 			return
 		}
 		if err != nil {
-			fail("the agent could not start a session (session/new): %s", acpErrText(err))
+			fail("the agent could not start a session (session/new): %s", c.errText(err))
 			return
 		}
 		if r.SessionId == "" {
@@ -353,12 +328,12 @@ func (c *acpConversation) drive() {
 			return
 		}
 		session, acpID = string(r.SessionId), string(r.SessionId)
-	case c.mode.replay && !init.AgentCapabilities.LoadSession:
-		fail("%s cannot load a session (no loadSession capability): it cannot continue a conversation", c.mode.agent())
+	case c.preset.Replay && !init.AgentCapabilities.LoadSession:
+		fail("%s cannot load a session (no loadSession capability): it cannot continue a conversation", c.agent)
 		return
-	case c.mode.replay:
-		if c.mode.loadID != nil {
-			acpID = c.mode.loadID(c.resume)
+	case c.preset.Replay:
+		if c.preset.LoadID != nil {
+			acpID = c.preset.LoadID(c.resume)
 		}
 		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(acpID), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
 			c.sessionLost("session/load", err)
@@ -374,12 +349,12 @@ func (c *acpConversation) drive() {
 			return
 		}
 	case init.AgentCapabilities.SessionCapabilities.Resume != nil:
-		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
+		if _, err := c.conn.ResumeSession(c.ctx, acp.ResumeSessionRequest{Meta: c.preset.Meta, SessionId: acp.SessionId(c.resume), Cwd: c.cwd}); err != nil {
 			c.sessionLost("session/resume", err)
 			return
 		}
 	case init.AgentCapabilities.LoadSession:
-		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{Meta: c.preset.sessionMeta(), SessionId: acp.SessionId(c.resume), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
+		if _, err := c.conn.LoadSession(c.ctx, acp.LoadSessionRequest{Meta: c.preset.Meta, SessionId: acp.SessionId(c.resume), Cwd: c.cwd, McpServers: []acp.McpServer{}}); err != nil {
 			c.sessionLost("session/load", err)
 			return
 		}
@@ -390,19 +365,19 @@ func (c *acpConversation) drive() {
 		c.mu.Unlock()
 		return
 	}
-	if mode := c.preset.sessionMode(); mode != "" {
+	if mode := c.preset.Mode; mode != "" {
 		_, err := c.conn.SetSessionMode(c.ctx, acp.SetSessionModeRequest{SessionId: acp.SessionId(session), ModeId: acp.SessionModeId(mode)})
 		if gone(err) {
 			return
 		}
 		if err != nil {
-			fail("the agent did not switch its session to mode %q (session/set_mode), in which it asks before it edits: %s", mode, acpErrText(err))
+			fail("the agent did not switch its session to mode %q (session/set_mode), in which it asks before it edits: %s", mode, c.errText(err))
 			return
 		}
 	}
 	c.mu.Lock()
 	c.session, c.acpID, c.prompted = session, acpID, true
-	if c.mode.replay {
+	if c.preset.Replay {
 		// Every line read so far came before the prompt: none is the
 		// turn's. The lines after it may still be the replay's.
 		c.content.dec.PromptSent(true)
@@ -415,14 +390,14 @@ func (c *acpConversation) drive() {
 		return
 	}
 	if err != nil {
-		if c.resume != "" && c.preset.promptLost(err) {
+		if c.resume != "" && c.promptLost(err) {
 			// The agent resumed a session whose conversation it no
 			// longer has (Codex with its store gone).
-			c.lost = firstLine("session/prompt refused: "+acpErrText(err), 200)
+			c.lost = firstLine("session/prompt refused: "+c.errText(err), 200)
 			c.agentErr = c.lost
 			return
 		}
-		c.agentErr = c.mode.agent() + " failed the prompt: " + acpErrText(err)
+		c.agentErr = c.agent + " failed the prompt: " + c.errText(err)
 		if re := (*acp.RequestError)(nil); errors.As(err, &re) && re.Code == acpAuthRequired {
 			c.agentErr += "; sign in to the agent (run its command yourself once, as the user knotd runs as) and retry"
 		}
@@ -453,6 +428,16 @@ func (c *acpConversation) drive() {
 // authenticate first.
 const acpAuthRequired = -32000
 
+// promptLost reports that err, the agent's error answering the prompt,
+// means it no longer has the conversation (the preset's LostAtPrompt).
+func (c *acpConversation) promptLost(err error) bool {
+	var re *acp.RequestError
+	if c.preset.LostAtPrompt == nil || !errors.As(err, &re) {
+		return false
+	}
+	return c.preset.LostAtPrompt(c.errText(re))
+}
+
 // sessionLost records that the agent refused to continue the session.
 func (c *acpConversation) sessionLost(method string, err error) {
 	c.mu.Lock()
@@ -462,17 +447,17 @@ func (c *acpConversation) sessionLost(method string, err error) {
 	}
 	var re *acp.RequestError
 	if !errors.As(err, &re) {
-		c.agentErr = fmt.Sprintf("the agent did not answer %s: %s", method, acpErrText(err))
+		c.agentErr = fmt.Sprintf("the agent did not answer %s: %s", method, c.errText(err))
 		return
 	}
-	if c.mode.lost != nil {
-		c.agentErr = acpErrText(err)
-		if c.mode.lost(c.agentErr) {
+	if c.preset.SessionLost != nil {
+		c.agentErr = c.errText(err)
+		if c.preset.SessionLost(c.agentErr) {
 			c.lost = firstLine(c.agentErr, 200)
 		}
 		return
 	}
-	c.lost = firstLine(fmt.Sprintf("%s refused: %s", method, acpErrText(err)), 200)
+	c.lost = firstLine(fmt.Sprintf("%s refused: %s", method, c.errText(err)), 200)
 	c.agentErr = c.lost
 }
 
@@ -518,7 +503,7 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 		d = c.content.dec.Finish(stdout)
 	}
 	msg := d.Message
-	msg.Format = c.mode.format
+	msg.Format = c.content.format
 	// The blocks handed out, the file system's among them, then the
 	// decoder's last ones.
 	msg.Blocks = append(append([]transcript.Block(nil), c.blocks...), d.Message.Blocks[min(c.decHanded, len(d.Message.Blocks)):]...)
@@ -531,16 +516,16 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	}
 	p := parsed{reply: d.Reply, handle: c.session, usage: d.Usage, agentErr: c.agentErr, lost: c.lost, context: d.ContextTokens, window: d.ContextWindow,
 		notes: append([]string(nil), c.notes...), message: &msg}
-	if !c.mode.decoderNotesInMessage {
+	if !c.preset.DecoderNotesInMessage {
 		p.notes = append(p.notes, d.Message.Notes...)
 	}
-	if c.mode.stderrNotes != nil {
-		p.notes = append(p.notes, c.mode.stderrNotes(stderr)...)
+	if c.preset.StderrNotes != nil {
+		p.notes = append(p.notes, c.preset.StderrNotes(stderr)...)
 	}
-	p.noted = c.mode.stderrNoted
+	p.noted = c.preset.StderrNoted
 	if c.agentErr == "" && c.done && d.SetAside > 0 && cleanReply(d.Reply) == "" {
 		// The decoder's doing, not the agent's: say so, not "empty reply".
-		return p, fmt.Errorf("knotd took the %d updates %s sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's (the run's output holds every update)", d.SetAside, c.mode.agent())
+		return p, fmt.Errorf("knotd took the %d updates %s sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's (the run's output holds every update)", d.SetAside, c.agent)
 	}
 	if c.agentErr == "" && !c.done {
 		if len(bytes.TrimSpace(stdout)) == 0 {
@@ -570,15 +555,26 @@ func acpDisconnected(err error) bool {
 	return re.Code == -32603 && strings.HasPrefix(msg, "peer disconnected")
 }
 
-// acpErrText is an error of the SDK (the agent's error response, or the
-// connection's end) as a reason.
-func acpErrText(err error) string {
+// errText is an error of the SDK (the agent's error response, or the
+// connection's end) as a reason: the response's message (as the preset's
+// ErrorMessage rewrites it), or the cause an internal error gives in
+// data.details, and its code.
+func (c *acpConversation) errText(err error) string {
 	var re *acp.RequestError
 	if !errors.As(err, &re) {
 		return err.Error()
 	}
-	data, _ := json.Marshal(re.Data) // it came from JSON
-	return (&acpError{Code: re.Code, Message: re.Message, Data: data}).text()
+	msg := re.Message
+	if c.preset.ErrorMessage != nil {
+		msg = c.preset.ErrorMessage(msg)
+	}
+	var data struct {
+		Details string `json:"details"`
+	}
+	if b, merr := json.Marshal(re.Data); merr == nil && json.Unmarshal(b, &data) == nil && data.Details != "" { // it came from JSON
+		msg = data.Details
+	}
+	return firstLine(fmt.Sprintf("%s (ACP error %d)", msg, re.Code), 300)
 }
 
 // acpClient is the client side the SDK calls: the agent's requests and
@@ -586,7 +582,8 @@ func acpErrText(err error) string {
 type acpClient struct{ c *acpConversation }
 
 // SessionUpdate: the decoder reads the updates from the lines themselves;
-// the client notes the first available_commands_update (see acpMode.replay).
+// the client notes the first available_commands_update (see
+// kit.ACPPreset.Replay).
 func (cl acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
 	if n.Update.AvailableCommandsUpdate != nil {
 		cl.c.commandsOnce.Do(func() { close(cl.c.commands) })
@@ -595,7 +592,7 @@ func (cl acpClient) SessionUpdate(_ context.Context, n acp.SessionNotification) 
 }
 
 func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	var req geminiPermissionRequest
+	var req acpPermissionRequest
 	for _, o := range p.Options {
 		req.Options = append(req.Options, struct {
 			OptionID string `json:"optionId"`
@@ -608,7 +605,7 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 	if p.ToolCall.Kind != nil {
 		req.ToolCall.Kind = string(*p.ToolCall.Kind)
 	}
-	optionID, allowed := geminiPermit(cl.c.perm, req)
+	optionID, allowed := acpPermit(cl.c.perm, req)
 	verdict := "refused"
 	if allowed {
 		verdict = "allowed"
@@ -626,7 +623,7 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 			kept = cl.c.fs.MayEdit(ctx, paths)
 		}
 		if kept != nil {
-			optionID, allowed = geminiPermit(PermReadOnly, req)
+			optionID, allowed = acpPermit(PermReadOnly, req)
 			verdict = kept.Error()
 		}
 	}
@@ -638,12 +635,53 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 		cl.c.kept = kept.Error()
 	}
 	cl.c.notes = append(cl.c.notes, fmt.Sprintf("%s asked permission for %q (a tool call of kind %s): %s (permissions %s)",
-		cl.c.mode.agent(), firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
+		cl.c.agent, firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict, cl.c.perm))
 	cl.c.mu.Unlock()
 	if optionID == "" {
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
 	}
 	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Selected: &acp.RequestPermissionOutcomeSelected{Outcome: "selected", OptionId: acp.PermissionOptionId(optionID)}}}, nil
+}
+
+// acpPermissionRequest is the part of session/request_permission's
+// params knotd reads.
+type acpPermissionRequest struct {
+	Options []struct {
+		OptionID string `json:"optionId"`
+		Kind     string `json:"kind"`
+	} `json:"options"`
+	ToolCall struct {
+		Title string `json:"title"`
+		Kind  string `json:"kind"`
+	} `json:"toolCall"`
+}
+
+// acpPermit decides a permission request: whether perm allows a tool
+// call of its kind (ACP's tool kinds: read, search and think read only;
+// edit, delete and move change files; execute, fetch, switch_mode and
+// other may do anything), and the option that says so. An allowed call
+// gets the allow_once option, never an "always" one, so every call is
+// asked again; a refused one reject_once, or "cancelled" (optionID "")
+// when the agent offered none.
+func acpPermit(perm Permissions, p acpPermissionRequest) (optionID string, allowed bool) {
+	switch p.ToolCall.Kind {
+	case "read", "search", "think":
+		allowed = true
+	case "edit", "delete", "move":
+		allowed = perm == PermEdit || perm == PermFull
+	default:
+		allowed = perm == PermFull
+	}
+	want := "reject_once"
+	if allowed {
+		want = "allow_once"
+	}
+	for _, o := range p.Options {
+		if o.Kind == want {
+			return o.OptionID, allowed
+		}
+	}
+	return "", false
 }
 
 // keptErr is the failure of a turn the agent ended when knotd refused an

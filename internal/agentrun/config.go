@@ -29,7 +29,7 @@ const (
 	PresetGemini = "gemini"
 	PresetLLM    = "llm"
 	PresetOllama = "ollama"
-	// The presets on the ACP driver (preset_acp.go).
+	// These, and gemini, are the presets on the ACP driver (preset_acp.go).
 	PresetClaudeACP = "claude-acp"
 	PresetCodexACP  = "codex-acp"
 	PresetOpenCode  = "opencode"
@@ -258,7 +258,7 @@ func (a *Agent) Validate() error {
 		if a.Prompt != "" || a.Output != "" || a.Reply != "" || a.Session != "" || len(a.ResumeCommand) > 0 {
 			add("prompt, output, reply, session and resume_command are fixed by the %s preset; remove them or use a command instead of the preset", k)
 		}
-		if acpPresets[k] != nil && a.Model != "" {
+		if p := acpPresets[k]; p != nil && p.ModelFlag == "" && a.Model != "" {
 			add("model does not apply to the %s preset (knotd does not choose an ACP agent's model); set the model in the agent's own configuration", k)
 		}
 		if k == PresetOllama && a.Model == "" {

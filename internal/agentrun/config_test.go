@@ -28,6 +28,7 @@ func TestAgent_Validate(t *testing.T) {
 		{name: "command file", agent: Agent{Command: []string{"t", "--file={prompt_file}"}, Prompt: PromptFile}},
 		{name: "permissions edit", agent: Agent{Preset: "codex", Permissions: PermEdit}},
 		{name: "permissions full", agent: Agent{Preset: "gemini", Permissions: PermFull}},
+		{name: "model on the gemini preset (--model)", agent: Agent{Preset: PresetGemini, Model: "gemini-2.5-pro"}},
 		{name: "permissions read-only", agent: Agent{Preset: "claude", Permissions: PermReadOnly}},
 		{name: "env", agent: Agent{Preset: "codex", Env: map[string]string{"CODEX_HOME": "/x"}, EnvRemove: []string{"OPENAI_API_KEY"}}},
 

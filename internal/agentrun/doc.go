@@ -13,10 +13,10 @@
 //     with its own new-session and resume command line, prompt delivery,
 //     reply and resume-handle parsing and error classification. Each agent
 //     has its home under agents/ (package agents lists them, one line
-//     each): its output decoder, and, moved so far for claude and codex,
-//     its driver (a kit.Driver, which kitdriver.go runs) with its recorded
-//     output and tests; the other presets' drivers are still here
-//     (preset_*.go);
+//     each): its output decoder, and its driver (a kit.Driver, which
+//     kitdriver.go runs), or for an agent speaking ACP (claude-acp,
+//     codex-acp, gemini, opencode) its preset (a kit.ACPPreset, which the
+//     one ACP driver, acp.go, runs);
 //   - a generic command: an argv template with the prompt on stdin, as one
 //     argument or in a file, and text or JSON output (RFC 6901 JSON pointers
 //     name the reply and the resume handle).
@@ -34,13 +34,13 @@
 // Commands are argv, never a shell. Template values such as {model} or
 // {prompt_file} are substituted inside single argv elements, and a value may
 // never turn an element into a flag (see template.go). The prompt goes on
-// standard input by default; otherwise standard input is /dev/null. The
-// gemini preset instead holds a conversation with Gemini CLI on its
-// standard input and output (ACP, see converse.go and preset_gemini.go):
-// the prompt is one message of it, and standard input is closed once the
-// reply is in. A command with protocol: acp is held the same kind of
-// conversation by knotd's ACP client on the acp-go-sdk (acp.go), which also
-// sends session/cancel before a timed-out or stopped agent is signalled. The
+// standard input by default; otherwise standard input is /dev/null. A
+// command with protocol: acp, and the presets on it (gemini among them),
+// instead hold a conversation with the agent on its standard input and
+// output (ACP, see converse.go), through knotd's ACP client on the
+// acp-go-sdk (acp.go): the prompt is one message of it, standard input is
+// closed once the reply is in, and session/cancel is sent before a
+// timed-out or stopped agent is signalled. The
 // working directory is the vault root. The environment is knotd's own plus
 // KNOT_VAULT, KNOT_STRAND, KNOT_EVENT, KNOT_SESSION and KNOT_RUN_ID, with the
 // agent's configured additions and removals.

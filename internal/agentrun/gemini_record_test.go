@@ -72,11 +72,11 @@ func TestGemini_RecordACP(t *testing.T) {
 			run := func(resume string) (procResult, parsed) {
 				req := &Request{Vault: vault, Agent: Agent{Preset: PresetGemini, Permissions: sc.perm}}
 				a := &attempt{req: req, program: []string{bin}, prompt: prompt, resume: resume}
-				argv, err := geminiDriver{}.argv(a)
+				argv, err := geminiDriver().argv(a)
 				if err != nil {
 					t.Fatal(err)
 				}
-				conv := geminiDriver{}.converse(a)
+				conv := geminiDriver().converse(a)
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 				defer cancel()
 				res := runProc(ctx, procSpec{argv: argv, dir: vault, env: env, grace: 5 * time.Second,

@@ -11,6 +11,16 @@ import (
 // agents/ (a kit.Driver, listed in the registry) with the runner's driver
 // interface: it hands the driver the attempt as a kit.Attempt and takes
 // back its kit.Parsed.
+//
+// The runner keeps its own driver interface, and this adapter, because two
+// of its three kinds of driver are no kit.Driver: the generic command
+// (commandDriver) reads the agent's configuration and the Request (its
+// templates, prompt file, JSON pointers, whether the session continues)
+// and parses with agentrun's own parsers; the ACP driver (acpDriver) holds
+// a conversation (talker, streamingTalk, cancellingTalk) over the runner's
+// outbox with the Request's file system. Making them kit.Drivers would move
+// those interfaces, the attempt's request and the parsed result's lost and
+// noted into kit, for drivers that belong to the runner.
 type kitDriver struct{ d kit.Driver }
 
 // newKitDriver returns the runner's driver for d. A kit.Totaler stays a

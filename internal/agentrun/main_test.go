@@ -21,3 +21,6 @@ func claudeDriver() kitTotaler { return newKitDriver(claude.Driver{}).(kitTotale
 
 // codexDriver is the runner's driver for the codex preset (agents/codex).
 func codexDriver() kitTotaler { return newKitDriver(codex.Driver{}).(kitTotaler) }
+
+// geminiDriver is the ACP driver with the gemini preset (agents/gemini).
+func geminiDriver() acpDriver { return newDriver(&Agent{}, PresetGemini).(acpDriver) }

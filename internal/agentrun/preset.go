@@ -189,10 +189,6 @@ func newDriver(a *Agent, kind string) driver {
 	if d := agents.Driver(kind); d != nil {
 		return newKitDriver(d)
 	}
-	switch kind {
-	case PresetGemini:
-		return geminiDriver{}
-	}
 	if p := acpPresets[kind]; p != nil {
 		return acpDriver{preset: p}
 	}

@@ -94,7 +94,7 @@ func TestGemini_RecordedACP(t *testing.T) {
 				resume = strings.TrimSpace(string(b))
 			}
 			a := &attempt{req: &Request{Vault: "/vault", Agent: Agent{Preset: PresetGemini, Permissions: tc.perm}}, prompt: "the prompt", resume: resume}
-			p, sent := talkACP(t, geminiDriver{}.converse(a), stdout, stderr, nil)
+			p, sent := talkACP(t, geminiDriver().converse(a), stdout, stderr, nil)
 			if exit != 0 {
 				t.Errorf("the recorded exit status is %d; want 0", exit)
 			}
@@ -126,7 +126,7 @@ func TestGemini_RecordedACP(t *testing.T) {
 			if !noted || (tc.note == "" && len(p.notes) > 0) {
 				t.Errorf("notes %q; want one with %q", p.notes, tc.note)
 			}
-			lost, ok := geminiDriver{}.sessionLost(exit, p, stderr)
+			lost, ok := geminiDriver().sessionLost(exit, p, stderr)
 			if ok != (tc.lost != "") || lost != p.lost {
 				t.Errorf("sessionLost = %q, %v; want %v", lost, ok, tc.lost != "")
 			}
@@ -154,7 +154,7 @@ func TestGemini_PromptWaitsForTheReplay(t *testing.T) {
 			update("user_message_chunk", "turn 2"), commands},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
+			c := geminiDriver().converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
 			out := []string{`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}}`}
 			out = append(out, lines...)
 			out = append(out, awaitSent+"session/prompt", update("agent_message_chunk", "NEW "), update("agent_message_chunk", "REPLY"),
@@ -233,7 +233,7 @@ func TestGemini_SetAsideSaysSo(t *testing.T) {
 		update("agent_message_chunk", "THE REPLY"),
 		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
 	}
-	c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
+	c := geminiDriver().converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p", resume: "s-1"})
 	p, sent := talkACP(t, c, strings.Join(out, "\n")+"\n", "", nil)
 	const want = "finish: knotd took the 2 updates Gemini CLI sent after the prompt for the loaded session's replayed history, and found no reply after them: knotd's failure, not the agent's"
 	if !slices.ContainsFunc(sent, func(s string) bool { return strings.HasPrefix(s, want) }) || p.agentErr != "" {
@@ -244,7 +244,7 @@ func TestGemini_SetAsideSaysSo(t *testing.T) {
 // TestGemini_OutputAfterTheEndIsRead: what the CLI prints after the
 // prompt's response (while it exits) is still read into the run's message.
 func TestGemini_OutputAfterTheEndIsRead(t *testing.T) {
-	c := geminiDriver{}.converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p"})
+	c := geminiDriver().converse(&attempt{req: &Request{Vault: "/v"}, prompt: "p"})
 	out := []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s-1"}}`,
@@ -261,7 +261,7 @@ func TestGemini_OutputAfterTheEndIsRead(t *testing.T) {
 }
 
 func TestGeminiPermit(t *testing.T) {
-	options := geminiPermissionRequest{}
+	options := acpPermissionRequest{}
 	for _, o := range []struct{ id, kind string }{{"proceed_always", "allow_always"}, {"proceed_once", "allow_once"}, {"cancel", "reject_once"}} {
 		options.Options = append(options.Options, struct {
 			OptionID string `json:"optionId"`
@@ -287,19 +287,19 @@ func TestGeminiPermit(t *testing.T) {
 		req := options
 		req.ToolCall.Kind = tc.kind
 		for perm, want := range map[Permissions]bool{PermReadOnly: tc.readOnly, PermEdit: tc.edit, PermFull: tc.full} {
-			id, allowed := geminiPermit(perm, req)
+			id, allowed := acpPermit(perm, req)
 			wantID := "cancel"
 			if want {
 				wantID = "proceed_once"
 			}
 			if allowed != want || id != wantID {
-				t.Errorf("geminiPermit(%s, %s) = %q, %v; want %q, %v", perm, tc.kind, id, allowed, wantID, want)
+				t.Errorf("acpPermit(%s, %s) = %q, %v; want %q, %v", perm, tc.kind, id, allowed, wantID, want)
 			}
 		}
 	}
 	// No option that says so: cancelled, refused.
-	if id, allowed := geminiPermit(PermFull, geminiPermissionRequest{}); id != "" || allowed {
-		t.Errorf("geminiPermit(no options) = %q, %v; want cancelled", id, allowed)
+	if id, allowed := acpPermit(PermFull, acpPermissionRequest{}); id != "" || allowed {
+		t.Errorf("acpPermit(no options) = %q, %v; want cancelled", id, allowed)
 	}
 }
 

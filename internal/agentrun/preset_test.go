@@ -245,9 +245,9 @@ func TestDrivers_Argv(t *testing.T) {
 			cat(codex, []string{"read-only", "-"})},
 		{"codex resume", codexDriver(), attempt{program: []string{"codex"}, resume: "t-1", model: "gpt-5", instructions: "Say \"hi\"\n"},
 			cat(codex, []string{"read-only", "--model", "gpt-5", "-c", `developer_instructions="Say \"hi\"\n"`, "resume", "t-1", "-"})},
-		{"gemini new", geminiDriver{}, attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
+		{"gemini new", geminiDriver(), attempt{program: []string{"gemini"}, instructions: "ignored: inline"},
 			[]string{"gemini", "--acp", "--approval-mode", "default"}},
-		{"gemini resume", geminiDriver{}, attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
+		{"gemini resume", geminiDriver(), attempt{program: []string{"gemini"}, resume: "g-1", model: "gemini-2.5-pro"},
 			[]string{"gemini", "--acp", "--approval-mode", "default", "--model", "gemini-2.5-pro"}},
 		{"llm new", newDriver(&Agent{}, PresetLLM), attempt{program: []string{"llm"}},
 			[]string{"llm", "prompt", "-d", filepath.Join("/state", "llm", sess+".db"), "--log"}},
@@ -426,12 +426,12 @@ func FuzzParsers(f *testing.F) {
 		_, _ = claudeDriver().parser().finish(out, false, string(out))
 		_, _ = codexParse(t, out)
 		for _, resume := range []string{"", "s-1"} {
-			_, _ = talk(geminiDriver{}, &attempt{req: &Request{}, prompt: "p", resume: resume}, string(out), string(out))
+			_, _ = talk(geminiDriver(), &attempt{req: &Request{}, prompt: "p", resume: resume}, string(out), string(out))
 		}
 		_, _ = jsonParser{reply: ptr, session: ptr}.finish(out, false, "")
 		_, _ = textParser{}.finish(out, true, "")
 		_, _ = parseOutput(claudeDriver(), string(out), string(out)) // line by line, as it streams
-		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver(), geminiDriver{}} {
+		for _, d := range []sessionRecoverer{claudeDriver(), codexDriver(), geminiDriver()} {
 			_, _ = d.sessionLost(1, parsed{}, string(out))
 		}
 		var entry map[string]any
@@ -507,6 +507,7 @@ func TestACPPresets_FromTheRegistry(t *testing.T) {
 		{PresetClaudeACP, "claude-agent-acp", []string{"claude-agent-acp"}, ""},
 		{PresetCodexACP, "codex-acp", []string{"codex-acp"}, "Internal error: thread not found"},
 		{PresetOpenCode, "opencode", []string{"opencode", "acp"}, ""},
+		{PresetGemini, "gemini", []string{"gemini", "--acp", "--approval-mode", "default"}, ""},
 	}
 	for _, tt := range tests {
 		a := &Agent{Preset: tt.preset}
@@ -521,11 +522,43 @@ func TestACPPresets_FromTheRegistry(t *testing.T) {
 		if err != nil || !slices.Equal(argv, tt.argv) {
 			t.Errorf("%s: argv %q, %v; want %q", tt.preset, argv, err, tt.argv)
 		}
-		if tt.lost != "" && !d.preset.promptLost(&acp.RequestError{Code: -32603, Message: tt.lost}) {
+		if tt.lost != "" && !newACPConversation(nil, d.preset).promptLost(&acp.RequestError{Code: -32603, Message: tt.lost}) {
 			t.Errorf("%s: %q at the prompt does not lose the session", tt.preset, tt.lost)
 		}
-		if d.preset.promptLost(&acp.RequestError{Code: -32603, Message: "Internal error"}) {
+		if newACPConversation(nil, d.preset).promptLost(&acp.RequestError{Code: -32603, Message: "Internal error"}) {
 			t.Errorf("%s: any error at the prompt loses the session", tt.preset)
+		}
+	}
+}
+
+// TestACPPresets_Model checks that a preset with a ModelFlag (gemini)
+// passes the model on its command line, and that one without (and a
+// protocol: acp command) does not and says so.
+func TestACPPresets_Model(t *testing.T) {
+	tests := []struct {
+		preset string
+		argv   []string
+		noted  bool // "the model … was not passed on"
+	}{
+		{PresetGemini, []string{"gemini", "--acp", "--approval-mode", "default", "--model", "m-1"}, false},
+		{PresetCodexACP, []string{"codex-acp"}, true},
+		{"", []string{"agent"}, true},
+	}
+	for _, tt := range tests {
+		a := &Agent{Preset: tt.preset, Command: []string{"agent"}, Protocol: ProtocolACP}
+		if tt.preset != "" {
+			a = &Agent{Preset: tt.preset}
+		}
+		d := newDriver(a, tt.preset).(acpDriver)
+		at := &attempt{req: &Request{Agent: *a}, program: program(a, d), model: "m-1", prompt: "p"}
+		argv, err := d.argv(at)
+		if err != nil || !slices.Equal(argv, tt.argv) {
+			t.Errorf("%q: argv %q, %v; want %q", tt.preset, argv, err, tt.argv)
+		}
+		c := d.converse(at).(*acpConversation)
+		noted := slices.ContainsFunc(c.notes, func(n string) bool { return strings.Contains(n, `the model "m-1" was not passed on`) })
+		if noted != tt.noted {
+			t.Errorf("%q: notes %q; want the model's note: %v", tt.preset, c.notes, tt.noted)
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 type entry struct {
 	name    string         // the preset's name in the configuration ("" for none)
 	formats []kit.Decoding // the output formats its decoder reads
-	driver  kit.Driver     // nil while its driver is still in agentrun
+	driver  kit.Driver     // nil for a generic command and an agent the ACP driver runs
 	// acp is the preset of an agent the ACP driver runs (driver nil).
 	acp *kit.ACPPreset
 }
@@ -34,7 +34,7 @@ var registry = []entry{
 	{"", []kit.Decoding{{Format: kit.FormatText}}, nil, nil}, // a generic command, llm, ollama
 	{"claude", claude.Formats, claude.Driver{}, nil},
 	{"codex", codex.Formats, codex.Driver{}, nil},
-	{"gemini", gemini.Formats, nil, nil},
+	{"gemini", gemini.Formats, nil, gemini.Preset},
 	{"llm", nil, llm.Driver{}, nil},
 	{"ollama", nil, ollama.Driver{}, nil},
 	{"", acp.Formats, nil, nil}, // the generic ACP agent (protocol: acp)
@@ -44,7 +44,7 @@ var registry = []entry{
 }
 
 // Driver returns the driver of the preset named name, nil when no agent of
-// the registry has that name or its driver is still in agentrun.
+// the registry has that name or the ACP driver runs it (ACPPresets).
 func Driver(name string) kit.Driver {
 	for _, e := range registry {
 		if e.name == name && name != "" {
