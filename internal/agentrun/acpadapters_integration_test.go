@@ -17,11 +17,16 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/claudeacp/claudeacptest"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
+	"github.com/knotd/knotd/internal/agents/codexacp/codexacptest"
+	"github.com/knotd/knotd/internal/agents/opencode/opencodetest"
 )
 
 // These tests drive the ACP adapters of Claude Code and Codex
-// (agenttest.ClaudeACP, agenttest.CodexACP) and OpenCode's ACP mode
-// (agenttest.OpenCode, `opencode acp`) with a minimal JSON-RPC client of
+// (claudeacptest.ClaudeACP, codexacptest.CodexACP) and OpenCode's ACP mode
+// (opencodetest.OpenCode, `opencode acp`) with a minimal JSON-RPC client of
 // their own, against the loopback stand-ins of the Anthropic and OpenAI
 // APIs, before knotd has an ACP driver for them: they pin what the
 // adapters do, which the driver and its presets are to be built on, and
@@ -83,7 +88,7 @@ import (
 //
 // OpenCode 1.18.33 (npm opencode-ai, a native binary; `opencode acp`), run
 // against the Anthropic stand-in through OPENCODE_CONFIG_CONTENT
-// (Server.OpenCodeEnv: provider anthropic with options.baseURL), differs:
+// (opencodetest.Env: provider anthropic with options.baseURL), differs:
 // initialize says loadSession and sessionCapabilities resume (no
 // additionalDirectories), one authMethod "opencode-login" that the
 // stand-in's configuration does not need; it too asks the model for a
@@ -419,10 +424,10 @@ type acpAPI struct {
 
 var acpAdapters = []acpAdapter{
 	{
-		name: "claude-agent-acp", version: agenttest.ClaudeACPVersion, bin: agenttest.ClaudeACP, asks: "default", usage: [2]int{10, 8}, rejected: "end_turn",
+		name: "claude-agent-acp", version: claudeacptest.ClaudeACPVersion, bin: claudeacptest.ClaudeACP, asks: "default", usage: [2]int{10, 8}, rejected: "end_turn",
 		store: func(dir string) string { return filepath.Join(dir, ".claude", "projects") },
 		standIn: func(t *testing.T, dir string) ([]string, acpAPI) {
-			api := agenttest.NewAnthropic(t)
+			api := claudetest.NewAnthropic(t)
 			// As the claude-acp preset runs it: no prompt suggestion, a
 			// model call after each turn that would land, at its own
 			// time, among the next turn's calls.
@@ -440,7 +445,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "Write",
 						Input: map[string]string{"file_path": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
+					api.SetAnswer(agenttest.CallTool[claudetest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -453,12 +458,12 @@ var acpAdapters = []acpAdapter{
 		},
 	},
 	{
-		name: "opencode", version: agenttest.OpenCodeVersion, bin: agenttest.OpenCode, args: []string{"acp"},
+		name: "opencode", version: opencodetest.OpenCodeVersion, bin: opencodetest.OpenCode, args: []string{"acp"},
 		asks: "build", usage: [2]int{10, 8}, rejected: "end_turn", fsWrite: true,
 		store: func(dir string) string { return filepath.Join(dir, ".local", "share", "opencode") },
 		standIn: func(t *testing.T, dir string) ([]string, acpAPI) {
-			api := agenttest.NewAnthropic(t)
-			return api.OpenCodeEnv(dir, "ask"), acpAPI{
+			api := claudetest.NewAnthropic(t)
+			return opencodetest.Env(api, dir, "ask"), acpAPI{
 				prompts: func() [][]string {
 					var out [][]string
 					for _, r := range api.MessageRequests() {
@@ -471,7 +476,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "write",
 						Input: map[string]string{"filePath": target, "content": content}}
-					api.SetAnswer(agenttest.CallTool[agenttest.Request](call, realcli.Finished))
+					api.SetAnswer(agenttest.CallTool[claudetest.Request](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -484,10 +489,10 @@ var acpAdapters = []acpAdapter{
 		},
 	},
 	{
-		name: "codex-acp", version: agenttest.CodexACPVersion, bin: agenttest.CodexACP, asks: "read-only", usage: [2]int{100, 9}, rejected: "cancelled",
-		store: func(dir string) string { return filepath.Join(agenttest.CodexHome(dir), "sessions") },
+		name: "codex-acp", version: codexacptest.CodexACPVersion, bin: codexacptest.CodexACP, asks: "read-only", usage: [2]int{100, 9}, rejected: "cancelled",
+		store: func(dir string) string { return filepath.Join(codextest.CodexHome(dir), "sessions") },
 		standIn: func(t *testing.T, dir string) ([]string, acpAPI) {
-			api := agenttest.NewOpenAI(t)
+			api := codextest.NewOpenAI(t)
 			return api.CodexEnv(t, dir), acpAPI{
 				prompts: func() [][]string {
 					var out [][]string
@@ -501,7 +506,7 @@ var acpAdapters = []acpAdapter{
 				write: func(target, content string) {
 					patch := "*** Begin Patch\n*** Add File: " + target + "\n+" + strings.TrimSuffix(content, "\n") + "\n*** End Patch\n"
 					call := agenttest.ToolCall{ID: "call_acp_write", Name: "apply_patch", Input: patch}
-					api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, realcli.Finished))
+					api.SetAnswer(agenttest.CallTool[codextest.ResponsesRequest](call, realcli.Finished))
 				},
 				results: func() []agenttest.ToolResult {
 					var out []agenttest.ToolResult
@@ -751,7 +756,7 @@ func TestACPAdapters_RealCLI(t *testing.T) {
 // ["user"] keeps Claude Code to the user's own settings, as
 // --setting-sources user does for the CLI.
 func TestClaudeACP_RealCLIVaultSettings(t *testing.T) {
-	bin := agenttest.ClaudeACP(t)
+	bin := claudeacptest.ClaudeACP(t)
 	for _, tc := range []struct {
 		name    string
 		meta    map[string]any // session/new's _meta; nil: none
@@ -761,7 +766,7 @@ func TestClaudeACP_RealCLIVaultSettings(t *testing.T) {
 		{"user settings only", map[string]any{"claudeCode": map[string]any{"options": map[string]any{"settingSources": []string{"user"}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			api := agenttest.NewAnthropic(t)
+			api := claudetest.NewAnthropic(t)
 			env := api.ClaudeEnv(t.TempDir())
 			vault := t.TempDir()
 			if err := os.MkdirAll(filepath.Join(vault, ".claude"), 0o755); err != nil {

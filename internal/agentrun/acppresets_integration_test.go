@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/claudeacp/claudeacptest"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -173,8 +174,8 @@ func TestACPPresets_RealCLI(t *testing.T) {
 // a new turn and on a resumed one: a header it plants never reaches the
 // model.
 func TestClaudeACPPreset_RealCLIVaultSettings(t *testing.T) {
-	bin := agenttest.ClaudeACP(t)
-	api := agenttest.NewAnthropic(t)
+	bin := claudeacptest.ClaudeACP(t)
+	api := claudetest.NewAnthropic(t)
 	rc := realcli.New(agentrun.PresetClaudeACP, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)
 	vault := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(vault, ".claude"), 0o755); err != nil {

@@ -1,9 +1,11 @@
-package agenttest
+package claudetest
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // The usage every reply reports, as the stand-in that recorded the fixtures
@@ -52,7 +54,7 @@ type event struct {
 }
 
 // stopReason is the stop reason of a reply: "tool_use" when it calls tools.
-func stopReason(r Reply) string {
+func stopReason(r agenttest.Reply) string {
 	if len(r.ToolCalls) > 0 {
 		return "tool_use"
 	}
@@ -61,13 +63,13 @@ func stopReason(r Reply) string {
 
 // contentBlocks returns the content blocks of r: a text block unless r has
 // tool calls and no text, then a tool_use block for each call.
-func contentBlocks(r Reply) ([]any, error) {
+func contentBlocks(r agenttest.Reply) ([]any, error) {
 	var blocks []any
 	if r.Text != "" || len(r.ToolCalls) == 0 {
 		blocks = append(blocks, textBlock{Type: "text", Text: r.Text})
 	}
 	for _, c := range r.ToolCalls {
-		input, err := inputJSON(c.Input)
+		input, err := agenttest.InputJSON(c.Input)
 		if err != nil {
 			return nil, fmt.Errorf("agenttest: encode the input of tool call %s: %w", c.Name, err)
 		}
@@ -80,7 +82,7 @@ func contentBlocks(r Reply) ([]any, error) {
 // the order the Messages API sends them: a text block streamed as one
 // text_delta, and each tool_use block with its input as one
 // input_json_delta.
-func streamEvents(id, model string, r Reply) ([]event, error) {
+func streamEvents(id, model string, r agenttest.Reply) ([]event, error) {
 	blocks, err := contentBlocks(r)
 	if err != nil {
 		return nil, err
@@ -121,7 +123,7 @@ func streamEvents(id, model string, r Reply) ([]event, error) {
 
 // writeStream answers with r as a streamed assistant message
 // (text/event-stream), flushing after every event.
-func writeStream(w http.ResponseWriter, id, model string, r Reply) error {
+func writeStream(w http.ResponseWriter, id, model string, r agenttest.Reply) error {
 	events, err := streamEvents(id, model, r)
 	if err != nil {
 		return err
@@ -146,13 +148,13 @@ func writeStream(w http.ResponseWriter, id, model string, r Reply) error {
 }
 
 // writeMessage answers with r as a whole assistant message (JSON).
-func writeMessage(w http.ResponseWriter, id, model string, r Reply) error {
+func writeMessage(w http.ResponseWriter, id, model string, r agenttest.Reply) error {
 	blocks, err := contentBlocks(r)
 	if err != nil {
 		return err
 	}
 	stop := stopReason(r)
-	return writeJSON(w, http.StatusOK, message{
+	return agenttest.WriteJSON(w, http.StatusOK, message{
 		ID: id, Type: "message", Role: "assistant", Model: model,
 		Content:    blocks,
 		StopReason: &stop,
@@ -177,21 +179,8 @@ func writeError(w http.ResponseWriter, status int, msg string) error {
 	if !ok {
 		typ = "api_error"
 	}
-	return writeJSON(w, status, map[string]any{
+	return agenttest.WriteJSON(w, status, map[string]any{
 		"type":  "error",
 		"error": map[string]string{"type": typ, "message": msg},
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("agenttest: encode reply: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	if _, err := w.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("agenttest: write reply: %w", err)
-	}
-	return nil
 }

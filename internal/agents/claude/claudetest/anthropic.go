@@ -1,5 +1,6 @@
-// Package agenttest helps tests run real agent CLIs against loopback
-// stand-ins for the services they call, in the spirit of net/http/httptest.
+// Package claudetest helps tests run the real Claude Code CLI (ClaudeCLI,
+// Server.ClaudeEnv) against a loopback stand-in for the Anthropic Messages
+// API, in the spirit of net/http/httptest.
 //
 // Server is a stand-in for the Anthropic Messages API, started on 127.0.0.1
 // by NewAnthropic. It records every request and answers the way the stand-in
@@ -17,16 +18,19 @@
 //
 // The reply text is "MOCK REPLY (user messages seen: N)", N counting the
 // user messages of the request, unless the test sets a ReplyFunc, or with
-// SetAnswer a Reply that may call the CLI's tools (see CallTool); SetStatus
+// SetAnswer an agenttest.Reply that may call the CLI's tools (see
+// agenttest.CallTool); SetStatus
 // makes it answer every request with an error status instead (Claude Code
 // retries a 401 forever: see ClaudeCLI for running the real CLI).
-package agenttest
+package claudetest
 
 import (
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // ReplyFunc returns the text the stand-in answers a Messages API request with.
@@ -46,10 +50,10 @@ type Server struct {
 	// ANTHROPIC_BASE_URL.
 	URL string
 
-	*standIn[Request]
+	*agenttest.StandIn[Request]
 
 	mu     sync.Mutex
-	answer func(Request) Reply
+	answer func(Request) agenttest.Reply
 }
 
 // NewAnthropic starts a Server on a loopback port. It is closed when tb's
@@ -57,8 +61,8 @@ type Server struct {
 func NewAnthropic(tb testing.TB) *Server {
 	tb.Helper()
 	s := &Server{}
-	s.standIn = newStandIn[Request](tb, s)
-	s.URL = s.srv.URL
+	s.StandIn = agenttest.NewStandIn[Request](tb, (*messagesAPI)(s))
+	s.URL = s.StandIn.URL
 	return s
 }
 
@@ -69,7 +73,7 @@ func (s *Server) SetReply(reply ReplyFunc) {
 		s.SetAnswer(nil)
 		return
 	}
-	s.SetAnswer(func(r Request) Reply { return Reply{Text: reply(r)} })
+	s.SetAnswer(func(r Request) agenttest.Reply { return agenttest.Reply{Text: reply(r)} })
 }
 
 // SetAnswer makes the server answer later Messages API requests with
@@ -78,7 +82,7 @@ func (s *Server) SetReply(reply ReplyFunc) {
 // has none) and the message's stop reason "tool_use". nil restores
 // DefaultReply. answer is called from the server's handler goroutines,
 // possibly concurrently.
-func (s *Server) SetAnswer(answer func(Request) Reply) {
+func (s *Server) SetAnswer(answer func(Request) agenttest.Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answer = answer
@@ -88,7 +92,7 @@ func (s *Server) SetAnswer(answer func(Request) Reply) {
 // with the HTTP status code and a Messages API error object (for example
 // http.StatusUnauthorized). 0 restores normal answers.
 func (s *Server) SetStatus(code int) {
-	s.force(code, -1)
+	s.Force(code, -1)
 }
 
 // MessageRequests returns the POST /v1/messages requests received so far
@@ -103,13 +107,16 @@ func (s *Server) MessageRequests() []Request {
 	return calls
 }
 
-func (s *Server) apiName() string { return "Anthropic" }
+// messagesAPI is the Server seen as the agenttest.API it serves.
+type messagesAPI Server
 
-func (s *Server) setStatus(r *Request, status int) { r.Status = status }
+func (s *messagesAPI) APIName() string { return "Anthropic" }
 
-// record records r; its routes are POST /v1/messages and
+func (s *messagesAPI) SetRecordStatus(r *Request, status int) { r.Status = status }
+
+// Record records r; its routes are POST /v1/messages and
 // /v1/messages/count_tokens, whose bodies it parses, and GET and HEAD.
-func (s *Server) record(r *http.Request, body []byte, parse bool) (Request, bool, error) {
+func (s *messagesAPI) Record(r *http.Request, body []byte, parse bool) (Request, bool, error) {
 	req := Request{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -130,23 +137,23 @@ func (s *Server) record(r *http.Request, body []byte, parse bool) (Request, bool
 	return req, true, err
 }
 
-func (s *Server) respond(req *Request, n int) func(http.ResponseWriter) error {
+func (s *messagesAPI) Respond(req *Request, n int) func(http.ResponseWriter) error {
 	switch {
 	case req.Method == http.MethodGet || req.Method == http.MethodHead:
-		return func(w http.ResponseWriter) error { return writeJSON(w, http.StatusOK, struct{}{}) }
+		return func(w http.ResponseWriter) error { return agenttest.WriteJSON(w, http.StatusOK, struct{}{}) }
 	case req.Path == "/v1/messages/count_tokens":
 		return func(w http.ResponseWriter) error {
-			return writeJSON(w, http.StatusOK, map[string]int{"input_tokens": replyInputTokens})
+			return agenttest.WriteJSON(w, http.StatusOK, map[string]int{"input_tokens": replyInputTokens})
 		}
 	}
 	s.mu.Lock()
 	answerFn := s.answer
 	s.mu.Unlock()
 	if answerFn == nil {
-		answerFn = func(r Request) Reply { return Reply{Text: DefaultReply(r)} }
+		answerFn = func(r Request) agenttest.Reply { return agenttest.Reply{Text: DefaultReply(r)} }
 	}
 	id := fmt.Sprintf("msg_%024x", n)
-	reply := answerFn(*req).withCallIDs("toolu", n)
+	reply := answerFn(*req).WithCallIDs("toolu", n)
 	model, stream := req.Model, req.Stream
 	if stream {
 		return func(w http.ResponseWriter) error { return writeStream(w, id, model, reply) }
@@ -154,10 +161,10 @@ func (s *Server) respond(req *Request, n int) func(http.ResponseWriter) error {
 	return func(w http.ResponseWriter) error { return writeMessage(w, id, model, reply) }
 }
 
-func (s *Server) writeError(w http.ResponseWriter, status int, msg string) error {
+func (s *messagesAPI) WriteError(w http.ResponseWriter, status int, msg string) error {
 	return writeError(w, status, msg)
 }
 
-func (s *Server) writeForced(w http.ResponseWriter, status int) error {
+func (s *messagesAPI) WriteForced(w http.ResponseWriter, status int) error {
 	return writeError(w, status, fmt.Sprintf("agenttest: status %d set by the test", status))
 }

@@ -1,4 +1,4 @@
-package agenttest
+package codextest
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // OpenAI is a loopback stand-in for the OpenAI Responses API as Codex CLI
@@ -35,10 +37,10 @@ type OpenAI struct {
 	// API is under URL+"/v1".
 	URL string
 
-	*standIn[ResponsesRequest]
+	*agenttest.StandIn[ResponsesRequest]
 
 	mu     sync.Mutex
-	answer func(ResponsesRequest) Reply
+	answer func(ResponsesRequest) agenttest.Reply
 }
 
 // The usage every reply reports, as the recording's stand-in did.
@@ -69,15 +71,15 @@ type ResponsesRequest struct {
 	// output_text parts become blocks of Type "text", so that Message.Text
 	// works; other parts keep their type and no text. Items of other types
 	// (additional_tools, function calls…) are left out.
-	Input []Message
+	Input []agenttest.Message
 	// Results holds the input's function_call_output and
 	// custom_tool_call_output items, in order: what the CLI sent back for
 	// the tool calls of earlier replies.
-	Results []ToolResult
+	Results []agenttest.ToolResult
 }
 
 // ToolResults returns r.Results.
-func (r ResponsesRequest) ToolResults() []ToolResult { return r.Results }
+func (r ResponsesRequest) ToolResults() []agenttest.ToolResult { return r.Results }
 
 // codexContext starts the text of the user messages Codex CLI adds to the
 // conversation itself (the environment, AGENTS.md and skills).
@@ -90,7 +92,7 @@ var codexContext = []string{
 }
 
 // isCodexContext reports whether m is a user message Codex CLI added.
-func isCodexContext(m Message) bool {
+func isCodexContext(m agenttest.Message) bool {
 	text := strings.TrimSpace(m.Text())
 	for _, p := range codexContext {
 		if strings.HasPrefix(text, p) {
@@ -134,8 +136,8 @@ func DefaultResponsesReply(r ResponsesRequest) string {
 func NewOpenAI(tb testing.TB) *OpenAI {
 	tb.Helper()
 	s := &OpenAI{}
-	s.standIn = newStandIn[ResponsesRequest](tb, s)
-	s.URL = s.srv.URL
+	s.StandIn = agenttest.NewStandIn[ResponsesRequest](tb, (*responsesAPI)(s))
+	s.URL = s.StandIn.URL
 	return s
 }
 
@@ -147,7 +149,7 @@ func (s *OpenAI) SetReply(reply func(ResponsesRequest) string) {
 		s.SetAnswer(nil)
 		return
 	}
-	s.SetAnswer(func(r ResponsesRequest) Reply { return Reply{Text: reply(r)} })
+	s.SetAnswer(func(r ResponsesRequest) agenttest.Reply { return agenttest.Reply{Text: reply(r)} })
 }
 
 // SetAnswer makes the server answer later requests with answer's Reply,
@@ -157,7 +159,7 @@ func (s *OpenAI) SetReply(reply func(ResponsesRequest) string) {
 // stand-in makes up when the call has none. nil restores
 // DefaultResponsesReply. answer is called from the server's handler
 // goroutines.
-func (s *OpenAI) SetAnswer(answer func(ResponsesRequest) Reply) {
+func (s *OpenAI) SetAnswer(answer func(ResponsesRequest) agenttest.Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answer = answer
@@ -174,7 +176,7 @@ func (s *OpenAI) SetStatus(code int) {
 // SetStatusTimes is SetStatus for the next n requests only; after them the
 // server answers normally again. n < 0 means every request.
 func (s *OpenAI) SetStatusTimes(code, n int) {
-	s.force(code, n)
+	s.Force(code, n)
 }
 
 // ResponseRequests returns the POST /v1/responses requests received so far
@@ -189,13 +191,16 @@ func (s *OpenAI) ResponseRequests() []ResponsesRequest {
 	return calls
 }
 
-func (s *OpenAI) apiName() string { return "OpenAI" }
+// responsesAPI is the OpenAI seen as the agenttest.API it serves.
+type responsesAPI OpenAI
 
-func (s *OpenAI) setStatus(r *ResponsesRequest, status int) { r.Status = status }
+func (s *responsesAPI) APIName() string { return "OpenAI" }
 
-// record records r; its one route is POST /v1/responses, whose body it
+func (s *responsesAPI) SetRecordStatus(r *ResponsesRequest, status int) { r.Status = status }
+
+// Record records r; its one route is POST /v1/responses, whose body it
 // parses.
-func (s *OpenAI) record(r *http.Request, body []byte, parse bool) (ResponsesRequest, bool, error) {
+func (s *responsesAPI) Record(r *http.Request, body []byte, parse bool) (ResponsesRequest, bool, error) {
 	req := ResponsesRequest{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -213,24 +218,24 @@ func (s *OpenAI) record(r *http.Request, body []byte, parse bool) (ResponsesRequ
 	return req, true, err
 }
 
-func (s *OpenAI) respond(req *ResponsesRequest, n int) func(http.ResponseWriter) error {
+func (s *responsesAPI) Respond(req *ResponsesRequest, n int) func(http.ResponseWriter) error {
 	s.mu.Lock()
 	answerFn := s.answer
 	s.mu.Unlock()
 	if answerFn == nil {
-		answerFn = func(r ResponsesRequest) Reply { return Reply{Text: DefaultResponsesReply(r)} }
+		answerFn = func(r ResponsesRequest) agenttest.Reply { return agenttest.Reply{Text: DefaultResponsesReply(r)} }
 	}
-	reply := answerFn(*req).withCallIDs("call", n)
+	reply := answerFn(*req).WithCallIDs("call", n)
 	in := int64(responsesInputTokensPerUser * len(req.UserPrompts()))
 	model := req.Model
 	return func(w http.ResponseWriter) error { return writeResponsesStream(w, n, model, reply, in) }
 }
 
-func (s *OpenAI) writeError(w http.ResponseWriter, status int, msg string) error {
+func (s *responsesAPI) WriteError(w http.ResponseWriter, status int, msg string) error {
 	return writeOpenAIError(w, status, msg)
 }
 
-func (s *OpenAI) writeForced(w http.ResponseWriter, status int) error {
+func (s *responsesAPI) WriteForced(w http.ResponseWriter, status int) error {
 	msg := fmt.Sprintf("agenttest: status %d set by the test", status)
 	if status == http.StatusUnauthorized {
 		msg = "Incorrect API key provided: dummy."
@@ -266,7 +271,7 @@ func (r *ResponsesRequest) parseBody(body []byte) error {
 			if err != nil {
 				return fmt.Errorf("agenttest: parse input[%d] output: %w", i, err)
 			}
-			r.Results = append(r.Results, ToolResult{ID: item.CallID, Output: Message{Content: out}.Text()})
+			r.Results = append(r.Results, agenttest.ToolResult{ID: item.CallID, Output: agenttest.Message{Content: out}.Text()})
 			continue
 		}
 		if item.Type != "message" && !(item.Type == "" && item.Role != "") {
@@ -276,7 +281,7 @@ func (r *ResponsesRequest) parseBody(body []byte) error {
 		if err != nil {
 			return fmt.Errorf("agenttest: parse input[%d]: %w", i, err)
 		}
-		r.Input = append(r.Input, Message{Role: item.Role, Content: blocks})
+		r.Input = append(r.Input, agenttest.Message{Role: item.Role, Content: blocks})
 	}
 	return nil
 }
@@ -284,20 +289,23 @@ func (r *ResponsesRequest) parseBody(body []byte) error {
 // parseResponsesContent reads a message's content: a string (one text
 // block) or an array of parts, whose input_text and output_text parts become
 // text blocks.
-func parseResponsesContent(raw json.RawMessage) ([]Block, error) {
+func parseResponsesContent(raw json.RawMessage) ([]agenttest.Block, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '[' {
-		return parseContent(raw)
+		return agenttest.ParseContent(raw)
 	}
-	var parts []wireBlock
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, err
 	}
-	blocks := make([]Block, len(parts))
+	blocks := make([]agenttest.Block, len(parts))
 	for i, p := range parts {
-		blocks[i] = Block{Type: p.Type}
+		blocks[i] = agenttest.Block{Type: p.Type}
 		if p.Type == "input_text" || p.Type == "output_text" || p.Type == "text" {
-			blocks[i] = Block{Type: "text", Text: p.Text}
+			blocks[i] = agenttest.Block{Type: "text", Text: p.Text}
 		}
 	}
 	return blocks, nil
@@ -315,7 +323,7 @@ type responsesUsage struct {
 // writeResponsesStream answers with r as a streamed response
 // (text/event-stream), flushing after every event: a message item with r's
 // text (unless r only calls tools), then an item for each tool call.
-func writeResponsesStream(w http.ResponseWriter, n int, model string, r Reply, inputTokens int64) error {
+func writeResponsesStream(w http.ResponseWriter, n int, model string, r agenttest.Reply, inputTokens int64) error {
 	respID := fmt.Sprintf("resp_%024x", n)
 	created := time.Now().Unix()
 	response := func(status string, output []any, usage *responsesUsage) map[string]any {
@@ -361,7 +369,7 @@ func writeResponsesStream(w http.ResponseWriter, n int, model string, r Reply, i
 		if s, ok := c.Input.(string); ok {
 			kind, field, key, input = "custom_tool_call", "input", "custom_tool_call_input", s
 		} else {
-			args, err := inputJSON(c.Input)
+			args, err := agenttest.InputJSON(c.Input)
 			if err != nil {
 				return fmt.Errorf("agenttest: encode the arguments of tool call %s: %w", c.Name, err)
 			}
@@ -434,7 +442,7 @@ func writeOpenAIError(w http.ResponseWriter, status int, msg string) error {
 	if kind[1] != "" {
 		code = kind[1]
 	}
-	return writeJSON(w, status, map[string]any{"error": map[string]any{
+	return agenttest.WriteJSON(w, status, map[string]any{"error": map[string]any{
 		"message": msg, "type": kind[0], "param": nil, "code": code,
 	}})
 }

@@ -1,9 +1,11 @@
-package agenttest
+package claudetest
 
 import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 func TestRequest_ParseBody(t *testing.T) {
@@ -17,7 +19,7 @@ func TestRequest_ParseBody(t *testing.T) {
 			name: "string content and system",
 			body: `{"model":"m","stream":true,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`,
 			want: Request{Model: "m", Stream: true, System: "be brief",
-				Messages: []Message{{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}}}},
+				Messages: []agenttest.Message{{Role: "user", Content: []agenttest.Block{{Type: "text", Text: "hi"}}}}},
 		},
 		{
 			name: "blocks as Claude Code sends them",
@@ -27,13 +29,13 @@ func TestRequest_ParseBody(t *testing.T) {
 				{"role":"system","content":"# Environment"},
 				{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"ok"},{"type":"tool_use","id":"t1","name":"Bash","input":{}}]},
 				{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"done"}]}]}`,
-			want: Request{Model: "claude-opus-5-5", System: "a\nb", Messages: []Message{
-				{Role: "user", Content: []Block{
+			want: Request{Model: "claude-opus-5-5", System: "a\nb", Messages: []agenttest.Message{
+				{Role: "user", Content: []agenttest.Block{
 					{Type: "text", Text: "<system-reminder>\nx\n</system-reminder>\n"},
 					{Type: "text", Text: "prompt\n"}}},
-				{Role: "system", Content: []Block{{Type: "text", Text: "# Environment"}}},
-				{Role: "assistant", Content: []Block{{Type: "thinking"}, {Type: "text", Text: "ok"}, {Type: "tool_use", ID: "t1", Name: "Bash"}}},
-				{Role: "user", Content: []Block{{Type: "tool_result", ID: "t1", Text: "done"}}},
+				{Role: "system", Content: []agenttest.Block{{Type: "text", Text: "# Environment"}}},
+				{Role: "assistant", Content: []agenttest.Block{{Type: "thinking"}, {Type: "text", Text: "ok"}, {Type: "tool_use", ID: "t1", Name: "Bash"}}},
+				{Role: "user", Content: []agenttest.Block{{Type: "tool_result", ID: "t1", Text: "done"}}},
 			}},
 		},
 		{
@@ -41,7 +43,7 @@ func TestRequest_ParseBody(t *testing.T) {
 			body: `{"messages":[{"role":"user","content":[
 				{"type":"tool_result","tool_use_id":"a","content":[{"type":"text","text":"x"},{"type":"image"},{"type":"text","text":"y"}]},
 				{"type":"tool_result","tool_use_id":"b","is_error":true,"content":"denied"}]}]}`,
-			want: Request{Messages: []Message{{Role: "user", Content: []Block{
+			want: Request{Messages: []agenttest.Message{{Role: "user", Content: []agenttest.Block{
 				{Type: "tool_result", ID: "a", Text: "x\ny"},
 				{Type: "tool_result", ID: "b", Text: "denied", IsError: true}}}}},
 		},
@@ -49,12 +51,12 @@ func TestRequest_ParseBody(t *testing.T) {
 		{
 			name: "no system, null content",
 			body: `{"model":"m","messages":[{"role":"user","content":null}]}`,
-			want: Request{Model: "m", Messages: []Message{{Role: "user"}}},
+			want: Request{Model: "m", Messages: []agenttest.Message{{Role: "user"}}},
 		},
 		{
 			name: "count_tokens body without stream",
 			body: `{"model":"m","messages":[]}`,
-			want: Request{Model: "m", Messages: []Message{}},
+			want: Request{Model: "m", Messages: []agenttest.Message{}},
 		},
 		{name: "not json", body: `{`, wantErr: true},
 		{name: "messages not an array", body: `{"messages":{}}`, wantErr: true},
@@ -78,19 +80,19 @@ func TestRequest_ParseBody(t *testing.T) {
 func TestMessage_Prompt(t *testing.T) {
 	tests := []struct {
 		name       string
-		msg        Message
+		msg        agenttest.Message
 		text, want string
 	}{
-		{"one block", Message{Role: "user", Content: []Block{{Type: "text", Text: "hi\n"}}}, "hi\n", "hi\n"},
-		{"reminder left out", Message{Role: "user", Content: []Block{
+		{"one block", agenttest.Message{Role: "user", Content: []agenttest.Block{{Type: "text", Text: "hi\n"}}}, "hi\n", "hi\n"},
+		{"reminder left out", agenttest.Message{Role: "user", Content: []agenttest.Block{
 			{Type: "text", Text: "<system-reminder>\nrules\n</system-reminder>\n"},
 			{Type: "text", Text: "## Event Context\nEvent: Created\n"}}},
 			"<system-reminder>\nrules\n</system-reminder>\n\n## Event Context\nEvent: Created\n",
 			"## Event Context\nEvent: Created\n"},
-		{"non-text blocks left out", Message{Role: "user", Content: []Block{
+		{"non-text blocks left out", agenttest.Message{Role: "user", Content: []agenttest.Block{
 			{Type: "tool_result"}, {Type: "text", Text: "a"}, {Type: "image"}, {Type: "text", Text: "b"}}},
 			"a\nb", "a\nb"},
-		{"no content", Message{Role: "user"}, "", ""},
+		{"no content", agenttest.Message{Role: "user"}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +107,7 @@ func TestMessage_Prompt(t *testing.T) {
 }
 
 func TestDefaultReply(t *testing.T) {
-	r := Request{Messages: []Message{{Role: "user"}, {Role: "system"}, {Role: "assistant"}, {Role: "user"}}}
+	r := Request{Messages: []agenttest.Message{{Role: "user"}, {Role: "system"}, {Role: "assistant"}, {Role: "user"}}}
 	if got, want := DefaultReply(r), "MOCK REPLY (user messages seen: 2)"; got != want {
 		t.Errorf("DefaultReply(%d messages, 2 user) = %q; want %q", len(r.Messages), got, want)
 	}
@@ -151,12 +153,12 @@ func FuzzRequest_ParseBody(f *testing.F) {
 }
 
 func TestRequest_ToolResults(t *testing.T) {
-	r := Request{Messages: []Message{
-		{Role: "user", Content: []Block{{Type: "text", Text: "hi"}}},
-		{Role: "assistant", Content: []Block{{Type: "tool_use", ID: "a", Name: "Write"}}},
-		{Role: "user", Content: []Block{{Type: "tool_result", ID: "a", Text: "denied", IsError: true}}},
+	r := Request{Messages: []agenttest.Message{
+		{Role: "user", Content: []agenttest.Block{{Type: "text", Text: "hi"}}},
+		{Role: "assistant", Content: []agenttest.Block{{Type: "tool_use", ID: "a", Name: "Write"}}},
+		{Role: "user", Content: []agenttest.Block{{Type: "tool_result", ID: "a", Text: "denied", IsError: true}}},
 	}}
-	want := []ToolResult{{ID: "a", Output: "denied", IsError: true}}
+	want := []agenttest.ToolResult{{ID: "a", Output: "denied", IsError: true}}
 	if got := r.ToolResults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("ToolResults() = %+v; want %+v", got, want)
 	}

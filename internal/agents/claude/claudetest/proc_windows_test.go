@@ -1,6 +1,6 @@
 //go:build windows
 
-package agenttest
+package claudetest
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package agenttest
+package geminitest
 
 import (
 	"encoding/json"
@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // GeminiServer is a loopback stand-in for the Gemini API (Generative
@@ -39,7 +40,8 @@ type GeminiServer struct {
 	// GOOGLE_GEMINI_BASE_URL.
 	URL string
 
-	*standIn[GeminiRequest]
+	*agenttest.StandIn[GeminiRequest]
+	tb testing.TB // GeminiEnv fails its test
 
 	mu    sync.Mutex
 	calls []GeminiFunctionCall
@@ -134,9 +136,9 @@ func (r GeminiRequest) UserTexts() []string {
 // tb's test ends (t.Cleanup); Close may also be called earlier.
 func NewGemini(tb testing.TB) *GeminiServer {
 	tb.Helper()
-	s := &GeminiServer{}
-	s.standIn = newStandIn[GeminiRequest](tb, s)
-	s.URL = s.srv.URL
+	s := &GeminiServer{tb: tb}
+	s.StandIn = agenttest.NewStandIn[GeminiRequest](tb, (*geminiAPI)(s))
+	s.URL = s.StandIn.URL
 	return s
 }
 
@@ -144,7 +146,7 @@ func NewGemini(tb testing.TB) *GeminiServer {
 // status code and a Gemini API error object (401 UNAUTHENTICATED, 500
 // INTERNAL…). 0 restores normal answers.
 func (s *GeminiServer) SetStatus(code int) {
-	s.force(code, -1)
+	s.Force(code, -1)
 }
 
 // FailNext makes the server answer the next n requests with the HTTP
@@ -154,7 +156,7 @@ func (s *GeminiServer) FailNext(code, n int) {
 	if n <= 0 {
 		n = -1
 	}
-	s.force(code, n)
+	s.Force(code, n)
 }
 
 // SetReply makes the server answer later conversation calls (not the
@@ -193,13 +195,6 @@ func (s *GeminiServer) FunctionResponses() []GeminiFunctionResponse {
 	return out
 }
 
-// Requests returns every request received so far, in arrival order.
-func (s *GeminiServer) Requests() []GeminiRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.reqs)
-}
-
 // ChatRequests returns the model calls of the conversation received so far:
 // the generate calls that do not ask for JSON (which the router does).
 func (s *GeminiServer) ChatRequests() []GeminiRequest {
@@ -223,14 +218,17 @@ var geminiStatus = map[int]struct{ status, message string }{
 	http.StatusServiceUnavailable:  {"UNAVAILABLE", "The service is currently unavailable."},
 }
 
-func (s *GeminiServer) apiName() string { return "Gemini" }
+// geminiAPI is the GeminiServer seen as the agenttest.API it serves.
+type geminiAPI GeminiServer
 
-func (s *GeminiServer) setStatus(r *GeminiRequest, status int) { r.Status = status }
+func (s *geminiAPI) APIName() string { return "Gemini" }
 
-// record records r; its routes are the generate calls, POST
+func (s *geminiAPI) SetRecordStatus(r *GeminiRequest, status int) { r.Status = status }
+
+// Record records r; its routes are the generate calls, POST
 // /v1beta/models/M:streamGenerateContent and M:generateContent, whose bodies
 // it parses.
-func (s *GeminiServer) record(r *http.Request, body []byte, parse bool) (GeminiRequest, bool, error) {
+func (s *geminiAPI) Record(r *http.Request, body []byte, parse bool) (GeminiRequest, bool, error) {
 	req := GeminiRequest{
 		Method: r.Method,
 		Path:   r.URL.Path,
@@ -254,9 +252,9 @@ func (s *GeminiServer) record(r *http.Request, body []byte, parse bool) (GeminiR
 	return req, true, err
 }
 
-// respond answers a generate call with the text reply, or with the first
+// Respond answers a generate call with the text reply, or with the first
 // queued function call when it is a conversation call.
-func (s *GeminiServer) respond(req *GeminiRequest, _ int) func(http.ResponseWriter) error {
+func (s *geminiAPI) Respond(req *GeminiRequest, _ int) func(http.ResponseWriter) error {
 	var call *GeminiFunctionCall
 	s.mu.Lock()
 	if !req.JSON && len(s.calls) > 0 {
@@ -272,14 +270,14 @@ func (s *GeminiServer) respond(req *GeminiRequest, _ int) func(http.ResponseWrit
 	if req.Action == "streamGenerateContent" {
 		return func(w http.ResponseWriter) error { return writeGeminiStream(w, resp) }
 	}
-	return func(w http.ResponseWriter) error { return writeJSON(w, http.StatusOK, resp) }
+	return func(w http.ResponseWriter) error { return agenttest.WriteJSON(w, http.StatusOK, resp) }
 }
 
-func (s *GeminiServer) writeError(w http.ResponseWriter, status int, msg string) error {
+func (s *geminiAPI) WriteError(w http.ResponseWriter, status int, msg string) error {
 	return writeGeminiError(w, status, msg)
 }
 
-func (s *GeminiServer) writeForced(w http.ResponseWriter, status int) error {
+func (s *geminiAPI) WriteForced(w http.ResponseWriter, status int) error {
 	return writeGeminiError(w, status, "")
 }
 
@@ -431,7 +429,7 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) error {
 	if msg == "" {
 		msg = st.message
 	}
-	return writeJSON(w, status, map[string]any{
+	return agenttest.WriteJSON(w, status, map[string]any{
 		"error": map[string]any{"code": status, "message": msg, "status": st.status},
 	})
 }

@@ -1,4 +1,4 @@
-package agenttest
+package claudetest
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // claudeTimeout bounds one run of the real CLI, which answers in about a
@@ -58,7 +60,7 @@ func runClaude(t *testing.T, bin, dir string, env []string, stdin string, args .
 // fixtures copied into agents/claude/testdata/recorded (see the README there).
 func fixture(t *testing.T, name string) string {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := agenttest.FindRoot(CLI.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

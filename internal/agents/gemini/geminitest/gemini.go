@@ -1,7 +1,9 @@
-package agenttest
+package geminitest
 
 import (
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // GeminiVersion is the Gemini CLI release knotd's tests are written
@@ -20,16 +22,17 @@ const (
 )
 
 // GeminiCLI returns the path of the real Gemini CLI, version GeminiVersion, for
-// a test that runs it (see realCLI.find): from $KNOT_GEMINI_BIN, else
+// a test that runs it (see agenttest.RealCLI.Find): from $KNOT_GEMINI_BIN, else
 // scripts/install-gemini; it skips, or fails with KNOT_REQUIRE_GEMINI=1, when the CLI cannot
 // be had.
 //
 // Run the CLI with the environment of GeminiServer.GeminiEnv and a
 // deadline: it retries server errors with backoff for minutes.
-func GeminiCLI(tb testing.TB) string { return geminiCLI.find(tb) }
+func GeminiCLI(tb testing.TB) string { return CLI.Find(tb) }
 
-var geminiCLI = realCLI{
-	name: "Gemini CLI", program: "gemini", version: GeminiVersion,
-	envBin: EnvGeminiBin, envRequire: EnvRequireGemini, script: "scripts/install-gemini", needs: "node >= 20",
-	says: func(out string) bool { return lastLine(out) == GeminiVersion },
+// CLI is the pinned Gemini CLI; GeminiCLI finds it.
+var CLI = agenttest.RealCLI{
+	Name: "Gemini CLI", Program: "gemini", Version: GeminiVersion,
+	EnvBin: EnvGeminiBin, EnvRequire: EnvRequireGemini, Script: "scripts/install-gemini", Needs: "node >= 20",
+	Says: func(out string) bool { return agenttest.LastLine(out) == GeminiVersion },
 }

@@ -1,4 +1,4 @@
-package agenttest
+package codextest
 
 import (
 	"io"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // mustPost posts body to the OpenAI stand-in and returns the answer's
@@ -30,7 +32,7 @@ func mustPost(t *testing.T, s *OpenAI, path, body string) (int, string, string) 
 // recording's stand-in (agents/codex/testdata/recorded/requests).
 func recordedRequest(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "agents", "codex", "testdata", "recorded", "requests", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "recorded", "requests", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +55,12 @@ func TestOpenAI_AnswersRecordedRequestsAsTheRecording(t *testing.T) {
 			if status != 200 || ctype != "text/event-stream" {
 				t.Fatalf("answer %d %q; want 200 text/event-stream", status, ctype)
 			}
-			events := parseSSE(t, body)
+			events := agenttest.ParseSSE(t, body)
 			var names []string
 			for i, ev := range events {
-				names = append(names, ev.name)
-				if ev.data["type"] != ev.name || ev.data["sequence_number"] != float64(i) {
-					t.Errorf("event %d %q: type %v sequence_number %v", i, ev.name, ev.data["type"], ev.data["sequence_number"])
+				names = append(names, ev.Name)
+				if ev.Data["type"] != ev.Name || ev.Data["sequence_number"] != float64(i) {
+					t.Errorf("event %d %q: type %v sequence_number %v", i, ev.Name, ev.Data["type"], ev.Data["sequence_number"])
 				}
 			}
 			want := []string{"response.created", "response.in_progress", "response.output_item.added",
@@ -67,10 +69,10 @@ func TestOpenAI_AnswersRecordedRequestsAsTheRecording(t *testing.T) {
 			if !slices.Equal(names, want) {
 				t.Fatalf("events %q; want %q", names, want)
 			}
-			if got := events[4].data["delta"]; got != tc.reply {
+			if got := events[4].Data["delta"]; got != tc.reply {
 				t.Errorf("delta %q; want %q", got, tc.reply)
 			}
-			resp := events[8].data["response"].(map[string]any)
+			resp := events[8].Data["response"].(map[string]any)
 			usage := resp["usage"].(map[string]any)
 			if resp["status"] != "completed" || resp["model"] != "gpt-6.1-sol" || usage["input_tokens"] != tc.input || usage["output_tokens"] != float64(9) {
 				t.Errorf("response.completed: %v", resp)

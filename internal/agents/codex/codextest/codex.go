@@ -1,10 +1,12 @@
-package agenttest
+package codextest
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // CodexVersion is the Codex CLI release knotd's tests are written against:
@@ -23,19 +25,20 @@ const (
 )
 
 // CodexCLI returns the path of the real OpenAI Codex CLI, version CodexVersion, for
-// a test that runs it (see realCLI.find): from $KNOT_CODEX_BIN, else
+// a test that runs it (see agenttest.RealCLI.Find): from $KNOT_CODEX_BIN, else
 // scripts/install-codex; it skips, or fails with KNOT_REQUIRE_CODEX=1, when the CLI cannot
 // be had.
 //
 // The path is the npm package's node wrapper: node must be on the PATH of
 // the environment it runs in. Run the CLI with the environment of
 // CodexEnv and a deadline.
-func CodexCLI(tb testing.TB) string { return codexCLI.find(tb) }
+func CodexCLI(tb testing.TB) string { return CLI.Find(tb) }
 
-var codexCLI = realCLI{
-	name: "OpenAI Codex CLI", program: "codex", version: CodexVersion,
-	envBin: EnvCodexBin, envRequire: EnvRequireCodex, script: "scripts/install-codex", needs: "node >= 18",
-	says: func(out string) bool { return out == "codex-cli "+CodexVersion },
+// CLI is the pinned Codex CLI; CodexCLI finds it.
+var CLI = agenttest.RealCLI{
+	Name: "OpenAI Codex CLI", Program: "codex", Version: CodexVersion,
+	EnvBin: EnvCodexBin, EnvRequire: EnvRequireCodex, Script: "scripts/install-codex", Needs: "node >= 18",
+	Says: func(out string) bool { return out == "codex-cli "+CodexVersion },
 }
 
 // CodexHome returns the CODEX_HOME of CodexEnv(tb, dir): Codex keeps its

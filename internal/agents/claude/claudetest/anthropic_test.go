@@ -1,7 +1,6 @@
-package agenttest
+package claudetest
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // mustDo sends a request with body to the server and returns the answer's
@@ -36,44 +37,6 @@ func mustDo(t *testing.T, s *Server, method, path, body string) (int, string, st
 	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
 }
 
-// sseEvent is one parsed server-sent event.
-type sseEvent struct {
-	name string
-	data map[string]any
-}
-
-// parseSSE splits a text/event-stream body into events, failing the test on
-// anything but "event:" and "data:" lines grouped by blank lines.
-func parseSSE(t *testing.T, body string) []sseEvent {
-	t.Helper()
-	if !strings.HasSuffix(body, "\n\n") {
-		t.Fatalf("stream does not end with a blank line: %q", body)
-	}
-	var events []sseEvent
-	for _, frame := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
-		var ev sseEvent
-		sc := bufio.NewScanner(strings.NewReader(frame))
-		for sc.Scan() {
-			name, value, ok := strings.Cut(sc.Text(), ": ")
-			switch {
-			case ok && name == "event" && ev.name == "":
-				ev.name = value
-			case ok && name == "data" && ev.data == nil:
-				if err := json.Unmarshal([]byte(value), &ev.data); err != nil {
-					t.Fatalf("event %q: data %q: %v", ev.name, value, err)
-				}
-			default:
-				t.Fatalf("unexpected line %q in frame %q", sc.Text(), frame)
-			}
-		}
-		if ev.name == "" || ev.data == nil {
-			t.Fatalf("frame %q lacks an event or data line", frame)
-		}
-		events = append(events, ev)
-	}
-	return events
-}
-
 // messagesBody is a Messages API request body with the given user and
 // assistant turns (alternating, user first).
 func messagesBody(stream bool, turns ...string) string {
@@ -97,27 +60,27 @@ func TestAnthropic_StreamsReply(t *testing.T) {
 	if status != http.StatusOK || ctype != "text/event-stream" {
 		t.Fatalf("POST /v1/messages (stream) = %d %q; want 200 text/event-stream", status, ctype)
 	}
-	events := parseSSE(t, body)
+	events := agenttest.ParseSSE(t, body)
 	var names []string
 	var text strings.Builder
 	for _, ev := range events {
-		names = append(names, ev.name)
-		if ev.data["type"] != ev.name {
-			t.Errorf("event %s has data type %v; want %s", ev.name, ev.data["type"], ev.name)
+		names = append(names, ev.Name)
+		if ev.Data["type"] != ev.Name {
+			t.Errorf("event %s has data type %v; want %s", ev.Name, ev.Data["type"], ev.Name)
 		}
-		if delta, ok := ev.data["delta"].(map[string]any); ok && ev.name == "content_block_delta" {
+		if delta, ok := ev.Data["delta"].(map[string]any); ok && ev.Name == "content_block_delta" {
 			if delta["type"] != "text_delta" {
 				t.Errorf("content_block_delta type = %v; want text_delta", delta["type"])
 			}
 			text.WriteString(delta["text"].(string))
 		}
-		if ev.name == "message_delta" {
-			if got := ev.data["delta"].(map[string]any)["stop_reason"]; got != "end_turn" {
+		if ev.Name == "message_delta" {
+			if got := ev.Data["delta"].(map[string]any)["stop_reason"]; got != "end_turn" {
 				t.Errorf("message_delta stop_reason = %v; want end_turn", got)
 			}
 		}
-		if ev.name == "message_start" {
-			msg := ev.data["message"].(map[string]any)
+		if ev.Name == "message_start" {
+			msg := ev.Data["message"].(map[string]any)
 			if msg["role"] != "assistant" || msg["model"] != "claude-test" {
 				t.Errorf("message_start message = %v; want role assistant, model claude-test", msg)
 			}
