@@ -1,4 +1,4 @@
-package fakeagent
+package geminitest
 
 import (
 	"bufio"
@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent/fakekit"
 )
 
-// gemini imitates `gemini --acp [--approval-mode M] [--model M]` of Gemini
+// Fake imitates `gemini --acp [--approval-mode M] [--model M]` of Gemini
 // CLI 0.61.0: JSON-RPC 2.0 lines on standard input and output, as recorded
 // in agentrun/testdata/gemini-cli-0.61.0/acp-*. It answers initialize,
 // session/new (a fresh session id), session/load (the history replayed as
@@ -35,20 +37,20 @@ import (
 // outgrows the pipe: the first update (a context of 84 KiB), the load's
 // response, the first prompt, available_commands_update, and the rest of
 // the replay only once the prompt came (before the reply).
-func gemini(inv *Invocation) int {
-	f, err := parseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
-	if err != nil || len(f.rest) > 0 || !f.bools["--acp"] {
+func Fake(inv *fakekit.Invocation) int {
+	f, err := fakekit.ParseFlags(inv.Args, []string{"--approval-mode", "--model", "-m"}, []string{"--acp"})
+	if err != nil || len(f.Rest) > 0 || !f.Bools["--acp"] {
 		fmt.Fprintf(inv.Stderr, "Unknown arguments: %q (%v)\n", inv.Args, err)
 		return 42
 	}
-	mode := failMode()
+	mode := fakekit.FailMode()
 	if mode == "untrusted" || mode == "untrustedempty" {
 		fmt.Fprint(inv.Stderr, "Skipping project agents due to untrusted folder. To enable, ensure that the project root is trusted.\n"+
 			"Project hooks disabled because the folder is not trusted.\n")
 	}
-	conv, err := inv.conversations(Gemini, true)
+	conv, err := inv.Conversations("gemini", true)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	in := bufio.NewScanner(inv.Stdin)
 	in.Buffer(nil, 64<<20)
@@ -95,9 +97,9 @@ func gemini(inv *Invocation) int {
 				fmt.Fprintln(inv.Stderr, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory")
 				return 1
 			}
-			s := newID()
-			if _, err := conv.bump(s); err != nil { // turn 0 is 1 here: a prompt makes it 2
-				return inv.die(err)
+			s := fakekit.NewID()
+			if _, err := conv.Bump(s); err != nil { // turn 0 is 1 here: a prompt makes it 2
+				return inv.Die(err)
 			}
 			known[s] = s
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
@@ -110,7 +112,7 @@ func gemini(inv *Invocation) int {
 			update(s, commands)
 		case "session/load":
 			s := m.Params.SessionID
-			turns := conv.turns(strings.TrimSpace(s)) - 1
+			turns := conv.Turns(strings.TrimSpace(s)) - 1
 			if turns < 1 {
 				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
 					"data": map[string]any{"details": "No previous sessions found for this project."}}})
@@ -125,7 +127,7 @@ func gemini(inv *Invocation) int {
 			send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
 			var replay []map[string]any
 			for k := 1; k <= turns; k++ {
-				replay = append(replay, text("user_message_chunk", "prompt "+strconv.Itoa(k)), text("agent_message_chunk", reply(k)))
+				replay = append(replay, text("user_message_chunk", "prompt "+strconv.Itoa(k)), text("agent_message_chunk", fakekit.Reply(k)))
 			}
 			if mode == "midreplay" {
 				replay, late = replay[:1], replay[1:]
@@ -167,7 +169,7 @@ func gemini(inv *Invocation) int {
 					"toolCall": map[string]any{"toolCallId": "write_file-1", "status": "pending", "title": "Writing to notes/out.md", "kind": "edit"},
 				}})
 				if !in.Scan() {
-					return inv.die(fmt.Errorf("no answer to the permission request: %v", in.Err()))
+					return inv.Die(fmt.Errorf("no answer to the permission request: %v", in.Err()))
 				}
 				var a struct {
 					Result struct {
@@ -178,7 +180,7 @@ func gemini(inv *Invocation) int {
 					} `json:"result"`
 				}
 				if err := json.Unmarshal(in.Bytes(), &a); err != nil {
-					return inv.die(fmt.Errorf("permission answer %q: %w", in.Bytes(), err))
+					return inv.Die(fmt.Errorf("permission answer %q: %w", in.Bytes(), err))
 				}
 				choice := a.Result.Outcome.OptionID
 				if a.Result.Outcome.Outcome != "selected" {
@@ -186,12 +188,12 @@ func gemini(inv *Invocation) int {
 				}
 				suffix = " [permission: " + choice + "]"
 			}
-			n, err := conv.bump(key)
+			n, err := conv.Bump(key)
 			if err != nil {
-				return inv.die(err)
+				return inv.Die(err)
 			}
 			n--
-			r := reply(n) + suffix
+			r := fakekit.Reply(n) + suffix
 			if mode == "untrustedempty" {
 				r = ""
 			}
@@ -206,13 +208,13 @@ func gemini(inv *Invocation) int {
 		}
 	}
 	if err := in.Err(); err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	if err := inv.save(received); err != nil {
-		return inv.die(err)
+	if err := inv.Save(received); err != nil {
+		return inv.Die(err)
 	}
 	if mode == "linger" {
-		sleepForever()
+		fakekit.SleepForever()
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package fakeagent
+package acptest
 
 import (
 	"bufio"
@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent/fakekit"
 )
 
-// ACP is a generic ACP agent (Agent Client Protocol version 1, JSON-RPC
+// Fake is a generic ACP agent (Agent Client Protocol version 1, JSON-RPC
 // 2.0 lines on standard input and output), for knotd's protocol: acp
 // commands. It follows the protocol as written rather than one CLI: it
 // offers session/load and session/resume (a loaded session's history is
@@ -21,7 +23,7 @@ import (
 // exits 0 when its input ends, and records its call, whose Stdin is the
 // prompt's text. It accepts any session/set_mode.
 //
-// EnvFail: "load" offers session/load only, "fresh" neither load nor
+// fakekit.EnvFail: "load" offers session/load only, "fresh" neither load nor
 // resume; "permission" asks permission for an edit tool call before
 // replying and ends the reply with "[permission: <optionId or
 // cancelled>]"; "fs" reads line 1 of <cwd>/in.md and writes <cwd>/out.md through
@@ -43,21 +45,19 @@ import (
 // exits 1, with an error on standard error, when asked for a session;
 // "flood" streams 20,000 thought chunks before its reply; "notacp" prints
 // a usage line and exits 0 at once, as a command that is no ACP agent.
-const ACP = "acp"
-
-func acpAgent(inv *Invocation) int {
-	mode := failMode()
+func Fake(inv *fakekit.Invocation) int {
+	mode := fakekit.FailMode()
 	if mode == "notacp" { // a command that is not an ACP agent
 		fmt.Fprintln(inv.Stdout, "Usage: agent [COMMAND]")
 		return 0
 	}
-	conv, err := inv.conversations(ACP, false)
+	conv, err := inv.Conversations("acp", false)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	log, err := os.OpenFile(filepath.Join(inv.State, "acp.jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	defer log.Close()
 	in := bufio.NewScanner(inv.Stdin)
@@ -143,13 +143,13 @@ func acpAgent(inv *Invocation) int {
 				fmt.Fprintln(inv.Stderr, "fatal: the agent's store is corrupt")
 				return 1
 			}
-			s := newID()
-			if _, err := conv.bump(s); err != nil {
-				return inv.die(err)
+			s := fakekit.NewID()
+			if _, err := conv.Bump(s); err != nil {
+				return inv.Die(err)
 			}
 			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s}})
 		case "session/load", "session/resume":
-			turns := conv.turns(s) - 1
+			turns := conv.Turns(s) - 1
 			if turns < 1 {
 				send(map[string]any{"id": id, "error": map[string]any{"code": -32002, "message": "Resource not found: session " + s}})
 				continue
@@ -157,7 +157,7 @@ func acpAgent(inv *Invocation) int {
 			if m.Method == "session/load" {
 				for k := 1; k <= turns; k++ {
 					update(s, text("user_message_chunk", "prompt "+strconv.Itoa(k)))
-					update(s, text("agent_message_chunk", reply(k)))
+					update(s, text("agent_message_chunk", fakekit.Reply(k)))
 				}
 			}
 			send(map[string]any{"id": id, "result": map[string]any{}})
@@ -183,7 +183,7 @@ func acpAgent(inv *Invocation) int {
 				for {
 					c, ok := read()
 					if !ok {
-						return inv.die(fmt.Errorf("input ended before session/cancel"))
+						return inv.Die(fmt.Errorf("input ended before session/cancel"))
 					}
 					if c.Method == "session/cancel" {
 						break
@@ -211,7 +211,7 @@ func acpAgent(inv *Invocation) int {
 					} `json:"outcome"`
 				}
 				if errMsg != "" || json.Unmarshal(res, &a) != nil {
-					return inv.die(fmt.Errorf("permission answer %s: %s", res, errMsg))
+					return inv.Die(fmt.Errorf("permission answer %s: %s", res, errMsg))
 				}
 				choice := a.Outcome.OptionID
 				if a.Outcome.Outcome != "selected" {
@@ -223,16 +223,16 @@ func acpAgent(inv *Invocation) int {
 				// write it with an own tool when allowed ("permeditnopath":
 				// a request that names no file, as ACP allows).
 				side := filepath.Join(inv.Dir, "side.txt")
-				gate := os.Getenv(EnvGate)
+				gate := os.Getenv(fakekit.EnvGate)
 				if err := os.WriteFile(gate+".read", nil, 0o600); err != nil {
-					return inv.die(err)
+					return inv.Die(err)
 				}
-				if err := waitFor(gate); err != nil {
-					return inv.die(err)
+				if err := fakekit.WaitFor(gate); err != nil {
+					return inv.Die(err)
 				}
 				b, err := os.ReadFile(side)
 				if err != nil {
-					return inv.die(err)
+					return inv.Die(err)
 				}
 				edited := string(b) + "agent line\n"
 				toolCall := map[string]any{"toolCallId": "edit-side", "status": "pending", "title": side, "kind": "edit",
@@ -256,7 +256,7 @@ func acpAgent(inv *Invocation) int {
 					} `json:"outcome"`
 				}
 				if errMsg != "" || json.Unmarshal(res, &a) != nil {
-					return inv.die(fmt.Errorf("permission answer %s: %s", res, errMsg))
+					return inv.Die(fmt.Errorf("permission answer %s: %s", res, errMsg))
 				}
 				choice := a.Outcome.OptionID
 				if a.Outcome.Outcome != "selected" {
@@ -264,7 +264,7 @@ func acpAgent(inv *Invocation) int {
 				}
 				if choice == "allow" {
 					if err := os.WriteFile(side, []byte(edited), 0o644); err != nil {
-						return inv.die(err)
+						return inv.Die(err)
 					}
 				}
 				suffix = " [permission: " + choice + "]"
@@ -300,14 +300,14 @@ func acpAgent(inv *Invocation) int {
 					content = string(b)
 				}
 				if errMsg != "" {
-					return inv.die(fmt.Errorf("read %s: %s", side, errMsg))
+					return inv.Die(fmt.Errorf("read %s: %s", side, errMsg))
 				}
-				gate := os.Getenv(EnvGate)
+				gate := os.Getenv(fakekit.EnvGate)
 				if err := os.WriteFile(gate+".read", nil, 0o600); err != nil {
-					return inv.die(err)
+					return inv.Die(err)
 				}
-				if err := waitFor(gate); err != nil {
-					return inv.die(err)
+				if err := fakekit.WaitFor(gate); err != nil {
+					return inv.Die(err)
 				}
 				_, werr := call("fs/write_text_file", map[string]any{"sessionId": s, "path": side, "content": content + "agent line\n"})
 				if werr == "" {
@@ -315,12 +315,12 @@ func acpAgent(inv *Invocation) int {
 				}
 				suffix = " [write: " + werr + "]"
 			}
-			n, err := conv.bump(s)
+			n, err := conv.Bump(s)
 			if err != nil {
-				return inv.die(err)
+				return inv.Die(err)
 			}
 			n--
-			r := reply(n) + suffix
+			r := fakekit.Reply(n) + suffix
 			update(s, text("agent_thought_chunk", "Thinking about the note."))
 			update(s, map[string]any{"sessionUpdate": "plan", "entries": []any{
 				map[string]any{"content": "Read the note", "priority": "high", "status": "completed"},
@@ -339,8 +339,8 @@ func acpAgent(inv *Invocation) int {
 			if mode == "gate" {
 				// A block after the chunk makes the chunk final.
 				update(s, map[string]any{"sessionUpdate": "tool_call", "toolCallId": "call-2", "title": "Wait", "kind": "other", "status": "completed"})
-				if err := waitFor(os.Getenv(EnvGate)); err != nil {
-					return inv.die(err)
+				if err := fakekit.WaitFor(os.Getenv(fakekit.EnvGate)); err != nil {
+					return inv.Die(err)
 				}
 			}
 			update(s, text("agent_message_chunk", r[len(r)/2:]))
@@ -353,10 +353,10 @@ func acpAgent(inv *Invocation) int {
 		}
 	}
 	if err := in.Err(); err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	if err := inv.save(received); err != nil {
-		return inv.die(err)
+	if err := inv.Save(received); err != nil {
+		return inv.Die(err)
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package fakeagent
+package fakekit
 
 import (
 	"path/filepath"
@@ -7,15 +7,15 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	f, err := parseFlags([]string{"-p", "--output-format", "json", "--system=- a list", "exec", "-"},
+	f, err := ParseFlags([]string{"-p", "--output-format", "json", "--system=- a list", "exec", "-"},
 		[]string{"--output-format", "--system"}, []string{"-p"})
-	if err != nil || !f.bools["-p"] || f.values["--output-format"] != "json" || f.values["--system"] != "- a list" ||
-		!slices.Equal(f.rest, []string{"exec", "-"}) {
-		t.Errorf("parseFlags = %+v, %v", f, err)
+	if err != nil || !f.Bools["-p"] || f.Values["--output-format"] != "json" || f.Values["--system"] != "- a list" ||
+		!slices.Equal(f.Rest, []string{"exec", "-"}) {
+		t.Errorf("ParseFlags = %+v, %v", f, err)
 	}
 	for _, args := range [][]string{{"--continue"}, {"--output-format"}} {
-		if _, err := parseFlags(args, []string{"--output-format"}, nil); err == nil {
-			t.Errorf("parseFlags(%q) succeeded; want an error", args)
+		if _, err := ParseFlags(args, []string{"--output-format"}, nil); err == nil {
+			t.Errorf("ParseFlags(%q) succeeded; want an error", args)
 		}
 	}
 }
@@ -25,7 +25,7 @@ func TestCalls(t *testing.T) {
 	if calls, err := Calls(dir); err != nil || calls != nil {
 		t.Errorf("Calls(empty dir) = %v, %v; want none", calls, err)
 	}
-	if err := appendLine(filepath.Join(dir, callsFile), []byte(`{"behaviour":"echo","args":["a"],"stdin":"hi"}`)); err != nil {
+	if err := AppendLine(filepath.Join(dir, callsFile), []byte(`{"behaviour":"echo","args":["a"],"stdin":"hi"}`)); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := Calls(dir)
@@ -36,27 +36,27 @@ func TestCalls(t *testing.T) {
 
 func TestConversations(t *testing.T) {
 	inv := &Invocation{State: t.TempDir(), Dir: "/vault/a"}
-	c, err := inv.conversations(Claude, true)
+	c, err := inv.Conversations("claude", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := c.turns("s1"); n != 0 {
+	if n := c.Turns("s1"); n != 0 {
 		t.Errorf("turns(new) = %d", n)
 	}
 	for want := 1; want <= 2; want++ {
-		if n, err := c.bump("s1"); n != want || err != nil {
+		if n, err := c.Bump("s1"); n != want || err != nil {
 			t.Errorf("bump = %d, %v; want %d", n, err, want)
 		}
 	}
 	other := &Invocation{State: inv.State, Dir: "/vault/b"}
-	c2, err := other.conversations(Claude, true)
+	c2, err := other.Conversations("claude", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := c2.turns("s1"); n != 0 {
+	if n := c2.Turns("s1"); n != 0 {
 		t.Errorf("a conversation leaked into another working directory (%d turns)", n)
 	}
-	if _, err := c.bump("../x"); err == nil {
+	if _, err := c.Bump("../x"); err == nil {
 		t.Error("bump(../x) succeeded; want an error")
 	}
 }

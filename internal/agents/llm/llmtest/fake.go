@@ -1,4 +1,4 @@
-package fakeagent
+package llmtest
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent/fakekit"
 )
 
 type llmEntry struct {
@@ -19,9 +21,9 @@ type llmEntry struct {
 	OutputTokens   int    `json:"output_tokens"`
 }
 
-// llm imitates `llm prompt -d DB ...` and `llm logs list -n 1 --json -d DB`.
+// Fake imitates `llm prompt -d DB ...` and `llm logs list -n 1 --json -d DB`.
 // Its "database" is a JSON lines file at the -d path.
-func llm(inv *Invocation) int {
+func Fake(inv *fakekit.Invocation) int {
 	if len(inv.Args) == 0 {
 		fmt.Fprintln(inv.Stderr, "Usage: llm [OPTIONS] COMMAND [ARGS]...")
 		return 2
@@ -36,23 +38,23 @@ func llm(inv *Invocation) int {
 	return 2
 }
 
-func llmPrompt(inv *Invocation) int {
-	f, err := parseFlags(inv.Args[1:], []string{"-d", "--database", "-m", "--model", "-s", "--system", "--cid", "--conversation"}, []string{"--log"})
-	if err != nil || len(f.rest) > 0 || f.values["-d"] == "" {
+func llmPrompt(inv *fakekit.Invocation) int {
+	f, err := fakekit.ParseFlags(inv.Args[1:], []string{"-d", "--database", "-m", "--model", "-s", "--system", "--cid", "--conversation"}, []string{"--log"})
+	if err != nil || len(f.Rest) > 0 || f.Values["-d"] == "" {
 		fmt.Fprintf(inv.Stderr, "Error: %v (args %q)\n", err, inv.Args)
 		return 2
 	}
-	prompt, err := inv.record()
+	prompt, err := inv.Record()
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	db := f.values["-d"]
+	db := f.Values["-d"]
 	entries, err := readLLM(db)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	conv, turns := newID(), 1
-	if cid := f.values["--cid"]; cid != "" {
+	conv, turns := fakekit.NewID(), 1
+	if cid := f.Values["--cid"]; cid != "" {
 		turns = 0
 		for _, e := range entries {
 			if e.ConversationID == cid {
@@ -65,39 +67,39 @@ func llmPrompt(inv *Invocation) int {
 		}
 		conv, turns = cid, turns+1
 	}
-	if failMode() == "error" {
+	if fakekit.FailMode() == "error" {
 		fmt.Fprintln(inv.Stderr, "Error: No key found - add one using 'llm keys set openai' or set the OPENAI_API_KEY environment variable")
 		return 1
 	}
-	sys := f.values["--system"]
+	sys := f.Values["--system"]
 	if sys == "" {
-		sys = f.values["-s"]
+		sys = f.Values["-s"]
 	}
-	e := llmEntry{ID: newID(), ConversationID: conv, Model: f.values["-m"], Prompt: prompt, System: sys,
-		Response: reply(turns), InputTokens: 50 * turns, OutputTokens: 9}
+	e := llmEntry{ID: fakekit.NewID(), ConversationID: conv, Model: f.Values["-m"], Prompt: prompt, System: sys,
+		Response: fakekit.Reply(turns), InputTokens: 50 * turns, OutputTokens: 9}
 	line, err := json.Marshal(e)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	if err := appendLine(db, line); err != nil {
-		return inv.die(err)
+	if err := fakekit.AppendLine(db, line); err != nil {
+		return inv.Die(err)
 	}
 	fmt.Fprintln(inv.Stdout, e.Response)
-	return gated(inv)
+	return fakekit.Gated(inv)
 }
 
-func llmLogs(inv *Invocation) int {
-	f, err := parseFlags(inv.Args[1:], []string{"-n", "--count", "-d", "--database"}, []string{"--json"})
-	if err != nil || len(f.rest) != 1 || f.rest[0] != "list" || !f.bools["--json"] || f.values["-n"] != "1" {
+func llmLogs(inv *fakekit.Invocation) int {
+	f, err := fakekit.ParseFlags(inv.Args[1:], []string{"-n", "--count", "-d", "--database"}, []string{"--json"})
+	if err != nil || len(f.Rest) != 1 || f.Rest[0] != "list" || !f.Bools["--json"] || f.Values["-n"] != "1" {
 		fmt.Fprintf(inv.Stderr, "Error: %v (args %q)\n", err, inv.Args)
 		return 2
 	}
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
-	entries, err := readLLM(f.values["-d"])
+	entries, err := readLLM(f.Values["-d"])
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	if len(entries) > 1 {
 		entries = entries[len(entries)-1:]
@@ -107,7 +109,7 @@ func llmLogs(inv *Invocation) int {
 	}
 	b, err := json.MarshalIndent(entries, "", "  ")
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	fmt.Fprintln(inv.Stdout, string(b))
 	return 0
@@ -130,23 +132,4 @@ func readLLM(db string) ([]llmEntry, error) {
 		entries = append(entries, e)
 	}
 	return entries, nil
-}
-
-// ollama imitates `ollama run --hidethinking MODEL` with the prompt on
-// standard input.
-func ollama(inv *Invocation) int {
-	f, err := parseFlags(inv.Args, nil, []string{"--hidethinking"})
-	if err != nil || len(f.rest) != 2 || f.rest[0] != "run" {
-		fmt.Fprintf(inv.Stderr, "Error: accepts 1 arg(s), received %d (%v)\n", max(0, len(f.rest)-1), err)
-		return 1
-	}
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
-	}
-	if failMode() == "error" {
-		fmt.Fprintf(inv.Stderr, "Error: pull model manifest: file does not exist\n")
-		return 1
-	}
-	fmt.Fprintln(inv.Stdout, reply(1))
-	return gated(inv)
 }
