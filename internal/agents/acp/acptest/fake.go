@@ -1,7 +1,6 @@
 package acptest
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -60,71 +59,11 @@ func Fake(inv *fakekit.Invocation) int {
 		return inv.Die(err)
 	}
 	defer log.Close()
-	in := bufio.NewScanner(inv.Stdin)
-	in.Buffer(nil, 64<<20)
-	enc := json.NewEncoder(inv.Stdout)
-	send := func(m map[string]any) {
-		m["jsonrpc"] = "2.0"
-		if err := enc.Encode(m); err != nil {
-			fmt.Fprintf(inv.Stderr, "fakeagent: write: %v\n", err)
-		}
-	}
-	type message struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			SessionID string `json:"sessionId"`
-			Prompt    []struct {
-				Text string `json:"text"`
-			} `json:"prompt"`
-		} `json:"params"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	read := func() (message, bool) {
-		var m message
-		if !in.Scan() {
-			return m, false
-		}
-		if _, err := log.Write(append(append([]byte(nil), in.Bytes()...), '\n')); err != nil {
-			fmt.Fprintf(inv.Stderr, "fakeagent: log: %v\n", err)
-		}
-		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
-			fmt.Fprintf(inv.Stderr, "fakeagent: bad message %q: %v\n", in.Bytes(), err)
-		}
-		return m, true
-	}
-	nextID := 0
-	// call sends a request to the client and returns its answer: the
-	// result, or the error's message.
-	call := func(method string, params map[string]any) (json.RawMessage, string) {
-		nextID++
-		id := "fake-" + strconv.Itoa(nextID)
-		send(map[string]any{"id": id, "method": method, "params": params})
-		for {
-			m, ok := read()
-			if !ok {
-				return nil, "input ended"
-			}
-			if string(m.ID) == strconv.Quote(id) && m.Method == "" {
-				if m.Error != nil {
-					var e struct{ Message string }
-					_ = json.Unmarshal(m.Error, &e)
-					return nil, e.Message
-				}
-				return m.Result, ""
-			}
-		}
-	}
-	update := func(session string, u map[string]any) {
-		send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": session, "update": u}})
-	}
-	text := func(kind, s string) map[string]any {
-		return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": s}}
-	}
+	c := fakekit.NewACPConn(inv, log)
+	update, text, call := c.Update, fakekit.ACPText, c.Call
 	received := ""
 	for {
-		m, ok := read()
+		m, ok, _ := c.Read()
 		if !ok {
 			break
 		}
@@ -136,7 +75,7 @@ func Fake(inv *fakekit.Invocation) int {
 			if mode != "load" && mode != "fresh" {
 				caps["sessionCapabilities"] = map[string]any{"resume": map[string]any{}}
 			}
-			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentCapabilities": caps,
+			c.Send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1, "agentCapabilities": caps,
 				"agentInfo": map[string]any{"name": "fake-acp", "version": "0.0.1"}}})
 		case "session/new":
 			if mode == "crash" {
@@ -147,11 +86,11 @@ func Fake(inv *fakekit.Invocation) int {
 			if _, err := conv.Bump(s); err != nil {
 				return inv.Die(err)
 			}
-			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s}})
+			c.Send(map[string]any{"id": id, "result": map[string]any{"sessionId": s}})
 		case "session/load", "session/resume":
 			turns := conv.Turns(s) - 1
 			if turns < 1 {
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32002, "message": "Resource not found: session " + s}})
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32002, "message": "Resource not found: session " + s}})
 				continue
 			}
 			if m.Method == "session/load" {
@@ -160,62 +99,46 @@ func Fake(inv *fakekit.Invocation) int {
 					update(s, text("agent_message_chunk", fakekit.Reply(k)))
 				}
 			}
-			send(map[string]any{"id": id, "result": map[string]any{}})
+			c.Send(map[string]any{"id": id, "result": map[string]any{}})
 		case "session/set_mode":
-			send(map[string]any{"id": id, "result": map[string]any{}})
+			c.Send(map[string]any{"id": id, "result": map[string]any{}})
 		case "session/prompt":
-			for _, p := range m.Params.Prompt {
-				received += p.Text
-			}
+			received += m.PromptText()
 			switch mode {
 			case "error":
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
 					"data": map[string]any{"details": "the model is overloaded"}}})
 				continue
 			case "auth":
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": "Authentication required"}})
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32000, "message": "Authentication required"}})
 				continue
 			case "refusal":
-				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "refusal"}})
+				c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "refusal"}})
 				continue
 			case "cancel":
 				update(s, text("agent_message_chunk", "working…"))
 				for {
-					c, ok := read()
+					m, ok, _ := c.Read()
 					if !ok {
 						return inv.Die(fmt.Errorf("input ended before session/cancel"))
 					}
-					if c.Method == "session/cancel" {
+					if m.Method == "session/cancel" {
 						break
 					}
 				}
-				send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
+				c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
 				continue
 			}
 			suffix := ""
 			switch mode {
 			case "permission":
-				res, errMsg := call("session/request_permission", map[string]any{
-					"sessionId": s,
-					"options": []any{
-						map[string]any{"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
-						map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-						map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-					},
-					"toolCall": map[string]any{"toolCallId": "edit-1", "status": "pending", "title": "Edit out.md", "kind": "edit"},
-				})
-				var a struct {
-					Outcome struct {
-						Outcome  string `json:"outcome"`
-						OptionID string `json:"optionId"`
-					} `json:"outcome"`
-				}
-				if errMsg != "" || json.Unmarshal(res, &a) != nil {
-					return inv.Die(fmt.Errorf("permission answer %s: %s", res, errMsg))
-				}
-				choice := a.Outcome.OptionID
-				if a.Outcome.Outcome != "selected" {
-					choice = a.Outcome.Outcome
+				choice, err := c.AskPermission(s, []any{
+					map[string]any{"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+					map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+					map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+				}, map[string]any{"toolCallId": "edit-1", "status": "pending", "title": "Edit out.md", "kind": "edit"})
+				if err != nil {
+					return inv.Die(err)
 				}
 				suffix = " [permission: " + choice + "]"
 			case "permedit", "permeditnopath":
@@ -241,26 +164,12 @@ func Fake(inv *fakekit.Invocation) int {
 				if mode == "permeditnopath" {
 					toolCall = map[string]any{"toolCallId": "edit-side", "status": "pending", "title": "Edit a file", "kind": "edit"}
 				}
-				res, errMsg := call("session/request_permission", map[string]any{
-					"sessionId": s,
-					"options": []any{
-						map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
-						map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-					},
-					"toolCall": toolCall,
-				})
-				var a struct {
-					Outcome struct {
-						Outcome  string `json:"outcome"`
-						OptionID string `json:"optionId"`
-					} `json:"outcome"`
-				}
-				if errMsg != "" || json.Unmarshal(res, &a) != nil {
-					return inv.Die(fmt.Errorf("permission answer %s: %s", res, errMsg))
-				}
-				choice := a.Outcome.OptionID
-				if a.Outcome.Outcome != "selected" {
-					choice = a.Outcome.Outcome
+				choice, err := c.AskPermission(s, []any{
+					map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+					map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+				}, toolCall)
+				if err != nil {
+					return inv.Die(err)
 				}
 				if choice == "allow" {
 					if err := os.WriteFile(side, []byte(edited), 0o644); err != nil {
@@ -344,18 +253,13 @@ func Fake(inv *fakekit.Invocation) int {
 				}
 			}
 			update(s, text("agent_message_chunk", r[len(r)/2:]))
-			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
+			c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
 				"usage": map[string]any{"inputTokens": 100 * n, "outputTokens": 20, "totalTokens": 100*n + 20}}})
 		default:
-			if m.Method != "" && id != nil {
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "Method not found: " + m.Method}})
-			}
+			c.Unknown(m)
 		}
 	}
-	if err := in.Err(); err != nil {
-		return inv.Die(err)
-	}
-	if err := inv.Save(received); err != nil {
+	if err := c.Finish(received); err != nil {
 		return inv.Die(err)
 	}
 	return 0

@@ -1,8 +1,6 @@
 package geminitest
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -52,45 +50,25 @@ func Fake(inv *fakekit.Invocation) int {
 	if err != nil {
 		return inv.Die(err)
 	}
-	in := bufio.NewScanner(inv.Stdin)
-	in.Buffer(nil, 64<<20)
-	enc := json.NewEncoder(inv.Stdout)
-	send := func(m map[string]any) {
-		m["jsonrpc"] = "2.0"
-		if err := enc.Encode(m); err != nil {
-			fmt.Fprintf(inv.Stderr, "fakeagent: write: %v\n", err)
-		}
-	}
-	update := func(session string, u map[string]any) {
-		send(map[string]any{"method": "session/update", "params": map[string]any{"sessionId": session, "update": u}})
-	}
-	text := func(kind, s string) map[string]any {
-		return map[string]any{"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": s}}
-	}
+	c := fakekit.NewACPConn(inv, nil)
+	update, text := c.Update, fakekit.ACPText
 	commands := map[string]any{"sessionUpdate": "available_commands_update", "availableCommands": []any{}}
 	received := ""            // the prompt's text, for the call recorded at the end
 	var late []map[string]any // the replay's updates held for the prompt (midreplay)
 	// known maps the ids prompts may name to the conversation's id.
 	known := map[string]string{}
-	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				SessionID string `json:"sessionId"`
-				Prompt    []struct {
-					Text string `json:"text"`
-				} `json:"prompt"`
-			} `json:"params"`
+	for {
+		m, ok, err := c.Read()
+		if !ok {
+			break
 		}
-		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
-			fmt.Fprintf(inv.Stderr, "fakeagent: bad message %q: %v\n", in.Bytes(), err)
+		if err != nil {
 			continue
 		}
 		id := m.ID
 		switch m.Method {
 		case "initialize":
-			send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1,
+			c.Send(map[string]any{"id": id, "result": map[string]any{"protocolVersion": 1,
 				"agentCapabilities": map[string]any{"loadSession": true}}})
 		case "session/new":
 			if mode == "crash" {
@@ -102,7 +80,7 @@ func Fake(inv *fakekit.Invocation) int {
 				return inv.Die(err)
 			}
 			known[s] = s
-			send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
+			c.Send(map[string]any{"id": id, "result": map[string]any{"sessionId": s, "modes": map[string]any{"currentModeId": "default"}}})
 			if mode == "flood" { // 4 MiB of output before reading on
 				pad := strings.Repeat("x", 64<<10)
 				for range 64 {
@@ -114,7 +92,7 @@ func Fake(inv *fakekit.Invocation) int {
 			s := m.Params.SessionID
 			turns := conv.Turns(strings.TrimSpace(s)) - 1
 			if turns < 1 {
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32603, "message": "Internal error",
 					"data": map[string]any{"details": "No previous sessions found for this project."}}})
 				continue
 			}
@@ -124,7 +102,7 @@ func Fake(inv *fakekit.Invocation) int {
 				context += strings.Repeat("\nThe context goes on.", 4<<10)
 			}
 			update(s, text("user_message_chunk", context))
-			send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
+			c.Send(map[string]any{"id": id, "result": map[string]any{"modes": map[string]any{"currentModeId": "default"}}})
 			var replay []map[string]any
 			for k := 1; k <= turns; k++ {
 				replay = append(replay, text("user_message_chunk", "prompt "+strconv.Itoa(k)), text("agent_message_chunk", fakekit.Reply(k)))
@@ -140,51 +118,28 @@ func Fake(inv *fakekit.Invocation) int {
 			s := m.Params.SessionID
 			key, ok := known[s]
 			if !ok {
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32602, "message": "Session not found: " + s}})
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32602, "message": "Session not found: " + s}})
 				continue
 			}
 			for _, u := range late {
 				update(s, u)
 			}
 			late = nil
-			prompt := ""
-			for _, p := range m.Params.Prompt {
-				prompt += p.Text
-			}
-			received = prompt
+			received = m.PromptText()
 			if mode == "error" {
-				send(map[string]any{"id": id, "error": map[string]any{"code": 401,
+				c.Send(map[string]any{"id": id, "error": map[string]any{"code": 401,
 					"message": `{"error":{"code":401,"message":"API key not valid. Please pass a valid API key.","status":"UNAUTHENTICATED"}}`}})
 				continue
 			}
 			suffix := ""
 			if mode == "permission" {
-				send(map[string]any{"id": "perm-1", "method": "session/request_permission", "params": map[string]any{
-					"sessionId": s,
-					"options": []any{
-						map[string]any{"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
-						map[string]any{"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
-						map[string]any{"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
-					},
-					"toolCall": map[string]any{"toolCallId": "write_file-1", "status": "pending", "title": "Writing to notes/out.md", "kind": "edit"},
-				}})
-				if !in.Scan() {
-					return inv.Die(fmt.Errorf("no answer to the permission request: %v", in.Err()))
-				}
-				var a struct {
-					Result struct {
-						Outcome struct {
-							Outcome  string `json:"outcome"`
-							OptionID string `json:"optionId"`
-						} `json:"outcome"`
-					} `json:"result"`
-				}
-				if err := json.Unmarshal(in.Bytes(), &a); err != nil {
-					return inv.Die(fmt.Errorf("permission answer %q: %w", in.Bytes(), err))
-				}
-				choice := a.Result.Outcome.OptionID
-				if a.Result.Outcome.Outcome != "selected" {
-					choice = a.Result.Outcome.Outcome
+				choice, err := c.AskPermission(s, []any{
+					map[string]any{"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+					map[string]any{"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+					map[string]any{"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+				}, map[string]any{"toolCallId": "write_file-1", "status": "pending", "title": "Writing to notes/out.md", "kind": "edit"})
+				if err != nil {
+					return inv.Die(err)
 				}
 				suffix = " [permission: " + choice + "]"
 			}
@@ -199,18 +154,13 @@ func Fake(inv *fakekit.Invocation) int {
 			}
 			update(s, text("agent_message_chunk", r[:len(r)/2]))
 			update(s, text("agent_message_chunk", r[len(r)/2:]))
-			send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
+			c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "end_turn",
 				"_meta": map[string]any{"quota": map[string]any{"token_count": map[string]any{"input_tokens": 100 * n, "output_tokens": 20}}}}})
 		default:
-			if m.Method != "" && id != nil {
-				send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": "Method not found: " + m.Method}})
-			}
+			c.Unknown(m)
 		}
 	}
-	if err := in.Err(); err != nil {
-		return inv.Die(err)
-	}
-	if err := inv.Save(received); err != nil {
+	if err := c.Finish(received); err != nil {
 		return inv.Die(err)
 	}
 	if mode == "linger" {
