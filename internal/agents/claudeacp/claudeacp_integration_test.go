@@ -25,27 +25,13 @@ var adapter = realcli.ACPAdapter{
 		// time, among the next turn's calls.
 		env := append(api.ClaudeEnv(dir), "CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION=false")
 		return env, realcli.ACPAPI{
-			Prompts: func() [][]string {
-				var out [][]string
-				for _, r := range api.MessageRequests() {
-					if p := r.UserPrompts(); len(p) > 0 && !realcli.IsTitleCall(p) {
-						out = append(out, p)
-					}
-				}
-				return out
-			},
+			Prompts: api.ConversationPrompts,
 			Write: func(target, content string) {
 				call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "Write",
 					Input: map[string]string{"file_path": target, "content": content}}
 				api.SetAnswer(agenttest.CallTool[claudetest.Request](call, realcli.Finished))
 			},
-			Results: func() []agenttest.ToolResult {
-				var out []agenttest.ToolResult
-				for _, r := range api.MessageRequests() {
-					out = append(out, r.ToolResults()...)
-				}
-				return out
-			},
+			Results: api.ToolResults,
 		}
 	},
 }

@@ -14,32 +14,18 @@ import (
 // adapter is `opencode acp` and its stand-in, the Anthropic API's.
 var adapter = realcli.ACPAdapter{
 	Name: "opencode", Version: opencodetest.OpenCodeVersion, Bin: opencodetest.OpenCode, Args: []string{"acp"},
-	Asks: "build", Usage: [2]int{10, 8}, Rejected: "end_turn", FsWrite: true,
+	Asks: "build", Usage: [2]int{10, 8}, Rejected: "end_turn", FSWrite: true,
 	Store: func(dir string) string { return filepath.Join(dir, ".local", "share", "opencode") },
 	StandIn: func(t *testing.T, dir string) ([]string, realcli.ACPAPI) {
 		api := claudetest.NewAnthropic(t)
 		return opencodetest.Env(api, dir, "ask"), realcli.ACPAPI{
-			Prompts: func() [][]string {
-				var out [][]string
-				for _, r := range api.MessageRequests() {
-					if p := r.UserPrompts(); len(p) > 0 && !realcli.IsTitleCall(p) {
-						out = append(out, p)
-					}
-				}
-				return out
-			},
+			Prompts: api.ConversationPrompts,
 			Write: func(target, content string) {
 				call := agenttest.ToolCall{ID: "toolu_acp_write", Name: "write",
 					Input: map[string]string{"filePath": target, "content": content}}
 				api.SetAnswer(agenttest.CallTool[claudetest.Request](call, realcli.Finished))
 			},
-			Results: func() []agenttest.ToolResult {
-				var out []agenttest.ToolResult
-				for _, r := range api.MessageRequests() {
-					out = append(out, r.ToolResults()...)
-				}
-				return out
-			},
+			Results: api.ToolResults,
 		}
 	},
 }

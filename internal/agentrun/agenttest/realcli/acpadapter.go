@@ -390,7 +390,7 @@ type ACPAdapter struct {
 	Asks string
 	// fsWrite: the adapter writes an allowed file through
 	// fs/write_text_file.
-	FsWrite bool
+	FSWrite bool
 	// rejected is the stopReason of a turn whose write was refused.
 	Rejected string
 	// store is where the adapter keeps its sessions, given the directory
@@ -414,14 +414,6 @@ type ACPAPI struct {
 	Write func(target, content string)
 	// Results returns the tool results the model has been sent.
 	Results func() []agenttest.ToolResult
-}
-
-// IsTitleCall reports whether a model call whose user prompts are prompts
-// is a CLI's side call for a session title (Claude Code's and OpenCode's),
-// not the conversation.
-func IsTitleCall(prompts []string) bool {
-	last := prompts[len(prompts)-1]
-	return strings.HasPrefix(last, "<session>\n") || strings.HasPrefix(last, "Generate a title for this conversation:")
 }
 
 // ACPInit is the initialize request of a client that offers the file
@@ -636,7 +628,7 @@ func RunACPAdapter(t *testing.T, ad ACPAdapter, fixtures string) {
 		// Only OpenCode writes through fs/write_text_file; the others
 		// write the file themselves, though the client offers it.
 		want := []string{"session/request_permission"}
-		if allow && ad.FsWrite {
+		if allow && ad.FSWrite {
 			want = append(want, "fs/write_text_file")
 		}
 		if !slices.Equal(methods, want) {

@@ -148,8 +148,8 @@ func RunACPPreset(t *testing.T, ad ACPAdapter, preset string) {
 		if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, ": "+verdict+" (permissions "+string(perm)+")") }) {
 			t.Errorf("permissions %s: no note of a %s permission request: %q (outcome %s %q)", perm, verdict, res.Notes, res.Outcome, res.Reason)
 		}
-		if got := slices.Contains(fs.written(), target); got != (ad.FsWrite && perm == agentrun.PermEdit) {
-			t.Errorf("permissions %s: written through knotd's file system %v; want %v", perm, got, ad.FsWrite && perm == agentrun.PermEdit)
+		if got := slices.Contains(fs.written(), target); got != (ad.FSWrite && perm == agentrun.PermEdit) {
+			t.Errorf("permissions %s: written through knotd's file system %v; want %v", perm, got, ad.FSWrite && perm == agentrun.PermEdit)
 		}
 		t.Logf("permissions %s: %s %q, notes %q", perm, res.Outcome, res.Reason, res.Notes)
 	}

@@ -27,6 +27,7 @@ package claudetest
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -105,6 +106,38 @@ func (s *Server) MessageRequests() []Request {
 		}
 	}
 	return calls
+}
+
+// ConversationPrompts returns the UserPrompts of each model call so far
+// that carries a user prompt, in arrival order, leaving out a CLI's side
+// calls for a session title (Claude Code's and OpenCode's): the
+// conversation's calls.
+func (s *Server) ConversationPrompts() [][]string {
+	var out [][]string
+	for _, r := range s.MessageRequests() {
+		if p := r.UserPrompts(); len(p) > 0 && !isTitleCall(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isTitleCall reports whether a model call whose user prompts are prompts
+// is a CLI's side call for a session title (Claude Code's and OpenCode's),
+// not the conversation.
+func isTitleCall(prompts []string) bool {
+	last := prompts[len(prompts)-1]
+	return strings.HasPrefix(last, "<session>\n") || strings.HasPrefix(last, "Generate a title for this conversation:")
+}
+
+// ToolResults returns the tool results of every model call so far, in
+// order: what the CLI sent back for the model's tool calls.
+func (s *Server) ToolResults() []agenttest.ToolResult {
+	var out []agenttest.ToolResult
+	for _, r := range s.MessageRequests() {
+		out = append(out, r.ToolResults()...)
+	}
+	return out
 }
 
 // messagesAPI is the Server seen as the agenttest.API it serves.
