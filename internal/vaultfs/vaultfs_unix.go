@@ -3,6 +3,7 @@
 package vaultfs
 
 import (
+	"errors"
 	"io/fs"
 	"syscall"
 )
@@ -17,3 +18,7 @@ func links(fi fs.FileInfo) uint64 {
 	}
 	return 1
 }
+
+// IsNotDir reports whether err says that a component of a path, taken for
+// a directory, is not one (ENOTDIR).
+func IsNotDir(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
