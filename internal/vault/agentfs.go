@@ -19,6 +19,7 @@ import (
 	"github.com/knotd/knotd/internal/ignore"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -143,7 +144,7 @@ func (a *agentFS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error)
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
 		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
+		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, pipeline.ByteSize(limit))
 	case err != nil:
 		return nil, nil, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -194,7 +195,7 @@ func (a *agentFS) WriteTextFile(ctx context.Context, p, content string) error {
 	}
 	limit := a.v.config().MaxStrandSize
 	if int64(len(content)) > limit {
-		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), byteSize(limit))
+		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), pipeline.ByteSize(limit))
 	}
 
 	a.mu.Lock()
@@ -598,7 +599,7 @@ func (a *agentFS) settle(rel string) {
 			kept = append(kept, g)
 			continue
 		}
-		if a.v.sess.settleGuard(g.rel, g.g) {
+		if a.v.pipe.SettleGuard(g.rel, g.g) {
 			// The file holds a save the agent has not read: its next
 			// write is refused until it reads the file again.
 			a.seen[g.rel] = state.Hash{}

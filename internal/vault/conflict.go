@@ -149,7 +149,7 @@ func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
 			// may hold words typed on this device that the winning save
 			// never had: they are kept, outside the vault, before the
 			// copy goes.
-			where, err := v.sess.rescue(c, cp)
+			where, err := v.pipe.Rescue(c, cp)
 			if err != nil {
 				return conflict.NoFold, fmt.Errorf("keep the copy before removing it: %w", err)
 			}
@@ -178,7 +178,7 @@ func (r *reconciler) foldNoteCopy(rel, c string) (int, error) {
 		return conflict.NoFold, nil
 	}
 	g, err := frontmatter.WriteFile(v.fs, rel, note, updated)
-	v.sess.settleGuard(rel, g) // a save that raced the write is put back, or kept
+	v.pipe.SettleGuard(rel, g) // a save that raced the write is put back, or kept
 	if errors.Is(err, vaultfs.ErrChanged) {
 		return conflict.NoFold, nil // saved meanwhile: the copy stays, for the user
 	}

@@ -79,7 +79,7 @@ func (r *reconciler) reconcileAll(hints []watcher.Hint) (changed, unlooked []str
 		case conflict.IsCopy(h.Path):
 			copies = append(copies, h.Path)
 		default:
-			if rel, ok := v.pipe.waitingFor(h.Path); ok {
+			if rel, ok := v.pipe.WaitingFor(h.Path); ok {
 				// The tie-off its change waits for changed: it may be
 				// writable now.
 				cands = append(cands, candidate{path: rel, src: fromHint})
@@ -665,7 +665,7 @@ func (r *reconciler) moveTieOff(from, to string) error {
 	oldName, newName := filepath.FromSlash(oldRel), filepath.FromSlash(newRel)
 	if _, err := v.fs.Lstat(oldName); errors.Is(err, fs.ErrNotExist) {
 		return nil
-	} else if err != nil && v.pipe.unwritableTieOff(oldRel, err) {
+	} else if err != nil && v.pipe.UnwritableTieOff(oldRel, err) {
 		// Its folder is a link out of the vault now (swapped for one):
 		// what is there is not knotd's to move.
 		v.log.Warn("note moved, but its old folder is a symbolic link that leads out of the vault: knotd leaves the old tie-off there", "old", oldRel, "new", newRel)

@@ -1,4 +1,4 @@
-package vault
+package pipeline
 
 import (
 	"errors"
@@ -33,13 +33,13 @@ import (
 
 // tieOffUnwritable reports why the tie-off of the strand rel can never be
 // written as it is (nil when it can, or when what stops it may pass).
-func (pl *pipeline) tieOffUnwritable(rel string) error {
-	v := pl.v
+func (pl *Pipeline) tieOffUnwritable(rel string) error {
+	h := pl.h
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return nil
 	}
-	f, _, err := vaultfs.Open(v.fs, t)
+	f, _, err := vaultfs.Open(h.FS(), t)
 	if err == nil {
 		_ = f.Close() // read only: a close error loses nothing
 		return nil
@@ -47,7 +47,7 @@ func (pl *pipeline) tieOffUnwritable(rel string) error {
 	if errors.Is(err, fs.ErrNotExist) && pl.folderReachable(t) {
 		return nil // the append creates it
 	}
-	if pl.unwritableTieOff(t, err) {
+	if pl.UnwritableTieOff(t, err) {
 		return err
 	}
 	return nil
@@ -55,7 +55,7 @@ func (pl *pipeline) tieOffUnwritable(rel string) error {
 
 // checkTieOff is tieOffUnwritable, and forgets that the strand rel
 // waited for its tie-off when it can be written.
-func (pl *pipeline) checkTieOff(rel string) error {
+func (pl *Pipeline) checkTieOff(rel string) error {
 	err := pl.tieOffUnwritable(rel)
 	if err == nil {
 		if t, terr := strand.TieOffPath(rel); terr == nil {
@@ -65,9 +65,9 @@ func (pl *pipeline) checkTieOff(rel string) error {
 	return err
 }
 
-// watched is what the watcher hints: what knotd looks for in a vault
+// Watched is what the watcher hints: what knotd looks for in a vault
 // (conflict.Watched), and the tie-offs that changes wait for.
-func (pl *pipeline) watched(rel string) bool {
+func (pl *Pipeline) Watched(rel string) bool {
 	if conflict.Watched(rel) {
 		return true
 	}
@@ -75,9 +75,9 @@ func (pl *pipeline) watched(rel string) bool {
 	return ok
 }
 
-// waitingFor returns the strand whose change waits for the tie-off t, if
+// WaitingFor returns the strand whose change waits for the tie-off t, if
 // one does; it no longer waits for it then (its processing looks again).
-func (pl *pipeline) waitingFor(t string) (string, bool) {
+func (pl *Pipeline) WaitingFor(t string) (string, bool) {
 	rel, ok := pl.tieWaits.LoadAndDelete(t)
 	if !ok {
 		return "", false
@@ -85,11 +85,11 @@ func (pl *pipeline) waitingFor(t string) (string, bool) {
 	return rel.(string), true
 }
 
-// unwritableTieOff reports whether err, met opening or writing the
+// UnwritableTieOff reports whether err, met opening or writing the
 // tie-off t, is one that lasts until the user changes the vault: t is not
 // a regular file (a symbolic link, a directory, a FIFO), or its folder is
 // a symbolic link that does not lead to a folder inside the vault.
-func (pl *pipeline) unwritableTieOff(t string, err error) bool {
+func (pl *Pipeline) UnwritableTieOff(t string, err error) bool {
 	if errors.Is(err, vaultfs.ErrNotRegular) {
 		return true
 	}
@@ -98,22 +98,22 @@ func (pl *pipeline) unwritableTieOff(t string, err error) bool {
 
 // folderReachable reports whether the folder of t is a folder inside the
 // vault (through links that stay inside it).
-func (pl *pipeline) folderReachable(t string) bool {
-	v := pl.v
+func (pl *Pipeline) folderReachable(t string) bool {
+	h := pl.h
 	dir := path.Dir(t)
 	if dir == "." {
 		return true
 	}
-	fi, err := v.fs.Stat(filepath.FromSlash(dir))
+	fi, err := h.FS().Stat(filepath.FromSlash(dir))
 	return err == nil && fi.IsDir()
 }
 
 // folderLinked reports whether a folder on the way to t is a symbolic
 // link.
-func (pl *pipeline) folderLinked(t string) bool {
-	v := pl.v
+func (pl *Pipeline) folderLinked(t string) bool {
+	h := pl.h
 	for dir := path.Dir(t); dir != "." && dir != "/"; dir = path.Dir(dir) {
-		if fi, err := v.fs.Lstat(filepath.FromSlash(dir)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err := h.FS().Lstat(filepath.FromSlash(dir)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return true
 		}
 	}
@@ -123,55 +123,54 @@ func (pl *pipeline) folderLinked(t string) bool {
 // waitForTieOff says, once, that the strand rel does not run while its
 // tie-off cannot be written (why), and returns the skip reason. While
 // knotd watches, a change of the tie-off (the link removed) looks at the
-// strand again (see waitingFor).
-func (pl *pipeline) waitForTieOff(rel string, why error) string {
-	v := pl.v
+// strand again (see WaitingFor).
+func (pl *Pipeline) waitForTieOff(rel string, why error) string {
+	h := pl.h
 	t, _ := strand.TieOffPath(rel)
 	pl.tieWaits.Store(t, rel)
-	v.noticeOnce("unwritable-tieoff:"+t, func() {
-		v.log.Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
+	h.NoticeOnce("unwritable-tieoff:"+t, func() {
+		h.Log().Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
 			"strand", rel, "tieoff", t, "err", why)
 	})
 	return "waits for its tie-off, which cannot be written: " + why.Error()
 }
 
-// replyKept is the error of a run whose reply could not go into its
+// ReplyKept is the error of a run whose reply could not go into its
 // tie-off, which can never be written as it is: the reply is kept in
 // Kept, outside the vault, and the run is recorded as done.
-type replyKept struct {
+type ReplyKept struct {
 	Strand, TieOff, RunID string
 	// Kept is the file holding the reply's section.
 	Kept string
 	Err  error
 }
 
-func (e *replyKept) Error() string {
+func (e *ReplyKept) Error() string {
 	return fmt.Sprintf("vault: %s: the reply of run %s cannot go into its tie-off %s (%v): it is kept in %s; make the tie-off a regular file in the vault and copy the reply into it",
 		e.Strand, e.RunID, e.TieOff, e.Err, e.Kept)
 }
 
-func (e *replyKept) Unwrap() error { return e.Err }
+func (e *ReplyKept) Unwrap() error { return e.Err }
 
 // keepReply keeps the journaled run p's section, which cannot go into its
 // tie-off t (err), in the rescued folder, and returns the error that says
 // where.
-func (pl *pipeline) keepReply(p state.Pending, j journal, t string, err error) (*replyKept, error) {
-	v := pl.v
+func (pl *Pipeline) keepReply(p state.Pending, j Journal, t string, err error) (*ReplyKept, error) {
 	sec, ferr := tieoff.Format(j.Section)
 	if ferr != nil {
 		return nil, ferr
 	}
-	kept, rerr := v.sess.rescue(t, sec)
+	kept, rerr := pl.Rescue(t, sec)
 	if rerr != nil {
 		return nil, rerr
 	}
-	return &replyKept{Strand: p.Record.Path, TieOff: t, RunID: p.RunID, Kept: kept, Err: err}, nil
+	return &ReplyKept{Strand: p.Record.Path, TieOff: t, RunID: p.RunID, Kept: kept, Err: err}, nil
 }
 
 // sayKept says that a journaled run's reply could not go into its
 // tie-off and is kept outside the vault (its run is done: said once).
-func (pl *pipeline) sayKept(kept *replyKept) {
-	v := pl.v
-	v.log.Error("a run's reply cannot go into its tie-off, which is not a regular file in the vault: knotd kept the reply in its state directory and does not try again; make the tie-off a regular file in the vault and copy the reply into it",
+func (pl *Pipeline) sayKept(kept *ReplyKept) {
+	h := pl.h
+	h.Log().Error("a run's reply cannot go into its tie-off, which is not a regular file in the vault: knotd kept the reply in its state directory and does not try again; make the tie-off a regular file in the vault and copy the reply into it",
 		"strand", kept.Strand, "tieoff", kept.TieOff, "run", kept.RunID, "kept", kept.Kept, "err", kept.Err)
 }
