@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,15 +45,16 @@ type Pipeline struct {
 	// sess decides which conversation a strand continues and writes
 	// into strands without clobbering a save (session.go).
 	sess sessionKeeper
-	// tieWaits holds the strands whose change waits for their tie-off,
-	// which cannot be written (unwritable.go): tie-off path → strand.
-	tieWaits sync.Map
+	// ties looks at tie-offs that cannot be written, and keeps the
+	// strands whose change waits for one (unwritable.go).
+	ties tieOffs
 }
 
 // New returns the pipeline of the vault h.
 func New(h Host) *Pipeline {
 	pl := &Pipeline{h: h}
 	pl.sess.pl = pl
+	pl.ties.h = h
 	return pl
 }
 
@@ -384,10 +384,10 @@ func (pl *Pipeline) plan(rel string, job Job, last bool) (w *work, skip string, 
 			return w, skip, err
 		}
 	}
-	if why := pl.checkTieOff(rel); why != nil {
+	if why := pl.ties.check(rel); why != nil {
 		// Its reply, or its failure, could never be recorded: the agent
 		// is not run, and the change waits, unrecorded.
-		return nil, pl.waitForTieOff(rel, why), nil
+		return nil, pl.ties.waitFor(rel, why), nil
 	}
 	if w.failure == "" && !h.Dry() {
 		// A change that would run, over the day's budget, waits
@@ -871,7 +871,7 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 	done, stale := false, false
 	if check {
 		done, err = tieoff.HasRun(h.FS(), t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.UnwritableTieOff(t, err) {
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.ties.unwritableErr(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
 		cur, has, err := h.Store().Get(p.Record.Path)
@@ -894,7 +894,7 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 		default:
 			offset, err = tieoff.Append(h.FS(), t, j.Section)
 		}
-		if err != nil && pl.UnwritableTieOff(t, err) {
+		if err != nil && pl.ties.unwritableErr(t, err) {
 			// A tie-off that can never be written as it is (see
 			// unwritable.go): the reply is kept outside the vault and
 			// the run is done, rather than journaled for ever.

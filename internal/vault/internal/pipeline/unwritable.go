@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"sync"
 
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
@@ -31,10 +32,19 @@ import (
 //     rescued folder of knotd's state directory, its run is recorded as
 //     done, and the failure is said once, with where the reply is.
 
-// tieOffUnwritable reports why the tie-off of the strand rel can never be
+// tieOffs looks at tie-offs that can never be written as they are (see
+// above), and keeps the strands whose change waits for one.
+type tieOffs struct {
+	h Host
+	// waits holds the strands whose change waits for their tie-off:
+	// tie-off path → strand.
+	waits sync.Map
+}
+
+// unwritable reports why the tie-off of the strand rel can never be
 // written as it is (nil when it can, or when what stops it may pass).
-func (pl *Pipeline) tieOffUnwritable(rel string) error {
-	h := pl.h
+func (ts *tieOffs) unwritable(rel string) error {
+	h := ts.h
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return nil
@@ -44,62 +54,62 @@ func (pl *Pipeline) tieOffUnwritable(rel string) error {
 		_ = f.Close() // read only: a close error loses nothing
 		return nil
 	}
-	if errors.Is(err, fs.ErrNotExist) && pl.folderReachable(t) {
+	if errors.Is(err, fs.ErrNotExist) && ts.folderReachable(t) {
 		return nil // the append creates it
 	}
-	if pl.UnwritableTieOff(t, err) {
+	if ts.unwritableErr(t, err) {
 		return err
 	}
 	return nil
 }
 
-// checkTieOff is tieOffUnwritable, and forgets that the strand rel
+// check is unwritable, and forgets that the strand rel
 // waited for its tie-off when it can be written.
-func (pl *Pipeline) checkTieOff(rel string) error {
-	err := pl.tieOffUnwritable(rel)
+func (ts *tieOffs) check(rel string) error {
+	err := ts.unwritable(rel)
 	if err == nil {
 		if t, terr := strand.TieOffPath(rel); terr == nil {
-			pl.tieWaits.Delete(t)
+			ts.waits.Delete(t)
 		}
 	}
 	return err
 }
 
-// Watched is what the watcher hints: what knotd looks for in a vault
+// watched is what the watcher hints: what knotd looks for in a vault
 // (conflict.Watched), and the tie-offs that changes wait for.
-func (pl *Pipeline) Watched(rel string) bool {
+func (ts *tieOffs) watched(rel string) bool {
 	if conflict.Watched(rel) {
 		return true
 	}
-	_, ok := pl.tieWaits.Load(rel)
+	_, ok := ts.waits.Load(rel)
 	return ok
 }
 
-// WaitingFor returns the strand whose change waits for the tie-off t, if
+// waitingFor returns the strand whose change waits for the tie-off t, if
 // one does; it no longer waits for it then (its processing looks again).
-func (pl *Pipeline) WaitingFor(t string) (string, bool) {
-	rel, ok := pl.tieWaits.LoadAndDelete(t)
+func (ts *tieOffs) waitingFor(t string) (string, bool) {
+	rel, ok := ts.waits.LoadAndDelete(t)
 	if !ok {
 		return "", false
 	}
 	return rel.(string), true
 }
 
-// UnwritableTieOff reports whether err, met opening or writing the
+// unwritableErr reports whether err, met opening or writing the
 // tie-off t, is one that lasts until the user changes the vault: t is not
 // a regular file (a symbolic link, a directory, a FIFO), or its folder is
 // a symbolic link that does not lead to a folder inside the vault.
-func (pl *Pipeline) UnwritableTieOff(t string, err error) bool {
+func (ts *tieOffs) unwritableErr(t string, err error) bool {
 	if errors.Is(err, vaultfs.ErrNotRegular) {
 		return true
 	}
-	return !pl.folderReachable(t) && pl.folderLinked(t)
+	return !ts.folderReachable(t) && ts.folderLinked(t)
 }
 
 // folderReachable reports whether the folder of t is a folder inside the
 // vault (through links that stay inside it).
-func (pl *Pipeline) folderReachable(t string) bool {
-	h := pl.h
+func (ts *tieOffs) folderReachable(t string) bool {
+	h := ts.h
 	dir := path.Dir(t)
 	if dir == "." {
 		return true
@@ -110,8 +120,8 @@ func (pl *Pipeline) folderReachable(t string) bool {
 
 // folderLinked reports whether a folder on the way to t is a symbolic
 // link.
-func (pl *Pipeline) folderLinked(t string) bool {
-	h := pl.h
+func (ts *tieOffs) folderLinked(t string) bool {
+	h := ts.h
 	for dir := path.Dir(t); dir != "." && dir != "/"; dir = path.Dir(dir) {
 		if fi, err := h.FS().Lstat(filepath.FromSlash(dir)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return true
@@ -120,20 +130,33 @@ func (pl *Pipeline) folderLinked(t string) bool {
 	return false
 }
 
-// waitForTieOff says, once, that the strand rel does not run while its
+// waitFor says, once, that the strand rel does not run while its
 // tie-off cannot be written (why), and returns the skip reason. While
 // knotd watches, a change of the tie-off (the link removed) looks at the
-// strand again (see WaitingFor).
-func (pl *Pipeline) waitForTieOff(rel string, why error) string {
-	h := pl.h
+// strand again (see waitingFor).
+func (ts *tieOffs) waitFor(rel string, why error) string {
+	h := ts.h
 	t, _ := strand.TieOffPath(rel)
-	pl.tieWaits.Store(t, rel)
+	ts.waits.Store(t, rel)
 	h.NoticeOnce("unwritable-tieoff:"+t, func() {
 		h.Log().Warn("the note's tie-off cannot be written, so knotd does not run the note: make the tie-off a regular file in the vault (not a symbolic link), in a folder of the vault; the change runs then",
 			"strand", rel, "tieoff", t, "err", why)
 	})
 	return "waits for its tie-off, which cannot be written: " + why.Error()
 }
+
+// Watched is what the watcher hints: what knotd looks for in a vault
+// (conflict.Watched), and the tie-offs that changes wait for.
+func (pl *Pipeline) Watched(rel string) bool { return pl.ties.watched(rel) }
+
+// WaitingFor returns the strand whose change waits for the tie-off t, if
+// one does; it no longer waits for it then (its processing looks again).
+func (pl *Pipeline) WaitingFor(t string) (string, bool) { return pl.ties.waitingFor(t) }
+
+// UnwritableTieOff reports whether err, met opening or writing the
+// tie-off t, is one that lasts until the user changes the vault (see
+// above).
+func (pl *Pipeline) UnwritableTieOff(t string, err error) bool { return pl.ties.unwritableErr(t, err) }
 
 // ReplyKept is the error of a run whose reply could not go into its
 // tie-off, which can never be written as it is: the reply is kept in
