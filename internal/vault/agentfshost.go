@@ -41,5 +41,5 @@ func (h agentFSHost) KeptFromAgents(rel string) (bool, string) {
 }
 
 func (h agentFSHost) SettleGuard(rel string, g *vaultfs.Guard) bool {
-	return h.v.sess.settleGuard(rel, g)
+	return h.v.pipe.SettleGuard(rel, g)
 }

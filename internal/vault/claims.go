@@ -48,38 +48,3 @@ func (c *claims) release(rel string) {
 	c.cond.L = &c.mu
 	c.cond.Broadcast()
 }
-
-// sessionClaims are the sessions of the runs being prepared or under way,
-// each with its strand: two strands never run with one session, even
-// before either run is recorded (notes copied from one template and run
-// at once). The zero value is ready.
-type sessionClaims struct {
-	mu   sync.Mutex
-	held map[string]string // session → strand path
-}
-
-// claim holds the session id for the strand rel, unless another strand
-// holds it, and reports whether rel holds it now.
-func (c *sessionClaims) claim(id, rel string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if owner, ok := c.held[id]; ok {
-		return owner == rel
-	}
-	if c.held == nil {
-		c.held = make(map[string]string)
-	}
-	c.held[id] = rel
-	return true
-}
-
-// release lets go of every session the strand rel holds.
-func (c *sessionClaims) release(rel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, owner := range c.held {
-		if owner == rel {
-			delete(c.held, id)
-		}
-	}
-}

@@ -14,10 +14,12 @@
 //     state store (package state), and finishes runs a crash left
 //     journaled; its adopter adopts the strands of a vault knotd has never
 //     seen and catches up on what changed while knotd was stopped.
-//   - The pipeline of one strand (pipeline, pipeline.go, with request.go,
-//     runmarker.go, transcript.go and unwritable.go; sessionKeeper,
-//     session.go): fold, look, decide, prepare, run, record. Start
-//     reading here: pipeline.go's first comment walks through it.
+//   - The pipeline of one strand (package vault/internal/pipeline;
+//     pipelineHost in pipelinehost.go is all it asks of the Vault): fold,
+//     look, decide, prepare, run, record. Start reading there: its
+//     pipeline.go's first comment walks through it. ownwrites.go keeps
+//     its writes into strands from the watcher while their work is under
+//     way.
 //   - The reconciler (package vault/internal/reconcile; reconHost in
 //     reconhost.go is all it asks of the Vault): the one mechanism that
 //     decides what happened to the strands (Created, Modified, Deleted,
@@ -54,9 +56,10 @@
 //   - Budget (package vault/internal/budget; budgetHost in vault.go) and
 //     reloads (reloader, reload.go): the day's spend, and the
 //     configuration loaded again when it changes.
-//   - Transcripts (transcript.go): each run's machine record, written
-//     with package transcript from run.started to tieoff.appended, with
-//     environment secrets masked (in tie-off sections too).
+//   - Transcripts (the pipeline's transcript.go; RunsDir in runsdir.go):
+//     each run's machine record, written with package transcript from
+//     run.started to tieoff.appended, with environment secrets masked (in
+//     tie-off sections too).
 //   - Passes (once.go, watch.go, dryrun.go, explain.go): Once (--once),
 //     Watch (the daemon: watcher or poller hints, reconcile, scheduler; a
 //     gone strand waits one quiet period so a move is not seen as a

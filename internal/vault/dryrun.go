@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/watcher"
@@ -98,10 +99,10 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		switch skip := v.dryShow(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All}); {
-		case skip == pausedSkip:
+		switch skip := v.pipe.Show(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All}, v.prompt); {
+		case skip == pipeline.PausedSkip:
 			paused = append(paused, rel)
-		case strings.HasPrefix(skip, budgetSkip):
+		case strings.HasPrefix(skip, pipeline.BudgetSkip):
 			deferred = append(deferred, rel)
 		}
 	}
@@ -139,42 +140,6 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 		fmt.Fprintln(w, r)
 	}
 	return nil
-}
-
-// dryShow prints what processing rel would do: its event and full prompt,
-// or why it would not run; it returns the reason a change would wait or
-// be recorded without a run, if any.
-func (v *Vault) dryShow(w io.Writer, rel string, job Job) string {
-	wk, skip, err := v.pipe.plan(rel, job, false)
-	defer v.sess.sessions.release(rel)
-	switch {
-	case err != nil:
-		fmt.Fprintf(w, "==> %s: cannot prepare: %v\n\n", rel, err)
-		return ""
-	case wk == nil && skip != "" && skip != emptySkip:
-		// A paused strand, or one over the day's budget: its change
-		// waits, unrecorded.
-		fmt.Fprintf(w, "==> %s: not run now: %s\n\n", rel, skip)
-		return skip
-	case wk == nil:
-		return skip
-	case skip != "":
-		fmt.Fprintf(w, "==> %s %s: recorded without a run (%s)\n\n", wk.event, rel, skip)
-		return skip
-	case wk.failure != "":
-		fmt.Fprintf(w, "==> %s %s: would fail without a run:\n%s\n\n", wk.event, rel, wk.failure)
-		return ""
-	}
-	req, err := v.pipe.request(wk, job, "dry-run", v.now().UTC())
-	if err == nil {
-		var prompt string
-		if prompt, err = v.prompt(req); err == nil {
-			fmt.Fprintf(w, "==> %s %s (agent %s)\n%s\n\n", wk.event, rel, wk.agentName, prompt)
-			return ""
-		}
-	}
-	fmt.Fprintf(w, "==> %s %s (agent %s): %v\n\n", wk.event, rel, wk.agentName, err)
-	return ""
 }
 
 // prompt returns the prompt req would send.

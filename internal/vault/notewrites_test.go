@@ -243,7 +243,7 @@ func TestProcess_ConcurrentCopiesAreNeverWedged(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i, rel := range []string{"a.md", "b.md"} {
-		wg.Go(func() { _, _, errs[i] = v.pipe.process(context.Background(), rel, Job{FiredBy: "watch"}) })
+		wg.Go(func() { _, _, errs[i] = v.pipe.Process(context.Background(), rel, Job{FiredBy: "watch"}) })
 	}
 	wg.Wait()
 	for _, err := range errs {

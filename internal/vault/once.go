@@ -12,6 +12,7 @@ import (
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/vault/internal/answer"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/watcher"
@@ -102,10 +103,10 @@ func (t *tally) add(rep RunReport) {
 		return
 	}
 	switch {
-	case rep.Skipped == pausedSkip:
+	case rep.Skipped == pipeline.PausedSkip:
 		t.sum.Paused = append(t.sum.Paused, Waiting{Note: rep.Strand, Why: rep.Skipped})
-	case strings.HasPrefix(rep.Skipped, budgetSkip):
-		t.sum.Deferred = append(t.sum.Deferred, Waiting{Note: rep.Strand, Why: strings.TrimPrefix(rep.Skipped, budgetSkip)})
+	case strings.HasPrefix(rep.Skipped, pipeline.BudgetSkip):
+		t.sum.Deferred = append(t.sum.Deferred, Waiting{Note: rep.Strand, Why: strings.TrimPrefix(rep.Skipped, pipeline.BudgetSkip)})
 	}
 	if rep.Skipped != "" && rep.Event.Valid() {
 		t.sum.Skipped++

@@ -24,7 +24,7 @@ func TestTrip_NoticeIsNotARun(t *testing.T) {
 	}
 	v := e.open()
 	v.trip("note.md", RunReport{Strand: "note.md", Event: strand.Created}, "it ran 4 times within 1h0m0s")
-	sec, ok, err := v.pipe.newestAnswer("note.md", nil)
+	sec, ok, err := v.pipe.NewestAnswer("note.md", nil)
 	if err != nil || !ok || sec.RunID != sum.Runs[0].RunID {
 		t.Errorf("newestAnswer = %+v, %v, %v; want the run's section (%s), past the notice", sec, ok, err, sum.Runs[0].RunID)
 	}

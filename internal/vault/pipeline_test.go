@@ -204,7 +204,7 @@ func TestProcess_SessionOfGoneStrand(t *testing.T) {
 	e.remove("a.md")
 
 	v := e.open()
-	rep, _, err := v.pipe.process(context.Background(), "b.md", Job{FiredBy: "watch"})
+	rep, _, err := v.pipe.Process(context.Background(), "b.md", Job{FiredBy: "watch"})
 	if err != nil {
 		t.Fatalf("process(b.md) = %+v, %v", rep, err)
 	}

@@ -11,14 +11,20 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/vault/internal/reconcile"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 )
 
-// scheduler builds the per-strand scheduler whose work is process. Each
-// finished strand is reported to report; a strand that moved on during its
-// run is submitted again as its own follow-up. Runs get the grace period
-// after ctx ends before they are canceled. The caller must call release
-// once the scheduler's Run has returned.
+// maxRetryPause bounds the pause between two tries of a strand whose
+// processing failed for a passing reason (or of a journaled run).
+const maxRetryPause = timing.MaxPause
+
+// scheduler builds the per-strand scheduler whose work is the
+// pipeline's Process. Each finished strand is reported to report; a
+// strand that moved on during its run is submitted again as its own
+// follow-up. Runs get the grace period after ctx ends before they are
+// canceled. The caller must call release once the scheduler's Run has
+// returned.
 func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *scheduler.Scheduler[Job], release func()) {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	later := &timing.Later[Job]{}
@@ -60,7 +66,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		// This run reads the strand as it is now: a follow-up waiting for
 		// an earlier run's changes is done by it.
 		later.Supersede(rel)
-		rep, again, err := v.pipe.process(runCtx, rel, job)
+		rep, again, err := v.pipe.Process(runCtx, rel, job)
 		v.budget.Landed(rel, err == nil && rep.Ran && !v.dry, rep.Usage)
 		// From now on the strand's record holds what knotd wrote into
 		// it, if anything: the watcher no longer needs telling.
@@ -68,7 +74,7 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()
-			var kept *replyKept
+			var kept *pipeline.ReplyKept
 			if v.watching.Load() && ctx.Err() == nil && !errors.Is(err, ErrStateDamaged) && !errors.Is(err, state.ErrCorrupt) && !errors.As(err, &kept) {
 				// A full disk, too many open files, a strand that kept
 				// changing: the change is not dropped; it is tried again

@@ -33,11 +33,11 @@ func (h reconHost) ReadStrand(rel string, limit int64) ([]byte, bool, error) {
 }
 func (h reconHost) TryClaim(rel string) bool           { return h.v.claims.tryClaim(rel) }
 func (h reconHost) Release(rel string)                 { h.v.claims.release(rel) }
-func (h reconHost) WaitingFor(t string) (string, bool) { return h.v.pipe.waitingFor(t) }
+func (h reconHost) WaitingFor(t string) (string, bool) { return h.v.pipe.WaitingFor(t) }
 func (h reconHost) UnwritableTieOff(t string, err error) bool {
-	return h.v.pipe.unwritableTieOff(t, err)
+	return h.v.pipe.UnwritableTieOff(t, err)
 }
 func (h reconHost) Rescue(rel string, content []byte) (string, error) {
-	return h.v.sess.rescue(rel, content)
+	return h.v.pipe.Rescue(rel, content)
 }
-func (h reconHost) SettleGuard(rel string, g *vaultfs.Guard) { h.v.sess.settleGuard(rel, g) }
+func (h reconHost) SettleGuard(rel string, g *vaultfs.Guard) { h.v.pipe.SettleGuard(rel, g) }

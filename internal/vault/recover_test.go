@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/state"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 
 	"github.com/knotd/knotd/internal/tieoff"
 )
@@ -79,7 +80,7 @@ func TestOpen_RecoversJournaledRun(t *testing.T) {
 func TestOpen_RecoveryDoesNotAppendTwice(t *testing.T) {
 	e := newEnv(t)
 	p := journaledRun(t, e)
-	j, err := decodeJournal(p.Journal)
+	j, err := pipeline.DecodeJournal(p.Journal)
 	mustDo(t, err)
 	_, err = tieoff.Append(e.vaultRoot(), "note.tieoff.md", j.Section)
 	mustDo(t, err)

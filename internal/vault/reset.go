@@ -106,7 +106,7 @@ func (v *Vault) resetWrite(r *Reset, content []byte, value string) error {
 	}
 	var late *vaultfs.LateSave
 	if errors.As(err, &late) {
-		where, rerr := v.sess.rescue(r.Strand, late.Content)
+		where, rerr := v.pipe.Rescue(r.Strand, late.Content)
 		return fmt.Errorf("vault: %s was saved while knotd wrote it; the save is kept in %s (%v)", r.Strand, where, rerr)
 	}
 	if err != nil {

@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/agents/claude"
-	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/testutil"
-	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -261,39 +258,6 @@ func TestOnce_SecretsStayOutOfTranscriptsAndTieOffs(t *testing.T) {
 	if !strings.Contains(tie, "invalid x-api-key "+transcript.Masked) {
 		t.Errorf("tie-off = %q; want the stderr with the secret masked", tie)
 	}
-}
-
-// BenchmarkRunLog measures what a transcript costs a run: creating it,
-// recording a typical run (a 4 KiB prompt and reply) and closing it (one
-// fsync), against the baseline of appending the run's section to a tie-off
-// (one fsync too).
-func BenchmarkRunLog(b *testing.B) {
-	e := newEnv(b)
-	v := e.open()
-	w := &work{rel: "note.md", event: strand.Created, agentName: "digest", session: "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21"}
-	body := strings.Repeat("a line of the reply, as an agent writes it\n", 100)
-	b.Run("tieoff-append", func(b *testing.B) {
-		vr := e.vaultRoot()
-		for b.Loop() {
-			id, err := uuid.NewV7()
-			mustDo(b, err)
-			_, err = tieoff.Append(vr, "bench.tieoff.md", tieoff.Section{Event: strand.Created, Strand: "bench.md", Time: time.Now(), RunID: id.String(), Body: body})
-			mustDo(b, err)
-		}
-	})
-	b.Run("transcript", func(b *testing.B) {
-		m := masker(agentrun.Agent{})
-		for b.Loop() {
-			id, err := uuid.NewV7()
-			mustDo(b, err)
-			tl := v.pipe.createRunLog(id.String(), w.rel, m)
-			tl.failed(w)
-			tl.record(transcript.UserMessage{Prompt: body})
-			tl.record(transcript.AssistantMessage{Format: transcript.FormatText, Blocks: []transcript.Block{{Type: transcript.BlockText, Fidelity: transcript.TextOnly, Text: body}}})
-			tl.tieOff("note.tieoff.md", 0, false)
-			tl.close()
-		}
-	})
 }
 
 // TestWatch_TranscriptOfRunningAndStoppedRun: run.started and message.user

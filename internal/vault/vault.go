@@ -23,6 +23,7 @@ import (
 	"github.com/knotd/knotd/internal/vault/internal/budget"
 	"github.com/knotd/knotd/internal/vault/internal/ctl"
 	"github.com/knotd/knotd/internal/vault/internal/reconcile"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
@@ -96,12 +97,9 @@ type Vault struct {
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
 
 	claims claims // strand paths being worked on
-	// sess decides which conversation a strand continues and writes
-	// into strands without clobbering a save (session.go).
-	sess sessionKeeper
 	// pipe is the pipeline of one strand's change: look, decide,
-	// prepare, run, record (pipeline.go).
-	pipe pipeline
+	// prepare, run, record (package vault/internal/pipeline).
+	pipe *pipeline.Pipeline
 	// adoption is first contact and the catch-up (adopt, catchUp).
 	adoption adopter
 	// recon looks at the disk against the state: changes, renames, and
@@ -219,7 +217,7 @@ func open(root string, opts Options, dry bool) (_ *Vault, err error) {
 		if err := v.endOrphans(); err != nil {
 			return nil, err
 		}
-		if err := v.recover(); err != nil {
+		if err := v.pipe.Recover(); err != nil {
 			return nil, err
 		}
 	}
@@ -361,11 +359,10 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		checkEvery: rootCheck,
 	}
 	v.recon = reconcile.New(reconHost{v}, reconcile.Options{FS: vfs, Root: root, Rules: v.rules})
-	v.pipe = pipeline{v: v}
+	v.pipe = pipeline.New(pipelineHost{v})
 	v.adoption = adopter{v: v}
 	v.budget = budget.New(budgetHost{v})
 	v.reloader = reloader{v: v}
-	v.sess = sessionKeeper{v: v}
 	v.conf.Store(cfg)
 	v.reloader.loadOpts = loadOpts
 	v.reloader.confStamps = v.reloader.configStamps()
@@ -460,35 +457,6 @@ func (v *Vault) Close() error {
 	return errors.Join(errs...)
 }
 
-// recover finishes the runs a crash (or a tie-off that could not be
-// written) left journaled: each reply is appended to its tie-off unless it
-// is already there, then the run is committed. A run that still cannot be
-// finished is reported and stays journaled for the next start; it does
-// not keep knotd from serving the rest of the vault.
-func (v *Vault) recover() error {
-	ps, err := v.store.Pendings()
-	if err != nil {
-		return err
-	}
-	for _, p := range ps {
-		j, err := decodeJournal(p.Journal)
-		if err == nil {
-			err = v.pipe.complete(p, j, true)
-		}
-		if kept := (*replyKept)(nil); errors.As(err, &kept) {
-			v.pipe.sayKept(kept)
-			continue
-		}
-		if err != nil {
-			v.log.Error("cannot finish a run journaled before knotd stopped; it stays journaled and is retried at the next start",
-				"strand", p.Record.Path, "run", p.RunID, "err", err)
-			continue
-		}
-		v.log.Info("finished a run journaled before knotd stopped", "strand", p.Record.Path, "run", p.RunID)
-	}
-	return nil
-}
-
 // agentFor resolves a strand's knot_agent (or the default) to an agent
 // and the name reports use.
 func (v *Vault) agentFor(name string) (string, agentrun.Agent, error) {
@@ -558,8 +526,8 @@ type Adoption struct {
 
 // adopt records what knotd knows of a vault it has no state for: first
 // contact, or a state store that was lost, damaged or moved aside. The
-// vault is the truth (see runmarker.go), so it reads each strand and the
-// newest section of its tie-off:
+// vault is the truth (see the pipeline's runmarker.go), so it reads each
+// strand and the newest section of its tie-off:
 //
 //   - a strand whose tie-off's newest section answers its content is
 //     recorded as answered by that run (its session, turn and outcome);
@@ -700,7 +668,7 @@ func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if !hasTieOff {
 		return p, true
 	}
-	sec, ok, err := v.pipe.newestAnswer(rel, nil)
+	sec, ok, err := v.pipe.NewestAnswer(rel, nil)
 	if err != nil {
 		v.log.Warn("cannot read the note's tie-off; adopting the note as it is", "strand", rel, "err", err)
 	}
@@ -708,8 +676,8 @@ func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 		return p, true
 	}
 	p.rec.LastRunID, p.rec.Turns, p.rec.LastOutcome = sec.RunID, 1, outcomeOf(sec)
-	p.session = markerSession(sec)
-	if content != nil && sec.Hash == markerHash(content) {
+	p.session = pipeline.MarkerSession(sec)
+	if content != nil && sec.Hash == pipeline.MarkerHash(content) {
 		p.kind = answeredKind
 		return p, true
 	}

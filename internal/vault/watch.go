@@ -136,7 +136,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	} else {
 		w := &watcher.Watcher{
 			Root: v.root, Quiet: v.config().Debounce, MaxWait: v.config().MaxWait,
-			Filter: v.pipe.watched, Rules: v.rules, Logger: v.log,
+			Filter: v.pipe.Watched, Rules: v.rules, Logger: v.log,
 		}
 		wg.Go(func() { watchErr = w.Run(watchCtx, hints) })
 		v.log.Info("watching", "vault", v.root, "debounce", v.config().Debounce, "agent", v.config().DefaultAgent)

@@ -26,6 +26,7 @@ import (
 	"github.com/knotd/knotd/internal/ignore"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -187,7 +188,7 @@ func (a *FS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
 		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, byteSize(limit))
+		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, pipeline.ByteSize(limit))
 	case err != nil:
 		return nil, nil, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -238,7 +239,7 @@ func (a *FS) WriteTextFile(ctx context.Context, p, content string) error {
 	}
 	limit := a.host.MaxSize()
 	if int64(len(content)) > limit {
-		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), byteSize(limit))
+		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), pipeline.ByteSize(limit))
 	}
 
 	a.mu.Lock()

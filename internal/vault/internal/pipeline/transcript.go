@@ -1,4 +1,4 @@
-package vault
+package pipeline
 
 import (
 	"errors"
@@ -6,39 +6,9 @@ import (
 	"os"
 
 	"github.com/knotd/knotd/internal/agentrun"
-	"github.com/knotd/knotd/internal/statedir"
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/transcript"
 )
-
-// RunsDir returns the directory of the run transcripts of the vault at
-// root (absolute, symbolic links resolved): one <run-id>.jsonl per run
-// (see package transcript), in the vault's folder of the state directory
-// home ("" for statedir.Home()). ok is false when knotd never ran on the
-// vault on this machine.
-func RunsDir(home, root string) (dir string, ok bool, err error) {
-	f, ok, err := folderOf(home, root)
-	if !ok {
-		return "", false, err
-	}
-	return f.Runs(), true, nil
-}
-
-// folderOf returns the folder of the vault at root in the state directory
-// home ("" for the user's); ok is false when knotd never ran on the vault
-// on this machine (then the folder is zero).
-func folderOf(home, root string) (f statedir.Folder, ok bool, err error) {
-	if home == "" {
-		if home, err = statedir.Home(); err != nil {
-			return f, false, err
-		}
-	}
-	f, ok, err = statedir.Find(home, root)
-	if err != nil || !ok {
-		return statedir.Folder{}, false, err
-	}
-	return f, true, nil
-}
 
 // runLog writes one run's transcript. It is the vault's side of package
 // transcript: what a run records and when.
@@ -68,7 +38,7 @@ func folderOf(home, root string) (f statedir.Folder, ok bool, err error) {
 // the agent's output (or a timer's), never at the same time (see
 // Request.OnOutput).
 type runLog struct {
-	v       *Vault
+	h       Host
 	tr      *transcript.Recorder
 	runID   string
 	strand  string
@@ -91,27 +61,27 @@ func masker(a agentrun.Agent) *transcript.Masker {
 }
 
 // createRunLog creates the transcript of a new run.
-func (pl *pipeline) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
-	v := pl.v
-	tr, err := transcript.Create(v.folder.Runs(), runID, &transcript.Options{Now: v.now, Masker: m})
+func (pl *Pipeline) createRunLog(runID, rel string, m *transcript.Masker) *runLog {
+	h := pl.h
+	tr, err := transcript.Create(h.Folder().Runs(), runID, &transcript.Options{Now: h.Now, Masker: m})
 	if err != nil {
-		v.log.Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
+		h.Log().Warn("cannot create the run's transcript; the run goes on without it", "strand", rel, "run", runID, "err", err)
 		return nil
 	}
-	return &runLog{v: v, tr: tr, runID: runID, strand: rel}
+	return &runLog{h: h, tr: tr, runID: runID, strand: rel}
 }
 
 // reopenRunLog reopens the transcript of a run that crash recovery
 // finishes. It returns nil when the run has no transcript, or when it
 // already records its tie-off section.
-func (pl *pipeline) reopenRunLog(runID, rel string) *runLog {
-	v := pl.v
-	events, _, err := transcript.ReadRun(v.folder.Runs(), runID)
+func (pl *Pipeline) reopenRunLog(runID, rel string) *runLog {
+	h := pl.h
+	events, _, err := transcript.ReadRun(h.Folder().Runs(), runID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		v.log.Warn("cannot read the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
+		h.Log().Warn("cannot read the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
 		return nil
 	}
 	for _, e := range events {
@@ -119,12 +89,12 @@ func (pl *pipeline) reopenRunLog(runID, rel string) *runLog {
 			return nil
 		}
 	}
-	tr, err := transcript.Reopen(v.folder.Runs(), runID, &transcript.Options{Now: v.now, Masker: masker(agentrun.Agent{})})
+	tr, err := transcript.Reopen(h.Folder().Runs(), runID, &transcript.Options{Now: h.Now, Masker: masker(agentrun.Agent{})})
 	if err != nil {
-		v.log.Warn("cannot reopen the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
+		h.Log().Warn("cannot reopen the run's transcript to complete it", "strand", rel, "run", runID, "err", err)
 		return nil
 	}
-	return &runLog{v: v, tr: tr, runID: runID, strand: rel, started: true}
+	return &runLog{h: h, tr: tr, runID: runID, strand: rel, started: true}
 }
 
 // record writes p, logging a failure.
@@ -133,7 +103,7 @@ func (l *runLog) record(p transcript.Payload) {
 		return
 	}
 	if _, err := l.tr.Record(p); err != nil {
-		l.v.log.Warn("cannot write the run's transcript", "strand", l.strand, "run", l.runID, "type", p.Type(), "err", err)
+		l.h.Log().Warn("cannot write the run's transcript", "strand", l.strand, "run", l.runID, "type", p.Type(), "err", err)
 	}
 }
 
@@ -143,7 +113,7 @@ func (l *runLog) close() {
 		return
 	}
 	if err := l.tr.Close(); err != nil {
-		l.v.log.Warn("cannot close the run's transcript", "strand", l.strand, "run", l.runID, "err", err)
+		l.h.Log().Warn("cannot close the run's transcript", "strand", l.strand, "run", l.runID, "err", err)
 	}
 }
 
@@ -263,9 +233,9 @@ func (l *runLog) tieOff(tieOff string, offset int64, replaced bool) {
 // sectionOffset finds the offset of run runID's section in the tie-off t
 // (vault-relative), for a run that crash recovery found already written;
 // -1 when it cannot be found.
-func (pl *pipeline) sectionOffset(t, runID string) int64 {
-	v := pl.v
-	secs, _, err := tieoff.Read(v.fs, t)
+func (pl *Pipeline) sectionOffset(t, runID string) int64 {
+	h := pl.h
+	secs, _, err := tieoff.Read(h.FS(), t)
 	if err != nil {
 		return -1
 	}

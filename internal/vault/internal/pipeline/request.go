@@ -1,4 +1,4 @@
-package vault
+package pipeline
 
 import (
 	"bytes"
@@ -23,12 +23,12 @@ import (
 // entry step 5 writes.
 
 // request builds the agent request for w.
-func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
-	v := pl.v
+func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agentrun.Request, error) {
+	h := pl.h
 	req := agentrun.Request{
 		RunID:    runID,
-		Vault:    v.root,
-		StateDir: v.folder.Dir,
+		Vault:    h.Root(),
+		StateDir: h.Folder().Dir,
 		Event:    strand.Event{Type: w.event, Strand: strand.Strand{Path: w.rel, Abs: w.abs, Content: w.content}, Time: now},
 		Previous: w.previous,
 		Session:  w.session,
@@ -38,7 +38,7 @@ func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 		Agent:    w.agent,
 		Model:    w.fields.Model,
 		// The CLIs that take a cap on one run's cost get the budget's.
-		MaxCostUSD: v.config().Budget.RunUSD,
+		MaxCostUSD: h.Config().Budget.RunUSD,
 		Now:        now,
 	}
 	if w.newSession {
@@ -59,7 +59,7 @@ func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	pl.loadTail(w)
 	win := w.tail
 	if w.tailErr != nil {
-		v.log.Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
+		h.Log().Warn("cannot read the tie-off's newest sections; the prompt goes without them", "strand", w.rel, "err", w.tailErr)
 	}
 	if win != nil {
 		req.TieOff = sectionTexts(*win)
@@ -74,8 +74,8 @@ func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 			req.TieOffOmitted = max(1, w.rec.Turns-len(req.TieOff))
 		}
 	}
-	if v.sameConversation(w, req.Resume) {
-		req.Continues = req.Previous != nil && w.event == strand.Modified && v.answeredLast(w)
+	if w.sameConversation(req.Resume) {
+		req.Continues = req.Previous != nil && w.event == strand.Modified && w.answeredLast()
 		req.LastContext, req.LastContextWindow = w.rec.ContextTokens, w.rec.ContextWindow
 	}
 	return req, nil
@@ -86,7 +86,7 @@ func (pl *pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 // processed by: the same session, the handle the record keeps (none, for
 // a command that keeps its conversation under the session), and the same
 // agent.
-func (v *Vault) sameConversation(w *work, resume string) bool {
+func (w *work) sameConversation(resume string) bool {
 	return !w.newSession && w.rec.Agent != "" && w.rec.Agent == w.agent.Identity() &&
 		w.rec.Session == w.session && resume == w.rec.Resume
 }
@@ -95,7 +95,7 @@ func (v *Vault) sameConversation(w *work, resume string) bool {
 // version it records (its reply is in the conversation), and the tie-off
 // agrees: its newest run section is that run's answer, when the newest
 // sections were read.
-func (v *Vault) answeredLast(w *work) bool {
+func (w *work) answeredLast() bool {
 	if w.rec.LastOutcome != state.OutcomeSucceeded || w.rec.LastRunID == "" {
 		return false
 	}
@@ -112,13 +112,13 @@ func (v *Vault) answeredLast(w *work) bool {
 // readTail reads the newest sections of the strand's tie-off, as many as
 // a prompt shows and a little more (agentrun bounds them again and marks
 // what it leaves out); nil when there is no tie-off.
-func (pl *pipeline) readTail(rel string) (*tieoff.Window, error) {
-	v := pl.v
+func (pl *Pipeline) readTail(rel string) (*tieoff.Window, error) {
+	h := pl.h
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
 		return nil, err
 	}
-	lim := v.config().Limits
+	lim := h.Config().Limits
 	def := agentrun.DefaultLimits()
 	if lim.TieOffSections <= 0 {
 		lim.TieOffSections = def.TieOffSections
@@ -126,7 +126,7 @@ func (pl *pipeline) readTail(rel string) (*tieoff.Window, error) {
 	if lim.TieOffBytes <= 0 {
 		lim.TieOffBytes = def.TieOffBytes
 	}
-	win, err := tieoff.Tail(v.fs, t, lim.TieOffSections, 2*lim.TieOffBytes)
+	win, err := tieoff.Tail(h.FS(), t, lim.TieOffSections, 2*lim.TieOffBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -140,13 +140,13 @@ func (pl *pipeline) readTail(rel string) (*tieoff.Window, error) {
 // reads to find its newest section's headers.
 const newestAnswerBytes = 16 << 20
 
-// newestAnswer returns the newest section of the strand's tie-off that
+// NewestAnswer returns the newest section of the strand's tie-off that
 // is a run's (knotd's notices that it paused the note are not answers),
 // from win when it holds one (a window Tail read for the prompt) or else
 // from the file; ok is false when the tie-off has no such section among
 // its newest.
-func (pl *pipeline) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
-	v := pl.v
+func (pl *Pipeline) NewestAnswer(rel string, win *tieoff.Window) (sec tieoff.Section, ok bool, err error) {
+	h := pl.h
 	if win != nil {
 		if sec, ok := newestRun(win.Sections); ok || win.Start == 0 {
 			return sec, ok, nil
@@ -156,7 +156,7 @@ func (pl *pipeline) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Sec
 	if err != nil {
 		return sec, false, err
 	}
-	w, err := tieoff.Tail(v.fs, t, newestAnswerSections, newestAnswerBytes)
+	w, err := tieoff.Tail(h.FS(), t, newestAnswerSections, newestAnswerBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return sec, false, nil
 	}
@@ -168,7 +168,7 @@ func (pl *pipeline) newestAnswer(rel string, win *tieoff.Window) (sec tieoff.Sec
 }
 
 // newestAnswerSections is how many of a tie-off's newest sections
-// newestAnswer reads to find a run's past a pause notice.
+// NewestAnswer reads to find a run's past a pause notice.
 const newestAnswerSections = 4
 
 // newestRun returns the newest of secs that is not a pause notice.
@@ -240,16 +240,16 @@ func failureBody(w *work, res agentrun.Result) string {
 	return tieoff.Failure{What: what, ExitStatus: exit, Duration: res.Duration, Stderr: res.Stderr}.Body()
 }
 
-// journal is what the pending journal keeps of a run's section: enough to
+// Journal is what the pending journal keeps of a run's section: enough to
 // append it again after a crash.
-type journal struct {
+type Journal struct {
 	Section tieoff.Section `json:"section"`
 	Replace bool           `json:"replace,omitempty"`
 }
 
-// decodeJournal reads what commit journaled.
-func decodeJournal(b []byte) (journal, error) {
-	var j journal
+// DecodeJournal reads what commit journaled.
+func DecodeJournal(b []byte) (Journal, error) {
+	var j Journal
 	if err := json.Unmarshal(b, &j); err != nil {
 		return j, fmt.Errorf("journal entry: %w", err)
 	}
@@ -278,11 +278,11 @@ func boundFailure(body string) string {
 	if i := strings.LastIndexByte(body[:cut], '\n'); i > maxFailureBytes/2 {
 		cut = i + 1
 	}
-	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", byteSize(int64(len(body)-cut)))
+	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", ByteSize(int64(len(body)-cut)))
 }
 
-// byteSize formats n bytes for people.
-func byteSize(n int64) string {
+// ByteSize formats n bytes for people.
+func ByteSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

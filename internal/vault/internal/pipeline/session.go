@@ -1,4 +1,4 @@
-package vault
+package pipeline
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"github.com/knotd/knotd/internal/frontmatter"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -30,7 +29,7 @@ import (
 // sessionKeeper is the pipeline's prepare step for the strand's session
 // and knotd's own writes into strands (see above).
 type sessionKeeper struct {
-	v        *Vault
+	pl       *Pipeline
 	sessions sessionClaims // sessions of the runs being prepared or under way
 }
 
@@ -39,8 +38,8 @@ type sessionKeeper struct {
 // for it (write_session: true; by default knotd writes nothing into
 // notes).
 func (sk *sessionKeeper) writesSession(w *work) bool {
-	v := sk.v
-	return w.keeps && v.config().WriteSession
+	h := sk.pl.h
+	return w.keeps && h.Config().WriteSession
 }
 
 // newConversation gives the strand, whose knot_session is "new", a new
@@ -49,9 +48,9 @@ func (sk *sessionKeeper) writesSession(w *work) bool {
 // elsewhere the state keeps it, and the "new" left in the strand asks
 // for nothing more until it is written again.
 func (sk *sessionKeeper) newConversation(w *work) error {
-	v := sk.v
+	h := sk.pl.h
 	id := uuid.NewString()
-	v.log.Info("note asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
+	h.Log().Info("note asks for a new conversation (knot_session: new); giving it a new session", "strand", w.rel, "session", id, "was", w.rec.Session)
 	if !sk.sessions.claim(id, w.rel) {
 		return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 	}
@@ -86,9 +85,9 @@ func (sk *sessionKeeper) newConversation(w *work) error {
 // A session is claimed for the strand until its run is committed, so
 // that notes copied from one template, run at once, each get their own.
 func (sk *sessionKeeper) ensureSession(w *work, have string) error {
-	v := sk.v
+	h := sk.pl.h
 	if have != "" {
-		owner, taken, err := v.store.BySession(have)
+		owner, taken, err := h.Store().BySession(have)
 		if err != nil {
 			return err
 		}
@@ -97,13 +96,13 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 			return nil
 		}
 		if taken && owner.Path != w.rel {
-			if _, where, err := v.recon.LstatStrand(owner.Path); err == nil && where == reconcile.Absent && !w.has && !v.dry {
+			if _, where, err := h.LstatStrand(owner.Path); err == nil && where == Absent && !w.has && !h.Dry() {
 				// The owner is gone: the strand moved (or was copied, and
 				// the original deleted) and no reconcile paired the two
 				// paths yet. Move the history here and start over with
 				// it, unless the owner is being processed right now (its
 				// Deleted run): then this is a copy like any other.
-				moved, err := v.recon.Move(owner.Path, w.rel, true)
+				moved, err := h.Move(owner.Path, w.rel)
 				if err != nil {
 					return err
 				}
@@ -125,7 +124,7 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 		if !sk.sessions.claim(id, w.rel) {
 			return fmt.Errorf("vault: a new session %s is taken", id) // a UUID collision: never
 		}
-		v.log.Info("note is a copy of another note; giving it a session of its own", "strand", w.rel, "original", owner.Path)
+		h.Log().Info("note is a copy of another note; giving it a session of its own", "strand", w.rel, "original", owner.Path)
 		w.session, w.newSession, w.resume = id, true, ""
 		return sk.giveSession(w, id, "")
 	}
@@ -151,8 +150,8 @@ func (sk *sessionKeeper) ensureSession(w *work, have string) error {
 // recorded strand holds it, and no other strand's run has claimed it. It
 // claims id for the strand.
 func (sk *sessionKeeper) ownSession(w *work, id string) bool {
-	v := sk.v
-	owner, taken, err := v.store.BySession(id)
+	h := sk.pl.h
+	owner, taken, err := h.Store().BySession(id)
 	if err != nil || (taken && owner.Path != w.rel) {
 		return false
 	}
@@ -167,7 +166,7 @@ func (sk *sessionKeeper) ownSession(w *work, id string) bool {
 // chance to race a save, and writing it at every run made sync tools
 // record a conflict each time (issue 22).
 func (sk *sessionKeeper) giveSession(w *work, id, why string) error {
-	v := sk.v
+	h := sk.pl.h
 	w.fields.Session = id
 	if !sk.writesSession(w) || !w.fields.NewSession && !sk.firstRun(w) {
 		return nil
@@ -177,11 +176,11 @@ func (sk *sessionKeeper) giveSession(w *work, id, why string) error {
 		// A frontmatter block knotd cannot edit without risk: the note
 		// is left as it is, and its session lives in the state and the
 		// tie-off's markers, as with write_session: false.
-		v.warnOnce(w.rel, "knotd cannot write knot_session into this note's frontmatter, so it leaves the note as it is; the conversation goes on from knotd's state", "err", err)
+		h.WarnOnce(w.rel, "knotd cannot write knot_session into this note's frontmatter, so it leaves the note as it is; the conversation goes on from knotd's state", "err", err)
 		return nil
 	}
 	if why != "" {
-		v.log.Info(why, "strand", w.rel, "session", id)
+		h.Log().Info(why, "strand", w.rel, "session", id)
 	}
 	return sk.writeStrand(w, updated)
 }
@@ -196,16 +195,15 @@ func (sk *sessionKeeper) firstRun(w *work) bool {
 // markerSessionOf returns the session the newest answer in the strand's
 // tie-off records, "" when there is none knotd can use.
 func (sk *sessionKeeper) markerSessionOf(w *work) string {
-	v := sk.v
-	v.pipe.loadTail(w)
+	sk.pl.loadTail(w)
 	if w.tail == nil {
 		return ""
 	}
-	sec, ok, err := v.pipe.newestAnswer(w.rel, w.tail)
+	sec, ok, err := sk.pl.NewestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
 		return ""
 	}
-	return markerSession(sec)
+	return MarkerSession(sec)
 }
 
 // previousFields returns the knotd keys of the strand's last processed
@@ -226,7 +224,7 @@ func (w *work) previousFields() frontmatter.Fields {
 // set by the user or by knotd reset, with no other change): the request
 // is kept in the state, and the next run starts afresh.
 func (sk *sessionKeeper) newConversationAsked(w *work, rec *state.Record) {
-	v := sk.v
+	h := sk.pl.h
 	if w.content == nil {
 		return
 	}
@@ -236,7 +234,7 @@ func (sk *sessionKeeper) newConversationAsked(w *work, rec *state.Record) {
 	}
 	rec.Session, rec.Resume, rec.Totals = uuid.NewString(), "", nil
 	rec.Agent, rec.ContextTokens, rec.ContextWindow = "", 0, 0
-	v.log.Info("note asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
+	h.Log().Info("note asks for a new conversation (knot_session: new); its next run starts one", "strand", w.rel, "session", rec.Session, "was", w.rec.Session)
 }
 
 // onlyOwnKeysChanged reports whether before and after differ only in
@@ -262,20 +260,20 @@ func (sk *sessionKeeper) onlyOwnKeysChanged(before, after []byte) bool {
 // saved it since it was read (then errRetry: start over from the disk).
 // With --dry-run nothing is written: the run is shown as it would be.
 func (sk *sessionKeeper) writeStrand(w *work, updated []byte) error {
-	v := sk.v
-	if v.dry {
+	h := sk.pl.h
+	if h.Dry() {
 		w.content, w.hash = updated, state.HashOf(updated)
 		return nil
 	}
 	sk.settle(w) // an earlier write's, if any
-	g, err := frontmatter.WriteFileDeferred(v.fs, w.rel, w.content, updated)
+	g, err := frontmatter.WriteFileDeferred(h.FS(), w.rel, w.content, updated)
 	w.guard = g
 	if errors.Is(err, frontmatter.ErrChanged) || errors.Is(err, fs.ErrNotExist) {
 		if w.lastAttempt {
 			// The user keeps saving (or keeps the strand open for
 			// writing): the run goes on without knotd's write, and the
 			// state keeps the session.
-			v.log.Info("the note kept changing while knotd wrote its knot_session; it runs without it, and knotd keeps the session in its state", "strand", w.rel)
+			h.Log().Info("the note kept changing while knotd wrote its knot_session; it runs without it, and knotd keeps the session in its state", "strand", w.rel)
 			return nil
 		}
 		return errRetry
@@ -290,46 +288,8 @@ func (sk *sessionKeeper) writeStrand(w *work, updated []byte) error {
 	w.content, w.info, w.hash = updated, info, state.HashOf(updated)
 	w.wrote = append(w.wrote, w.hash)
 	w.unsyncedDir = path.Dir(w.rel)
-	v.own.wrote(w.rel, state.StampOf(info))
+	h.OwnWrote(w.rel, state.StampOf(info))
 	return nil
-}
-
-// ownWrites are knotd's own writes into strands (knot_session) whose
-// work is under way: the stamp of the file each left. The watcher sees
-// such a write as it sees any; while the strand still is as knotd left it,
-// there is nothing to run (the work under way runs the version knotd
-// wrote), and it is not submitted, so that status shows no follow-up that
-// will never run. A save after knotd's write changes the stamp and is
-// submitted as always; and the work under way looks again at the end
-// (movedOn) in any case. The entry is dropped when the work is done: the
-// strand's record then holds the write.
-type ownWrites struct {
-	mu sync.Mutex
-	m  map[string]state.Stamp
-}
-
-func (o *ownWrites) wrote(rel string, st state.Stamp) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.m == nil {
-		o.m = make(map[string]state.Stamp)
-	}
-	o.m[rel] = st
-}
-
-func (o *ownWrites) forget(rel string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.m, rel)
-}
-
-// is reports whether info, the strand rel as it is now, is knotd's own
-// write of it.
-func (o *ownWrites) is(rel string, info fs.FileInfo) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	st, ok := o.m[rel]
-	return ok && info != nil && state.StampOf(info) == st
 }
 
 // settle ends the watch over knotd's last write of the strand (see
@@ -345,38 +305,38 @@ func (sk *sessionKeeper) settle(w *work) bool {
 	}
 	g := w.guard
 	w.guard = nil
-	return sk.settleGuard(w.rel, g)
+	return sk.pl.SettleGuard(w.rel, g)
 }
 
-// settleGuard settles g, the guard of a write of the strand rel: a save
+// SettleGuard settles g, the guard of a write of the strand rel: a save
 // that went into the file the write replaced is put back, or kept in the
 // rescued folder and said. It reports whether the strand holds more than
 // what knotd wrote (or that is not known).
-func (sk *sessionKeeper) settleGuard(rel string, g *vaultfs.Guard) bool {
-	v := sk.v
+func (pl *Pipeline) SettleGuard(rel string, g *vaultfs.Guard) bool {
+	h := pl.h
 	changed, err := g.Settle()
 	if err == nil {
 		return changed
 	}
 	var late *vaultfs.LateSave
 	if errors.As(err, &late) {
-		if where, rerr := sk.rescue(rel, late.Content); rerr != nil {
-			v.log.Error("a save of the note went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
+		if where, rerr := pl.Rescue(rel, late.Content); rerr != nil {
+			h.Log().Error("a save of the note went into the file knotd had just replaced, and knotd cannot keep it", "strand", rel, "err", rerr)
 		} else {
-			v.log.Warn("a save of the note went into the file knotd had just replaced, and the note holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
+			h.Log().Warn("a save of the note went into the file knotd had just replaced, and the note holds a newer save now: the earlier one is kept here", "strand", rel, "kept", where)
 		}
 	} else {
-		v.log.Warn("cannot look for a save that went into the file knotd replaced while writing the note", "strand", rel, "err", err)
+		h.Log().Warn("cannot look for a save that went into the file knotd replaced while writing the note", "strand", rel, "err", err)
 	}
 	return true
 }
 
-// rescue keeps content, a save of the strand rel that could not go back
+// Rescue keeps content, a save of the strand rel that could not go back
 // into the vault, in the state directory's rescued folder (0600), and
 // returns its path.
-func (sk *sessionKeeper) rescue(rel string, content []byte) (string, error) {
-	v := sk.v
-	base := v.folder.Dir
+func (pl *Pipeline) Rescue(rel string, content []byte) (string, error) {
+	h := pl.h
+	base := h.Folder().Dir
 	if base == "" {
 		home, err := statedir.Home()
 		if err != nil {
@@ -388,7 +348,7 @@ func (sk *sessionKeeper) rescue(rel string, content []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	name := v.now().UTC().Format("20060102T150405.000000000Z") + "-" + strings.NewReplacer("/", "%2F", "\\", "%5C").Replace(rel)
+	name := h.Now().UTC().Format("20060102T150405.000000000Z") + "-" + strings.NewReplacer("/", "%2F", "\\", "%5C").Replace(rel)
 	if len(name) > 200 {
 		name = name[:200]
 	}
@@ -412,10 +372,45 @@ func (sk *sessionKeeper) rescue(rel string, content []byte) (string, error) {
 // save of the user's in between shows as different content (ok false),
 // never as knotd's version with the user's stamp.
 func (sk *sessionKeeper) statWritten(rel string, want []byte) (os.FileInfo, bool, error) {
-	v := sk.v
-	got, _, info, tooBig, err := v.readStrand(rel, max(v.config().MaxStrandSize, int64(len(want))))
+	h := sk.pl.h
+	got, _, info, tooBig, err := h.ReadStrand(rel, max(h.Config().MaxStrandSize, int64(len(want))))
 	if err != nil {
 		return nil, false, err
 	}
 	return info, !tooBig && bytes.Equal(got, want), nil
+}
+
+// sessionClaims are the sessions of the runs being prepared or under way,
+// each with its strand: two strands never run with one session, even
+// before either run is recorded (notes copied from one template and run
+// at once). The zero value is ready.
+type sessionClaims struct {
+	mu   sync.Mutex
+	held map[string]string // session → strand path
+}
+
+// claim holds the session id for the strand rel, unless another strand
+// holds it, and reports whether rel holds it now.
+func (c *sessionClaims) claim(id, rel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if owner, ok := c.held[id]; ok {
+		return owner == rel
+	}
+	if c.held == nil {
+		c.held = make(map[string]string)
+	}
+	c.held[id] = rel
+	return true
+}
+
+// release lets go of every session the strand rel holds.
+func (c *sessionClaims) release(rel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, owner := range c.held {
+		if owner == rel {
+			delete(c.held, id)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package vault
+package pipeline
 
 import (
 	"encoding/hex"
@@ -9,7 +9,6 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 )
 
 // The vault is the truth and the state store a cache of it (docs/design.md#invariants,
@@ -29,8 +28,8 @@ func answeredHash(content []byte) state.Hash {
 	return state.HashOf(frontmatter.WithoutOwnKeys(content))
 }
 
-// markerHash is answeredHash in the marker's spelling: lower-case hex.
-func markerHash(content []byte) string {
+// MarkerHash is answeredHash in the marker's spelling: lower-case hex.
+func MarkerHash(content []byte) string {
 	h := answeredHash(content)
 	return hex.EncodeToString(h[:])
 }
@@ -41,12 +40,12 @@ func markerHash(content []byte) string {
 // Deleted section. It reads the tie-off's newest sections into w.tail for
 // the prompt. A tie-off that cannot be read answers nothing (and the run
 // goes on; request says why the prompt lacks it).
-func (pl *pipeline) answered(w *work) (tieoff.Section, bool) {
+func (pl *Pipeline) answered(w *work) (tieoff.Section, bool) {
 	pl.loadTail(w)
 	if w.tail == nil {
 		return tieoff.Section{}, false // no tie-off, or it cannot be read
 	}
-	sec, ok, err := pl.newestAnswer(w.rel, w.tail)
+	sec, ok, err := pl.NewestAnswer(w.rel, w.tail)
 	if err != nil || !ok {
 		return sec, false
 	}
@@ -56,11 +55,11 @@ func (pl *pipeline) answered(w *work) (tieoff.Section, bool) {
 	return sec, sec.Event != strand.Deleted && sec.Hash != "" && sec.Hash == w.markerHash()
 }
 
-// markerHash is markerHash of w's content, computed once: knotd's own
+// markerHash is MarkerHash of w's content, computed once: knotd's own
 // writes into the strand (its knot_session) do not change it.
 func (w *work) markerHash() string {
 	if w.marker == "" {
-		w.marker = markerHash(w.content)
+		w.marker = MarkerHash(w.content)
 	}
 	return w.marker
 }
@@ -68,36 +67,36 @@ func (w *work) markerHash() string {
 // commitAnswered records w's version as processed by the run whose
 // section sec already answers it (another device's, or this one's before
 // its state was lost), without running the agent again.
-func (pl *pipeline) commitAnswered(w *work, sec tieoff.Section) error {
-	v := pl.v
-	if v.dry {
+func (pl *Pipeline) commitAnswered(w *work, sec tieoff.Section) error {
+	h := pl.h
+	if h.Dry() {
 		return nil
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, reconcile.Stamp(w.info), w.hash
+	rec.Path, rec.Stamp, rec.Hash = w.rel, h.Stamp(w.info), w.hash
 	if sec.RunID != rec.LastRunID {
 		rec.Turns++
 	}
-	rec.LastRunID, rec.Processed = sec.RunID, v.now().UTC()
+	rec.LastRunID, rec.Processed = sec.RunID, h.Now().UTC()
 	rec.LastOutcome = state.OutcomeSucceeded
 	// No conversation of this device's answered that version.
 	rec.Agent, rec.ContextTokens, rec.ContextWindow = "", 0, 0
 	if sec.Failed {
 		rec.LastOutcome = state.OutcomeFailed
 	}
-	if s := markerSession(sec); s != "" {
+	if s := MarkerSession(sec); s != "" {
 		rec.Session = s
 	}
-	v.sess.newConversationAsked(w, &rec)
-	err := v.store.Put(rec, w.content)
+	pl.sess.newConversationAsked(w, &rec)
+	err := h.Store().Put(rec, w.content)
 	if errors.Is(err, state.ErrSessionTaken) {
 		// The session belongs to another strand here (this one is a copy
 		// of it): the first run gives this strand one of its own.
 		rec.Session, rec.Resume = w.rec.Session, w.rec.Resume
-		if rec.Session == markerSession(sec) {
+		if rec.Session == MarkerSession(sec) {
 			rec.Session, rec.Resume = "", ""
 		}
-		err = v.store.Put(rec, w.content)
+		err = h.Store().Put(rec, w.content)
 	}
 	return err
 }
@@ -106,28 +105,28 @@ func (pl *pipeline) commitAnswered(w *work, sec tieoff.Section) error {
 // device has no record of, answered an earlier version of it: its newest
 // section is a run's answer to a version of the strand (not its deletion)
 // that the marker records.
-func (pl *pipeline) answeredBefore(w *work) bool {
+func (pl *Pipeline) answeredBefore(w *work) bool {
 	pl.loadTail(w)
 	if w.tail == nil {
 		return false
 	}
-	sec, ok, err := pl.newestAnswer(w.rel, w.tail)
+	sec, ok, err := pl.NewestAnswer(w.rel, w.tail)
 	return err == nil && ok && sec.Hash != "" && sec.Event != strand.Deleted
 }
 
 // loadTail reads the newest sections of w's tie-off into w.tail, once.
-func (pl *pipeline) loadTail(w *work) {
+func (pl *Pipeline) loadTail(w *work) {
 	if !w.tailRead {
 		w.tail, w.tailErr = pl.readTail(w.rel)
 		w.tailRead = true
 	}
 }
 
-// markerSession returns the session a section's marker records, if it is
+// MarkerSession returns the session a section's marker records, if it is
 // a session knotd can use (a UUID, as knot_session must be); "" otherwise.
 // The marker is someone else's input: a bad one must never become a
 // note's session.
-func markerSession(sec tieoff.Section) string {
+func MarkerSession(sec tieoff.Section) string {
 	if _, err := uuid.Parse(sec.Session); err != nil || len(sec.Session) != 36 {
 		return ""
 	}

@@ -1,4 +1,13 @@
-package vault
+// Package pipeline is the pipeline of one strand's change in a vault:
+// fold, look, decide, prepare, run, record (see Pipeline; the comment
+// after New walks through the steps, in the order of this file). It
+// decides which conversation a strand continues and writes its session
+// into it without clobbering a save (session.go), builds the agent's
+// request (request.go), records the run's transcript (transcript.go),
+// and journals the reply so that a crash anywhere loses nothing and runs
+// nothing twice. What it needs of the vault (its configuration, state
+// store, files, reconciler, agent runner, budget and test seams) is Host.
+package pipeline
 
 import (
 	"bytes"
@@ -11,7 +20,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,30 +31,40 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
-// pipeline is the pipeline of one strand's change (process): fold, look,
+// Pipeline is the pipeline of one strand's change (Process): fold, look,
 // decide, prepare, run, record, and the journal that makes a finished
 // run survive a crash; runmarker.go, request.go, transcript.go and
 // unwritable.go hold its steps' helpers, session.go (sessionKeeper) its
-// writes into the strand, the reconciler (Reconciler.Fold) its folding.
-type pipeline struct {
-	v *Vault
-	// tieWaits holds the strands whose change waits for their tie-off,
-	// which cannot be written (unwritable.go): tie-off path → strand.
-	tieWaits sync.Map
+// writes into the strand. What it needs of the vault is Host.
+type Pipeline struct {
+	h Host
+	// sess decides which conversation a strand continues and writes
+	// into strands without clobbering a save (session.go).
+	sess sessionKeeper
+	// ties looks at tie-offs that cannot be written, and keeps the
+	// strands whose change waits for one (unwritable.go).
+	ties tieOffs
+}
+
+// New returns the pipeline of the vault h.
+func New(h Host) *Pipeline {
+	pl := &Pipeline{h: h}
+	pl.sess.pl = pl
+	pl.ties.h = h
+	return pl
 }
 
 // The pipeline of one strand. A settled change of the strand at rel
-// reaches process (the scheduler's work function), which takes it through
+// reaches Process (the scheduler's work function), which takes it through
 // these steps, in this file and in this order:
 //
 //  0. fold: the strand's journaled runs finished (finishJournaled), and
 //     the sync conflict copies of its tie-off and note folded in
-//     (Reconciler.Fold, package vault/internal/reconcile);
+//     (Host.Fold: the vault's reconciler);
 //  1. look: the strand on disk and its record in the state store;
 //  2. decide: whether the change runs, is recorded without a run (a skip),
 //     or is recorded as a failure that explains why it cannot run; the
@@ -59,16 +77,9 @@ type pipeline struct {
 //  5. record: journal the reply, append the tie-off section, commit the
 //     strand's new record, in the order that survives a crash anywhere.
 //
-// Then process looks whether the strand moved on during the run, and the
+// Then Process looks whether the strand moved on during the run, and the
 // scheduler runs a follow-up if it did. Steps 1–3 (plan) write nothing
 // but the strand's session; --dry-run shows what they planned.
-
-// AgentRunner runs one agent invocation (an agentrun.Agent is a configured
-// agent; this runs one). agentrun.Runner satisfies it; tests may
-// substitute their own.
-type AgentRunner interface {
-	Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error)
-}
 
 // Job is what the scheduler hands the processor for one strand.
 type Job struct {
@@ -107,35 +118,35 @@ func (r RunReport) Failed() bool { return r.Ran && r.Outcome != agentrun.Outcome
 // emptySkip is the reason an empty strand is not run.
 const emptySkip = "the note is empty; it runs once it has content (run_empty: true runs it now)"
 
-// pausedSkip is the reason a paused strand's change is not run yet.
-const pausedSkip = "the note is paused (knotd resume answers its changes)"
+// PausedSkip is the reason a paused strand's change is not run yet.
+const PausedSkip = "the note is paused (knotd resume answers its changes)"
 
-// budgetSkip begins the reason a change waits for the day's budget.
-const budgetSkip = "waits for the budget: "
+// BudgetSkip begins the reason a change waits for the day's budget.
+const BudgetSkip = "waits for the budget: "
 
 // errRetry asks the processor to start over: the strand changed under it.
 var errRetry = errors.New("note changed while knotd was working on it")
 
-// maxAttempts bounds how often process starts over because the user kept
+// maxAttempts bounds how often Process starts over because the user kept
 // saving while knotd wrote the strand's frontmatter.
 const maxAttempts = 5
 
-// process handles one settled change of the strand at rel: it first
+// Process handles one settled change of the strand at rel: it first
 // finishes the strand's runs still journaled after a failed write, and
 // folds sync conflict copies into the strand and its tie-off; then it
 // takes the change through the pipeline (processOnce), starting over when
 // the user saved while knotd wrote the strand's session; finally it
 // reports whether the strand moved on during the run (then the caller
 // schedules a follow-up).
-func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
-	v := pl.v
-	v.claims.claim(rel)
-	defer v.claims.release(rel)
-	defer v.sess.sessions.release(rel)
+func (pl *Pipeline) Process(ctx context.Context, rel string, job Job) (rep RunReport, again bool, err error) {
+	h := pl.h
+	h.Claim(rel)
+	defer h.Release(rel)
+	defer pl.sess.sessions.release(rel)
 	if err := pl.finishJournaled(rel); err != nil {
 		return rep, false, err
 	}
-	v.recon.Fold(rel)
+	h.Fold(rel)
 	for attempt := 1; ; attempt++ {
 		rep, err = pl.processOnce(ctx, rel, job, attempt == maxAttempts)
 		if !errors.Is(err, errRetry) || attempt == maxAttempts {
@@ -154,12 +165,12 @@ func (pl *pipeline) process(ctx context.Context, rel string, job Job) (rep RunRe
 // since knotd started: their replies are appended once, before anything
 // decides whether the strand needs another run. An error leaves them
 // journaled and keeps the strand from running again meanwhile.
-func (pl *pipeline) finishJournaled(rel string) error {
-	v := pl.v
-	if v.dry {
+func (pl *Pipeline) finishJournaled(rel string) error {
+	h := pl.h
+	if h.Dry() {
 		return nil
 	}
-	ps, err := v.store.Pendings()
+	ps, err := h.Store().Pendings()
 	if err != nil {
 		return err
 	}
@@ -167,45 +178,76 @@ func (pl *pipeline) finishJournaled(rel string) error {
 		if p.Record.Path != rel {
 			continue
 		}
-		j, err := decodeJournal(p.Journal)
+		j, err := DecodeJournal(p.Journal)
 		if err == nil {
 			err = pl.complete(p, j, true)
 		}
-		if kept := (*replyKept)(nil); errors.As(err, &kept) {
+		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
 			pl.sayKept(kept)
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("vault: %s: finish journaled run %s: %w", rel, p.RunID, err)
 		}
-		v.log.Info("finished a run that was journaled after a failed write", "strand", rel, "run", p.RunID)
+		h.Log().Info("finished a run that was journaled after a failed write", "strand", rel, "run", p.RunID)
+	}
+	return nil
+}
+
+// Recover finishes the runs a crash (or a tie-off that could not be
+// written) left journaled, as the vault opens: each reply is appended to
+// its tie-off unless it is already there, then the run is committed. A
+// run that still cannot be finished is reported and stays journaled for
+// the next start; it does not keep knotd from serving the rest of the
+// vault.
+func (pl *Pipeline) Recover() error {
+	h := pl.h
+	ps, err := h.Store().Pendings()
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		j, err := DecodeJournal(p.Journal)
+		if err == nil {
+			err = pl.complete(p, j, true)
+		}
+		if kept := (*ReplyKept)(nil); errors.As(err, &kept) {
+			pl.sayKept(kept)
+			continue
+		}
+		if err != nil {
+			h.Log().Error("cannot finish a run journaled before knotd stopped; it stays journaled and is retried at the next start",
+				"strand", p.Record.Path, "run", p.RunID, "err", err)
+			continue
+		}
+		h.Log().Info("finished a run journaled before knotd stopped", "strand", p.Record.Path, "run", p.RunID)
 	}
 	return nil
 }
 
 // movedOn reports whether the strand at rel differs from what was last
 // processed: the user saved it again during the run.
-func (pl *pipeline) movedOn(rel string) (bool, error) {
-	v := pl.v
-	rec, has, err := v.store.Get(rel)
+func (pl *Pipeline) movedOn(rel string) (bool, error) {
+	h := pl.h
+	rec, has, err := h.Store().Get(rel)
 	if err != nil {
 		return false, err
 	}
-	info, where, err := v.recon.LstatStrand(rel)
+	info, where, err := h.LstatStrand(rel)
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case where == reconcile.Ignored:
+	case where == Ignored:
 		return false, nil
-	case where == reconcile.Absent:
+	case where == Absent:
 		return has, nil
 	case !has:
 		return true, nil
 	case state.StampOf(info) == rec.Stamp:
 		return false, nil
 	}
-	same, err := v.recon.SameContent(rel, rec.Hash)
+	same, err := h.SameContent(rel, rec.Hash)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		return false, nil // unreadable: it was just reported; a save makes it run
@@ -278,11 +320,11 @@ type work struct {
 // processOnce takes the strand at rel through the pipeline once: plan (look,
 // decide, prepare), then either record the change without a run
 // (commitSkip), or run the agent and record its reply.
-func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
-	v := pl.v
+func (pl *Pipeline) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
+	h := pl.h
 	rep := RunReport{Strand: rel}
 	w, skip, err := pl.plan(rel, job, last)
-	defer v.sess.settle(w)
+	defer pl.sess.settle(w)
 	if err != nil || w == nil {
 		rep.Skipped = skip
 		return rep, err
@@ -292,17 +334,17 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		rep.Skipped = skip
 		return rep, pl.commitSkip(w, skip)
 	}
-	defer v.active.Done(rel)
+	defer h.Done(rel)
 	rep, r, err := pl.run(ctx, w, job)
 	if r == nil || err != nil {
 		return rep, err
 	}
 	defer r.log.close()
-	if !v.answering.AnswersHold(ctx) {
+	if !h.AnswersHold(ctx) {
 		// Another device's claim of the vault won while the agent ran
 		// (two first claims at the same moment): that device answers
 		// the change; nothing is appended or recorded.
-		v.log.Warn("another device answers the vault: this run's reply is not appended, and the change is left to that device", "strand", w.rel, "run", rep.RunID)
+		h.Log().Warn("another device answers the vault: this run's reply is not appended, and the change is left to that device", "strand", w.rel, "run", rep.RunID)
 		rep.Ran = false
 		return rep, nil
 	}
@@ -314,14 +356,14 @@ func (pl *pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 // returns nil work when there is nothing to do, a skip reason when the
 // change is recorded without a run, and errRetry when the strand changed
 // while knotd wrote its frontmatter. --dry-run shows what it planned.
-func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
-	v := pl.v
+func (pl *Pipeline) plan(rel string, job Job, last bool) (w *work, skip string, err error) {
+	h := pl.h
 	if !job.ByHand {
 		// A paused strand's change waits, unrecorded, until the strand
 		// is resumed (or run by hand): nothing is lost.
-		if _, paused, err := v.store.PausedOf(rel); err != nil || paused {
+		if _, paused, err := h.Store().PausedOf(rel); err != nil || paused {
 			if paused {
-				skip = pausedSkip
+				skip = PausedSkip
 			}
 			return nil, skip, err
 		}
@@ -342,24 +384,24 @@ func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, 
 			return w, skip, err
 		}
 	}
-	if why := pl.checkTieOff(rel); why != nil {
+	if why := pl.ties.check(rel); why != nil {
 		// Its reply, or its failure, could never be recorded: the agent
 		// is not run, and the change waits, unrecorded.
-		return nil, pl.waitForTieOff(rel, why), nil
+		return nil, pl.ties.waitFor(rel, why), nil
 	}
-	if w.failure == "" && !v.dry {
+	if w.failure == "" && !h.Dry() {
 		// A change that would run, over the day's budget, waits
 		// unrecorded until the budget allows (or a run by hand):
 		// nothing is lost. One that runs counts against it from
 		// now (the scheduler's work ends it: landed).
-		if ok, why, err := v.budget.Allows(rel, job.ByHand); err != nil || !ok {
-			return nil, budgetSkip + why, err
+		if ok, why, err := h.Budget().Allows(rel, job.ByHand); err != nil || !ok {
+			return nil, BudgetSkip + why, err
 		}
 	}
-	if w.failure == "" && !job.ByHand && v.dry {
+	if w.failure == "" && !job.ByHand && h.Dry() {
 		// A dry run says so too, and records nothing.
-		if why, err := v.budget.WouldDefer(rel); err != nil || why != "" {
-			return nil, budgetSkip + why, err
+		if why, err := h.Budget().WouldDefer(rel); err != nil || why != "" {
+			return nil, BudgetSkip + why, err
 		}
 	}
 	return w, "", pl.prepare(w)
@@ -369,30 +411,30 @@ func (pl *pipeline) plan(rel string, job Job, last bool) (w *work, skip string, 
 // A strand gone from the disk that has a record is a deletion; one that
 // is unchanged since its record (a touch) is restamped and needs nothing
 // more (nil work). A strand knotd may not read gets a failure.
-func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
-	v := pl.v
-	abs, err := strand.Abs(v.root, rel)
+func (pl *Pipeline) look(rel string, job Job) (*work, string, error) {
+	h := pl.h
+	abs, err := strand.Abs(h.Root(), rel)
 	if err != nil {
 		return nil, "", err
 	}
 	w := &work{rel: rel, abs: abs}
-	w.rec, w.has, err = v.store.Get(rel)
+	w.rec, w.has, err = h.Store().Get(rel)
 	if err != nil {
 		return nil, "", err
 	}
 	w.session, w.resume = w.rec.Session, w.rec.Resume
-	linfo, where, err := v.recon.LstatStrand(rel)
+	linfo, where, err := h.LstatStrand(rel)
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: %s: %w", rel, err)
 	}
 	switch {
-	case where == reconcile.Ignored:
+	case where == Ignored:
 		return nil, "ignored", nil
-	case where == reconcile.Absent && !w.has:
+	case where == Absent && !w.has:
 		return nil, "", nil
-	case where == reconcile.Absent:
+	case where == Absent:
 		w.event, w.hash = strand.Deleted, w.rec.Hash
-		if w.previous, _, err = v.store.Content(w.rel); err != nil {
+		if w.previous, _, err = h.Store().Content(w.rel); err != nil {
 			return nil, "", err
 		}
 		return w, "", nil
@@ -402,7 +444,7 @@ func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
 	if w.has {
 		w.event = strand.Modified
 	}
-	content, hash, info, tooBig, err := v.readStrand(rel, v.config().MaxStrandSize)
+	content, hash, info, tooBig, err := h.ReadStrand(rel, h.Config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", errRetry // deleted between the look and the read
 	}
@@ -418,14 +460,14 @@ func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
 	}
 	if w.has && hash == w.rec.Hash && !job.Force {
 		// Nothing new (a touch, or already processed): remember the stamp.
-		if st := reconcile.Stamp(info); !v.dry && st != w.rec.Stamp {
-			return nil, "", v.store.Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
+		if st := h.Stamp(info); !h.Dry() && st != w.rec.Stamp {
+			return nil, "", h.Store().Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
 		}
 		return nil, "", nil
 	}
 	w.info, w.content, w.userContent, w.hash, w.tooBig = info, content, content, hash, tooBig
 	if w.has {
-		if w.previous, _, err = v.store.Content(rel); err != nil {
+		if w.previous, _, err = h.Store().Content(rel); err != nil {
 			return nil, "", err
 		}
 	}
@@ -439,9 +481,9 @@ func (pl *pipeline) look(rel string, job Job) (*work, string, error) {
 // cannot be run (too big, binary, not UTF-8, unreadable frontmatter or
 // settings, an unknown agent or model): the failure is recorded as the
 // run's section. Otherwise it resolves the strand's settings and agent.
-func (pl *pipeline) decide(w *work, job Job) (string, error) {
-	v := pl.v
-	sc := v.scopeOf(w.rel)
+func (pl *Pipeline) decide(w *work, job Job) (string, error) {
+	h := pl.h
+	sc := h.ScopeOf(w.rel)
 	if sc.Off {
 		// Before anything else: a note the rules keep from every agent
 		// gets no run and no section, whatever it holds.
@@ -469,7 +511,7 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 	switch {
 	case w.tooBig:
 		w.failure = fmt.Sprintf("The note is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
-			byteSize(w.info.Size()), byteSize(v.config().MaxStrandSize))
+			ByteSize(w.info.Size()), ByteSize(h.Config().MaxStrandSize))
 		w.content = nil
 		return "", nil
 	case bytes.IndexByte(content, 0) >= 0:
@@ -478,7 +520,7 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 	case !utf8.Valid(content):
 		w.failure = "The note is not valid UTF-8 text, so no agent was run. Save it as UTF-8 in your editor."
 		return "", nil
-	case !v.config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0:
+	case !h.Config().RunEmpty && len(bytes.TrimSpace(frontmatter.WithoutOwnKeys(content))) == 0:
 		// A note being created (Obsidian's Untitled.md, a touch) or
 		// emptied: nothing to answer, and nothing is written into it
 		// while the user is still naming it. It runs once it has
@@ -508,7 +550,7 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 	if ev := sc.Events; ev != nil && !slices.Contains(ev, strings.ToLower(w.event.String())) {
 		return "the rules for its path do not run it on " + strings.ToLower(w.event.String()), nil
 	}
-	if w.event == strand.Modified && !job.Force && v.sess.onlyOwnKeysChanged(w.previous, content) {
+	if w.event == strand.Modified && !job.Force && pl.sess.onlyOwnKeysChanged(w.previous, content) {
 		return "only knotd's own frontmatter keys changed", nil
 	}
 	if probs := doc.Fields.Problems; len(probs) > 0 {
@@ -522,7 +564,7 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 		w.failure = "The note's knotd settings cannot be used, so no agent was run:\n\n" + strings.Join(msgs, "\n")
 		return "", nil
 	}
-	if w.agentName, w.agent, err = v.scopedAgent(doc.Fields.Agent, sc); err != nil {
+	if w.agentName, w.agent, err = h.ScopedAgent(doc.Fields.Agent, sc); err != nil {
 		w.failure = err.Error()
 		return "", nil
 	}
@@ -537,8 +579,8 @@ func (pl *pipeline) decide(w *work, job Job) (string, error) {
 
 // decideDeleted is decide for a recorded strand that is gone: its last
 // processed version's settings say whether its deletion runs.
-func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
-	v := pl.v
+func (pl *Pipeline) decideDeleted(w *work, job Job) (string, error) {
+	h := pl.h
 	doc, perr := frontmatter.Parse(w.previous)
 	if perr == nil {
 		w.fields = doc.Fields
@@ -554,7 +596,7 @@ func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
 		return "the rules for its path do not run it on deleted", nil
 	}
 	if dir := path.Dir(w.rel); dir != "." {
-		if _, err := v.fs.Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
+		if _, err := h.FS().Lstat(filepath.FromSlash(dir)); errors.Is(err, fs.ErrNotExist) || vaultfs.IsNotDir(err) {
 			// The strand's folder was deleted with it, and its tie-off
 			// with it: a reply would have nowhere to go but a folder
 			// knotd would bring back.
@@ -573,7 +615,7 @@ func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
 		w.session, w.newSession = uuid.NewString(), true
 	}
 	var err error
-	if w.agentName, w.agent, err = v.scopedAgent(w.fields.Agent, w.scope); err != nil {
+	if w.agentName, w.agent, err = h.ScopedAgent(w.fields.Agent, w.scope); err != nil {
 		w.failure = err.Error()
 	}
 	return "", nil
@@ -583,8 +625,7 @@ func (pl *pipeline) decideDeleted(w *work, job Job) (string, error) {
 // continues (knot_resume) and the strand's session, written into the
 // strand where knotd writes sessions (see ensureSession, in session.go).
 // A run that records a failure, or a deletion, has nothing to prepare.
-func (pl *pipeline) prepare(w *work) error {
-	v := pl.v
+func (pl *Pipeline) prepare(w *work) error {
 	if w.failure != "" || w.event == strand.Deleted {
 		return nil
 	}
@@ -597,9 +638,9 @@ func (pl *pipeline) prepare(w *work) error {
 	}
 	w.keeps = w.agent.KeepsConversation()
 	if w.fields.NewSession && !(w.previousFields().NewSession && w.rec.Session != "") {
-		return v.sess.newConversation(w)
+		return pl.sess.newConversation(w)
 	}
-	return v.sess.ensureSession(w, w.fields.Session)
+	return pl.sess.ensureSession(w, w.fields.Session)
 }
 
 // reply is what step 4, run, leaves for record: the run's tie-off
@@ -622,15 +663,15 @@ type reply struct {
 // makes the failure the section without running it). A run canceled
 // because knotd is stopping returns no reply: nothing is recorded, and
 // the next start catches up on the change.
-func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
-	v := pl.v
+func (pl *Pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *reply, error) {
+	h := pl.h
 	runID, err := uuid.NewV7()
 	if err != nil {
 		return RunReport{}, nil, fmt.Errorf("vault: new run id: %w", err)
 	}
-	now := v.now().UTC()
+	now := h.Now().UTC()
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
-	v.active.Start(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
+	h.Started(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
 	r := &reply{sec: tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}, resume: w.resume}
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {
@@ -652,7 +693,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 		r.log.failed(w)
 		rep.Outcome, rep.Reason = agentrun.OutcomeFailed, firstLine(w.failure)
 		r.sec.Failed, r.sec.Body = true, w.failure
-		v.log.Warn("note cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
+		h.Log().Warn("note cannot be run", "strand", w.rel, "event", w.event, "run", rep.RunID, "why", rep.Reason)
 	} else {
 		req, err := pl.request(w, job, rep.RunID, now)
 		if err != nil {
@@ -660,10 +701,10 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 		}
 		req.OnStart = r.log.onStart(w, &req)
 		req.OnOutput = r.log.onOutput
-		afs := v.newAgentFS(w.agent)
+		afs := h.NewAgentFS(w.agent)
 		req.FS = afs
-		v.log.Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
-		res, err := v.runAgent().Run(ctx, req)
+		h.Log().Info("run started", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID, "fired_by", job.FiredBy, "turn", req.Turn)
+		res, err := h.Runner().Run(ctx, req)
 		afs.Close()
 		if err != nil {
 			res = agentrun.Result{Outcome: agentrun.OutcomeFailed, Reason: err.Error(), ExitCode: -1, NotStarted: err.Error()}
@@ -673,7 +714,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 			// knotd is stopping: the change stays pending and the next
 			// start catches up on it. Nothing is appended or committed.
 			r.log.canceled(w, &req, res)
-			v.log.Info("run canceled; the change will be processed when knotd runs again", "strand", w.rel, "run", rep.RunID)
+			h.Log().Info("run canceled; the change will be processed when knotd runs again", "strand", w.rel, "run", rep.RunID)
 			rep.Ran = false
 			return rep, nil, nil
 		}
@@ -692,7 +733,7 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 			r.sec.Failed = true
 			r.sec.Body = failureBody(w, res)
 		}
-		v.log.Info("run finished", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID,
+		h.Log().Info("run finished", "strand", w.rel, "event", w.event, "agent", w.agentName, "run", rep.RunID,
 			"outcome", res.Outcome, "duration", res.Duration.Round(time.Millisecond), "reason", res.Reason)
 	}
 
@@ -708,13 +749,13 @@ func (pl *pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 // survives a crash at any point: journal the section with the strand's
 // new record, append the section to the tie-off, then commit the record
 // and drop the journal entry in one transaction (completeRun).
-func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
-	v := pl.v
+func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply) error {
+	h := pl.h
 	sec := r.sec
 	rec := w.rec
 	rec.Path = w.rel
 	if w.event != strand.Deleted {
-		rec.Stamp, rec.Hash = reconcile.Stamp(w.info), w.hash
+		rec.Stamp, rec.Hash = h.Stamp(w.info), w.hash
 	}
 	rec.Session, rec.Resume, rec.Totals = w.session, r.resume, r.totals
 	rec.Agent, rec.ContextTokens, rec.ContextWindow = r.agent, r.context, r.window
@@ -736,16 +777,16 @@ func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 	sec.Session = rec.Session
 	switch {
 	case w.event == strand.Deleted && w.previous != nil:
-		sec.Hash = markerHash(w.previous)
+		sec.Hash = MarkerHash(w.previous)
 	case w.event != strand.Deleted && w.content != nil:
 		sec.Hash = w.markerHash()
 	}
-	j := journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
+	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
 	}
-	if v.sess.settle(w) {
+	if pl.sess.settle(w) {
 		// A save that was under way when knotd wrote the strand went
 		// into the file knotd replaced and is back: the strand is not
 		// the version the run saw, and its stamp must not say it is.
@@ -754,22 +795,22 @@ func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 	if w.unsyncedDir != "" {
 		// The record below says the strand is knotd's version: make
 		// the rename that put it there as durable first.
-		err := v.faults.syncing(w.unsyncedDir)
+		err := h.Syncing(w.unsyncedDir)
 		if err == nil {
-			err = vaultfs.SyncDir(v.fs, w.unsyncedDir)
+			err = vaultfs.SyncDir(h.FS(), w.unsyncedDir)
 		}
 		if err != nil {
 			// The agent has replied: losing the reply (and running it
 			// again) for a sync that failed would be worse than the
 			// risk it leaves, that a crash now undoes the write.
-			v.log.Warn("cannot sync the note's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
+			h.Log().Warn("cannot sync the note's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
 	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Journal: enc}
 	if err := pl.putPending(ctx, p); err != nil {
 		return err
 	}
-	v.observe.journaled(p.RunID)
+	h.Journaled(p.RunID)
 	return pl.completeRun(p, j, false, r.log)
 }
 
@@ -778,22 +819,22 @@ func (pl *pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 // with growing pauses, for as long as knotd watches (until it stops), so
 // that the reply is kept and the agent is not run again for the same
 // change. A pass (--once) tries a few times, then fails the run.
-func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
-	v := pl.v
-	deadline := v.now().Add(commitPatience)
+func (pl *Pipeline) putPending(ctx context.Context, p state.Pending) error {
+	h := pl.h
+	deadline := h.Now().Add(commitPatience)
 	for tries := 0; ; tries++ {
 		pause := timing.Backoff(time.Second, tries)
-		err := v.faults.journaling(p.RunID)
+		err := h.Journaling(p.RunID)
 		if err == nil {
-			err = v.store.PutPending(p)
+			err = h.Store().PutPending(p)
 		}
 		if err == nil || errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrSessionTaken) {
 			return err
 		}
-		if !v.watching.Load() && v.now().After(deadline) {
+		if !h.Watching() && h.Now().After(deadline) {
 			return err
 		}
-		v.log.Warn("cannot journal a finished run; knotd keeps its reply and tries again", "strand", p.Record.Path, "run", p.RunID, "in", pause, "err", err)
+		h.Log().Warn("cannot journal a finished run; knotd keeps its reply and tries again", "strand", p.Record.Path, "run", p.RunID, "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (knotd stopped before the run could be journaled)", err)
@@ -803,18 +844,14 @@ func (pl *pipeline) putPending(ctx context.Context, p state.Pending) error {
 }
 
 // commitPatience is how long a pass (--once) keeps trying to journal a
-// finished run; maxRetryPause bounds the pause between two tries, of a
-// journal or of a strand whose processing failed for a passing reason.
-const (
-	commitPatience = 3 * time.Second
-	maxRetryPause  = timing.MaxPause
-)
+// finished run; timing.MaxPause bounds the pause between two tries.
+const commitPatience = 3 * time.Second
 
 // complete appends a journaled run's section (unless check finds it already
 // in the tie-off) and commits its record. When recovering (check), a
 // record that a later run of the strand committed meanwhile is kept: the
 // section is appended, the journal entry dropped.
-func (pl *pipeline) complete(p state.Pending, j journal, check bool) error {
+func (pl *Pipeline) complete(p state.Pending, j Journal, check bool) error {
 	var tl *runLog
 	if check {
 		tl = pl.reopenRunLog(p.RunID, p.Record.Path)
@@ -825,19 +862,19 @@ func (pl *pipeline) complete(p state.Pending, j journal, check bool) error {
 
 // completeRun is complete, recording the section's place in the run's
 // transcript tl (which may be nil).
-func (pl *pipeline) completeRun(p state.Pending, j journal, check bool, tl *runLog) error {
-	v := pl.v
+func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runLog) error {
+	h := pl.h
 	t, err := strand.TieOffPath(p.Record.Path)
 	if err != nil {
 		return err
 	}
 	done, stale := false, false
 	if check {
-		done, err = tieoff.HasRun(v.fs, t, p.RunID, 0)
-		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.unwritableTieOff(t, err) {
+		done, err = tieoff.HasRun(h.FS(), t, p.RunID, 0)
+		if err != nil && !errors.Is(err, tieoff.ErrTorn) && !errors.Is(err, fs.ErrNotExist) && !pl.ties.unwritableErr(t, err) {
 			return fmt.Errorf("vault: recover run %s: %w", p.RunID, err)
 		}
-		cur, has, err := v.store.Get(p.Record.Path)
+		cur, has, err := h.Store().Get(p.Record.Path)
 		if err != nil {
 			return err
 		}
@@ -845,19 +882,19 @@ func (pl *pipeline) completeRun(p state.Pending, j journal, check bool, tl *runL
 		stale = has && cur.LastRunID > p.RunID
 	}
 	var offset int64
-	var kept *replyKept
+	var kept *ReplyKept
 	if done {
 		offset = pl.sectionOffset(t, p.RunID)
 	} else {
-		err = v.faults.appending(p.RunID)
+		err = h.Appending(p.RunID)
 		switch {
 		case err != nil:
 		case j.Replace:
-			err = tieoff.Replace(v.fs, t, j.Section)
+			err = tieoff.Replace(h.FS(), t, j.Section)
 		default:
-			offset, err = tieoff.Append(v.fs, t, j.Section)
+			offset, err = tieoff.Append(h.FS(), t, j.Section)
 		}
-		if err != nil && pl.unwritableTieOff(t, err) {
+		if err != nil && pl.ties.unwritableErr(t, err) {
 			// A tie-off that can never be written as it is (see
 			// unwritable.go): the reply is kept outside the vault and
 			// the run is done, rather than journaled for ever.
@@ -876,23 +913,23 @@ func (pl *pipeline) completeRun(p state.Pending, j journal, check bool, tl *runL
 		tl.tieOff(t, offset, j.Replace)
 	}
 	if stale {
-		if err := v.store.Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) }); err != nil {
+		if err := h.Store().Update(func(tx *state.Tx) error { return tx.DeletePending(p.RunID) }); err != nil {
 			return err
 		}
 		return keptErr(kept)
 	}
-	if err := v.faults.completing(p.RunID); err != nil {
+	if err := h.Completing(p.RunID); err != nil {
 		return err
 	}
-	if err := v.store.Complete(p.RunID); err != nil {
+	if err := h.Store().Complete(p.RunID); err != nil {
 		return err
 	}
-	v.observe.completed(p.RunID)
+	h.Completed(p.RunID)
 	return keptErr(kept)
 }
 
 // keptErr is kept as an error (nil when it is nil).
-func keptErr(kept *replyKept) error {
+func keptErr(kept *ReplyKept) error {
 	if kept == nil {
 		return nil
 	}
@@ -901,23 +938,23 @@ func keptErr(kept *replyKept) error {
 
 // commitSkip records the strand's current version as processed without a
 // run.
-func (pl *pipeline) commitSkip(w *work, why string) error {
-	v := pl.v
-	v.log.Debug("change recorded without a run", "strand", w.rel, "event", w.event, "why", why)
+func (pl *Pipeline) commitSkip(w *work, why string) error {
+	h := pl.h
+	h.Log().Debug("change recorded without a run", "strand", w.rel, "event", w.event, "why", why)
 	if w.event == strand.Deleted {
-		return v.store.Delete(w.rel)
+		return h.Store().Delete(w.rel)
 	}
 	if w.answer != nil {
 		return pl.commitAnswered(w, *w.answer)
 	}
 	rec := w.rec
-	rec.Path, rec.Stamp, rec.Hash = w.rel, reconcile.Stamp(w.info), w.hash
-	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, v.now().UTC()
-	v.sess.newConversationAsked(w, &rec)
+	rec.Path, rec.Stamp, rec.Hash = w.rel, h.Stamp(w.info), w.hash
+	rec.LastOutcome, rec.Processed = state.OutcomeSkipped, h.Now().UTC()
+	pl.sess.newConversationAsked(w, &rec)
 	if rec.Session != "" {
-		if owner, taken, err := v.store.BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
+		if owner, taken, err := h.Store().BySession(rec.Session); err == nil && taken && owner.Path != w.rel {
 			rec.Session = ""
 		}
 	}
-	return v.store.Put(rec, w.content)
+	return h.Store().Put(rec, w.content)
 }
