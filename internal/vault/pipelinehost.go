@@ -82,13 +82,13 @@ func (h pipelineHost) ScopedAgent(name string, sc config.Scope) (string, agentru
 }
 func (h pipelineHost) OwnWrote(rel string, st state.Stamp) { h.v.own.wrote(rel, st) }
 
-func (h pipelineHost) Claim(rel string)                     { h.v.claims.claim(rel) }
-func (h pipelineHost) Release(rel string)                   { h.v.claims.release(rel) }
-func (h pipelineHost) Started(r control.Running)            { h.v.active.Start(r) }
-func (h pipelineHost) Done(rel string)                      { h.v.active.Done(rel) }
-func (h pipelineHost) AnswersHold(ctx context.Context) bool { return h.v.answering.AnswersHold(ctx) }
+func (h pipelineHost) Claim(rel string)                             { h.v.claims.claim(rel) }
+func (h pipelineHost) Release(rel string)                           { h.v.claims.release(rel) }
+func (h pipelineHost) Started(r control.Running)                    { h.v.active.Start(r) }
+func (h pipelineHost) Done(rel string)                              { h.v.active.Done(rel) }
+func (h pipelineHost) AnswersHold(ctx context.Context) bool         { return h.v.answering.AnswersHold(ctx) }
 func (h pipelineHost) NewAgentFS(a agentrun.Agent) pipeline.AgentFS { return h.v.newAgentFS(a) }
-func (h pipelineHost) Runner() AgentRunner { return h.v.runAgent() }
+func (h pipelineHost) Runner() AgentRunner                          { return h.v.runAgent() }
 
 func (h pipelineHost) Journaled(runID string)        { h.v.observe.journaled(runID) }
 func (h pipelineHost) Completed(runID string)        { h.v.observe.completed(runID) }
@@ -96,4 +96,3 @@ func (h pipelineHost) Syncing(dir string) error      { return h.v.faults.syncing
 func (h pipelineHost) Journaling(runID string) error { return h.v.faults.journaling(runID) }
 func (h pipelineHost) Appending(runID string) error  { return h.v.faults.appending(runID) }
 func (h pipelineHost) Completing(runID string) error { return h.v.faults.completing(runID) }
-

@@ -10,8 +10,8 @@ import (
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/pipeline"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/timing"
 )
 

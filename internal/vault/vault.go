@@ -22,8 +22,8 @@ import (
 	"github.com/knotd/knotd/internal/vault/internal/answer"
 	"github.com/knotd/knotd/internal/vault/internal/budget"
 	"github.com/knotd/knotd/internal/vault/internal/ctl"
-	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/pipeline"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
