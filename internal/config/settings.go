@@ -158,6 +158,20 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// FormatSize writes n bytes for people, in the units sizes are written
+// in ("2.0 MiB", "512 bytes").
+func FormatSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // parseSize parses a size written as for YAML ("4096", "64KiB", "1MiB").
 func parseSize(str string) (Size, error) {
 	num, mult := str, int64(1)

@@ -222,3 +222,21 @@ func FuzzParseSettings(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatSize(t *testing.T) {
+	for _, tt := range []struct {
+		n    int64
+		want string
+	}{
+		{0, "0 bytes"},
+		{1023, "1023 bytes"},
+		{1024, "1.0 KiB"},
+		{64 << 10, "64.0 KiB"},
+		{3 << 19, "1.5 MiB"},
+		{2 << 30, "2.0 GiB"},
+	} {
+		if got := FormatSize(tt.n); got != tt.want {
+			t.Errorf("FormatSize(%d) = %q; want %q", tt.n, got, tt.want)
+		}
+	}
+}

@@ -23,10 +23,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/ignore"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
-	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 	"github.com/knotd/knotd/internal/vaultfs"
 )
 
@@ -188,7 +188,7 @@ func (a *FS) readFile(rel string, limit int64) ([]byte, fs.FileInfo, error) {
 	case errors.Is(err, vaultfs.ErrNotRegular) && errors.As(err, &pe):
 		return nil, nil, refused("%s is %v: knotd reads and writes only regular files", rel, pe.Err)
 	case errors.Is(err, vaultfs.ErrTooLarge):
-		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, pipeline.ByteSize(limit))
+		return nil, nil, refused("%s is larger than limits.max_strand_size (%s)", rel, config.FormatSize(limit))
 	case err != nil:
 		return nil, nil, fmt.Errorf("%s: %w", rel, err)
 	}
@@ -239,7 +239,7 @@ func (a *FS) WriteTextFile(ctx context.Context, p, content string) error {
 	}
 	limit := a.host.MaxSize()
 	if int64(len(content)) > limit {
-		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), pipeline.ByteSize(limit))
+		return refused("%d bytes are more than limits.max_strand_size (%s)", len(content), config.FormatSize(limit))
 	}
 
 	a.mu.Lock()
@@ -659,17 +659,4 @@ func (a *FS) Close() {
 	defer a.mu.Unlock()
 	a.settle("")
 	a.closed = true
-}
-
-// byteSize formats n bytes for people (as internal/vault's byteSize).
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

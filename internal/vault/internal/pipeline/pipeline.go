@@ -511,7 +511,7 @@ func (pl *Pipeline) decide(w *work, job Job) (string, error) {
 	switch {
 	case w.tooBig:
 		w.failure = fmt.Sprintf("The note is %s, more than knotd's limit of %s, so no agent was run. Make it smaller, add it to .knotignore, or raise limits.max_strand_size in the configuration.",
-			ByteSize(w.info.Size()), ByteSize(h.Config().MaxStrandSize))
+			config.FormatSize(w.info.Size()), config.FormatSize(h.Config().MaxStrandSize))
 		w.content = nil
 		return "", nil
 	case bytes.IndexByte(content, 0) >= 0:

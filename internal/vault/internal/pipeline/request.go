@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/knotd/knotd/internal/config"
 	"io/fs"
 	"strings"
 	"time"
@@ -278,18 +279,5 @@ func boundFailure(body string) string {
 	if i := strings.LastIndexByte(body[:cut], '\n'); i > maxFailureBytes/2 {
 		cut = i + 1
 	}
-	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", ByteSize(int64(len(body)-cut)))
-}
-
-// ByteSize formats n bytes for people.
-func ByteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return body[:cut] + fmt.Sprintf("\n[… %s of this explanation left out …]\n", config.FormatSize(int64(len(body)-cut)))
 }
