@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -163,4 +164,21 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 		return fmt.Errorf("agenttest: write reply: %w", err)
 	}
 	return nil
+}
+
+// Post posts the JSON body to the stand-in at url + path and returns the
+// answer's status, Content-Type and body; it fails the test when the
+// request cannot be made or its answer read.
+func Post(tb testing.TB, url, path, body string) (status int, contentType, answer string) {
+	tb.Helper()
+	resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		tb.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close() // read only
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("POST %s: read answer: %v", path, err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
 }

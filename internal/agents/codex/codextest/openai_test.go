@@ -1,7 +1,6 @@
 package codextest
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,22 +10,6 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
-
-// mustPost posts body to the OpenAI stand-in and returns the answer's
-// status, Content-Type and body.
-func mustPost(t *testing.T, s *OpenAI, path, body string) (int, string, string) {
-	t.Helper()
-	resp, err := http.Post(s.URL+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("POST %s: read answer: %v", path, err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
-}
 
 // recordedRequest returns a request body Codex CLI 0.169.0 sent to the
 // recording's stand-in (agents/codex/testdata/recorded/requests).
@@ -51,7 +34,7 @@ func TestOpenAI_AnswersRecordedRequestsAsTheRecording(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			s := NewOpenAI(t)
-			status, ctype, body := mustPost(t, s, "/v1/responses", recordedRequest(t, tc.file))
+			status, ctype, body := agenttest.Post(t, s.URL, "/v1/responses", recordedRequest(t, tc.file))
 			if status != 200 || ctype != "text/event-stream" {
 				t.Fatalf("answer %d %q; want 200 text/event-stream", status, ctype)
 			}
@@ -102,19 +85,19 @@ func TestOpenAI_Errors(t *testing.T) {
 
 	s.SetStatus(http.StatusUnauthorized)
 	for range 2 {
-		status, _, answer := mustPost(t, s, "/v1/responses", body)
+		status, _, answer := agenttest.Post(t, s.URL, "/v1/responses", body)
 		if status != 401 || !strings.Contains(answer, `"message":"Incorrect API key provided: dummy."`) {
 			t.Errorf("with status 401 set: %d %s", status, answer)
 		}
 	}
 	s.SetStatusTimes(http.StatusInternalServerError, 1)
-	if status, _, answer := mustPost(t, s, "/v1/responses", body); status != 500 || !strings.Contains(answer, `"type":"server_error"`) {
+	if status, _, answer := agenttest.Post(t, s.URL, "/v1/responses", body); status != 500 || !strings.Contains(answer, `"type":"server_error"`) {
 		t.Errorf("with status 500 set once: %d %s", status, answer)
 	}
-	if status, _, _ := mustPost(t, s, "/v1/responses", body); status != 200 {
+	if status, _, _ := agenttest.Post(t, s.URL, "/v1/responses", body); status != 200 {
 		t.Errorf("after the one 500: %d; want 200", status)
 	}
-	if status, _, _ := mustPost(t, s, "/v1/chat/completions", body); status != 404 {
+	if status, _, _ := agenttest.Post(t, s.URL, "/v1/chat/completions", body); status != 404 {
 		t.Errorf("POST /v1/chat/completions: %d; want 404", status)
 	}
 	var statuses []int

@@ -29,7 +29,7 @@ func TestOpenAI_CallTool(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewOpenAI(t)
 			s.SetAnswer(agenttest.CallTool[ResponsesRequest](tc.call, toolFinal))
-			_, _, body := mustPost(t, s, "/v1/responses", `{"model":"m","stream":true,"input":[{"type":"message","role":"user","content":"go"}]}`)
+			_, _, body := agenttest.Post(t, s.URL, "/v1/responses", `{"model":"m","stream":true,"input":[{"type":"message","role":"user","content":"go"}]}`)
 			events := agenttest.ParseSSE(t, body)
 			var names []string
 			for _, ev := range events {
@@ -58,7 +58,7 @@ func TestOpenAI_CallTool(t *testing.T) {
 			if tc.kind == "function_call" {
 				outType = "function_call_output"
 			}
-			_, _, body = mustPost(t, s, "/v1/responses", `{"model":"m","stream":true,"input":[
+			_, _, body = agenttest.Post(t, s.URL, "/v1/responses", `{"model":"m","stream":true,"input":[
 				{"type":"message","role":"user","content":"go"},
 				{"type":"`+outType+`","call_id":"call_1","output":"it ran"}]}`)
 			events = agenttest.ParseSSE(t, body)

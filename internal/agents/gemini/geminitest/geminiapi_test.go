@@ -2,13 +2,14 @@ package geminitest
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
 // geminiFixture returns a request body the real Gemini CLI 0.61.0 sent.
@@ -19,22 +20,6 @@ func geminiFixture(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
-}
-
-// postGemini posts body to the stand-in and returns the answer's status,
-// Content-Type and body.
-func postGemini(t *testing.T, s *GeminiServer, path, body string) (int, string, string) {
-	t.Helper()
-	resp, err := http.Post(s.URL+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("POST %s: read answer: %v", path, err)
-	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), string(data)
 }
 
 // candidateText returns the text of a GenerateContentResponse and its
@@ -69,7 +54,7 @@ func TestGemini_AnswersRecordedRequests(t *testing.T) {
 	s := NewGemini(t)
 
 	// The router asks for JSON fitting its schema.
-	status, ctype, body := postGemini(t, s, "/v1beta/models/gemini-3.5-flash-lite:generateContent",
+	status, ctype, body := agenttest.Post(t, s.URL, "/v1beta/models/gemini-3.5-flash-lite:generateContent",
 		geminiFixture(t, "json-new.router-request.json"))
 	if status != http.StatusOK || ctype != "application/json" {
 		t.Fatalf("router call = %d %q; want 200 application/json", status, ctype)
@@ -88,7 +73,7 @@ func TestGemini_AnswersRecordedRequests(t *testing.T) {
 		{"json-new.request.json", "MOCK REPLY (user messages seen: 1)"},
 		{"json-resume.request.json", "MOCK REPLY (user messages seen: 2)"},
 	} {
-		status, ctype, body := postGemini(t, s, "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse",
+		status, ctype, body := agenttest.Post(t, s.URL, "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse",
 			geminiFixture(t, tc.fixture))
 		if status != http.StatusOK || ctype != "text/event-stream" {
 			t.Fatalf("%s: stream call = %d %q; want 200 text/event-stream", tc.fixture, status, ctype)
@@ -131,7 +116,7 @@ func TestGemini_SetReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := postGemini(t, s, tt.path, geminiFixture(t, tt.fixture))
+			status, _, body := agenttest.Post(t, s.URL, tt.path, geminiFixture(t, tt.fixture))
 			if status != http.StatusOK {
 				t.Fatalf("status %d; want 200", status)
 			}
@@ -149,7 +134,7 @@ func TestGemini_SetReply(t *testing.T) {
 		})
 	}
 	s.SetReply(nil)
-	_, _, body := postGemini(t, s, "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse", geminiFixture(t, "json-new.request.json"))
+	_, _, body := agenttest.Post(t, s.URL, "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse", geminiFixture(t, "json-new.request.json"))
 	data, _ := strings.CutPrefix(body, "data: ")
 	if text, _ := candidateText(t, strings.TrimSpace(data)); text != "MOCK REPLY (user messages seen: 1)" {
 		t.Errorf("after SetReply(nil): reply %q; want the default", text)
@@ -174,18 +159,18 @@ func TestGemini_ErrorStatuses(t *testing.T) {
 	}
 
 	s.FailNext(http.StatusInternalServerError, 1)
-	st, _, answer := postGemini(t, s, path, body)
+	st, _, answer := agenttest.Post(t, s.URL, path, body)
 	if st != http.StatusInternalServerError {
 		t.Fatalf("first call after FailNext(500, 1) = %d; want 500", st)
 	}
 	wantError(answer, 500, "INTERNAL")
-	if st, _, _ := postGemini(t, s, path, body); st != http.StatusOK {
+	if st, _, _ := agenttest.Post(t, s.URL, path, body); st != http.StatusOK {
 		t.Errorf("second call after FailNext(500, 1) = %d; want 200", st)
 	}
 
 	s.SetStatus(http.StatusUnauthorized)
 	for range 2 {
-		st, _, answer := postGemini(t, s, path, body)
+		st, _, answer := agenttest.Post(t, s.URL, path, body)
 		if st != http.StatusUnauthorized {
 			t.Fatalf("call after SetStatus(401) = %d; want 401", st)
 		}
@@ -193,10 +178,10 @@ func TestGemini_ErrorStatuses(t *testing.T) {
 	}
 	s.SetStatus(0)
 
-	if st, _, answer := postGemini(t, s, "/v1beta/models/m:countTokens", body); st != http.StatusNotFound {
+	if st, _, answer := agenttest.Post(t, s.URL, "/v1beta/models/m:countTokens", body); st != http.StatusNotFound {
 		t.Errorf("unknown method = %d %q; want 404", st, answer)
 	}
-	if st, _, _ := postGemini(t, s, path, "{not json"); st != http.StatusBadRequest {
+	if st, _, _ := agenttest.Post(t, s.URL, path, "{not json"); st != http.StatusBadRequest {
 		t.Errorf("bad body = %d; want 400", st)
 	}
 	var got []int
@@ -240,12 +225,12 @@ func TestGemini_QueuedFunctionCall(t *testing.T) {
 	s.QueueFunctionCall(GeminiFunctionCall{Name: "write_file", Args: map[string]any{"file_path": "a.md", "content": "x"}})
 	const user = `{"role":"user","parts":[{"text":"write a.md"}]}`
 
-	_, _, body := postGemini(t, s, "/v1beta/models/m:generateContent",
+	_, _, body := agenttest.Post(t, s.URL, "/v1beta/models/m:generateContent",
 		`{"contents":[`+user+`],"generationConfig":{"responseMimeType":"application/json"}}`)
 	if !strings.Contains(body, `"text"`) || strings.Contains(body, "functionCall") {
 		t.Errorf("the router's call was answered %s; want text", body)
 	}
-	_, _, body = postGemini(t, s, "/v1beta/models/m:generateContent", `{"contents":[`+user+`]}`)
+	_, _, body = agenttest.Post(t, s.URL, "/v1beta/models/m:generateContent", `{"contents":[`+user+`]}`)
 	var r struct {
 		Candidates []struct {
 			Content struct {
@@ -265,7 +250,7 @@ func TestGemini_QueuedFunctionCall(t *testing.T) {
 		t.Fatalf("answer %s; want the queued write_file call", body)
 	}
 
-	_, _, body = postGemini(t, s, "/v1beta/models/m:generateContent", `{"contents":[`+user+
+	_, _, body = agenttest.Post(t, s.URL, "/v1beta/models/m:generateContent", `{"contents":[`+user+
 		`,{"role":"model","parts":[{"functionCall":{"name":"write_file","args":{}}}]}`+
 		`,{"role":"user","parts":[{"functionResponse":{"name":"write_file","response":{"error":"canceled"}}}]}]}`)
 	if text, _ := candidateText(t, body); text != "MOCK REPLY (user messages seen: 1)" {
