@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/edits"
 )
 
 // burst measures scenario 4 on the largest vault: -burst strands (10,000)
@@ -102,7 +104,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	if res.span, err = writeAll(abs, token); err != nil {
+	if res.span, err = edits.WriteAll(abs, token); err != nil {
 		return res, err
 	}
 	t1 := time.Now() // the last write

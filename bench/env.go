@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/vaultgen"
 )
 
 // env is one knotbench invocation: its temporary directory, the binaries
@@ -138,10 +140,10 @@ func (e *env) vault(ctx context.Context, n int) (*benchVault, error) {
 	v := &benchVault{root: filepath.Join(e.tmp, "vault-"+strconv.Itoa(n))}
 	e.logf("generating a vault of %s strands", thousands(n))
 	var err error
-	if v.rels, err = generate(v.root, n, uint64(n)); err != nil {
+	if v.rels, err = vaultgen.Generate(v.root, n, uint64(n)); err != nil {
 		return nil, err
 	}
-	v.dirs = dirsOf(v.rels)
+	v.dirs = vaultgen.DirsOf(v.rels)
 	if err := e.adopt(ctx, v); err != nil {
 		return nil, err
 	}

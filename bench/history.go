@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/vaultgen"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/vault"
@@ -182,7 +184,7 @@ func historyVault(ctx context.Context, root, home string, sections int) error {
 		return err
 	}
 	rels := []string{historyStrand}
-	if err := os.WriteFile(abs, noteContent(5, 0, rels), 0o644); err != nil {
+	if err := os.WriteFile(abs, vaultgen.NoteContent(5, 0, rels), 0o644); err != nil {
 		return err
 	}
 	v, err := vault.Open(root, vault.Options{StateHome: home})
@@ -199,7 +201,7 @@ func historyVault(ctx context.Context, root, home string, sections int) error {
 	if err := writeTieOff(strings.TrimSuffix(abs, ".md")+".tieoff.md", sections); err != nil {
 		return err
 	}
-	return appendEdit(abs, "history")
+	return edits.Append(abs, "history")
 }
 
 // writeTieOff writes a tie-off of n sections in one go. The separator

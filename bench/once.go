@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+
+	"github.com/knotd/knotd/bench/internal/edits"
 )
 
 // onceChanged measures scenario 3 for each vault size: knotd --once with
@@ -28,7 +30,7 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 			abs := make([]string, k)
 			for i, rel := range targets {
 				abs[i] = v.abs(rel)
-				if err := appendEdit(abs[i], "once-"+strconv.Itoa(run)); err != nil {
+				if err := edits.Append(abs[i], "once-"+strconv.Itoa(run)); err != nil {
 					return rows, err
 				}
 			}

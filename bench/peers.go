@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/edits"
 	"github.com/knotd/knotd/internal/statedir"
 )
 
@@ -45,7 +46,7 @@ type peerFigures struct {
 // peers measures scenario 7 on the 10k vault: knotd, a shell loop over
 // inotifywait -m -r running the instant agent per event, and entr running
 // it for the notes it watches, through the same editor saves (each
-// pattern of saves() on saveRounds fresh notes, one at a time, with a
+// pattern of edits.Saves() on saveRounds fresh notes, one at a time, with a
 // window of the quiet period plus 500 ms for the runs to come) and the
 // same burst (-burst notes changed at once). Counted per tool: changes
 // that got no run (missed), runs beyond one per change or for saves that
@@ -118,7 +119,7 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		}
 		return total
 	}
-	saves := saveRounds * len(saves(0)) * e.opts.runs
+	saves := saveRounds * len(edits.Saves(0)) * e.opts.runs
 	summary := func(fs []peerFigures) (saveTxt, burstTxt string, lat, drain float64) {
 		var lats, drains []float64
 		for _, f := range fs {
@@ -167,16 +168,16 @@ func patternTable(scen string, tools []tool, figs [][]peerFigures) []string {
 		rule += " ---: |"
 	}
 	lines := []string{"", head, rule}
-	for _, s := range saves(0) {
+	for _, s := range edits.Saves(0) {
 		want := 0
 		for _, f := range figs[0] {
-			want += f.byPattern[s.name][1]
+			want += f.byPattern[s.Name][1]
 		}
-		line := fmt.Sprintf("| %s | %d |", s.name, want)
+		line := fmt.Sprintf("| %s | %d |", s.Name, want)
 		for i := range tools {
 			got := 0
 			for _, f := range figs[i] {
-				got += f.byPattern[s.name][0]
+				got += f.byPattern[s.Name][0]
 			}
 			line += fmt.Sprintf(" %d |", got)
 		}
@@ -204,16 +205,16 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 		return f, err
 	}
 	window := e.opts.debounce + 500*time.Millisecond
-	for _, s := range saves(e.opts.debounce / 4) {
+	for _, s := range edits.Saves(e.opts.debounce / 4) {
 		for i, rel := range v.pick(saveRounds) {
 			before, err := stamps.poll()
 			if err != nil {
 				return f, err
 			}
 			seen := len(before)
-			at, err := s.do(v.abs(rel), fmt.Sprintf("peer-%d", i))
+			at, err := s.Do(v.abs(rel), fmt.Sprintf("peer-%d", i))
 			if err != nil {
-				return f, fmt.Errorf("%s: %w", s.name, err)
+				return f, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			time.Sleep(window)
 			all, err := stamps.poll()
@@ -222,18 +223,18 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 			}
 			runs := tally(all[seen:])
 			want := []string{}
-			if s.runs == 1 {
+			if s.Runs == 1 {
 				want = append(want, rel)
 			}
 			m, x := exactlyOnce(runs, want)
 			if f.byPattern == nil {
 				f.byPattern = map[string][2]int{}
 			}
-			c := f.byPattern[s.name]
-			f.byPattern[s.name] = [2]int{c[0] + len(all) - seen, c[1] + s.runs}
+			c := f.byPattern[s.Name]
+			f.byPattern[s.Name] = [2]int{c[0] + len(all) - seen, c[1] + s.Runs}
 			f.saveMissed, f.saveExtra = f.saveMissed+m, f.saveExtra+x
 			for _, st := range all[seen:] {
-				if st.Strand == rel && s.runs == 1 {
+				if st.Strand == rel && s.Runs == 1 {
 					f.latency = append(f.latency, ms(st.At.Sub(at.Add(t.quiet))))
 					break
 				}
@@ -252,7 +253,7 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	if _, err := writeAll(abs, "peer-burst"); err != nil {
+	if _, err := edits.WriteAll(abs, "peer-burst"); err != nil {
 		return f, err
 	}
 	written := time.Now()

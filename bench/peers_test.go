@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/edits"
 )
 
 func TestPatternTable(t *testing.T) {
@@ -16,7 +18,7 @@ func TestPatternTable(t *testing.T) {
 		{{byPattern: map[string][2]int{"truncate+write (VS Code)": {7, 5}, "touch": {2, 0}}}},
 	}
 	lines := patternTable("7 peers", tools, figs)
-	if len(lines) != 3+len(saves(0)) {
+	if len(lines) != 3+len(edits.Saves(0)) {
 		t.Fatalf("patternTable: %d lines; want a blank line, a header, a rule and one per pattern:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	if want := "| 7 peers: agent runs per save pattern | expected | knotd | loop |"; lines[1] != want {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/edits"
 )
 
 // reaction measures scenario 1: from the settled moment (the end of the
@@ -78,7 +80,7 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 	d := e.opts.debounce
 	for i, rel := range notes {
 		ranBefore := countFinished(w.log.snapshot(), rel)
-		saved, err := saveTruncWrite(v.abs(rel), "reaction-"+strconv.Itoa(i))
+		saved, err := edits.SaveTruncWrite(v.abs(rel), "reaction-"+strconv.Itoa(i))
 		if err != nil {
 			return nil, nil, nil, err
 		}
