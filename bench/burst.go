@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // burst measures scenario 4 on the largest vault: -burst strands (10,000)
@@ -94,7 +95,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	if err != nil {
 		return res, err
 	}
-	cpu0, err := cpuTime(w.pid())
+	cpu0, err := proc.CPUTime(w.pid())
 	if err != nil {
 		return res, err
 	}
@@ -139,14 +140,14 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	if err := w.log.wait(wctx, runsFinished(started)); err != nil {
 		return res, err
 	}
-	mem, err := memory(w.pid())
+	mem, err := proc.Memory(w.pid())
 	if err != nil {
 		return res, err
 	}
 	if err := w.heapSnapshot(ctx); err != nil {
 		return res, err
 	}
-	cpu1, err := cpuTime(w.pid())
+	cpu1, err := proc.CPUTime(w.pid())
 	if err != nil {
 		return res, err
 	}
@@ -157,7 +158,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	idle, err := memory(w.pid())
+	idle, err := proc.Memory(w.pid())
 	if err != nil {
 		return res, err
 	}
@@ -169,7 +170,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 		return res, err
 	}
 	res.cpu = cpu1 - cpu0
-	res.peak = max(mem.Peak, maxRSS(ps))
+	res.peak = max(mem.Peak, proc.MaxRSS(ps))
 
 	runs := tally(all)
 	delete(runs, probeOf(all))

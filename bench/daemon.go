@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // launcher is how the harness starts knotd: the knotd binary, or the
@@ -34,14 +36,6 @@ func (l launcher) command(args ...string) []string {
 		argv = append(argv, "-cpuprofile", base+".cpu.pprof", "-memprofile", base+".heap.pprof")
 	}
 	return append(argv, args...)
-}
-
-// memStat is a process's memory, in bytes, from /proc/PID/status.
-type memStat struct {
-	Peak int64 // VmHWM: the peak resident set size
-	RSS  int64 // VmRSS: resident now
-	Anon int64 // RssAnon: of which anonymous memory (the Go heap, stacks)
-	File int64 // RssFile: of which file pages mapped in (the binary, bbolt's mmap)
 }
 
 // daemon is a running knotd (watch mode) whose JSON log the harness reads.
@@ -188,7 +182,7 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 	if err != nil {
 		return res, fmt.Errorf("knotd --once: %w%s", err, log.tail())
 	}
-	res.peak = maxRSS(cmd.ProcessState)
+	res.peak = proc.MaxRSS(cmd.ProcessState)
 	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return res, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // idle measures scenario 6 on the largest vault (100,000 strands in
@@ -51,7 +53,7 @@ type idleCPU struct{ sched, ticks float64 }
 
 // idleRun watches the vault for e.opts.idle and returns the CPU time used
 // per minute, the memory at the end and the number of inotify watches.
-func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU, m memStat, watches int, err error) {
+func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU, m proc.Mem, watches int, err error) {
 	w, err := e.watch(ctx, l, v)
 	if err != nil {
 		return c, m, 0, err
@@ -65,11 +67,11 @@ func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU
 	// Let the garbage collector and the scavenger finish with start-up.
 	time.Sleep(2 * time.Second)
 	pid := w.pid()
-	s0, err := schedTime(pid)
+	s0, err := proc.SchedTime(pid)
 	if err != nil {
 		return c, m, 0, err
 	}
-	c0, err := cpuTime(pid)
+	c0, err := proc.CPUTime(pid)
 	if err != nil {
 		return c, m, 0, err
 	}
@@ -79,11 +81,11 @@ func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU
 		return c, m, 0, context.Cause(ctx)
 	case <-time.After(e.opts.idle):
 	}
-	s1, err := schedTime(pid)
+	s1, err := proc.SchedTime(pid)
 	if err != nil {
 		return c, m, 0, err
 	}
-	c1, err := cpuTime(pid)
+	c1, err := proc.CPUTime(pid)
 	if err != nil {
 		return c, m, 0, err
 	}
@@ -91,10 +93,10 @@ func (e *env) idleRun(ctx context.Context, l launcher, v *benchVault) (c idleCPU
 	if err := w.exited(); err != nil {
 		return c, m, 0, err
 	}
-	if m, err = memory(pid); err != nil {
+	if m, err = proc.Memory(pid); err != nil {
 		return c, m, 0, err
 	}
-	if watches, err = inotifyWatches(pid); err != nil {
+	if watches, err = proc.InotifyWatches(pid); err != nil {
 		return c, m, 0, err
 	}
 	if err := w.heapSnapshot(ctx); err != nil {

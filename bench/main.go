@@ -42,6 +42,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // errFailed is returned when some figure missed its budget: the table
@@ -73,10 +75,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := supported(); err != nil {
+	if err := proc.Supported(); err != nil {
 		return err
 	}
-	if err := raiseFileLimit(); err != nil {
+	if err := proc.RaiseFileLimit(); err != nil {
 		return err
 	}
 	e, err := newEnv(ctx, opts, stderr)

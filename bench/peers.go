@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/proc"
 	"github.com/knotd/knotd/internal/statedir"
 )
 
@@ -286,7 +287,7 @@ while IFS= read -r p; do
 done`
 	cmd := exec.Command("bash", "-c", script, "peer", v.root, e.agent)
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
-	cmd.SysProcAttr = newGroup()
+	cmd.SysProcAttr = proc.NewGroup()
 	log := newLogBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
@@ -312,7 +313,7 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 	}
 	cmd.Stdin = strings.NewReader(strings.Join(list, "\n") + "\n")
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
-	cmd.SysProcAttr = newGroup()
+	cmd.SysProcAttr = proc.NewGroup()
 	log := newLogBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
@@ -321,7 +322,7 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 	}
 	deadline := time.Now().Add(startupTimeout)
 	for {
-		n, err := inotifyWatches(cmd.Process.Pid)
+		n, err := proc.InotifyWatches(cmd.Process.Pid)
 		if err == nil && n >= len(list) {
 			return stop, nil
 		}
@@ -341,13 +342,13 @@ func startGroup(cmd *exec.Cmd) (stop func() error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }() // owned by stop, which waits for it
 	return func() error {
-		if err := signalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := proc.SignalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("stop %s: %w", cmd.Path, err)
 		}
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL) // the wait below reports
+			_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) // the wait below reports
 			<-done
 		}
 		return nil // killed by our signal: its exit status says nothing

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // budgetStrands is the vault size the start-up budget is set for.
@@ -50,7 +52,7 @@ func startup(ctx context.Context, e *env, l launcher) ([]row, error) {
 			if err != nil {
 				return rows, err
 			}
-			watchPeak = append(watchPeak, mib(max(w.mem.Peak, maxRSS(ps))))
+			watchPeak = append(watchPeak, mib(max(w.mem.Peak, proc.MaxRSS(ps))))
 
 			res, err := e.once(ctx, l, v.root, e.path("stamps"))
 			if err != nil {

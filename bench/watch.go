@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // watching is a knotd in watch mode that has finished starting: its
@@ -16,7 +18,7 @@ type watching struct {
 	probe    string
 	ready    time.Time // the probe's agent started
 	watching logLine   // knotd's "watcher: watching" line
-	mem      memStat   // when ready
+	mem      proc.Mem  // when ready
 }
 
 // startupTimeout bounds how long a knotd may take to start on a vault.
@@ -80,7 +82,7 @@ func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps s
 		return fail(err)
 	}
 	w.watching, _ = find(d.log.snapshot(), msgWatching)
-	if w.mem, err = memory(d.pid()); err != nil {
+	if w.mem, err = proc.Memory(d.pid()); err != nil {
 		return fail(err)
 	}
 	return w, nil
