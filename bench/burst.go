@@ -9,6 +9,8 @@ import (
 
 	"github.com/knotd/knotd/bench/internal/edits"
 	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // burst measures scenario 4 on the largest vault: -burst strands (10,000)
@@ -20,7 +22,7 @@ import (
 // write to the last run's end, CPU per run, the share of a run spent in
 // the agent (knotd's logged run duration), peak RSS, and the baseline:
 // the same agents spawned directly at the same concurrency.
-func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
+func burst(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 	n := slices.Max(e.opts.sizes)
 	k := min(e.opts.burst, n)
 	v, err := e.vault(ctx, n)
@@ -32,35 +34,35 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 		missed, extra, badSections, overflows                              int
 	)
 	for run := range e.opts.runs {
-		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, thousands(k), thousands(n))
+		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, stats.Thousands(k), stats.Thousands(n))
 		r, err := e.burstRun(ctx, l, v, k, run)
 		if err != nil {
 			return nil, err
 		}
-		span, rate, spawnRate = append(span, ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
-		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, ms(r.cpu)/float64(k))
-		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, mib(r.peak))
-		idleRSS = append(idleRSS, mib(r.idleRSS))
+		span, rate, spawnRate = append(span, stats.Ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
+		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, stats.Ms(r.cpu)/float64(k))
+		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, stats.MiB(r.peak))
+		idleRSS = append(idleRSS, stats.MiB(r.idleRSS))
 		missed, extra, badSections = missed+r.missed, extra+r.extra, badSections+r.badSections
 		if r.overflow {
 			overflows++
 		}
 	}
-	scen := fmt.Sprintf("4 burst (%s of %s strands)", thousands(k), thousands(n))
-	return []row{
-		newRow(scen, "changes written in", formatNum(median(span))+" ms").maxBudget(median(span), 1000, "< 1 s (the harness's side)"),
-		newRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
-			check(missed == 0 && extra == 0, "0 missed, 0 extra"),
-		newRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
-			check(badSections == 0, "0 wrong"),
-		newRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
-		newRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), formatNum(median(rate))).
-			withBase(formatNum(median(spawnRate))+" (direct spawns/s)", median(ratios(rate, spawnRate))).profiled("burst", n),
-		newRow(scen, "last settled moment → last run finished", formatNum(median(drain))+" s"),
-		newRow(scen, "CPU (user+sys) per run", formatNum(median(cpuPerRun))+" ms"),
-		newRow(scen, "share of run time inside the agent (spawn to exit)", formatNum(median(agentShare))+" %"),
-		newRow(scen, "peak RSS", formatNum(median(peak))+" MiB"),
-		newRow(scen, fmt.Sprintf("RSS %s after the last run", idleAgain), formatNum(median(idleRSS))+" MiB"),
+	scen := fmt.Sprintf("4 burst (%s of %s strands)", stats.Thousands(k), stats.Thousands(n))
+	return []table.Row{
+		table.NewRow(scen, "changes written in", stats.Format(stats.Median(span))+" ms").MaxBudget(stats.Median(span), 1000, "< 1 s (the harness's side)"),
+		table.NewRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
+			Check(missed == 0 && extra == 0, "0 missed, 0 extra"),
+		table.NewRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
+			Check(badSections == 0, "0 wrong"),
+		table.NewRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
+		table.NewRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), stats.Format(stats.Median(rate))).
+			WithBase(stats.Format(stats.Median(spawnRate))+" (direct spawns/s)", stats.Median(table.Ratios(rate, spawnRate))).Profiled("burst", n),
+		table.NewRow(scen, "last settled moment → last run finished", stats.Format(stats.Median(drain))+" s"),
+		table.NewRow(scen, "CPU (user+sys) per run", stats.Format(stats.Median(cpuPerRun))+" ms"),
+		table.NewRow(scen, "share of run time inside the agent (spawn to exit)", stats.Format(stats.Median(agentShare))+" %"),
+		table.NewRow(scen, "peak RSS", stats.Format(stats.Median(peak))+" MiB"),
+		table.NewRow(scen, fmt.Sprintf("RSS %s after the last run", idleAgain), stats.Format(stats.Median(idleRSS))+" MiB"),
 	}, nil
 }
 

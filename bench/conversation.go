@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 )
 
@@ -262,9 +264,9 @@ type convResult struct {
 // -turns minus one saves that each append one line, with the real CLI
 // against its API stand-in; per turn the size of knotd's prompt and of the
 // conversation the CLI sent.
-func conversation(ctx context.Context, e *env, _ launcher) ([]row, error) {
+func conversation(ctx context.Context, e *env, _ launcher) ([]table.Row, error) {
 	var results []convResult
-	var rows []row
+	var rows []table.Row
 	for _, cli := range conversationCLIs {
 		if !slices.Contains(e.opts.clis, cli.name) {
 			continue
@@ -278,11 +280,11 @@ func conversation(ctx context.Context, e *env, _ launcher) ([]row, error) {
 			res, err := e.converse(ctx, cli, mode, e.opts.turns)
 			switch {
 			case errors.Is(err, errSkipped):
-				rows = append(rows, skipRow(convScenario(cli, mode), "knotd's prompt per turn", firstLineOf(strings.TrimSpace(err.Error()))))
+				rows = append(rows, table.SkipRow(convScenario(cli, mode), "knotd's prompt per turn", firstLineOf(strings.TrimSpace(err.Error()))))
 				continue
 			case err != nil:
 				e.logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
-				rows = append(rows, newRow(convScenario(cli, mode), "error", "—").check(false, firstLineOf(err.Error())))
+				rows = append(rows, table.NewRow(convScenario(cli, mode), "error", "—").Check(false, firstLineOf(err.Error())))
 				continue
 			}
 			e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, time.Since(start).Round(time.Second))
@@ -442,7 +444,7 @@ func (res convResult) at(ts []int, f func(turnSize) int) []int {
 func slashed(ns []int) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = thousands(n)
+		s[i] = stats.Thousands(n)
 	}
 	return strings.Join(s, " / ")
 }
@@ -474,8 +476,8 @@ func (res convResult) maxPromptFrom(from int) (chars, turn int) {
 // rows are judged against issue 24's goal: a prompt of at most 2,500
 // chars from turn 3 on, and a conversation at turn 10 at most a quarter
 // of the "whole" one's of the same CLI in the same run.
-func convRows(results []convResult, hasKey bool) []row {
-	var rows []row
+func convRows(results []convResult, hasKey bool) []table.Row {
+	var rows []table.Row
 	whole := map[string]convResult{}
 	for _, res := range results {
 		if res.mode.name == "whole" {
@@ -496,38 +498,38 @@ func convRows(results []convResult, hasKey bool) []row {
 			conv = []int{n}
 		}
 		rows = append(rows,
-			newRow(scen, "knotd's prompt, turns "+turnsText(all)+" (chars)", slashed(res.at(all, promptOf))),
-			newRow(scen, "conversation sent, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, conversationOf))),
-			newRow(scen, "of which the CLI's own messages, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, ownOf))),
+			table.NewRow(scen, "knotd's prompt, turns "+turnsText(all)+" (chars)", slashed(res.at(all, promptOf))),
+			table.NewRow(scen, "conversation sent, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, conversationOf))),
+			table.NewRow(scen, "of which the CLI's own messages, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, ownOf))),
 		)
 		maxP, maxT := res.maxPromptFrom(convGoalFrom)
-		r := newRow(scen, fmt.Sprintf("largest prompt from turn %d on (chars)", convGoalFrom), fmt.Sprintf("%s (turn %d)", thousands(maxP), maxT))
+		r := table.NewRow(scen, fmt.Sprintf("largest prompt from turn %d on (chars)", convGoalFrom), fmt.Sprintf("%s (turn %d)", stats.Thousands(maxP), maxT))
 		if res.mode.name == "change" {
-			r = r.check(maxT > 0 && maxP <= convPromptGoal, fmt.Sprintf("≤ %s", thousands(convPromptGoal)))
+			r = r.Check(maxT > 0 && maxP <= convPromptGoal, fmt.Sprintf("≤ %s", stats.Thousands(convPromptGoal)))
 		}
 		rows = append(rows, r)
 		if w, ok := whole[res.cli.name]; ok && res.mode.name == "change" {
 			if n >= convRatioTurn && len(w.turns) >= convRatioTurn {
 				c, b := res.turns[convRatioTurn-1].conversation, w.turns[convRatioTurn-1].conversation
 				ratio := float64(c) / float64(b)
-				rows = append(rows, newRow(scen, fmt.Sprintf("conversation at turn %d, against resume_prompt: whole", convRatioTurn), thousands(c)).
-					withBase(thousands(b)+" (whole)", ratio).check(ratio <= convRatioGoal, fmt.Sprintf("≤ %s×", formatNum(convRatioGoal))))
+				rows = append(rows, table.NewRow(scen, fmt.Sprintf("conversation at turn %d, against resume_prompt: whole", convRatioTurn), stats.Thousands(c)).
+					WithBase(stats.Thousands(b)+" (whole)", ratio).Check(ratio <= convRatioGoal, fmt.Sprintf("≤ %s×", stats.Format(convRatioGoal))))
 			}
 		}
 		ok := res.fresh == 0 && res.noLine == 0 && res.sections == n
-		failRow := newRow(scen, "runs that did not end ok", strconv.Itoa(res.failed)).check(res.failed == 0, "0")
+		failRow := table.NewRow(scen, "runs that did not end ok", strconv.Itoa(res.failed)).Check(res.failed == 0, "0")
 		if res.failed > 0 {
 			failRow.Knotd += " (first: " + res.firstFailure + ")"
 		}
 		rows = append(rows, failRow,
-			newRow(scen, "every save one resumed turn with its new line; tie-off sections", fmt.Sprintf("%d fresh, %d without the line; %d sections", res.fresh, res.noLine, res.sections)).
-				check(ok, fmt.Sprintf("0, 0; %d", n)),
-			newRow(scen, "knotd --once per save, median (the CLI's turn included)", formatNum(median(msAll(res.wall)))+" ms"),
+			table.NewRow(scen, "every save one resumed turn with its new line; tie-off sections", fmt.Sprintf("%d fresh, %d without the line; %d sections", res.fresh, res.noLine, res.sections)).
+				Check(ok, fmt.Sprintf("0, 0; %d", n)),
+			table.NewRow(scen, "knotd --once per save, median (the CLI's turn included)", stats.Format(stats.Median(msAll(res.wall)))+" ms"),
 		)
 	}
 	if !hasKey {
 		for _, res := range results {
-			rows = append(rows, skipRow(convScenario(res.cli, convMode{name: "change"}), "knotd's prompt per turn",
+			rows = append(rows, table.SkipRow(convScenario(res.cli, convMode{name: "change"}), "knotd's prompt per turn",
 				"this knotd has no resume_prompt key: set knotdHasResumePrompt in bench/conversation.go once it has"))
 		}
 	}
@@ -537,7 +539,7 @@ func convRows(results []convResult, hasKey bool) []row {
 func msAll(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
-		out[i] = ms(d)
+		out[i] = stats.Ms(d)
 	}
 	return out
 }
@@ -568,12 +570,12 @@ func convMarkdown(results []convResult) string {
 	}
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(ts)+len(conv)) + "\n")
 	for _, res := range results {
-		fmt.Fprintf(&b, "| %s | %s |", cell(res.cli.label), res.mode.name)
+		fmt.Fprintf(&b, "| %s | %s |", table.Cell(res.cli.label), res.mode.name)
 		for _, v := range res.at(ts, promptOf) {
-			fmt.Fprintf(&b, " %s |", thousands(v))
+			fmt.Fprintf(&b, " %s |", stats.Thousands(v))
 		}
 		for _, v := range res.at(conv, conversationOf) {
-			fmt.Fprintf(&b, " %s |", thousands(v))
+			fmt.Fprintf(&b, " %s |", stats.Thousands(v))
 		}
 		b.WriteString("\n")
 	}

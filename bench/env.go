@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/vaultgen"
 )
 
@@ -138,7 +139,7 @@ func (e *env) vault(ctx context.Context, n int) (*benchVault, error) {
 		return v, nil
 	}
 	v := &benchVault{root: filepath.Join(e.tmp, "vault-"+strconv.Itoa(n))}
-	e.logf("generating a vault of %s strands", thousands(n))
+	e.logf("generating a vault of %s strands", stats.Thousands(n))
 	var err error
 	if v.rels, err = vaultgen.Generate(v.root, n, uint64(n)); err != nil {
 		return nil, err
@@ -234,7 +235,7 @@ func (e *env) spawnLatencies(ctx context.Context, n int) ([]float64, error) {
 	}
 	lat := make([]float64, n)
 	for i, s := range all {
-		lat[i] = ms(s.At.Sub(begins[i]))
+		lat[i] = stats.Ms(s.At.Sub(begins[i]))
 	}
 	return lat, nil
 }

@@ -44,6 +44,7 @@ import (
 	"syscall"
 
 	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // errFailed is returned when some figure missed its budget: the table
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rows, notes := e.runAll(ctx)
 	cerr := e.close()
-	if err := writeTable(stdout, rows); err != nil {
+	if err := table.Write(stdout, rows); err != nil {
 		return err
 	}
 	if len(notes) > 0 {
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return context.Cause(ctx)
 	}
 	for _, r := range rows {
-		if r.Verdict == verdictFail {
+		if r.Verdict == table.VerdictFail {
 			return errFailed
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // onceChanged measures scenario 3 for each vault size: knotd --once with
@@ -14,8 +16,8 @@ import (
 // changed note at the same concurrency: the walk and the runs, nothing
 // else. Every changed strand must run exactly once and no other: counted
 // from the agent's stamps and from the run markers in the tie-offs.
-func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
-	var rows []row
+func onceChanged(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
+	var rows []table.Row
 	for _, n := range e.opts.sizes {
 		k := max(1, n/100)
 		v, err := e.vault(ctx, n)
@@ -25,7 +27,7 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 		var knotdT, baseT, peak, cpu []float64
 		missed, extra, badSections := 0, 0, 0
 		for run := range e.opts.runs {
-			e.logf("once: run %d/%d, %s of %s strands changed", run+1, e.opts.runs, thousands(k), thousands(n))
+			e.logf("once: run %d/%d, %s of %s strands changed", run+1, e.opts.runs, stats.Thousands(k), stats.Thousands(n))
 			targets := v.pick(k)
 			abs := make([]string, k)
 			for i, rel := range targets {
@@ -42,7 +44,7 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 			if err != nil {
 				return rows, err
 			}
-			baseT = append(baseT, ms(f+spawn))
+			baseT = append(baseT, stats.Ms(f+spawn))
 			before, err := tieoffRuns(v.root)
 			if err != nil {
 				return rows, err
@@ -52,7 +54,7 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 			if err != nil {
 				return rows, err
 			}
-			knotdT, peak, cpu = append(knotdT, ms(res.wall)), append(peak, mib(res.peak)), append(cpu, ms(res.cpu))
+			knotdT, peak, cpu = append(knotdT, stats.Ms(res.wall)), append(peak, stats.MiB(res.peak)), append(cpu, stats.Ms(res.cpu))
 			all, err := stamps.poll()
 			if err != nil {
 				return rows, err
@@ -66,17 +68,17 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]row, error) {
 			m, x = exactlyOnce(sectionsAdded(before, after), targets)
 			badSections += m + x
 		}
-		scen := fmt.Sprintf("3 --once, 1%% changed (%s of %s)", thousands(k), thousands(n))
-		bm := median(baseT)
+		scen := fmt.Sprintf("3 --once, 1%% changed (%s of %s)", stats.Thousands(k), stats.Thousands(n))
+		bm := stats.Median(baseT)
 		rows = append(rows,
-			newRow(scen, "wall time", formatNum(median(knotdT))+" ms").
-				withBase(formatNum(bm)+" ms (find + direct spawns)", median(ratios(knotdT, baseT))).profiled("once", n),
-			newRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
-				check(missed == 0 && extra == 0, "0 missed, 0 extra"),
-			newRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
-				check(badSections == 0, "0 wrong"),
-			newRow(scen, "CPU time (user+sys)", formatNum(median(cpu))+" ms"),
-			newRow(scen, "peak RSS", formatNum(median(peak))+" MiB"),
+			table.NewRow(scen, "wall time", stats.Format(stats.Median(knotdT))+" ms").
+				WithBase(stats.Format(bm)+" ms (find + direct spawns)", stats.Median(table.Ratios(knotdT, baseT))).Profiled("once", n),
+			table.NewRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
+				Check(missed == 0 && extra == 0, "0 missed, 0 extra"),
+			table.NewRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
+				Check(badSections == 0, "0 wrong"),
+			table.NewRow(scen, "CPU time (user+sys)", stats.Format(stats.Median(cpu))+" ms"),
+			table.NewRow(scen, "peak RSS", stats.Format(stats.Median(peak))+" MiB"),
 		)
 	}
 	return rows, nil

@@ -190,12 +190,3 @@ func abs(n int) int {
 	}
 	return n
 }
-
-// thousands formats n with thin separators: 100000 → 100,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}

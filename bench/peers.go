@@ -12,6 +12,8 @@ import (
 
 	"github.com/knotd/knotd/bench/internal/edits"
 	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/statedir"
 )
 
@@ -54,7 +56,7 @@ type peerFigures struct {
 // changed nothing (extra), and the reaction time: the first agent start
 // after the save, less the tool's quiet period (knotd's only). A peer that
 // is not installed is skipped (bench/install-peers installs them).
-func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
+func peers(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 	n := nearest(e.opts.sizes, 10000)
 	v, err := e.vault(ctx, n)
 	if err != nil {
@@ -68,8 +70,8 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		w.quiesce(e.opts.debounce)
 		return func() error { _, err := w.stop(); return err }, nil
 	}}}
-	var rows []row
-	scen := fmt.Sprintf("7 peers (%s strands)", thousands(n))
+	var rows []table.Row
+	scen := fmt.Sprintf("7 peers (%s strands)", stats.Thousands(n))
 	for _, p := range []struct {
 		bin   string
 		label string
@@ -79,7 +81,7 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		{"entr", "entr", e.entr},
 	} {
 		if _, err := exec.LookPath(p.bin); err != nil {
-			rows = append(rows, skipRow(scen, p.label, p.bin+" is not installed (run bench/install-peers)"))
+			rows = append(rows, table.SkipRow(scen, p.label, p.bin+" is not installed (run bench/install-peers)"))
 			continue
 		}
 		tools = append(tools, tool{name: p.label, start: p.start, dirty: true})
@@ -124,35 +126,35 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 	summary := func(fs []peerFigures) (saveTxt, burstTxt string, lat, drain float64) {
 		var lats, drains []float64
 		for _, f := range fs {
-			lats = append(lats, percentile(f.latency, 50))
+			lats = append(lats, stats.Percentile(f.latency, 50))
 			drains = append(drains, f.burstDrain.Seconds())
 		}
 		saveTxt = fmt.Sprintf("%d missed, %d extra", sum(fs, func(f peerFigures) int { return f.saveMissed }), sum(fs, func(f peerFigures) int { return f.saveExtra }))
 		burstTxt = fmt.Sprintf("%d missed, %d extra", sum(fs, func(f peerFigures) int { return f.burstMissed }), sum(fs, func(f peerFigures) int { return f.burstExtra }))
-		return saveTxt, burstTxt, median(lats), median(drains)
+		return saveTxt, burstTxt, stats.Median(lats), stats.Median(drains)
 	}
 	kSave, kBurst, kLat, kDrain := summary(figs[0])
 	rows = append(rows,
-		newRow(scen, fmt.Sprintf("knotd: %d editor saves, missed / extra runs", saves), kSave).
-			check(strings.HasPrefix(kSave, "0 missed, 0 extra"), "0 missed, 0 extra"),
-		newRow(scen, fmt.Sprintf("knotd: burst of %s, missed / extra runs", thousands(k)), kBurst).
-			check(strings.HasPrefix(kBurst, "0 missed, 0 extra"), "0 missed, 0 extra"),
+		table.NewRow(scen, fmt.Sprintf("knotd: %d editor saves, missed / extra runs", saves), kSave).
+			Check(strings.HasPrefix(kSave, "0 missed, 0 extra"), "0 missed, 0 extra"),
+		table.NewRow(scen, fmt.Sprintf("knotd: burst of %s, missed / extra runs", stats.Thousands(k)), kBurst).
+			Check(strings.HasPrefix(kBurst, "0 missed, 0 extra"), "0 missed, 0 extra"),
 	)
 	for i, t := range tools[1:] {
 		fs := figs[i+1]
 		pSave, pBurst, pLat, pDrain := summary(fs)
 		var lr, dr []float64
 		for j := range fs {
-			lr = append(lr, percentile(figs[0][j].latency, 50)/percentile(fs[j].latency, 50))
+			lr = append(lr, stats.Percentile(figs[0][j].latency, 50)/stats.Percentile(fs[j].latency, 50))
 			dr = append(dr, figs[0][j].burstDrain.Seconds()/fs[j].burstDrain.Seconds())
 		}
 		rows = append(rows,
-			newRow(scen, "editor saves, missed / extra runs: knotd vs "+t.name, kSave).withBase(pSave, nanRatio()),
-			newRow(scen, "reaction p50 (knotd: after its quiet period) vs "+t.name, formatNum(kLat)+" ms").
-				withBase(formatNum(pLat)+" ms", median(lr)),
-			newRow(scen, "burst, missed / extra runs: knotd vs "+t.name, kBurst).withBase(pBurst, nanRatio()),
-			newRow(scen, "burst, last write → last agent start: knotd vs "+t.name, formatNum(kDrain)+" s").
-				withBase(formatNum(pDrain)+" s", median(dr)),
+			table.NewRow(scen, "editor saves, missed / extra runs: knotd vs "+t.name, kSave).WithBase(pSave, nanRatio()),
+			table.NewRow(scen, "reaction p50 (knotd: after its quiet period) vs "+t.name, stats.Format(kLat)+" ms").
+				WithBase(stats.Format(pLat)+" ms", stats.Median(lr)),
+			table.NewRow(scen, "burst, missed / extra runs: knotd vs "+t.name, kBurst).WithBase(pBurst, nanRatio()),
+			table.NewRow(scen, "burst, last write → last agent start: knotd vs "+t.name, stats.Format(kDrain)+" s").
+				WithBase(stats.Format(pDrain)+" s", stats.Median(dr)),
 		)
 	}
 	e.notes = append(e.notes, patternTable(scen, tools, figs)...)
@@ -187,7 +189,7 @@ func patternTable(scen string, tools []tool, figs [][]peerFigures) []string {
 	return lines
 }
 
-func nanRatio() float64 { return median(nil) }
+func nanRatio() float64 { return stats.Median(nil) }
 
 // peerRun starts the tool, makes the editor saves and the burst, stops
 // it and counts.
@@ -236,7 +238,7 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 			f.saveMissed, f.saveExtra = f.saveMissed+m, f.saveExtra+x
 			for _, st := range all[seen:] {
 				if st.Strand == rel && s.Runs == 1 {
-					f.latency = append(f.latency, ms(st.At.Sub(at.Add(t.quiet))))
+					f.latency = append(f.latency, stats.Ms(st.At.Sub(at.Add(t.quiet))))
 					break
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/vault"
 )
@@ -27,14 +28,14 @@ import (
 // perf trace -s attached, for the system calls' counts and times (a
 // separate run: tracing every system call slows them down, which would
 // distort the CPU profile).
-func (e *env) profile(ctx context.Context, rows []row) []string {
+func (e *env) profile(ctx context.Context, rows []table.Row) []string {
 	name, size, _ := parseProfile(e.opts.profile) // checked by parseOptions
 	why := ""
 	switch name {
 	case "none":
 		return nil
 	case "auto":
-		i := worst(rows)
+		i := table.Worst(rows)
 		if i < 0 {
 			return []string{"No figure with a budget to profile."}
 		}

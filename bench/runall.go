@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // scenarioFunc measures one scenario with knotd started by l and returns
 // its rows.
-type scenarioFunc func(ctx context.Context, e *env, l launcher) ([]row, error)
+type scenarioFunc func(ctx context.Context, e *env, l launcher) ([]table.Row, error)
 
 var scenarios = map[string]scenarioFunc{
 	"history":      history,
@@ -24,7 +27,7 @@ var scenarios = map[string]scenarioFunc{
 
 // runAll runs the chosen scenarios, then profiles the worst figure, and
 // returns the table's rows and the notes printed under it.
-func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
+func (e *env) runAll(ctx context.Context) (rows []table.Row, notes []string) {
 	start := time.Now()
 	for _, name := range e.opts.scenarios {
 		if ctx.Err() != nil {
@@ -34,7 +37,7 @@ func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
 		rs, err := scenarios[name](ctx, e, e.knotd)
 		if err != nil {
 			e.logf("scenario %s failed: %v", name, err)
-			r := newRow(name, "error", "—").check(false, firstLineOf(err.Error()))
+			r := table.NewRow(name, "error", "—").Check(false, firstLineOf(err.Error()))
 			rs = append(rs, r)
 		}
 		rows = append(rows, rs...)
@@ -52,7 +55,7 @@ func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
 func sizesText(sizes []int) string {
 	s := make([]string, len(sizes))
 	for i, n := range sizes {
-		s[i] = thousands(n)
+		s[i] = stats.Thousands(n)
 	}
 	return strings.Join(s, ", ")
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/stats"
 )
 
 // tracer attaches perf trace -s to the knotd processes of a profiled
@@ -111,19 +113,19 @@ func parsePerfSummary(path string, total map[string]*syscallStat) error {
 
 // syscallTable renders the summary for the notes under the table.
 func (t *tracer) syscallTable() []string {
-	stats, err := t.summary(12)
-	if err != nil || len(stats) == 0 {
+	top, err := t.summary(12)
+	if err != nil || len(top) == 0 {
 		return []string{fmt.Sprintf("No system call summary (perf trace): %v", err)}
 	}
-	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", thousands(t.runs)), "",
+	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", stats.Thousands(t.runs)), "",
 		"| system call | calls | per run | total ms | ms per run |", "| --- | ---: | ---: | ---: | ---: |"}
-	for _, s := range stats {
+	for _, s := range top {
 		per, perMs := "", ""
 		if t.runs >= 100 { // per run means something for bursts, not for start-up
-			per = formatNum(float64(s.calls) / float64(t.runs))
-			perMs = formatNum(s.msec / float64(t.runs))
+			per = stats.Format(float64(s.calls) / float64(t.runs))
+			perMs = stats.Format(s.msec / float64(t.runs))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %d | %s | %s | %s |", s.name, s.calls, per, formatNum(s.msec), perMs))
+		lines = append(lines, fmt.Sprintf("| %s | %d | %s | %s | %s |", s.name, s.calls, per, stats.Format(s.msec), perMs))
 	}
 	return lines
 }
