@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/proc"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
@@ -93,7 +95,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 		}
 	}()
 	w.quiesce(e.opts.debounce)
-	before, err := tieoffRuns(v.root)
+	before, err := agentruns.InTieOffs(v.root)
 	if err != nil {
 		return res, err
 	}
@@ -120,9 +122,9 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	// are missing), then for stragglers and duplicates.
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(k)*50*time.Millisecond+2*time.Minute)
 	defer cancel()
-	if _, err := w.stamps.wait(wctx, func(all []stamp) bool {
+	if _, err := w.stamps.Wait(wctx, func(all []agentruns.Stamp) bool {
 		seen := 0
-		for s := range tally(all) {
+		for s := range agentruns.Tally(all) {
 			if want[s] {
 				seen++
 			}
@@ -134,12 +136,12 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	if err := w.exited(); err != nil {
 		return res, err
 	}
-	all, err := w.stamps.settle(ctx, 2*e.opts.debounce+2*time.Second)
+	all, err := w.stamps.Settle(ctx, 2*e.opts.debounce+2*time.Second)
 	if err != nil {
 		return res, err
 	}
-	started := w.log.count(msgRunStarted)
-	if err := w.log.wait(wctx, runsFinished(started)); err != nil {
+	started := w.log.Count(knotdlog.MsgRunStarted)
+	if err := w.log.Wait(wctx, runsFinished(started)); err != nil {
 		return res, err
 	}
 	mem, err := proc.Memory(w.pid())
@@ -165,7 +167,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 		return res, err
 	}
 	res.idleRSS = idle.RSS
-	lines := w.log.snapshot()
+	lines := w.log.Snapshot()
 	ps, err := w.stop()
 	w = nil
 	if err != nil {
@@ -174,14 +176,14 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	res.cpu = cpu1 - cpu0
 	res.peak = max(mem.Peak, proc.MaxRSS(ps))
 
-	runs := tally(all)
+	runs := agentruns.Tally(all)
 	delete(runs, probeOf(all))
-	res.missed, res.extra = exactlyOnce(runs, targets)
-	after, err := tieoffRuns(v.root)
+	res.missed, res.extra = agentruns.ExactlyOnce(runs, targets)
+	after, err := agentruns.InTieOffs(v.root)
 	if err != nil {
 		return res, err
 	}
-	m, x := exactlyOnce(sectionsAdded(before, after), targets)
+	m, x := agentruns.ExactlyOnce(agentruns.Added(before, after), targets)
 	res.badSections = m + x
 
 	var first, last time.Time
@@ -203,14 +205,14 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	var inAgent time.Duration
 	finishedRuns := 0
 	for _, ln := range lines {
-		if ln.Msg == msgRunFinished && want[ln.Strand] {
+		if ln.Msg == knotdlog.MsgRunFinished && want[ln.Strand] {
 			finishedRuns++
 			inAgent += time.Duration(ln.Duration)
 			if ln.Time.After(lastEnd) {
 				lastEnd = ln.Time
 			}
 		}
-		if ln.Msg == msgOverflow || (len(ln.Msg) > len(msgOverflow) && ln.Msg[:len(msgOverflow)] == msgOverflow) {
+		if ln.Msg == knotdlog.MsgOverflow || (len(ln.Msg) > len(knotdlog.MsgOverflow) && ln.Msg[:len(knotdlog.MsgOverflow)] == knotdlog.MsgOverflow) {
 			res.overflow = true
 		}
 	}
@@ -231,7 +233,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 
 // probeOf returns the start-up probe's strand among the stamps: the one
 // named bench-probe-*.
-func probeOf(all []stamp) string {
+func probeOf(all []agentruns.Stamp) string {
 	for _, s := range all {
 		if len(s.Strand) > 12 && s.Strand[:12] == "bench-probe-" {
 			return s.Strand

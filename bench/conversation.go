@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
@@ -324,22 +326,22 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 	// once runs knotd --once and returns its wall time and the runs it
 	// finished. A failed run is a figure (knotd exits 1 for it), not an
 	// error of the harness.
-	once := func() (time.Duration, []logLine, error) {
+	once := func() (time.Duration, []knotdlog.Line, error) {
 		tctx, cancel := context.WithTimeout(ctx, convTurnTimeout)
 		defer cancel()
 		cmd := exec.CommandContext(tctx, e.knotd.argv[0], "--config", config, "--log-format", "json", "--once", vault)
 		cmd.Env = env
 		cmd.WaitDelay = 10 * time.Second
-		log := newLogBook()
+		log := knotdlog.NewBook()
 		cmd.Stderr = log
 		start := time.Now()
 		out, err := cmd.Output()
 		wall := time.Since(start)
-		runs := log.snapshot()
-		runs = slices.DeleteFunc(runs, func(l logLine) bool { return l.Msg != msgRunFinished })
+		runs := log.Snapshot()
+		runs = slices.DeleteFunc(runs, func(l knotdlog.Line) bool { return l.Msg != knotdlog.MsgRunFinished })
 		var exit *exec.ExitError
 		if err != nil && (len(runs) == 0 || !errors.As(err, &exit) || exit.ExitCode() != 1) {
-			return 0, nil, fmt.Errorf("knotd --once: %w\n%s%s", err, lastBytes(out, 2000), log.tail())
+			return 0, nil, fmt.Errorf("knotd --once: %w\n%s%s", err, lastBytes(out, 2000), log.Tail())
 		}
 		return wall, runs, nil
 	}
@@ -389,7 +391,7 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		t.promptText = "" // keep the figures only
 		res.turns, res.wall = append(res.turns, t), append(res.wall, wall)
 	}
-	if res.sections, err = countMarkers(strings.TrimSuffix(note, ".md") + ".tieoff.md"); err != nil {
+	if res.sections, err = agentruns.Sections(strings.TrimSuffix(note, ".md") + ".tieoff.md"); err != nil {
 		return res, fmt.Errorf("count the tie-off's sections: %w", err)
 	}
 	return res, nil

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/proc"
 )
 
@@ -41,7 +42,7 @@ func (l launcher) command(args ...string) []string {
 // daemon is a running knotd (watch mode) whose JSON log the harness reads.
 type daemon struct {
 	cmd   *exec.Cmd
-	log   *logBook
+	log   *knotdlog.Book
 	start time.Time
 	done  chan struct{} // closed when the process has been waited for
 	err   error         // Wait's error, once done is closed
@@ -69,7 +70,7 @@ func (e *env) knotdArgs() []string {
 // startWatch starts knotd watching root. The caller must stop it.
 func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	argv := l.command(append(e.knotdArgs(), root)...)
-	d := &daemon{log: newLogBook(), done: make(chan struct{}), profiled: l.profiles != "", trace: l.trace}
+	d := &daemon{log: knotdlog.NewBook(), done: make(chan struct{}), profiled: l.profiles != "", trace: l.trace}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = e.knotdEnv(stamps)
 	d.cmd.Stderr = d.log
@@ -99,20 +100,20 @@ func (d *daemon) heapSnapshot(ctx context.Context) error {
 	if !d.profiled || sigHeap == nil {
 		return nil
 	}
-	n := d.log.count(msgHeap)
+	n := d.log.Count(knotdlog.MsgHeap)
 	if err := d.cmd.Process.Signal(sigHeap); err != nil {
 		return fmt.Errorf("heap snapshot: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return d.log.wait(wctx, func(ls []logLine) bool { return countMsg(ls, msgHeap) > n })
+	return d.log.Wait(wctx, func(ls []knotdlog.Line) bool { return knotdlog.CountMsg(ls, knotdlog.MsgHeap) > n })
 }
 
 // exited reports whether knotd has exited (on its own, before stop).
 func (d *daemon) exited() error {
 	select {
 	case <-d.done:
-		return fmt.Errorf("knotd exited early: %v%s", d.err, d.log.tail())
+		return fmt.Errorf("knotd exited early: %v%s", d.err, d.log.Tail())
 	default:
 		return nil
 	}
@@ -127,7 +128,7 @@ func (d *daemon) stop() (*os.ProcessState, error) {
 			return nil, err
 		}
 		d.untrace = nil
-		d.trace.runs += d.log.count(msgRunFinished)
+		d.trace.runs += d.log.Count(knotdlog.MsgRunFinished)
 	}
 	select {
 	case <-d.done:
@@ -140,11 +141,11 @@ func (d *daemon) stop() (*os.ProcessState, error) {
 		case <-time.After(time.Minute):
 			_ = d.cmd.Process.Kill() // reported below as the error
 			<-d.done
-			return d.cmd.ProcessState, fmt.Errorf("knotd did not stop within a minute of SIGINT; killed%s", d.log.tail())
+			return d.cmd.ProcessState, fmt.Errorf("knotd did not stop within a minute of SIGINT; killed%s", d.log.Tail())
 		}
 	}
 	if d.err != nil {
-		return d.cmd.ProcessState, fmt.Errorf("knotd: %w%s", d.err, d.log.tail())
+		return d.cmd.ProcessState, fmt.Errorf("knotd: %w%s", d.err, d.log.Tail())
 	}
 	return d.cmd.ProcessState, nil
 }
@@ -154,7 +155,7 @@ type onceResult struct {
 	wall  time.Duration
 	peak  int64 // bytes
 	cpu   time.Duration
-	lines []logLine
+	lines []knotdlog.Line
 }
 
 // once runs knotd --once on root and waits for it.
@@ -162,7 +163,7 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 	argv := l.command(append(append(e.knotdArgs(), "--once"), root)...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = e.knotdEnv(stamps)
-	log := newLogBook()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	start := time.Now()
 	err := cmd.Start()
@@ -171,16 +172,16 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 		if untrace, err = l.trace.attach(cmd.Process.Pid); err == nil {
 			err = cmd.Wait()
 			err = errors.Join(err, untrace())
-			l.trace.runs += log.count(msgRunFinished)
+			l.trace.runs += log.Count(knotdlog.MsgRunFinished)
 		} else {
 			err = errors.Join(err, cmd.Wait())
 		}
 	} else if err == nil {
 		err = cmd.Wait()
 	}
-	res := onceResult{wall: time.Since(start), lines: log.snapshot()}
+	res := onceResult{wall: time.Since(start), lines: log.Snapshot()}
 	if err != nil {
-		return res, fmt.Errorf("knotd --once: %w%s", err, log.tail())
+		return res, fmt.Errorf("knotd --once: %w%s", err, log.Tail())
 	}
 	res.peak = proc.MaxRSS(cmd.ProcessState)
 	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()

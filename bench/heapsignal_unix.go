@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 )
 
 // sigHeap asks knotd-profiled for a heap profile of the moment.
@@ -26,7 +28,7 @@ func onHeapSignal(path string, log *slog.Logger) (stop func()) {
 				log.Error("heap profile", "err", err)
 				continue
 			}
-			log.Info(msgHeap, "file", path)
+			log.Info(knotdlog.MsgHeap, "file", path)
 		}
 	})
 	return func() {

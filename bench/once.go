@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
 	"github.com/knotd/knotd/bench/internal/edits"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
@@ -45,27 +46,27 @@ func onceChanged(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 				return rows, err
 			}
 			baseT = append(baseT, stats.Ms(f+spawn))
-			before, err := tieoffRuns(v.root)
+			before, err := agentruns.InTieOffs(v.root)
 			if err != nil {
 				return rows, err
 			}
-			stamps := &stampLog{path: e.path("stamps")}
-			res, err := e.once(ctx, l, v.root, stamps.path)
+			stamps := &agentruns.Log{Path: e.path("stamps")}
+			res, err := e.once(ctx, l, v.root, stamps.Path)
 			if err != nil {
 				return rows, err
 			}
 			knotdT, peak, cpu = append(knotdT, stats.Ms(res.wall)), append(peak, stats.MiB(res.peak)), append(cpu, stats.Ms(res.cpu))
-			all, err := stamps.poll()
+			all, err := stamps.Poll()
 			if err != nil {
 				return rows, err
 			}
-			m, x := exactlyOnce(tally(all), targets)
+			m, x := agentruns.ExactlyOnce(agentruns.Tally(all), targets)
 			missed, extra = missed+m, extra+x
-			after, err := tieoffRuns(v.root)
+			after, err := agentruns.InTieOffs(v.root)
 			if err != nil {
 				return rows, err
 			}
-			m, x = exactlyOnce(sectionsAdded(before, after), targets)
+			m, x = agentruns.ExactlyOnce(agentruns.Added(before, after), targets)
 			badSections += m + x
 		}
 		scen := fmt.Sprintf("3 --once, 1%% changed (%s of %s)", stats.Thousands(k), stats.Thousands(n))

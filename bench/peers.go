@@ -10,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/proc"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
@@ -194,8 +196,8 @@ func nanRatio() float64 { return stats.Median(nil) }
 // peerRun starts the tool, makes the editor saves and the burst, stops
 // it and counts.
 func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures, err error) {
-	stamps := &stampLog{path: e.path("peer-stamps"), trim: v.root + string(os.PathSeparator)}
-	stop, err := t.start(ctx, v, stamps.path)
+	stamps := &agentruns.Log{Path: e.path("peer-stamps"), Trim: v.root + string(os.PathSeparator)}
+	stop, err := t.start(ctx, v, stamps.Path)
 	if err != nil {
 		return f, err
 	}
@@ -204,13 +206,13 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 			err = serr
 		}
 	}()
-	if _, err := stamps.settle(ctx, 300*time.Millisecond); err != nil { // the knotd probe's run
+	if _, err := stamps.Settle(ctx, 300*time.Millisecond); err != nil { // the knotd probe's run
 		return f, err
 	}
 	window := e.opts.debounce + 500*time.Millisecond
 	for _, s := range edits.Saves(e.opts.debounce / 4) {
 		for i, rel := range v.pick(saveRounds) {
-			before, err := stamps.poll()
+			before, err := stamps.Poll()
 			if err != nil {
 				return f, err
 			}
@@ -220,16 +222,16 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 				return f, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			time.Sleep(window)
-			all, err := stamps.poll()
+			all, err := stamps.Poll()
 			if err != nil {
 				return f, err
 			}
-			runs := tally(all[seen:])
+			runs := agentruns.Tally(all[seen:])
 			want := []string{}
 			if s.Runs == 1 {
 				want = append(want, rel)
 			}
-			m, x := exactlyOnce(runs, want)
+			m, x := agentruns.ExactlyOnce(runs, want)
 			if f.byPattern == nil {
 				f.byPattern = map[string][2]int{}
 			}
@@ -246,7 +248,7 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	}
 
 	k := min(e.opts.burst, len(v.rels))
-	before, err := stamps.poll()
+	before, err := stamps.Poll()
 	if err != nil {
 		return f, err
 	}
@@ -262,11 +264,11 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	written := time.Now()
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	all, err := stamps.settle(bctx, t.quiet+3*time.Second)
+	all, err := stamps.Settle(bctx, t.quiet+3*time.Second)
 	if err != nil {
 		return f, err
 	}
-	f.burstMissed, f.burstExtra = exactlyOnce(tally(all[seen:]), targets)
+	f.burstMissed, f.burstExtra = agentruns.ExactlyOnce(agentruns.Tally(all[seen:]), targets)
 	for _, st := range all[seen:] {
 		if d := st.At.Sub(written); d > f.burstDrain {
 			f.burstDrain = d
@@ -290,7 +292,7 @@ done`
 	cmd := exec.Command("bash", "-c", script, "peer", v.root, e.agent)
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
 	cmd.SysProcAttr = proc.NewGroup()
-	log := newLogBook()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
 	if err != nil {
@@ -298,7 +300,7 @@ done`
 	}
 	rctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	if err := log.waitText(rctx, "Watches established"); err != nil {
+	if err := log.WaitText(rctx, "Watches established"); err != nil {
 		return nil, errors.Join(err, stop())
 	}
 	return stop, nil
@@ -316,7 +318,7 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 	cmd.Stdin = strings.NewReader(strings.Join(list, "\n") + "\n")
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
 	cmd.SysProcAttr = proc.NewGroup()
-	log := newLogBook()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
 	if err != nil {
@@ -329,7 +331,7 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 			return stop, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, errors.Join(fmt.Errorf("entr set %d watches of %d%s", n, len(list), log.tail()), err, stop())
+			return nil, errors.Join(fmt.Errorf("entr set %d watches of %d%s", n, len(list), log.Tail()), err, stop())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

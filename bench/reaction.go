@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
 )
@@ -81,17 +83,17 @@ func reaction(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, notes []string) (over, logged, spawned []float64, err error) {
 	d := e.opts.debounce
 	for i, rel := range notes {
-		ranBefore := countFinished(w.log.snapshot(), rel)
+		ranBefore := countFinished(w.log.Snapshot(), rel)
 		saved, err := edits.SaveTruncWrite(v.abs(rel), "reaction-"+strconv.Itoa(i))
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		settled := saved.Add(d)
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second+d)
-		before := tally(w.stamps.all)[rel]
-		all, err := w.stamps.wait(sctx, func(all []stamp) bool { return tally(all)[rel] > before })
+		before := agentruns.Tally(w.stamps.Seen())[rel]
+		all, err := w.stamps.Wait(sctx, func(all []agentruns.Stamp) bool { return agentruns.Tally(all)[rel] > before })
 		if err == nil {
-			err = w.log.wait(sctx, func(ls []logLine) bool { return countFinished(ls, rel) > ranBefore })
+			err = w.log.Wait(sctx, func(ls []knotdlog.Line) bool { return countFinished(ls, rel) > ranBefore })
 		}
 		cancel()
 		if err != nil {
@@ -103,7 +105,7 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 				agentAt = s.At
 			}
 		}
-		started, _ := findStrand(w.log.snapshot(), msgRunStarted, rel)
+		started, _ := findStrand(w.log.Snapshot(), knotdlog.MsgRunStarted, rel)
 		over = append(over, stats.Ms(agentAt.Sub(settled)))
 		logged = append(logged, stats.Ms(started.Time.Sub(settled)))
 		spawned = append(spawned, stats.Ms(agentAt.Sub(started.Time)))
@@ -115,10 +117,10 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 }
 
 // countFinished counts the finished runs of rel.
-func countFinished(ls []logLine, rel string) int {
+func countFinished(ls []knotdlog.Line, rel string) int {
 	n := 0
 	for _, l := range ls {
-		if l.Msg == msgRunFinished && l.Strand == rel {
+		if l.Msg == knotdlog.MsgRunFinished && l.Strand == rel {
 			n++
 		}
 	}
@@ -126,11 +128,11 @@ func countFinished(ls []logLine, rel string) int {
 }
 
 // findStrand returns the last line with message msg about strand rel.
-func findStrand(ls []logLine, msg, rel string) (logLine, bool) {
+func findStrand(ls []knotdlog.Line, msg, rel string) (knotdlog.Line, bool) {
 	for i := len(ls) - 1; i >= 0; i-- {
 		if ls[i].Msg == msg && ls[i].Strand == rel {
 			return ls[i], true
 		}
 	}
-	return logLine{}, false
+	return knotdlog.Line{}, false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/proc"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
@@ -60,7 +61,7 @@ func startup(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 			if err != nil {
 				return rows, err
 			}
-			if c := countMsg(res.lines, msgRunStarted); c != 0 {
+			if c := knotdlog.CountMsg(res.lines, knotdlog.MsgRunStarted); c != 0 {
 				return rows, fmt.Errorf("startup: knotd --once ran %d strands of an unchanged vault", c)
 			}
 			onceT, oncePeak = append(onceT, stats.Ms(res.wall)), append(oncePeak, stats.MiB(res.peak))
@@ -90,15 +91,4 @@ func startup(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 		)
 	}
 	return rows, nil
-}
-
-// countMsg counts the lines with message msg.
-func countMsg(ls []logLine, msg string) int {
-	n := 0
-	for _, l := range ls {
-		if l.Msg == msg {
-			n++
-		}
-	}
-	return n
 }
