@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/perftrace"
 	"github.com/knotd/knotd/bench/internal/proc"
 )
 
@@ -25,7 +26,7 @@ type launcher struct {
 	profiles string
 	seq      *int
 	// trace, when set, attaches perf trace to every knotd started.
-	trace *tracer
+	trace *perftrace.Tracer
 }
 
 // command returns the command line that runs knotd with args.
@@ -48,7 +49,7 @@ type daemon struct {
 	err   error         // Wait's error, once done is closed
 	// profiled: knotd-profiled, which writes a heap profile on sigHeap.
 	profiled bool
-	trace    *tracer
+	trace    *perftrace.Tracer
 	untrace  func() error // stops perf trace, when attached
 }
 
@@ -84,7 +85,7 @@ func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	}()
 	if l.trace != nil {
 		var err error
-		if d.untrace, err = l.trace.attach(d.pid()); err != nil {
+		if d.untrace, err = l.trace.Attach(d.pid()); err != nil {
 			_, serr := d.stop()
 			return nil, errors.Join(err, serr)
 		}
@@ -128,7 +129,7 @@ func (d *daemon) stop() (*os.ProcessState, error) {
 			return nil, err
 		}
 		d.untrace = nil
-		d.trace.runs += d.log.Count(knotdlog.MsgRunFinished)
+		d.trace.Runs += d.log.Count(knotdlog.MsgRunFinished)
 	}
 	select {
 	case <-d.done:
@@ -169,10 +170,10 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 	err := cmd.Start()
 	if err == nil && l.trace != nil {
 		var untrace func() error
-		if untrace, err = l.trace.attach(cmd.Process.Pid); err == nil {
+		if untrace, err = l.trace.Attach(cmd.Process.Pid); err == nil {
 			err = cmd.Wait()
 			err = errors.Join(err, untrace())
-			l.trace.runs += log.Count(knotdlog.MsgRunFinished)
+			l.trace.Runs += log.Count(knotdlog.MsgRunFinished)
 		} else {
 			err = errors.Join(err, cmd.Wait())
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/perftrace"
 	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/vault"
@@ -67,11 +68,11 @@ func (e *env) profile(ctx context.Context, rows []table.Row) []string {
 	} else {
 		e.logf("tracing the system calls of scenario %s", name)
 		t := e.knotd
-		t.trace = &tracer{dir: dir}
+		t.trace = &perftrace.Tracer{Dir: dir}
 		if _, err := scenarios[name](ctx, e, t); err != nil {
 			trace = []string{"", fmt.Sprintf("Tracing scenario %s failed: %v", name, err)}
 		} else {
-			trace = t.trace.syscallTable()
+			trace = t.trace.Table()
 		}
 	}
 	notes := []string{fmt.Sprintf("Profiles of scenario %s%s, one run under knotbench knotd-profiled (the vault package as cmd/knotd wires it, with runtime/pprof): %s", name, why, dir)}
