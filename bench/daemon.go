@@ -13,6 +13,7 @@ import (
 	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/perftrace"
 	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/profiled"
 )
 
 // launcher is how the harness starts knotd: the knotd binary, or the
@@ -98,11 +99,11 @@ func (d *daemon) pid() int { return d.cmd.Process.Pid }
 // heapSnapshot has the profiling variant write a heap profile of this
 // moment, and waits until it has; for knotd itself it does nothing.
 func (d *daemon) heapSnapshot(ctx context.Context) error {
-	if !d.profiled || sigHeap == nil {
+	if !d.profiled || profiled.HeapSignal == nil {
 		return nil
 	}
 	n := d.log.Count(knotdlog.MsgHeap)
-	if err := d.cmd.Process.Signal(sigHeap); err != nil {
+	if err := d.cmd.Process.Signal(profiled.HeapSignal); err != nil {
 		return fmt.Errorf("heap snapshot: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -7,13 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/profiled"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/bench/internal/vaultgen"
@@ -42,7 +42,7 @@ const historyStrand = "notes/plan.md"
 func history(ctx context.Context, e *env, l launcher) (rows []table.Row, err error) {
 	small, large := 10, e.opts.sections
 	if l.profiles != "" {
-		stop, err := profileInProcess(l.profiles)
+		stop, err := profiled.InProcess(l.profiles)
 		if err != nil {
 			return nil, err
 		}
@@ -283,23 +283,4 @@ func dryRunPrompt(out string) (string, error) {
 		return "", fmt.Errorf("history: the dry run shows more than one strand")
 	}
 	return strings.TrimSuffix(rest, "\n\n"), nil
-}
-
-// profileInProcess starts a CPU profile of this process into dir; stop
-// ends it and writes a heap profile beside it.
-func profileInProcess(dir string) (stop func() error, err error) {
-	f, err := os.Create(filepath.Join(dir, "knotbench.cpu.pprof"))
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, fmt.Errorf("cpu profile: %w (and %v)", err, f.Close())
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			return err
-		}
-		return writeHeap(filepath.Join(dir, "knotbench.heap.pprof"))
-	}, nil
 }

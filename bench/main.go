@@ -44,6 +44,7 @@ import (
 	"syscall"
 
 	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/profiled"
 	"github.com/knotd/knotd/bench/internal/table"
 )
 
@@ -70,7 +71,7 @@ func main() {
 // the first argument is knotd-profiled.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "knotd-profiled" {
-		return profiledKnotd(ctx, args[1:], stderr)
+		return profiled.Run(ctx, args[1:], stderr)
 	}
 	opts, err := parseOptions(args, stderr)
 	if err != nil {
