@@ -17,7 +17,9 @@ import (
 	"github.com/knotd/knotd/bench/internal/knotdlog"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // knotdHasResumePrompt says whether the knotd being measured knows the
@@ -89,7 +91,7 @@ type turnSize struct {
 func chars(s string) int { return utf8.RuneCountInString(s) }
 
 // claudeSize measures a Messages API call of Claude Code.
-func claudeSize(r agenttest.Request) turnSize {
+func claudeSize(r claudetest.Request) turnSize {
 	t := turnSize{messages: len(r.Messages)}
 	for _, m := range r.Messages {
 		for _, b := range m.Content {
@@ -128,7 +130,7 @@ func (t turnSize) withPrompts(prompts, replies []string) turnSize {
 // of the conversation, as the system prompts of Claude Code (system) and
 // Gemini CLI (systemInstruction) are; a request with instructions keeps all
 // its messages.
-func codexSize(r agenttest.ResponsesRequest) turnSize {
+func codexSize(r codextest.ResponsesRequest) turnSize {
 	t := turnSize{messages: len(r.Input)}
 	in := r.Input
 	if r.Instructions == "" && len(in) > 0 && in[0].Role == "developer" {
@@ -141,7 +143,7 @@ func codexSize(r agenttest.ResponsesRequest) turnSize {
 }
 
 // geminiSize measures a generate call of Gemini CLI.
-func geminiSize(r agenttest.GeminiRequest) turnSize {
+func geminiSize(r geminitest.GeminiRequest) turnSize {
 	t := turnSize{messages: len(r.Contents)}
 	for _, c := range r.Contents {
 		for _, s := range c.Texts {
@@ -191,10 +193,10 @@ type convCLI struct {
 // conversationCLIs are the CLIs, each against the stand-in of its API,
 // which answers every turn with agentReply.
 var conversationCLIs = []convCLI{
-	{name: "claude", label: "Claude Code " + agenttest.ClaudeVersion, setup: func(tb *standInTB, dir string) convAgent {
-		bin := agenttest.ClaudeCLI(tb)
-		s := agenttest.NewAnthropic(tb)
-		s.SetReply(func(r agenttest.Request) string { return agentReply(len(r.UserPrompts())) })
+	{name: "claude", label: "Claude Code " + claudetest.ClaudeVersion, setup: func(tb *standInTB, dir string) convAgent {
+		bin := claudetest.ClaudeCLI(tb)
+		s := claudetest.NewAnthropic(tb)
+		s.SetReply(func(r claudetest.Request) string { return agentReply(len(r.UserPrompts())) })
 		return convAgent{bin: bin, env: s.ClaudeEnv(mkdir(tb, dir, "home")), calls: func() []turnSize {
 			var out []turnSize
 			for _, r := range s.MessageRequests() {
@@ -203,10 +205,10 @@ var conversationCLIs = []convCLI{
 			return out
 		}}
 	}},
-	{name: "codex", label: "Codex " + agenttest.CodexVersion, setup: func(tb *standInTB, dir string) convAgent {
-		bin := agenttest.CodexCLI(tb)
-		s := agenttest.NewOpenAI(tb)
-		s.SetReply(func(r agenttest.ResponsesRequest) string { return agentReply(len(r.UserPrompts())) })
+	{name: "codex", label: "Codex " + codextest.CodexVersion, setup: func(tb *standInTB, dir string) convAgent {
+		bin := codextest.CodexCLI(tb)
+		s := codextest.NewOpenAI(tb)
+		s.SetReply(func(r codextest.ResponsesRequest) string { return agentReply(len(r.UserPrompts())) })
 		return convAgent{bin: bin, env: s.CodexEnv(tb, dir), calls: func() []turnSize {
 			var out []turnSize
 			for _, r := range s.ResponseRequests() {
@@ -215,10 +217,10 @@ var conversationCLIs = []convCLI{
 			return out
 		}}
 	}},
-	{name: "gemini", label: "Gemini CLI " + agenttest.GeminiVersion, setup: func(tb *standInTB, dir string) convAgent {
-		bin := agenttest.GeminiCLI(tb)
-		s := agenttest.NewGemini(tb)
-		s.SetReply(func(r agenttest.GeminiRequest) string { return agentReply(len(r.UserTexts())) })
+	{name: "gemini", label: "Gemini CLI " + geminitest.GeminiVersion, setup: func(tb *standInTB, dir string) convAgent {
+		bin := geminitest.GeminiCLI(tb)
+		s := geminitest.NewGemini(tb)
+		s.SetReply(func(r geminitest.GeminiRequest) string { return agentReply(len(r.UserTexts())) })
 		return convAgent{bin: bin, env: s.GeminiEnv(mkdir(tb, dir, "home"), false), calls: func() []turnSize {
 			var out []turnSize
 			for _, r := range s.ChatRequests() {

@@ -9,6 +9,9 @@ import (
 
 	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 func text(s string) agenttest.Block { return agenttest.Block{Type: "text", Text: s} }
@@ -20,15 +23,15 @@ func TestConversation_Sizes(t *testing.T) {
 		want turnSize
 	}{
 		{"claude: the last user prompt without reminders; every message's text",
-			claudeSize(agenttest.Request{Messages: []agenttest.Message{
+			claudeSize(claudetest.Request{Messages: []agenttest.Message{
 				{Role: "user", Content: []agenttest.Block{text("<system-reminder>ctx</system-reminder>"), text("first é")}},
 				{Role: "assistant", Content: []agenttest.Block{text("reply")}},
 				{Role: "user", Content: []agenttest.Block{text("<system-reminder>x</system-reminder>"), text("second")}},
 			}}),
 			turnSize{prompt: 6, promptText: "second", conversation: 38 + 7 + 5 + 36 + 6, own: 38 + 36, messages: 3, userTurns: 2}},
-		{"claude: no messages", claudeSize(agenttest.Request{}), turnSize{}},
+		{"claude: no messages", claudeSize(claudetest.Request{}), turnSize{}},
 		{"codex: Codex's own context is conversation, not a prompt",
-			codexSize(agenttest.ResponsesRequest{Instructions: "system prompt", Input: []agenttest.Message{
+			codexSize(codextest.ResponsesRequest{Instructions: "system prompt", Input: []agenttest.Message{
 				{Role: "developer", Content: []agenttest.Block{text("rules")}},
 				{Role: "user", Content: []agenttest.Block{text("<environment_context>cwd</environment_context>")}},
 				{Role: "user", Content: []agenttest.Block{text("the note")}},
@@ -36,16 +39,16 @@ func TestConversation_Sizes(t *testing.T) {
 			}}),
 			turnSize{prompt: 8, promptText: "the note", conversation: 5 + 46 + 8 + 2, own: 5 + 46, messages: 4, userTurns: 1}},
 		{"codex: the model instructions, the first developer message of a request without instructions, are the system prompt",
-			codexSize(agenttest.ResponsesRequest{Input: []agenttest.Message{
+			codexSize(codextest.ResponsesRequest{Input: []agenttest.Message{
 				{Role: "developer", Content: []agenttest.Block{text("You are Codex")}},
 				{Role: "developer", Content: []agenttest.Block{text("<permissions instructions>ro"), text("<collaboration_mode>x")}},
 				{Role: "user", Content: []agenttest.Block{text("<environment_context>cwd</environment_context>")}},
 				{Role: "user", Content: []agenttest.Block{text("the note")}},
 			}}),
 			turnSize{prompt: 8, promptText: "the note", conversation: 28 + 1 + 21 + 46 + 8, own: 28 + 1 + 21 + 46, messages: 4, userTurns: 1}}, // parts joined by newlines
-		{"codex: no messages", codexSize(agenttest.ResponsesRequest{}), turnSize{}},
+		{"codex: no messages", codexSize(codextest.ResponsesRequest{}), turnSize{}},
 		{"gemini: the session preamble is conversation, not a prompt",
-			geminiSize(agenttest.GeminiRequest{Contents: []agenttest.GeminiContent{
+			geminiSize(geminitest.GeminiRequest{Contents: []geminitest.GeminiContent{
 				{Role: "user", Texts: []string{"<session_context>env</session_context>"}},
 				{Role: "user", Texts: []string{"turn one"}},
 				{Role: "model", Texts: []string{"answer"}},

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // TestGemini_RealCLIACPPassesTextVerbatim pins the one way found to give
@@ -24,8 +24,8 @@ import (
 func TestGemini_RealCLIACPPassesTextVerbatim(t *testing.T) {
 	t.Parallel()
 	const note = atNote
-	bin := agenttest.GeminiCLI(t)
-	api := agenttest.NewGemini(t)
+	bin := geminitest.GeminiCLI(t)
+	api := geminitest.NewGemini(t)
 	env := api.GeminiEnv(t.TempDir(), true)
 	vault := t.TempDir()
 	writeAtSecret(t, vault)

@@ -14,30 +14,30 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 	"github.com/knotd/knotd/internal/strand"
 )
 
-// These tests drive the real Gemini CLI (agenttest.GeminiCLI) through the
+// These tests drive the real Gemini CLI (geminitest.GeminiCLI) through the
 // gemini preset against a loopback stand-in for the Gemini API, with a
-// throwaway home (agenttest.GeminiServer.GeminiEnv). A run takes 2–3 s.
+// throwaway home (geminitest.GeminiServer.GeminiEnv). A run takes 2–3 s.
 
 // realGemini runs the real CLI against the stand-in with a throwaway
 // home.
 type realGemini struct {
-	api  *agenttest.GeminiServer
+	api  *geminitest.GeminiServer
 	home string
 	aged int // calls of ageChats
-	realcli.CLI[agenttest.GeminiRequest]
+	realcli.CLI[geminitest.GeminiRequest]
 }
 
 // newRealGemini sets up a realGemini; trust sets
 // GEMINI_CLI_TRUST_WORKSPACE=true.
 func newRealGemini(t *testing.T, trust bool) *realGemini {
 	t.Helper()
-	bin := agenttest.GeminiCLI(t)
-	api := agenttest.NewGemini(t)
+	bin := geminitest.GeminiCLI(t)
+	api := geminitest.NewGemini(t)
 	home := t.TempDir()
 	rg := &realGemini{api: api, home: home, CLI: realcli.New(agentrun.PresetGemini, bin, api.GeminiEnv(home, trust), api.ChatRequests)}
 	rg.Runner.NewSessionID = realcli.FreshSessionIDs()
@@ -61,7 +61,7 @@ func (rg *realGemini) wipeChats(t *testing.T) {
 
 // wantOnlyPrompts checks that the model saw exactly prompts, byte for
 // byte, as the user turns of call.
-func wantOnlyPrompts(t *testing.T, what string, call agenttest.GeminiRequest, want ...string) {
+func wantOnlyPrompts(t *testing.T, what string, call geminitest.GeminiRequest, want ...string) {
 	t.Helper()
 	if got := call.UserTexts(); !slices.Equal(got, want) {
 		t.Errorf("%s: the model saw user turns %q; want %q", what, got, want)
@@ -212,7 +212,7 @@ func TestGemini_RealCLIRetentionKeepsLoadedSessions(t *testing.T) {
 	for turn := 2; turn <= 4; turn++ {
 		rg.ageChats(t)
 		req = realcli.NextTurn(req, res.Resume)
-		var calls []agenttest.GeminiRequest
+		var calls []geminitest.GeminiRequest
 		res, calls = rg.Run(t, req)
 		if want := fmt.Sprintf("MOCK REPLY (user messages seen: %d)", turn); res.Restarted != nil || res.Resume != res1.Resume || res.Reply != want {
 			t.Fatalf("turn %d: reply %q, resume %q, restarted %+v; want %q in %s",
@@ -391,9 +391,9 @@ func TestGemini_RealCLIPermissions(t *testing.T) {
 			vault := t.TempDir()
 			written := filepath.Join(vault, "notes", "out.md")
 			ran := filepath.Join(vault, "ran.txt")
-			rg.api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "write_file",
+			rg.api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "write_file",
 				Args: map[string]any{"file_path": written, "content": "written by the model\n"}})
-			rg.api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "run_shell_command",
+			rg.api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "run_shell_command",
 				Args: map[string]any{"command": "echo ran > ran.txt", "description": "write ran.txt"}})
 			res, calls := rg.Run(t, rg.FirstTurn(vault))
 			if len(calls) != 3 {
@@ -463,7 +463,7 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 	rg := newRealGemini(t, true)
 	vault := t.TempDir()
 	// headless runs the CLI as the gemini preset did before it used ACP.
-	headless := func(t *testing.T) []agenttest.GeminiRequest {
+	headless := func(t *testing.T) []geminitest.GeminiRequest {
 		t.Helper()
 		before := len(rg.api.ChatRequests())
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

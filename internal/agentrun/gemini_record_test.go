@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // envRecordGeminiACP set to 1 makes TestGemini_RecordACP record the real
@@ -32,7 +32,7 @@ func TestGemini_RecordACP(t *testing.T) {
 	if os.Getenv(envRecordGeminiACP) != "1" {
 		t.Skipf("set %s=1 to record Gemini CLI's ACP output into %s", envRecordGeminiACP, geminiACPDir)
 	}
-	bin := agenttest.GeminiCLI(t)
+	bin := geminitest.GeminiCLI(t)
 	const prompt = "## Event Context\nEvent: Created\nStrand: mail.md\n\n# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
 	if err := os.MkdirAll(geminiACPDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestGemini_RecordACP(t *testing.T) {
 		{name: "acp-write-edit", trust: true, tool: true, perm: PermEdit},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
-			api := agenttest.NewGemini(t)
+			api := geminitest.NewGemini(t)
 			home, vault := t.TempDir(), t.TempDir()
 			env := api.GeminiEnv(home, sc.trust)
 			settings := `{
@@ -102,7 +102,7 @@ func TestGemini_RecordACP(t *testing.T) {
 				api.SetStatus(sc.status)
 			}
 			if sc.tool {
-				api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "write_file",
+				api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "write_file",
 					Args: map[string]any{"file_path": filepath.Join(vault, "notes", "out.md"), "content": "written by the model\n"}})
 			}
 			res, p := run(resume)

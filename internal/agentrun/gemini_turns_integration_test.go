@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // TestGemini_RealCLITurnsWithinAMinute: a note saved twice within a minute
@@ -35,7 +35,7 @@ func TestGemini_RealCLITurnsWithinAMinute(t *testing.T) {
 			var (
 				rg         *realGemini
 				res1, res2 agentrun.Result
-				call2      agenttest.GeminiRequest
+				call2      geminitest.GeminiRequest
 			)
 			inOneMinute(t, func() {
 				rg = newRealGemini(t, true)
@@ -44,7 +44,7 @@ func TestGemini_RealCLITurnsWithinAMinute(t *testing.T) {
 				}
 				req1 := rg.FirstTurn(t.TempDir())
 				res1, _ = rg.Run(t, req1)
-				var calls []agenttest.GeminiRequest
+				var calls []geminitest.GeminiRequest
 				res2, calls = rg.Run(t, realcli.NextTurn(req1, res1.Resume))
 				call2 = realcli.MustOneCall(t, 2, calls)
 			})

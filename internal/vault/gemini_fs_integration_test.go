@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
-	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // TestGemini_RealCLIWritesThroughKnotd: the real Gemini CLI (0.61.0, the
@@ -31,7 +31,7 @@ import (
 // after a save the CLI did not read: knotd refuses it, the CLI is told,
 // and the save is kept as well.
 func TestGemini_RealCLIWritesThroughKnotd(t *testing.T) {
-	bin := agenttest.GeminiCLI(t)
+	bin := geminitest.GeminiCLI(t)
 	kinds := []string{"sed -i", "append", "truncate and write", "in place"}
 	type save struct {
 		kind    int  // -1: none
@@ -48,7 +48,7 @@ func TestGemini_RealCLIWritesThroughKnotd(t *testing.T) {
 			name = kinds[tc.kind] + map[bool]string{false: " after the read", true: " after the grant"}[tc.atGrant]
 		}
 		t.Run(name, func(t *testing.T) {
-			api := agenttest.NewGemini(t)
+			api := geminitest.NewGemini(t)
 			e := newEnv(t)
 			var env []string
 			for _, kv := range api.GeminiEnv(t.TempDir(), true) {
@@ -62,7 +62,7 @@ func TestGemini_RealCLIWritesThroughKnotd(t *testing.T) {
 			savedBeforeTheRun(t, e, "side.txt")
 			e.write("in.md", "answer this\n")
 			side := e.abs("side.txt")
-			api.QueueFunctionCall(agenttest.GeminiFunctionCall{Name: "write_file",
+			api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "write_file",
 				Args: map[string]any{"file_path": side, "content": "the model's text\n"}})
 
 			v := e.open()

@@ -12,6 +12,8 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/opencode/opencodetest"
 )
 
 // TestOpenCode_RealCLIWritesWithItsOwnToolToo pins what the real OpenCode
@@ -39,7 +41,7 @@ import (
 // later OpenCode stops writing by itself, this test fails and the docs can
 // say more.
 func TestOpenCode_RealCLIWritesWithItsOwnToolToo(t *testing.T) {
-	bin := agenttest.OpenCode(t)
+	bin := opencodetest.OpenCode(t)
 	for _, tc := range []struct {
 		name           string
 		atAsk, atGrant bool
@@ -49,10 +51,10 @@ func TestOpenCode_RealCLIWritesWithItsOwnToolToo(t *testing.T) {
 		{name: "save at the grant", atGrant: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			api := agenttest.NewAnthropic(t)
+			api := claudetest.NewAnthropic(t)
 			e := newEnv(t)
 			var env []string
-			for _, kv := range api.OpenCodeEnv(t.TempDir(), "ask") {
+			for _, kv := range opencodetest.Env(api, t.TempDir(), "ask") {
 				k, v, _ := strings.Cut(kv, "=")
 				env = append(env, fmt.Sprintf("%s: %q", k, v))
 			}
@@ -65,7 +67,7 @@ func TestOpenCode_RealCLIWritesWithItsOwnToolToo(t *testing.T) {
 			side := e.abs("side.txt")
 			call := agenttest.ToolCall{ID: "toolu_side_write", Name: "write",
 				Input: map[string]string{"filePath": side, "content": "the model's text\n"}}
-			api.SetAnswer(agenttest.CallTool[agenttest.Request](call, func(agenttest.ToolResult) string { return "FINISHED" }))
+			api.SetAnswer(agenttest.CallTool[claudetest.Request](call, func(agenttest.ToolResult) string { return "FINISHED" }))
 
 			v := e.open()
 			fsys := &savingFS{side: side}

@@ -1,4 +1,4 @@
-package agenttest
+package agenttest_test
 
 import (
 	"fmt"
@@ -7,6 +7,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/agenttest"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
 // fakeVersionEnv makes the test binary, re-executed, impersonate a claude
@@ -60,16 +65,16 @@ func (r *recordingTB) Fatalf(format string, args ...any) {
 // test binary, re-executed, answer --version as that CLI would, and what
 // that answer is for version 9.9.9.
 var fakeCLIs = []struct {
-	cli        realCLI
+	cli        agenttest.RealCLI
 	find       func(testing.TB) string
 	fakeEnv    string
 	cacheEnv   string // the install script's cache directory
 	other      string // --version of 9.9.9
 	binaryName string
 }{
-	{claudeCLI, ClaudeCLI, fakeVersionEnv, "KNOT_CLAUDE_CACHE", "9.9.9 (Claude Code)", "claude"},
-	{codexCLI, CodexCLI, fakeCodexVersionEnv, "KNOT_CODEX_CACHE", "codex-cli 9.9.9", "codex"},
-	{geminiCLI, GeminiCLI, fakeGeminiVersionEnv, "KNOT_GEMINI_CACHE", "9.9.9", "gemini"},
+	{claudetest.CLI, claudetest.ClaudeCLI, fakeVersionEnv, "KNOT_CLAUDE_CACHE", "9.9.9 (Claude Code)", "claude"},
+	{codextest.CLI, codextest.CodexCLI, fakeCodexVersionEnv, "KNOT_CODEX_CACHE", "codex-cli 9.9.9", "codex"},
+	{geminitest.CLI, geminitest.GeminiCLI, fakeGeminiVersionEnv, "KNOT_GEMINI_CACHE", "9.9.9", "gemini"},
 }
 
 // callCLI calls find with a recordingTB on a goroutine of its own.
@@ -92,22 +97,22 @@ func TestRealCLI_ChecksConfiguredBinary(t *testing.T) {
 	// The race detector's one-second pause at exit is of no use here.
 	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	for _, c := range fakeCLIs {
-		envBin := "$" + c.cli.envBin
+		envBin := "$" + c.cli.EnvBin
 		tests := []struct {
 			name, bin, version string
 			require            string
 			wantBin            string
 			wantFail           string // in the failure message; "" for success
 		}{
-			{"pinned version", self, c.cli.version, "", self, ""},
-			{"other version", self, "9.9.9", "", "", fmt.Sprintf("--version = %q; want %s %s", c.other, c.binaryName, c.cli.version)},
-			{"missing binary", t.TempDir() + "/" + c.binaryName, c.cli.version, "", "", envBin + ": run "},
-			{"missing binary, required", t.TempDir() + "/" + c.binaryName, c.cli.version, "1", "", envBin + ": run "},
+			{"pinned version", self, c.cli.Version, "", self, ""},
+			{"other version", self, "9.9.9", "", "", fmt.Sprintf("--version = %q; want %s %s", c.other, c.binaryName, c.cli.Version)},
+			{"missing binary", t.TempDir() + "/" + c.binaryName, c.cli.Version, "", "", envBin + ": run "},
+			{"missing binary, required", t.TempDir() + "/" + c.binaryName, c.cli.Version, "1", "", envBin + ": run "},
 		}
 		for _, tt := range tests {
 			t.Run(c.binaryName+"/"+tt.name, func(t *testing.T) {
-				t.Setenv(c.cli.envBin, tt.bin)
-				t.Setenv(c.cli.envRequire, tt.require)
+				t.Setenv(c.cli.EnvBin, tt.bin)
+				t.Setenv(c.cli.EnvRequire, tt.require)
 				t.Setenv(c.fakeEnv, tt.version)
 				bin, tb := callCLI(t, c.find)
 				if tb.skipped != "" {
@@ -143,8 +148,8 @@ func TestRealCLI_SkipsOrFailsWhenInstallFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Setenv(c.cacheEnv, filepath.Join(file, "cache"))
-				t.Setenv(c.cli.envBin, "")
-				t.Setenv(c.cli.envRequire, tt.require)
+				t.Setenv(c.cli.EnvBin, "")
+				t.Setenv(c.cli.EnvRequire, tt.require)
 				bin, tb := callCLI(t, c.find)
 				msg := tb.failed
 				if tt.wantSkip {
@@ -153,7 +158,7 @@ func TestRealCLI_SkipsOrFailsWhenInstallFails(t *testing.T) {
 				if bin != "" || msg == "" {
 					t.Fatalf("= %q, skipped %q, failed %q; want it to skip %t, else fail", bin, tb.skipped, tb.failed, tt.wantSkip)
 				}
-				script := c.cli.script
+				script := c.cli.Script
 				for _, want := range []string{script + ": exit status 1", strings.TrimPrefix(script, "scripts/") + ": cannot create " + file} {
 					if !strings.Contains(msg, want) {
 						t.Errorf("message %q does not say %q", msg, want)

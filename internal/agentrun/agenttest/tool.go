@@ -10,16 +10,16 @@ import (
 // both (the text first). A reply with tool calls ends the model's turn with
 // stop reason "tool_use" (Anthropic) or with the calls as output items
 // (OpenAI Responses), so the CLI runs the tools and calls the model again
-// with their results (Request.ToolResults, ResponsesRequest.ToolResults).
+// with their results (claudetest.Request.ToolResults, codextest.ResponsesRequest.ToolResults).
 type Reply struct {
 	Text      string
 	ToolCalls []ToolCall
 }
 
-// withCallIDs returns r with its own copy of its tool calls, each call
+// WithCallIDs returns r with its own copy of its tool calls, each call
 // without an ID given one made up of prefix, n (the stand-in's number for
 // the request) and the call's index: "toolu_…", "call_…".
-func (r Reply) withCallIDs(prefix string, n int) Reply {
+func (r Reply) WithCallIDs(prefix string, n int) Reply {
 	r.ToolCalls = slices.Clone(r.ToolCalls)
 	for i := range r.ToolCalls {
 		if r.ToolCalls[i].ID == "" {
@@ -66,8 +66,8 @@ type toolResults interface {
 	ToolResults() []ToolResult
 }
 
-// CallTool returns a reply function for either stand-in (Server.SetAnswer,
-// OpenAI.SetAnswer) that has the model call a tool once and then finish: a
+// CallTool returns a reply function for either stand-in (claudetest.Server.SetAnswer,
+// codextest.OpenAI.SetAnswer) that has the model call a tool once and then finish: a
 // request that carries no result for call yet is answered with call, and
 // one that does with the text final makes of that result. call.ID is
 // "call_agenttest_1" when empty.
@@ -85,8 +85,8 @@ func CallTool[R toolResults](call ToolCall, final func(ToolResult) string) func(
 	}
 }
 
-// inputJSON returns the JSON encoding of a tool call's input, {} for nil.
-func inputJSON(input any) (json.RawMessage, error) {
+// InputJSON returns the JSON encoding of a tool call's input, {} for nil.
+func InputJSON(input any) (json.RawMessage, error) {
 	if input == nil {
 		return json.RawMessage("{}"), nil
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent/fakekit"
 )
 
 // The generic behaviours. Arguments after the program name tune them.
@@ -59,43 +61,32 @@ func argOr(args []string, i int, def string) string {
 }
 
 func echo(inv *Invocation) int {
-	in, err := inv.record()
+	in, err := inv.Record()
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	if strings.TrimSpace(in) == "" && len(inv.Args) > 0 {
 		in = inv.Args[len(inv.Args)-1]
 	}
 	first, _, _ := strings.Cut(in, "\n")
 	fmt.Fprintln(inv.Stdout, "ECHO: "+first)
-	return gated(inv)
-}
-
-// gated waits for the file EnvGate names, if set, and returns the exit
-// status.
-func gated(inv *Invocation) int {
-	if gate := os.Getenv(EnvGate); gate != "" {
-		if err := waitFor(gate); err != nil {
-			return inv.die(err)
-		}
-	}
-	return 0
+	return fakekit.Gated(inv)
 }
 
 func jsonReply(inv *Invocation) int {
-	in, err := inv.record()
+	in, err := inv.Record()
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	doc := map[string]any{"answer": map[string]any{"text": fmt.Sprintf("JSON REPLY to %d bytes", len(in))}, "conversation": "conv-42"}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	if argOr(inv.Args, 0, "") == "lines" {
 		fmt.Fprintln(inv.Stdout, `{"type": "progress", "answer": {"note": "working"}}`)
 		fmt.Fprintln(inv.Stdout, "warning: this line is not JSON")
-		if code := gated(inv); code != 0 {
+		if code := fakekit.Gated(inv); code != 0 {
 			return code
 		}
 	}
@@ -104,37 +95,37 @@ func jsonReply(inv *Invocation) int {
 }
 
 func fail(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	code, err := strconv.Atoi(argOr(inv.Args, 1, "3"))
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	fmt.Fprintln(inv.Stderr, argOr(inv.Args, 0, "something broke"))
 	return code
 }
 
 func empty(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	return 0
 }
 
 func huge(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	n, err := strconv.Atoi(argOr(inv.Args, 0, strconv.Itoa(3<<20)))
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	line := strings.Repeat("y", 1023) + "\n"
 	for n > 0 {
 		chunk := line[:min(n, len(line))]
 		if _, err := fmt.Fprint(inv.Stdout, chunk); err != nil {
-			return inv.die(err)
+			return inv.Die(err)
 		}
 		n -= len(chunk)
 	}
@@ -142,30 +133,30 @@ func huge(inv *Invocation) int {
 }
 
 func hang(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
-	sleepForever()
+	fakekit.SleepForever()
 	return 0
 }
 
 func stubborn(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	if inv.State == "" {
-		return inv.die(errors.New(EnvState + " is not set"))
+		return inv.Die(errors.New(fakekit.EnvState + " is not set"))
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	child := exec.Command(exe)
 	child.Env = append(os.Environ(), EnvBehaviour+"="+stubbornChild)
 	child.Stdout = os.Stdout // the same pipe: the grandchild holds it open
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	// Wait until the grandchild has set itself up, so it is certain to be
 	// running (and ignoring SIGTERM) before this process goes on.
@@ -175,7 +166,7 @@ func stubborn(inv *Invocation) int {
 			break
 		}
 		if time.Now().After(deadline) {
-			return inv.die(errors.New("the grandchild did not start"))
+			return inv.Die(errors.New("the grandchild did not start"))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -184,7 +175,7 @@ func stubborn(inv *Invocation) int {
 		return 0
 	}
 	signal.Ignore(syscall.SIGTERM)
-	sleepForever()
+	fakekit.SleepForever()
 	return 0
 }
 
@@ -192,51 +183,51 @@ func stubbornGrandchild(inv *Invocation) int {
 	signal.Ignore(syscall.SIGTERM)
 	tmp := filepath.Join(inv.State, GrandchildPIDFile+".tmp")
 	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	if err := os.Rename(tmp, filepath.Join(inv.State, GrandchildPIDFile)); err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
-	sleepForever()
+	fakekit.SleepForever()
 	return 0
 }
 
 func file(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	if len(inv.Args) == 0 {
-		return inv.die(errors.New("no file argument"))
+		return inv.Die(errors.New("no file argument"))
 	}
 	path := inv.Args[len(inv.Args)-1]
 	info, err := os.Stat(path)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	first, _, _ := strings.Cut(string(b), "\n")
 	out, err := json.Marshal(map[string]any{"mode": fmt.Sprintf("%04o", info.Mode().Perm()), "size": len(b), "first_line": first, "path": path})
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	fmt.Fprintln(inv.Stdout, string(out))
 	return 0
 }
 
 func longLine(inv *Invocation) int {
-	if _, err := inv.record(); err != nil {
-		return inv.die(err)
+	if _, err := inv.Record(); err != nil {
+		return inv.Die(err)
 	}
 	n, err := strconv.Atoi(argOr(inv.Args, 0, strconv.Itoa(100<<10)))
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	b, err := json.Marshal(map[string]any{"pad": strings.Repeat("p", n), "answer": fmt.Sprintf("LONG LINE REPLY after %d bytes", n)})
 	if err != nil {
-		return inv.die(err)
+		return inv.Die(err)
 	}
 	fmt.Fprintln(inv.Stdout, string(b))
 	return 0

@@ -25,7 +25,9 @@
 // appends a Call to <state>/calls.jsonl, which Calls reads back, so a test
 // can check exactly what an agent was given.
 //
-// The preset fakes (Claude, Codex, Gemini, LLM, Ollama) accept the command
+// The preset fakes (Claude, Codex, Gemini, LLM, Ollama), each in its
+// agent's folder (internal/agents/<agent>/<agent>test/fake.go, built on
+// package fakekit) and listed in Behaviours, accept the command
 // lines of knotd's presets, keep their conversations under the state
 // directory the way the real CLIs do (Claude's per working directory), and
 // print output in the real formats. Their reply is
@@ -37,48 +39,61 @@
 package fakeagent
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent/fakekit"
+	"github.com/knotd/knotd/internal/agents/acp/acptest"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
+	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
+	"github.com/knotd/knotd/internal/agents/llm/llmtest"
+	"github.com/knotd/knotd/internal/agents/ollama/ollamatest"
 )
 
-// Environment variables read by the fakes.
+// Environment variables read by the fakes (see fakekit).
 const (
 	// EnvBehaviour names the behaviour the test binary runs as.
-	EnvBehaviour = "KNOTD_FAKEAGENT"
+	EnvBehaviour = fakekit.EnvBehaviour
 	// EnvState is a directory where the fakes keep conversations, pid
 	// files and the calls log.
-	EnvState = "KNOTD_FAKEAGENT_STATE"
+	EnvState = fakekit.EnvState
 	// EnvReply, when set, is the reply the preset fakes give.
-	EnvReply = "KNOTD_FAKEAGENT_REPLY"
-	// EnvFail makes a preset fake fail: "error" (the CLI's error output and
-	// exit status) or "hang" (block until killed, as Claude Code does when
-	// the API keeps answering 401).
-	EnvFail = "KNOTD_FAKEAGENT_FAIL"
+	EnvReply = fakekit.EnvReply
+	// EnvFail makes a preset fake fail (see each fake for its modes).
+	EnvFail = fakekit.EnvFail
+	// EnvGate makes a fake wait for a file (see fakekit.EnvGate).
+	EnvGate = fakekit.EnvGate
+	// EnvPad makes the Codex and Claude fakes print a long line (see
+	// fakekit.EnvPad).
+	EnvPad = fakekit.EnvPad
+	// EnvContext sets the Claude fake's context growth
+	// (claudetest.EnvFakeContext).
+	EnvContext = claudetest.EnvFakeContext
+)
+
+// The preset fakes, each in its agent's folder, and the generic ACP agent.
+const (
+	Claude = "claude" // claudetest.Fake
+	Codex  = "codex"  // codextest.Fake
+	Gemini = "gemini" // geminitest.Fake
+	LLM    = "llm"    // llmtest.Fake
+	Ollama = "ollama" // ollamatest.Fake
+	ACP    = "acp"    // acptest.Fake: a generic ACP agent, for protocol: acp
 )
 
 // Behaviour is the body of a fake agent. It returns the exit status.
-type Behaviour func(inv *Invocation) int
+type Behaviour = fakekit.Behaviour
 
 // Invocation is what a fake agent was started with.
-type Invocation struct {
-	// Name is the behaviour's name.
-	Name string
-	// Args are the arguments after the program name.
-	Args   []string
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	// State is the state directory (EnvState), "" when unset.
-	State string
-	// Dir is the working directory.
-	Dir string
-}
+type Invocation = fakekit.Invocation
+
+// Call is one recorded invocation of a fake agent.
+type Call = fakekit.Call
+
+// Calls returns the calls recorded in the state directory, oldest first.
+func Calls(state string) ([]Call, error) { return fakekit.Calls(state) }
 
 // Main runs the fake agent named by EnvBehaviour and exits with its
 // status; it returns at once when EnvBehaviour is unset. extra adds
@@ -103,14 +118,15 @@ func Main(extra map[string]Behaviour) {
 		os.Exit(126)
 	}
 	inv := &Invocation{Name: name, Args: os.Args[1:], Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		State: os.Getenv(EnvState), Dir: dir}
+		State: os.Getenv(fakekit.EnvState), Dir: dir}
 	os.Exit(b(inv))
 }
 
 // Behaviours returns the built-in behaviours by name.
 func Behaviours() map[string]Behaviour {
 	return map[string]Behaviour{
-		Claude: claude, Codex: codex, Gemini: gemini, LLM: llm, Ollama: ollama, ACP: acpAgent,
+		Claude: claudetest.Fake, Codex: codextest.Fake, Gemini: geminitest.Fake, LLM: llmtest.Fake,
+		Ollama: ollamatest.Fake, ACP: acptest.Fake,
 		Echo: echo, JSON: jsonReply, Fail: fail, Empty: empty, Huge: huge, Hang: hang,
 		Stubborn: stubborn, stubbornChild: stubbornGrandchild, File: file, LongLine: longLine,
 	}
@@ -132,94 +148,7 @@ func Program(t testing.TB) string {
 func Env(behaviour, state string) map[string]string {
 	env := map[string]string{EnvBehaviour: behaviour}
 	if state != "" {
-		env[EnvState] = state
+		env[fakekit.EnvState] = state
 	}
 	return env
-}
-
-// Call is one recorded invocation of a fake agent.
-type Call struct {
-	Behaviour string   `json:"behaviour"`
-	Args      []string `json:"args"`
-	Dir       string   `json:"dir"`
-	// Env holds the variables whose names start with KNOT_ or
-	// KNOTD_TEST_, and no others.
-	Env   map[string]string `json:"env"`
-	Stdin string            `json:"stdin"`
-}
-
-const callsFile = "calls.jsonl"
-
-// Calls returns the calls recorded in the state directory, oldest first.
-func Calls(state string) ([]Call, error) {
-	b, err := os.ReadFile(filepath.Join(state, callsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("fakeagent: calls: %w", err)
-	}
-	var calls []Call
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
-			continue
-		}
-		var c Call
-		if err := json.Unmarshal([]byte(line), &c); err != nil {
-			return nil, fmt.Errorf("fakeagent: calls: %w", err)
-		}
-		calls = append(calls, c)
-	}
-	return calls, nil
-}
-
-// record reads all of standard input and appends the call to the calls
-// log (when there is a state directory). It returns the input.
-func (inv *Invocation) record() (string, error) {
-	in, err := io.ReadAll(inv.Stdin)
-	if err != nil {
-		return "", fmt.Errorf("read stdin: %w", err)
-	}
-	return string(in), inv.save(string(in))
-}
-
-// save appends a call with the given input to the calls log (when there is
-// a state directory).
-func (inv *Invocation) save(in string) error {
-	if inv.State == "" {
-		return nil
-	}
-	c := Call{Behaviour: inv.Name, Args: inv.Args, Dir: inv.Dir, Env: map[string]string{}, Stdin: in}
-	for _, kv := range os.Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "KNOT_") || strings.HasPrefix(k, "KNOTD_TEST_") {
-			c.Env[k] = v
-		}
-	}
-	line, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	return appendLine(filepath.Join(inv.State, callsFile), line)
-}
-
-// appendLine appends one line to a file with a single write.
-func appendLine(path string, line []byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	_, err = f.Write(append(line, '\n'))
-	return err
-}
-
-// die reports an internal error of a fake and returns exit status 125.
-func (inv *Invocation) die(err error) int {
-	fmt.Fprintf(inv.Stderr, "fakeagent %s: %v\n", inv.Name, err)
-	return 125
 }

@@ -11,28 +11,29 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
 )
 
-// These tests drive the real Claude Code CLI (agenttest.ClaudeCLI) through
+// These tests drive the real Claude Code CLI (claudetest.ClaudeCLI) through
 // the claude preset against a loopback stand-in for the Anthropic API.
 
 // realClaude runs the real CLI against the stand-in with a throwaway home.
 type realClaude struct {
-	api *agenttest.Server
-	realcli.CLI[agenttest.Request]
+	api *claudetest.Server
+	realcli.CLI[claudetest.Request]
 }
 
 func newRealClaude(t *testing.T) *realClaude {
 	t.Helper()
-	bin := agenttest.ClaudeCLI(t)
-	api := agenttest.NewAnthropic(t)
+	bin := claudetest.ClaudeCLI(t)
+	api := claudetest.NewAnthropic(t)
 	rc := &realClaude{api: api, CLI: realcli.New(agentrun.PresetClaude, bin, api.ClaudeEnv(t.TempDir()), api.MessageRequests)}
 	rc.Runner.NewSessionID = realcli.FreshSessionIDs()
 	return rc
 }
 
 // assistantTexts returns the text of the assistant messages of a call.
-func assistantTexts(call agenttest.Request) []string {
+func assistantTexts(call claudetest.Request) []string {
 	var texts []string
 	for _, m := range call.Messages {
 		if m.Role == "assistant" {
@@ -218,7 +219,7 @@ func TestClaude_RealCLIPermissions(t *testing.T) {
 				func(n int, target string) string {
 					write := agenttest.ToolCall{ID: fmt.Sprintf("toolu_turn%d", n), Name: "Write",
 						Input: map[string]string{"file_path": target, "content": realcli.PermContent}}
-					rc.api.SetAnswer(agenttest.CallTool[agenttest.Request](write, realcli.Finished))
+					rc.api.SetAnswer(agenttest.CallTool[claudetest.Request](write, realcli.Finished))
 					return write.ID
 				},
 				func(n int, turn realcli.PermTurn, target string, res agentrun.Result, result *agenttest.ToolResult) {
@@ -304,7 +305,7 @@ func TestClaude_RealCLIIgnoresVaultSettings(t *testing.T) {
 	target := filepath.Join(vault, "planted.md")
 	write := agenttest.ToolCall{ID: "toolu_planted", Name: "Write",
 		Input: map[string]string{"file_path": target, "content": realcli.PermContent}}
-	rc.api.SetAnswer(agenttest.CallTool[agenttest.Request](write, realcli.Finished))
+	rc.api.SetAnswer(agenttest.CallTool[claudetest.Request](write, realcli.Finished))
 	req := rc.FirstTurn(vault)
 	req.Agent = rc.Agent
 	res, calls := rc.Run(t, req)

@@ -11,25 +11,26 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
 	"github.com/knotd/knotd/internal/strand"
 )
 
-// These tests drive the real Codex CLI (agenttest.CodexCLI) through the
+// These tests drive the real Codex CLI (codextest.CodexCLI) through the
 // codex preset against a loopback stand-in for the OpenAI Responses API,
 // each with a throwaway CODEX_HOME.
 
 // realCodex runs the real CLI against the stand-in with a throwaway
 // CODEX_HOME, dir.
 type realCodex struct {
-	api *agenttest.OpenAI
+	api *codextest.OpenAI
 	dir string // the CodexEnv directory
-	realcli.CLI[agenttest.ResponsesRequest]
+	realcli.CLI[codextest.ResponsesRequest]
 }
 
 func newRealCodex(t *testing.T) *realCodex {
 	t.Helper()
-	bin := agenttest.CodexCLI(t)
-	api := agenttest.NewOpenAI(t)
+	bin := codextest.CodexCLI(t)
+	api := codextest.NewOpenAI(t)
 	dir := t.TempDir()
 	return &realCodex{api: api, dir: dir, CLI: realcli.New(agentrun.PresetCodex, bin, api.CodexEnv(t, dir), api.ResponseRequests)}
 }
@@ -100,7 +101,7 @@ func TestCodex_RealCLIConversation(t *testing.T) {
 			rc.Agent.Instructions, call1.Texts("developer"))
 	}
 	// Codex's thread id is a UUID, and its rollout is in CODEX_HOME.
-	rollouts, _ := filepath.Glob(filepath.Join(agenttest.CodexHome(rc.dir), "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
+	rollouts, _ := filepath.Glob(filepath.Join(codextest.CodexHome(rc.dir), "sessions", "*", "*", "*", "rollout-*-"+thread+".jsonl"))
 	if len(rollouts) != 1 {
 		t.Errorf("rollouts of thread %s in CODEX_HOME: %q; want one", thread, rollouts)
 	}
@@ -168,7 +169,7 @@ func TestCodex_RealCLIRecoversWipedSessions(t *testing.T) {
 	res1, _ := rc.Run(t, first)
 	thread := res1.Resume
 
-	if err := os.RemoveAll(filepath.Join(agenttest.CodexHome(rc.dir), "sessions")); err != nil {
+	if err := os.RemoveAll(filepath.Join(codextest.CodexHome(rc.dir), "sessions")); err != nil {
 		t.Fatal(err)
 	}
 	req := codexNextTurn(first, res1)
@@ -329,7 +330,7 @@ func TestCodex_RealCLIResumedTurnAddsOnlyTheTurn(t *testing.T) {
 					})
 				}
 				want := append(slices.Clone(prev.Input),
-					agenttest.Message{Role: "assistant", Content: []agenttest.Block{{Type: "text", Text: agenttest.DefaultResponsesReply(prev)}}},
+					agenttest.Message{Role: "assistant", Content: []agenttest.Block{{Type: "text", Text: codextest.DefaultResponsesReply(prev)}}},
 					agenttest.Message{Role: "user", Content: []agenttest.Block{{Type: "text", Text: res.Prompt}}})
 				if !slices.Equal(got, messageTexts(want)) {
 					t.Errorf("turn %d: the request's messages are not turn %d's plus its reply and this prompt; added:\n%q",
@@ -370,7 +371,7 @@ func addedMessages(before, got []string) []string {
 // codexOwnMessages returns "role: first 40 characters" of each message of r
 // that is Codex's own: a developer message, or a user message Codex added
 // (r.UserPrompts leaves those out).
-func codexOwnMessages(r agenttest.ResponsesRequest) []string {
+func codexOwnMessages(r codextest.ResponsesRequest) []string {
 	prompts := r.UserPrompts()
 	var out []string
 	for _, m := range r.Input {

@@ -10,6 +10,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
+	"github.com/knotd/knotd/internal/agents/codex/codextest"
 )
 
 // These tests prove each permission level with the real Codex CLI: the
@@ -47,7 +48,7 @@ func TestCodex_RealCLIPermissions(t *testing.T) {
 					func(n int, target string) string {
 						call := agenttest.ToolCall{ID: fmt.Sprintf("call_turn%d", n), Name: "exec", Namespace: "functions",
 							Input: tool.js(target)}
-						rc.api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, realcli.Finished))
+						rc.api.SetAnswer(agenttest.CallTool[codextest.ResponsesRequest](call, realcli.Finished))
 						return call.ID
 					},
 					func(n int, turn realcli.PermTurn, target string, res agentrun.Result, result *agenttest.ToolResult) {
@@ -115,7 +116,7 @@ func TestCodex_RealCLIIgnoresVaultConfig(t *testing.T) {
 	}
 	target := filepath.Join(vault, "planted.md")
 	call := agenttest.ToolCall{ID: "call_planted", Name: "exec", Namespace: "functions", Input: codexTools[1].js(target)}
-	rc.api.SetAnswer(agenttest.CallTool[agenttest.ResponsesRequest](call, realcli.Finished))
+	rc.api.SetAnswer(agenttest.CallTool[codextest.ResponsesRequest](call, realcli.Finished))
 	res, calls := rc.Run(t, rc.FirstTurn(vault))
 	realcli.CheckWrite(t, 1, target, false, res, realcli.ResultOf(calls, call.ID), codexTools[1].refusal)
 	for _, c := range calls {

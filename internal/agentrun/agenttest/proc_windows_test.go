@@ -1,9 +1,0 @@
-//go:build windows
-
-package agenttest
-
-import "os/exec"
-
-// killGroupOnCancel leaves cmd as it is: on Windows the context's
-// cancellation kills the process itself.
-func killGroupOnCancel(cmd *exec.Cmd) {}
