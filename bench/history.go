@@ -277,7 +277,7 @@ func reply(i int) string {
 func dryRunPrompt(out string) (string, error) {
 	head, rest, ok := strings.Cut(out, "\n")
 	if !ok || !strings.HasPrefix(head, "==> Modified "+historyStrand) {
-		return "", fmt.Errorf("history: unexpected dry run output %q", firstLineOf(out))
+		return "", fmt.Errorf("history: unexpected dry run output %q", table.FirstLine(out))
 	}
 	if strings.Contains(rest, "\n==> ") {
 		return "", fmt.Errorf("history: the dry run shows more than one strand")

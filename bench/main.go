@@ -13,7 +13,7 @@
 // changed), burst, history (tie-off and prompt cost against the number of
 // sections), idle, conversation (knotd's prompt and the conversation the
 // real Claude Code, Codex and Gemini CLIs send, turn by turn, against
-// loopback stand-ins of their APIs: see conversation.go), and peers
+// loopback stand-ins of their APIs: see internal/conversation), and peers
 // (inotifywait and entr doing the same job).
 // knotd runs as a separate process, configured through a generated user
 // config (XDG_CONFIG_HOME points into the temporary directory, so the

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/conversation"
 	"github.com/knotd/knotd/bench/internal/stats"
 	"github.com/knotd/knotd/bench/internal/table"
 )
@@ -21,7 +22,7 @@ var scenarios = map[string]scenarioFunc{
 	"reaction":     reaction,
 	"burst":        burst,
 	"idle":         idle,
-	"conversation": conversation,
+	"conversation": conversationScenario,
 	"peers":        peers,
 }
 
@@ -37,7 +38,7 @@ func (e *env) runAll(ctx context.Context) (rows []table.Row, notes []string) {
 		rs, err := scenarios[name](ctx, e, e.knotd)
 		if err != nil {
 			e.logf("scenario %s failed: %v", name, err)
-			r := table.NewRow(name, "error", "—").Check(false, firstLineOf(err.Error()))
+			r := table.NewRow(name, "error", "—").Check(false, table.FirstLine(err.Error()))
 			rs = append(rs, r)
 		}
 		rows = append(rows, rs...)
@@ -75,7 +76,13 @@ func (e *env) commandLine() string {
 		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency, o.turns, strings.Join(o.clis, ","))
 }
 
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// conversationScenario runs the conversation scenario (knotd itself, never
+// the profiled variant: its time is the agent CLIs') and keeps its notes
+// for under the table.
+func conversationScenario(ctx context.Context, e *env, _ launcher) ([]table.Row, error) {
+	rows, notes, err := conversation.Run(ctx, conversation.Harness{
+		Knotd: e.knotd.argv[0], CLIs: e.opts.clis, Turns: e.opts.turns, Logf: e.logf, Path: e.path,
+	})
+	e.notes = append(e.notes, notes...)
+	return rows, err
 }

@@ -155,3 +155,9 @@ func Worst(rows []Row) int {
 	}
 	return idx
 }
+
+// FirstLine returns the first line of s: what a cell shows of an error.
+func FirstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,4 +1,9 @@
-package main
+// Package conversation is the bench's conversation scenario (issue 24):
+// knotd --once driving the real Claude Code, Codex and Gemini CLIs, each
+// against a loopback stand-in of its API, through a meeting note saved
+// one line at a time, and the size of knotd's prompt and of the
+// conversation each CLI sent, turn by turn.
+package conversation
 
 import (
 	"context"
@@ -231,8 +236,8 @@ var conversationCLIs = []convCLI{
 	}},
 }
 
-// conversationCLINames names the CLIs of conversationCLIs, in order.
-func conversationCLINames() []string {
+// CLINames names the CLIs of conversationCLIs, in order.
+func CLINames() []string {
 	names := make([]string, len(conversationCLIs))
 	for i, c := range conversationCLIs {
 		names[i] = c.name
@@ -263,43 +268,54 @@ type convResult struct {
 	firstFailure string
 }
 
-// conversation measures issue 24 §3: for each CLI and mode, knotd --once
+// Harness is what the scenario needs from the bench.
+type Harness struct {
+	Knotd string   // the knotd binary
+	CLIs  []string // the CLIs to drive (names of CLINames)
+	Turns int      // turns per CLI
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+	// Path returns a fresh path in the bench's temporary directory.
+	Path func(name string) string
+}
+
+// Run measures issue 24 §3: for each CLI and mode, knotd --once
 // on a vault of one meeting note of 6.3 KB, turn 1 the new note, then
 // -turns minus one saves that each append one line, with the real CLI
 // against its API stand-in; per turn the size of knotd's prompt and of the
-// conversation the CLI sent.
-func conversation(ctx context.Context, e *env, _ launcher) ([]table.Row, error) {
+// conversation the CLI sent. It returns the table's rows and the notes
+// printed under it.
+func Run(ctx context.Context, h Harness) (rows []table.Row, notes []string, err error) {
 	var results []convResult
-	var rows []table.Row
 	for _, cli := range conversationCLIs {
-		if !slices.Contains(e.opts.clis, cli.name) {
+		if !slices.Contains(h.CLIs, cli.name) {
 			continue
 		}
 		for _, mode := range conversationModes(knotdHasResumePrompt) {
 			if ctx.Err() != nil {
-				return rows, context.Cause(ctx)
+				return rows, nil, context.Cause(ctx)
 			}
-			e.logf("conversation: %s, resume_prompt %s, %d turns", cli.name, mode.name, e.opts.turns)
+			h.Logf("conversation: %s, resume_prompt %s, %d turns", cli.name, mode.name, h.Turns)
 			start := time.Now()
-			res, err := e.converse(ctx, cli, mode, e.opts.turns)
+			res, err := h.converse(ctx, cli, mode, h.Turns)
 			switch {
 			case errors.Is(err, errSkipped):
-				rows = append(rows, table.SkipRow(convScenario(cli, mode), "knotd's prompt per turn", firstLineOf(strings.TrimSpace(err.Error()))))
+				rows = append(rows, table.SkipRow(convScenario(cli, mode), "knotd's prompt per turn", table.FirstLine(strings.TrimSpace(err.Error()))))
 				continue
 			case err != nil:
-				e.logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
-				rows = append(rows, table.NewRow(convScenario(cli, mode), "error", "—").Check(false, firstLineOf(err.Error())))
+				h.Logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
+				rows = append(rows, table.NewRow(convScenario(cli, mode), "error", "—").Check(false, table.FirstLine(err.Error())))
 				continue
 			}
-			e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, time.Since(start).Round(time.Second))
+			h.Logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, time.Since(start).Round(time.Second))
 			results = append(results, res)
 		}
 	}
 	rows = append(rows, convRows(results, knotdHasResumePrompt)...)
 	if len(results) > 0 {
-		e.notes = append(e.notes, convMarkdown(results))
+		notes = append(notes, convMarkdown(results))
 	}
-	return rows, nil
+	return rows, notes, nil
 }
 
 func convScenario(cli convCLI, mode convMode) string {
@@ -307,13 +323,13 @@ func convScenario(cli convCLI, mode convMode) string {
 }
 
 // converse runs one CLI's conversation in one mode.
-func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns int) (res convResult, err error) {
+func (h Harness) converse(ctx context.Context, cli convCLI, mode convMode, turns int) (res convResult, err error) {
 	res = convResult{cli: cli, mode: mode}
-	dir := e.path("conversation-" + cli.name + "-" + mode.name)
+	dir := h.Path("conversation-" + cli.name + "-" + mode.name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return res, err
 	}
-	tb := newStandInTB(e.logf)
+	tb := newStandInTB(h.Logf)
 	defer tb.close() // the stand-in
 	defer catchTB(&err)
 	agent := cli.setup(tb, dir)
@@ -331,7 +347,7 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 	once := func() (time.Duration, []knotdlog.Line, error) {
 		tctx, cancel := context.WithTimeout(ctx, convTurnTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(tctx, e.knotd.argv[0], "--config", config, "--log-format", "json", "--once", vault)
+		cmd := exec.CommandContext(tctx, h.Knotd, "--config", config, "--log-format", "json", "--once", vault)
 		cmd.Env = env
 		cmd.WaitDelay = 10 * time.Second
 		log := knotdlog.NewBook()
@@ -374,7 +390,7 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		if runs[0].Outcome != "ok" {
 			if res.failed == 0 {
 				res.firstFailure = fmt.Sprintf("turn %d: %s: %s", turn, runs[0].Outcome, runs[0].Reason)
-				e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, res.firstFailure)
+				h.Logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, res.firstFailure)
 			}
 			res.failed++
 		}
@@ -534,7 +550,7 @@ func convRows(results []convResult, hasKey bool) []table.Row {
 	if !hasKey {
 		for _, res := range results {
 			rows = append(rows, table.SkipRow(convScenario(res.cli, convMode{name: "change"}), "knotd's prompt per turn",
-				"this knotd has no resume_prompt key: set knotdHasResumePrompt in bench/conversation.go once it has"))
+				"this knotd has no resume_prompt key: set knotdHasResumePrompt in bench/internal/conversation/conversation.go once it has"))
 		}
 	}
 	return rows
