@@ -6,6 +6,13 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // burst measures scenario 4 on the largest vault: -burst strands (10,000)
@@ -17,7 +24,7 @@ import (
 // write to the last run's end, CPU per run, the share of a run spent in
 // the agent (knotd's logged run duration), peak RSS, and the baseline:
 // the same agents spawned directly at the same concurrency.
-func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
+func burst(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 	n := slices.Max(e.opts.sizes)
 	k := min(e.opts.burst, n)
 	v, err := e.vault(ctx, n)
@@ -29,35 +36,35 @@ func burst(ctx context.Context, e *env, l launcher) ([]row, error) {
 		missed, extra, badSections, overflows                              int
 	)
 	for run := range e.opts.runs {
-		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, thousands(k), thousands(n))
+		e.logf("burst: run %d/%d, %s of %s strands changed at once", run+1, e.opts.runs, stats.Thousands(k), stats.Thousands(n))
 		r, err := e.burstRun(ctx, l, v, k, run)
 		if err != nil {
 			return nil, err
 		}
-		span, rate, spawnRate = append(span, ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
-		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, ms(r.cpu)/float64(k))
-		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, mib(r.peak))
-		idleRSS = append(idleRSS, mib(r.idleRSS))
+		span, rate, spawnRate = append(span, stats.Ms(r.span)), append(rate, r.rate), append(spawnRate, r.spawnRate)
+		drain, cpuPerRun = append(drain, r.drain.Seconds()), append(cpuPerRun, stats.Ms(r.cpu)/float64(k))
+		agentShare, peak = append(agentShare, 100*r.agentShare), append(peak, stats.MiB(r.peak))
+		idleRSS = append(idleRSS, stats.MiB(r.idleRSS))
 		missed, extra, badSections = missed+r.missed, extra+r.extra, badSections+r.badSections
 		if r.overflow {
 			overflows++
 		}
 	}
-	scen := fmt.Sprintf("4 burst (%s of %s strands)", thousands(k), thousands(n))
-	return []row{
-		newRow(scen, "changes written in", formatNum(median(span))+" ms").maxBudget(median(span), 1000, "< 1 s (the harness's side)"),
-		newRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
-			check(missed == 0 && extra == 0, "0 missed, 0 extra"),
-		newRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
-			check(badSections == 0, "0 wrong"),
-		newRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
-		newRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), formatNum(median(rate))).
-			withBase(formatNum(median(spawnRate))+" (direct spawns/s)", median(ratios(rate, spawnRate))).profiled("burst", n),
-		newRow(scen, "last settled moment → last run finished", formatNum(median(drain))+" s"),
-		newRow(scen, "CPU (user+sys) per run", formatNum(median(cpuPerRun))+" ms"),
-		newRow(scen, "share of run time inside the agent (spawn to exit)", formatNum(median(agentShare))+" %"),
-		newRow(scen, "peak RSS", formatNum(median(peak))+" MiB"),
-		newRow(scen, fmt.Sprintf("RSS %s after the last run", idleAgain), formatNum(median(idleRSS))+" MiB"),
+	scen := fmt.Sprintf("4 burst (%s of %s strands)", stats.Thousands(k), stats.Thousands(n))
+	return []table.Row{
+		table.NewRow(scen, "changes written in", stats.Format(stats.Median(span))+" ms").MaxBudget(stats.Median(span), 1000, "< 1 s (the harness's side)"),
+		table.NewRow(scen, "every changed strand ran once, no other", fmt.Sprintf("%d missed, %d extra", missed, extra)).
+			Check(missed == 0 && extra == 0, "0 missed, 0 extra"),
+		table.NewRow(scen, "tie-off sections: +1 per changed strand only", fmt.Sprintf("%d wrong", badSections)).
+			Check(badSections == 0, "0 wrong"),
+		table.NewRow(scen, "kernel event queue overflowed (then: rescan)", fmt.Sprintf("%d of %d runs", overflows, e.opts.runs)),
+		table.NewRow(scen, fmt.Sprintf("runs/s at concurrency %d", e.opts.concurrency), stats.Format(stats.Median(rate))).
+			WithBase(stats.Format(stats.Median(spawnRate))+" (direct spawns/s)", stats.Median(table.Ratios(rate, spawnRate))).Profiled("burst", n),
+		table.NewRow(scen, "last settled moment → last run finished", stats.Format(stats.Median(drain))+" s"),
+		table.NewRow(scen, "CPU (user+sys) per run", stats.Format(stats.Median(cpuPerRun))+" ms"),
+		table.NewRow(scen, "share of run time inside the agent (spawn to exit)", stats.Format(stats.Median(agentShare))+" %"),
+		table.NewRow(scen, "peak RSS", stats.Format(stats.Median(peak))+" MiB"),
+		table.NewRow(scen, fmt.Sprintf("RSS %s after the last run", idleAgain), stats.Format(stats.Median(idleRSS))+" MiB"),
 	}, nil
 }
 
@@ -88,11 +95,11 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 		}
 	}()
 	w.quiesce(e.opts.debounce)
-	before, err := tieoffRuns(v.root)
+	before, err := agentruns.InTieOffs(v.root)
 	if err != nil {
 		return res, err
 	}
-	cpu0, err := cpuTime(w.pid())
+	cpu0, err := proc.CPUTime(w.pid())
 	if err != nil {
 		return res, err
 	}
@@ -102,7 +109,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	if res.span, err = writeAll(abs, token); err != nil {
+	if res.span, err = edits.WriteAll(abs, token); err != nil {
 		return res, err
 	}
 	t1 := time.Now() // the last write
@@ -115,9 +122,9 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	// are missing), then for stragglers and duplicates.
 	wctx, cancel := context.WithTimeout(ctx, time.Duration(k)*50*time.Millisecond+2*time.Minute)
 	defer cancel()
-	if _, err := w.stamps.wait(wctx, func(all []stamp) bool {
+	if _, err := w.stamps.Wait(wctx, func(all []agentruns.Stamp) bool {
 		seen := 0
-		for s := range tally(all) {
+		for s := range agentruns.Tally(all) {
 			if want[s] {
 				seen++
 			}
@@ -129,22 +136,22 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	if err := w.exited(); err != nil {
 		return res, err
 	}
-	all, err := w.stamps.settle(ctx, 2*e.opts.debounce+2*time.Second)
+	all, err := w.stamps.Settle(ctx, 2*e.opts.debounce+2*time.Second)
 	if err != nil {
 		return res, err
 	}
-	started := w.log.count(msgRunStarted)
-	if err := w.log.wait(wctx, runsFinished(started)); err != nil {
+	started := w.log.Count(knotdlog.MsgRunStarted)
+	if err := w.log.Wait(wctx, runsFinished(started)); err != nil {
 		return res, err
 	}
-	mem, err := memory(w.pid())
+	mem, err := proc.Memory(w.pid())
 	if err != nil {
 		return res, err
 	}
 	if err := w.heapSnapshot(ctx); err != nil {
 		return res, err
 	}
-	cpu1, err := cpuTime(w.pid())
+	cpu1, err := proc.CPUTime(w.pid())
 	if err != nil {
 		return res, err
 	}
@@ -155,28 +162,28 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
-	idle, err := memory(w.pid())
+	idle, err := proc.Memory(w.pid())
 	if err != nil {
 		return res, err
 	}
 	res.idleRSS = idle.RSS
-	lines := w.log.snapshot()
+	lines := w.log.Snapshot()
 	ps, err := w.stop()
 	w = nil
 	if err != nil {
 		return res, err
 	}
 	res.cpu = cpu1 - cpu0
-	res.peak = max(mem.Peak, maxRSS(ps))
+	res.peak = max(mem.Peak, proc.MaxRSS(ps))
 
-	runs := tally(all)
+	runs := agentruns.Tally(all)
 	delete(runs, probeOf(all))
-	res.missed, res.extra = exactlyOnce(runs, targets)
-	after, err := tieoffRuns(v.root)
+	res.missed, res.extra = agentruns.ExactlyOnce(runs, targets)
+	after, err := agentruns.InTieOffs(v.root)
 	if err != nil {
 		return res, err
 	}
-	m, x := exactlyOnce(sectionsAdded(before, after), targets)
+	m, x := agentruns.ExactlyOnce(agentruns.Added(before, after), targets)
 	res.badSections = m + x
 
 	var first, last time.Time
@@ -198,14 +205,14 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 	var inAgent time.Duration
 	finishedRuns := 0
 	for _, ln := range lines {
-		if ln.Msg == msgRunFinished && want[ln.Strand] {
+		if ln.Msg == knotdlog.MsgRunFinished && want[ln.Strand] {
 			finishedRuns++
 			inAgent += time.Duration(ln.Duration)
 			if ln.Time.After(lastEnd) {
 				lastEnd = ln.Time
 			}
 		}
-		if ln.Msg == msgOverflow || (len(ln.Msg) > len(msgOverflow) && ln.Msg[:len(msgOverflow)] == msgOverflow) {
+		if ln.Msg == knotdlog.MsgOverflow || (len(ln.Msg) > len(knotdlog.MsgOverflow) && ln.Msg[:len(knotdlog.MsgOverflow)] == knotdlog.MsgOverflow) {
 			res.overflow = true
 		}
 	}
@@ -226,7 +233,7 @@ func (e *env) burstRun(ctx context.Context, l launcher, v *benchVault, k, run in
 
 // probeOf returns the start-up probe's strand among the stamps: the one
 // named bench-probe-*.
-func probeOf(all []stamp) string {
+func probeOf(all []agentruns.Stamp) string {
 	for _, s := range all {
 		if len(s.Strand) > 12 && s.Strand[:12] == "bench-probe-" {
 			return s.Strand

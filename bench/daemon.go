@@ -9,6 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/perftrace"
+	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/profiled"
 )
 
 // launcher is how the harness starts knotd: the knotd binary, or the
@@ -22,7 +27,7 @@ type launcher struct {
 	profiles string
 	seq      *int
 	// trace, when set, attaches perf trace to every knotd started.
-	trace *tracer
+	trace *perftrace.Tracer
 }
 
 // command returns the command line that runs knotd with args.
@@ -36,24 +41,16 @@ func (l launcher) command(args ...string) []string {
 	return append(argv, args...)
 }
 
-// memStat is a process's memory, in bytes, from /proc/PID/status.
-type memStat struct {
-	Peak int64 // VmHWM: the peak resident set size
-	RSS  int64 // VmRSS: resident now
-	Anon int64 // RssAnon: of which anonymous memory (the Go heap, stacks)
-	File int64 // RssFile: of which file pages mapped in (the binary, bbolt's mmap)
-}
-
 // daemon is a running knotd (watch mode) whose JSON log the harness reads.
 type daemon struct {
 	cmd   *exec.Cmd
-	log   *logBook
+	log   *knotdlog.Book
 	start time.Time
 	done  chan struct{} // closed when the process has been waited for
 	err   error         // Wait's error, once done is closed
 	// profiled: knotd-profiled, which writes a heap profile on sigHeap.
 	profiled bool
-	trace    *tracer
+	trace    *perftrace.Tracer
 	untrace  func() error // stops perf trace, when attached
 }
 
@@ -75,7 +72,7 @@ func (e *env) knotdArgs() []string {
 // startWatch starts knotd watching root. The caller must stop it.
 func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	argv := l.command(append(e.knotdArgs(), root)...)
-	d := &daemon{log: newLogBook(), done: make(chan struct{}), profiled: l.profiles != "", trace: l.trace}
+	d := &daemon{log: knotdlog.NewBook(), done: make(chan struct{}), profiled: l.profiles != "", trace: l.trace}
 	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = e.knotdEnv(stamps)
 	d.cmd.Stderr = d.log
@@ -89,7 +86,7 @@ func (e *env) startWatch(l launcher, root, stamps string) (*daemon, error) {
 	}()
 	if l.trace != nil {
 		var err error
-		if d.untrace, err = l.trace.attach(d.pid()); err != nil {
+		if d.untrace, err = l.trace.Attach(d.pid()); err != nil {
 			_, serr := d.stop()
 			return nil, errors.Join(err, serr)
 		}
@@ -102,23 +99,23 @@ func (d *daemon) pid() int { return d.cmd.Process.Pid }
 // heapSnapshot has the profiling variant write a heap profile of this
 // moment, and waits until it has; for knotd itself it does nothing.
 func (d *daemon) heapSnapshot(ctx context.Context) error {
-	if !d.profiled || sigHeap == nil {
+	if !d.profiled || profiled.HeapSignal == nil {
 		return nil
 	}
-	n := d.log.count(msgHeap)
-	if err := d.cmd.Process.Signal(sigHeap); err != nil {
+	n := d.log.Count(knotdlog.MsgHeap)
+	if err := d.cmd.Process.Signal(profiled.HeapSignal); err != nil {
 		return fmt.Errorf("heap snapshot: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	return d.log.wait(wctx, func(ls []logLine) bool { return countMsg(ls, msgHeap) > n })
+	return d.log.Wait(wctx, func(ls []knotdlog.Line) bool { return knotdlog.CountMsg(ls, knotdlog.MsgHeap) > n })
 }
 
 // exited reports whether knotd has exited (on its own, before stop).
 func (d *daemon) exited() error {
 	select {
 	case <-d.done:
-		return fmt.Errorf("knotd exited early: %v%s", d.err, d.log.tail())
+		return fmt.Errorf("knotd exited early: %v%s", d.err, d.log.Tail())
 	default:
 		return nil
 	}
@@ -133,7 +130,7 @@ func (d *daemon) stop() (*os.ProcessState, error) {
 			return nil, err
 		}
 		d.untrace = nil
-		d.trace.runs += d.log.count(msgRunFinished)
+		d.trace.Runs += d.log.Count(knotdlog.MsgRunFinished)
 	}
 	select {
 	case <-d.done:
@@ -146,11 +143,11 @@ func (d *daemon) stop() (*os.ProcessState, error) {
 		case <-time.After(time.Minute):
 			_ = d.cmd.Process.Kill() // reported below as the error
 			<-d.done
-			return d.cmd.ProcessState, fmt.Errorf("knotd did not stop within a minute of SIGINT; killed%s", d.log.tail())
+			return d.cmd.ProcessState, fmt.Errorf("knotd did not stop within a minute of SIGINT; killed%s", d.log.Tail())
 		}
 	}
 	if d.err != nil {
-		return d.cmd.ProcessState, fmt.Errorf("knotd: %w%s", d.err, d.log.tail())
+		return d.cmd.ProcessState, fmt.Errorf("knotd: %w%s", d.err, d.log.Tail())
 	}
 	return d.cmd.ProcessState, nil
 }
@@ -160,7 +157,7 @@ type onceResult struct {
 	wall  time.Duration
 	peak  int64 // bytes
 	cpu   time.Duration
-	lines []logLine
+	lines []knotdlog.Line
 }
 
 // once runs knotd --once on root and waits for it.
@@ -168,27 +165,27 @@ func (e *env) once(ctx context.Context, l launcher, root, stamps string) (onceRe
 	argv := l.command(append(append(e.knotdArgs(), "--once"), root)...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = e.knotdEnv(stamps)
-	log := newLogBook()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	start := time.Now()
 	err := cmd.Start()
 	if err == nil && l.trace != nil {
 		var untrace func() error
-		if untrace, err = l.trace.attach(cmd.Process.Pid); err == nil {
+		if untrace, err = l.trace.Attach(cmd.Process.Pid); err == nil {
 			err = cmd.Wait()
 			err = errors.Join(err, untrace())
-			l.trace.runs += log.count(msgRunFinished)
+			l.trace.Runs += log.Count(knotdlog.MsgRunFinished)
 		} else {
 			err = errors.Join(err, cmd.Wait())
 		}
 	} else if err == nil {
 		err = cmd.Wait()
 	}
-	res := onceResult{wall: time.Since(start), lines: log.snapshot()}
+	res := onceResult{wall: time.Since(start), lines: log.Snapshot()}
 	if err != nil {
-		return res, fmt.Errorf("knotd --once: %w%s", err, log.tail())
+		return res, fmt.Errorf("knotd --once: %w%s", err, log.Tail())
 	}
-	res.peak = maxRSS(cmd.ProcessState)
+	res.peak = proc.MaxRSS(cmd.ProcessState)
 	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return res, nil
 }

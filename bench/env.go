@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/vaultgen"
 )
 
 // env is one knotbench invocation: its temporary directory, the binaries
@@ -136,12 +139,12 @@ func (e *env) vault(ctx context.Context, n int) (*benchVault, error) {
 		return v, nil
 	}
 	v := &benchVault{root: filepath.Join(e.tmp, "vault-"+strconv.Itoa(n))}
-	e.logf("generating a vault of %s strands", thousands(n))
+	e.logf("generating a vault of %s strands", stats.Thousands(n))
 	var err error
-	if v.rels, err = generate(v.root, n, uint64(n)); err != nil {
+	if v.rels, err = vaultgen.Generate(v.root, n, uint64(n)); err != nil {
 		return nil, err
 	}
-	v.dirs = dirsOf(v.rels)
+	v.dirs = vaultgen.DirsOf(v.rels)
 	if err := e.adopt(ctx, v); err != nil {
 		return nil, err
 	}
@@ -157,7 +160,7 @@ func (e *env) adopt(ctx context.Context, v *benchVault) error {
 	if err != nil {
 		return err
 	}
-	l, ok := find(res.lines, "first contact")
+	l, ok := knotdlog.Find(res.lines, "first contact")
 	if want := len(v.rels) + v.probes; !ok || l.Strands != want {
 		return fmt.Errorf("knotd adopted %d strands of %s; want %d", l.Strands, v.root, want)
 	}
@@ -210,12 +213,12 @@ func findTime(ctx context.Context, root string) (time.Duration, error) {
 // captured) and returns, in milliseconds, the time from just before each
 // start to the agent's own start stamp: the floor under knotd's reaction.
 func (e *env) spawnLatencies(ctx context.Context, n int) ([]float64, error) {
-	stamps := &stampLog{path: e.path("spawn-stamps")}
+	stamps := &agentruns.Log{Path: e.path("spawn-stamps")}
 	prompt := bytes.Repeat([]byte("a note line\n"), 200)
 	begins := make([]time.Time, n)
 	for i := range begins {
 		cmd := exec.CommandContext(ctx, e.agent)
-		cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps.path, "KNOT_STRAND=s"+strconv.Itoa(i))
+		cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps.Path, "KNOT_STRAND=s"+strconv.Itoa(i))
 		cmd.Stdin = bytes.NewReader(prompt)
 		cmd.Stdout = io.Discard
 		begins[i] = time.Now()
@@ -223,7 +226,7 @@ func (e *env) spawnLatencies(ctx context.Context, n int) ([]float64, error) {
 			return nil, fmt.Errorf("spawn the instant agent: %w", err)
 		}
 	}
-	all, err := stamps.poll()
+	all, err := stamps.Poll()
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +235,7 @@ func (e *env) spawnLatencies(ctx context.Context, n int) ([]float64, error) {
 	}
 	lat := make([]float64, n)
 	for i, s := range all {
-		lat[i] = ms(s.At.Sub(begins[i]))
+		lat[i] = stats.Ms(s.At.Sub(begins[i]))
 	}
 	return lat, nil
 }
@@ -275,66 +278,6 @@ func (e *env) spawnPool(ctx context.Context, notes []string, conc int) (time.Dur
 		return 0, fmt.Errorf("spawn pool: %w", err)
 	}
 	return time.Since(start), nil
-}
-
-// tieoffRuns counts, for each strand of the vault, the run markers in its
-// tie-off: how many sections knotd appended.
-func tieoffRuns(root string) (map[string]int, error) {
-	runs := map[string]int{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != root && strings.HasPrefix(d.Name(), ".") {
-			return fs.SkipDir
-		}
-		name, ok := strings.CutSuffix(p, ".tieoff.md")
-		if !ok || d.IsDir() {
-			return nil
-		}
-		n, err := countMarkers(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, name+".md")
-		if err != nil {
-			return err
-		}
-		runs[filepath.ToSlash(rel)] = n
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("count tie-off sections: %w", err)
-	}
-	return runs, nil
-}
-
-func countMarkers(path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close() // read only
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		if bytes.HasPrefix(sc.Bytes(), []byte("<!-- knot:run ")) {
-			n++
-		}
-	}
-	return n, sc.Err()
-}
-
-// sectionsAdded is after minus before, strand by strand.
-func sectionsAdded(before, after map[string]int) map[string]int {
-	added := map[string]int{}
-	for s, n := range after {
-		if d := n - before[s]; d != 0 {
-			added[s] = d
-		}
-	}
-	return added
 }
 
 // machine describes where the figures were measured.

@@ -7,12 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/profiled"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
+	"github.com/knotd/knotd/bench/internal/vaultgen"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/vault"
@@ -35,10 +39,10 @@ const historyStrand = "notes/plan.md"
 //
 // Each is a testing.Benchmark (ns/op). Budgets: append and tail within 2×,
 // prompt bytes flat.
-func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
+func history(ctx context.Context, e *env, l launcher) (rows []table.Row, err error) {
 	small, large := 10, e.opts.sections
 	if l.profiles != "" {
-		stop, err := profileInProcess(l.profiles)
+		stop, err := profiled.InProcess(l.profiles)
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +98,7 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 	}
 	var appendR, tailR, dryR, bytesR, appendS, appendL, tailS, tailL, dryS, dryL, bytesS, bytesL []float64
 	for run := range e.opts.runs {
-		e.logf("history: run %d/%d, tie-offs of %s and %s sections", run+1, e.opts.runs, thousands(small), thousands(large))
+		e.logf("history: run %d/%d, tie-offs of %s and %s sections", run+1, e.opts.runs, stats.Thousands(small), stats.Thousands(large))
 		s, err := measure(e.path("history-small"), small)
 		if err != nil {
 			return nil, err
@@ -110,16 +114,16 @@ func history(ctx context.Context, e *env, l launcher) (rows []row, err error) {
 		appendR, tailR = append(appendR, g.appendNs/s.appendNs), append(tailR, g.tailNs/s.tailNs)
 		dryR, bytesR = append(dryR, g.dryNs/s.dryNs), append(bytesR, g.promptBytes/s.promptBytes)
 	}
-	scen := fmt.Sprintf("5 history (%s vs %s sections)", thousands(large), thousands(small))
-	return []row{
-		newRow(scen, "tieoff.Append (with fsync)", formatNum(median(appendL))+" ms").
-			withBase(formatNum(median(appendS))+" ms", median(appendR)).ratioBudget(2).profiled("history", 0),
-		newRow(scen, "tieoff.Tail, 5 newest sections (per prompt)", formatNum(median(tailL))+" µs").
-			withBase(formatNum(median(tailS))+" µs", median(tailR)).ratioBudget(2).profiled("history", 0),
-		newRow(scen, "prompt bytes (vault.DryRun)", formatNum(median(bytesL))).
-			withBase(formatNum(median(bytesS)), median(bytesR)).ratioBudget(1.05).profiled("history", 0),
-		newRow(scen, "vault.DryRun of the strand (opens the vault)", formatNum(median(dryL))+" ms").
-			withBase(formatNum(median(dryS))+" ms", median(dryR)),
+	scen := fmt.Sprintf("5 history (%s vs %s sections)", stats.Thousands(large), stats.Thousands(small))
+	return []table.Row{
+		table.NewRow(scen, "tieoff.Append (with fsync)", stats.Format(stats.Median(appendL))+" ms").
+			WithBase(stats.Format(stats.Median(appendS))+" ms", stats.Median(appendR)).RatioBudget(2).Profiled("history", 0),
+		table.NewRow(scen, "tieoff.Tail, 5 newest sections (per prompt)", stats.Format(stats.Median(tailL))+" µs").
+			WithBase(stats.Format(stats.Median(tailS))+" µs", stats.Median(tailR)).RatioBudget(2).Profiled("history", 0),
+		table.NewRow(scen, "prompt bytes (vault.DryRun)", stats.Format(stats.Median(bytesL))).
+			WithBase(stats.Format(stats.Median(bytesS)), stats.Median(bytesR)).RatioBudget(1.05).Profiled("history", 0),
+		table.NewRow(scen, "vault.DryRun of the strand (opens the vault)", stats.Format(stats.Median(dryL))+" ms").
+			WithBase(stats.Format(stats.Median(dryS))+" ms", stats.Median(dryR)),
 	}, nil
 }
 
@@ -182,7 +186,7 @@ func historyVault(ctx context.Context, root, home string, sections int) error {
 		return err
 	}
 	rels := []string{historyStrand}
-	if err := os.WriteFile(abs, noteContent(5, 0, rels), 0o644); err != nil {
+	if err := os.WriteFile(abs, vaultgen.NoteContent(5, 0, rels), 0o644); err != nil {
 		return err
 	}
 	v, err := vault.Open(root, vault.Options{StateHome: home})
@@ -199,7 +203,7 @@ func historyVault(ctx context.Context, root, home string, sections int) error {
 	if err := writeTieOff(strings.TrimSuffix(abs, ".md")+".tieoff.md", sections); err != nil {
 		return err
 	}
-	return appendEdit(abs, "history")
+	return edits.Append(abs, "history")
 }
 
 // writeTieOff writes a tie-off of n sections in one go. The separator
@@ -273,29 +277,10 @@ func reply(i int) string {
 func dryRunPrompt(out string) (string, error) {
 	head, rest, ok := strings.Cut(out, "\n")
 	if !ok || !strings.HasPrefix(head, "==> Modified "+historyStrand) {
-		return "", fmt.Errorf("history: unexpected dry run output %q", firstLineOf(out))
+		return "", fmt.Errorf("history: unexpected dry run output %q", table.FirstLine(out))
 	}
 	if strings.Contains(rest, "\n==> ") {
 		return "", fmt.Errorf("history: the dry run shows more than one strand")
 	}
 	return strings.TrimSuffix(rest, "\n\n"), nil
-}
-
-// profileInProcess starts a CPU profile of this process into dir; stop
-// ends it and writes a heap profile beside it.
-func profileInProcess(dir string) (stop func() error, err error) {
-	f, err := os.Create(filepath.Join(dir, "knotbench.cpu.pprof"))
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return nil, fmt.Errorf("cpu profile: %w (and %v)", err, f.Close())
-	}
-	return func() error {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			return err
-		}
-		return writeHeap(filepath.Join(dir, "knotbench.heap.pprof"))
-	}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
 	"github.com/knotd/knotd/internal/tieoff"
 )
 
@@ -26,7 +27,7 @@ func TestWriteTieOff_IsWhatAppendsMake(t *testing.T) {
 		if strings.TrimSpace(secs[n-1].Body) != reply(n-1) || secs[n-1].Strand != historyStrand || secs[n-1].Torn {
 			t.Errorf("writeTieOff(%d): last section %+v; want reply %d of %s, whole", n, secs[n-1], n-1, historyStrand)
 		}
-		if got, err := countMarkers(path); err != nil || got != n {
+		if got, err := agentruns.Sections(path); err != nil || got != n {
 			t.Errorf("countMarkers(writeTieOff(%d)) = %d, %v; want %d", n, got, err, n)
 		}
 		if _, err := os.Stat(path + ".scratch"); !os.IsNotExist(err) {

@@ -13,7 +13,7 @@
 // changed), burst, history (tie-off and prompt cost against the number of
 // sections), idle, conversation (knotd's prompt and the conversation the
 // real Claude Code, Codex and Gemini CLIs send, turn by turn, against
-// loopback stand-ins of their APIs: see conversation.go), and peers
+// loopback stand-ins of their APIs: see internal/conversation), and peers
 // (inotifywait and entr doing the same job).
 // knotd runs as a separate process, configured through a generated user
 // config (XDG_CONFIG_HOME points into the temporary directory, so the
@@ -42,6 +42,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/profiled"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // errFailed is returned when some figure missed its budget: the table
@@ -67,16 +71,16 @@ func main() {
 // the first argument is knotd-profiled.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "knotd-profiled" {
-		return profiledKnotd(ctx, args[1:], stderr)
+		return profiled.Run(ctx, args[1:], stderr)
 	}
 	opts, err := parseOptions(args, stderr)
 	if err != nil {
 		return err
 	}
-	if err := supported(); err != nil {
+	if err := proc.Supported(); err != nil {
 		return err
 	}
-	if err := raiseFileLimit(); err != nil {
+	if err := proc.RaiseFileLimit(); err != nil {
 		return err
 	}
 	e, err := newEnv(ctx, opts, stderr)
@@ -85,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rows, notes := e.runAll(ctx)
 	cerr := e.close()
-	if err := writeTable(stdout, rows); err != nil {
+	if err := table.Write(stdout, rows); err != nil {
 		return err
 	}
 	if len(notes) > 0 {
@@ -101,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return context.Cause(ctx)
 	}
 	for _, r := range rows {
-		if r.Verdict == verdictFail {
+		if r.Verdict == table.VerdictFail {
 			return errFailed
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/conversation"
 )
 
 // scenarioNames are the scenarios in the order they run. peers comes last
@@ -54,7 +56,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.work, "work", "", "directory for the temporary vaults (default $TMPDIR)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary vaults and binaries")
 	fs.IntVar(&o.turns, "turns", 50, "conversation: turns per CLI (the new note, then one saved line each; the table shows turns 1, 2, 3, 10 and the last)")
-	fs.StringVar(&clis, "clis", strings.Join(conversationCLINames(), ","), "conversation: the agent CLIs to drive, each against its API stand-in")
+	fs.StringVar(&clis, "clis", strings.Join(conversation.CLINames(), ","), "conversation: the agent CLIs to drive, each against its API stand-in")
 	fs.StringVar(&o.profile, "profile", "auto", "scenario to run again under the profiler: auto (the worst figure's), none, or NAME[:SIZE] (startup:100k)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -88,8 +90,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	for _, c := range strings.Split(clis, ",") {
 		c = strings.TrimSpace(c)
-		if !slices.Contains(conversationCLINames(), c) {
-			return o, fmt.Errorf("-clis: unknown CLI %q (want %s)", c, strings.Join(conversationCLINames(), ", "))
+		if !slices.Contains(conversation.CLINames(), c) {
+			return o, fmt.Errorf("-clis: unknown CLI %q (want %s)", c, strings.Join(conversation.CLINames(), ", "))
 		}
 		o.clis = append(o.clis, c)
 	}
@@ -189,13 +191,4 @@ func abs(n int) int {
 		return -n
 	}
 	return n
-}
-
-// thousands formats n with thin separators: 100000 → 100,000.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

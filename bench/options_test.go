@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/stats"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -66,7 +68,7 @@ func TestNearestAndThousands(t *testing.T) {
 		t.Errorf("nearest([1k 100k], 10k) = %d; want 1000", got)
 	}
 	for n, want := range map[int]string{7: "7", 1000: "1,000", 100000: "100,000", 1234567: "1,234,567"} {
-		if got := thousands(n); got != want {
+		if got := stats.Thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q; want %q", n, got, want)
 		}
 	}

@@ -10,6 +10,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/proc"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/statedir"
 )
 
@@ -45,14 +51,14 @@ type peerFigures struct {
 // peers measures scenario 7 on the 10k vault: knotd, a shell loop over
 // inotifywait -m -r running the instant agent per event, and entr running
 // it for the notes it watches, through the same editor saves (each
-// pattern of saves() on saveRounds fresh notes, one at a time, with a
+// pattern of edits.Saves() on saveRounds fresh notes, one at a time, with a
 // window of the quiet period plus 500 ms for the runs to come) and the
 // same burst (-burst notes changed at once). Counted per tool: changes
 // that got no run (missed), runs beyond one per change or for saves that
 // changed nothing (extra), and the reaction time: the first agent start
 // after the save, less the tool's quiet period (knotd's only). A peer that
 // is not installed is skipped (bench/install-peers installs them).
-func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
+func peers(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 	n := nearest(e.opts.sizes, 10000)
 	v, err := e.vault(ctx, n)
 	if err != nil {
@@ -66,8 +72,8 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		w.quiesce(e.opts.debounce)
 		return func() error { _, err := w.stop(); return err }, nil
 	}}}
-	var rows []row
-	scen := fmt.Sprintf("7 peers (%s strands)", thousands(n))
+	var rows []table.Row
+	scen := fmt.Sprintf("7 peers (%s strands)", stats.Thousands(n))
 	for _, p := range []struct {
 		bin   string
 		label string
@@ -77,7 +83,7 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		{"entr", "entr", e.entr},
 	} {
 		if _, err := exec.LookPath(p.bin); err != nil {
-			rows = append(rows, skipRow(scen, p.label, p.bin+" is not installed (run bench/install-peers)"))
+			rows = append(rows, table.SkipRow(scen, p.label, p.bin+" is not installed (run bench/install-peers)"))
 			continue
 		}
 		tools = append(tools, tool{name: p.label, start: p.start, dirty: true})
@@ -118,39 +124,39 @@ func peers(ctx context.Context, e *env, l launcher) ([]row, error) {
 		}
 		return total
 	}
-	saves := saveRounds * len(saves(0)) * e.opts.runs
+	saves := saveRounds * len(edits.Saves(0)) * e.opts.runs
 	summary := func(fs []peerFigures) (saveTxt, burstTxt string, lat, drain float64) {
 		var lats, drains []float64
 		for _, f := range fs {
-			lats = append(lats, percentile(f.latency, 50))
+			lats = append(lats, stats.Percentile(f.latency, 50))
 			drains = append(drains, f.burstDrain.Seconds())
 		}
 		saveTxt = fmt.Sprintf("%d missed, %d extra", sum(fs, func(f peerFigures) int { return f.saveMissed }), sum(fs, func(f peerFigures) int { return f.saveExtra }))
 		burstTxt = fmt.Sprintf("%d missed, %d extra", sum(fs, func(f peerFigures) int { return f.burstMissed }), sum(fs, func(f peerFigures) int { return f.burstExtra }))
-		return saveTxt, burstTxt, median(lats), median(drains)
+		return saveTxt, burstTxt, stats.Median(lats), stats.Median(drains)
 	}
 	kSave, kBurst, kLat, kDrain := summary(figs[0])
 	rows = append(rows,
-		newRow(scen, fmt.Sprintf("knotd: %d editor saves, missed / extra runs", saves), kSave).
-			check(strings.HasPrefix(kSave, "0 missed, 0 extra"), "0 missed, 0 extra"),
-		newRow(scen, fmt.Sprintf("knotd: burst of %s, missed / extra runs", thousands(k)), kBurst).
-			check(strings.HasPrefix(kBurst, "0 missed, 0 extra"), "0 missed, 0 extra"),
+		table.NewRow(scen, fmt.Sprintf("knotd: %d editor saves, missed / extra runs", saves), kSave).
+			Check(strings.HasPrefix(kSave, "0 missed, 0 extra"), "0 missed, 0 extra"),
+		table.NewRow(scen, fmt.Sprintf("knotd: burst of %s, missed / extra runs", stats.Thousands(k)), kBurst).
+			Check(strings.HasPrefix(kBurst, "0 missed, 0 extra"), "0 missed, 0 extra"),
 	)
 	for i, t := range tools[1:] {
 		fs := figs[i+1]
 		pSave, pBurst, pLat, pDrain := summary(fs)
 		var lr, dr []float64
 		for j := range fs {
-			lr = append(lr, percentile(figs[0][j].latency, 50)/percentile(fs[j].latency, 50))
+			lr = append(lr, stats.Percentile(figs[0][j].latency, 50)/stats.Percentile(fs[j].latency, 50))
 			dr = append(dr, figs[0][j].burstDrain.Seconds()/fs[j].burstDrain.Seconds())
 		}
 		rows = append(rows,
-			newRow(scen, "editor saves, missed / extra runs: knotd vs "+t.name, kSave).withBase(pSave, nanRatio()),
-			newRow(scen, "reaction p50 (knotd: after its quiet period) vs "+t.name, formatNum(kLat)+" ms").
-				withBase(formatNum(pLat)+" ms", median(lr)),
-			newRow(scen, "burst, missed / extra runs: knotd vs "+t.name, kBurst).withBase(pBurst, nanRatio()),
-			newRow(scen, "burst, last write → last agent start: knotd vs "+t.name, formatNum(kDrain)+" s").
-				withBase(formatNum(pDrain)+" s", median(dr)),
+			table.NewRow(scen, "editor saves, missed / extra runs: knotd vs "+t.name, kSave).WithBase(pSave, nanRatio()),
+			table.NewRow(scen, "reaction p50 (knotd: after its quiet period) vs "+t.name, stats.Format(kLat)+" ms").
+				WithBase(stats.Format(pLat)+" ms", stats.Median(lr)),
+			table.NewRow(scen, "burst, missed / extra runs: knotd vs "+t.name, kBurst).WithBase(pBurst, nanRatio()),
+			table.NewRow(scen, "burst, last write → last agent start: knotd vs "+t.name, stats.Format(kDrain)+" s").
+				WithBase(stats.Format(pDrain)+" s", stats.Median(dr)),
 		)
 	}
 	e.notes = append(e.notes, patternTable(scen, tools, figs)...)
@@ -167,16 +173,16 @@ func patternTable(scen string, tools []tool, figs [][]peerFigures) []string {
 		rule += " ---: |"
 	}
 	lines := []string{"", head, rule}
-	for _, s := range saves(0) {
+	for _, s := range edits.Saves(0) {
 		want := 0
 		for _, f := range figs[0] {
-			want += f.byPattern[s.name][1]
+			want += f.byPattern[s.Name][1]
 		}
-		line := fmt.Sprintf("| %s | %d |", s.name, want)
+		line := fmt.Sprintf("| %s | %d |", s.Name, want)
 		for i := range tools {
 			got := 0
 			for _, f := range figs[i] {
-				got += f.byPattern[s.name][0]
+				got += f.byPattern[s.Name][0]
 			}
 			line += fmt.Sprintf(" %d |", got)
 		}
@@ -185,13 +191,13 @@ func patternTable(scen string, tools []tool, figs [][]peerFigures) []string {
 	return lines
 }
 
-func nanRatio() float64 { return median(nil) }
+func nanRatio() float64 { return stats.Median(nil) }
 
 // peerRun starts the tool, makes the editor saves and the burst, stops
 // it and counts.
 func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures, err error) {
-	stamps := &stampLog{path: e.path("peer-stamps"), trim: v.root + string(os.PathSeparator)}
-	stop, err := t.start(ctx, v, stamps.path)
+	stamps := &agentruns.Log{Path: e.path("peer-stamps"), Trim: v.root + string(os.PathSeparator)}
+	stop, err := t.start(ctx, v, stamps.Path)
 	if err != nil {
 		return f, err
 	}
@@ -200,41 +206,41 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 			err = serr
 		}
 	}()
-	if _, err := stamps.settle(ctx, 300*time.Millisecond); err != nil { // the knotd probe's run
+	if _, err := stamps.Settle(ctx, 300*time.Millisecond); err != nil { // the knotd probe's run
 		return f, err
 	}
 	window := e.opts.debounce + 500*time.Millisecond
-	for _, s := range saves(e.opts.debounce / 4) {
+	for _, s := range edits.Saves(e.opts.debounce / 4) {
 		for i, rel := range v.pick(saveRounds) {
-			before, err := stamps.poll()
+			before, err := stamps.Poll()
 			if err != nil {
 				return f, err
 			}
 			seen := len(before)
-			at, err := s.do(v.abs(rel), fmt.Sprintf("peer-%d", i))
+			at, err := s.Do(v.abs(rel), fmt.Sprintf("peer-%d", i))
 			if err != nil {
-				return f, fmt.Errorf("%s: %w", s.name, err)
+				return f, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			time.Sleep(window)
-			all, err := stamps.poll()
+			all, err := stamps.Poll()
 			if err != nil {
 				return f, err
 			}
-			runs := tally(all[seen:])
+			runs := agentruns.Tally(all[seen:])
 			want := []string{}
-			if s.runs == 1 {
+			if s.Runs == 1 {
 				want = append(want, rel)
 			}
-			m, x := exactlyOnce(runs, want)
+			m, x := agentruns.ExactlyOnce(runs, want)
 			if f.byPattern == nil {
 				f.byPattern = map[string][2]int{}
 			}
-			c := f.byPattern[s.name]
-			f.byPattern[s.name] = [2]int{c[0] + len(all) - seen, c[1] + s.runs}
+			c := f.byPattern[s.Name]
+			f.byPattern[s.Name] = [2]int{c[0] + len(all) - seen, c[1] + s.Runs}
 			f.saveMissed, f.saveExtra = f.saveMissed+m, f.saveExtra+x
 			for _, st := range all[seen:] {
-				if st.Strand == rel && s.runs == 1 {
-					f.latency = append(f.latency, ms(st.At.Sub(at.Add(t.quiet))))
+				if st.Strand == rel && s.Runs == 1 {
+					f.latency = append(f.latency, stats.Ms(st.At.Sub(at.Add(t.quiet))))
 					break
 				}
 			}
@@ -242,7 +248,7 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	}
 
 	k := min(e.opts.burst, len(v.rels))
-	before, err := stamps.poll()
+	before, err := stamps.Poll()
 	if err != nil {
 		return f, err
 	}
@@ -252,17 +258,17 @@ func (e *env) peerRun(ctx context.Context, t tool, v *benchVault) (f peerFigures
 	for i, rel := range targets {
 		abs[i] = v.abs(rel)
 	}
-	if _, err := writeAll(abs, "peer-burst"); err != nil {
+	if _, err := edits.WriteAll(abs, "peer-burst"); err != nil {
 		return f, err
 	}
 	written := time.Now()
 	bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	all, err := stamps.settle(bctx, t.quiet+3*time.Second)
+	all, err := stamps.Settle(bctx, t.quiet+3*time.Second)
 	if err != nil {
 		return f, err
 	}
-	f.burstMissed, f.burstExtra = exactlyOnce(tally(all[seen:]), targets)
+	f.burstMissed, f.burstExtra = agentruns.ExactlyOnce(agentruns.Tally(all[seen:]), targets)
 	for _, st := range all[seen:] {
 		if d := st.At.Sub(written); d > f.burstDrain {
 			f.burstDrain = d
@@ -285,8 +291,8 @@ while IFS= read -r p; do
 done`
 	cmd := exec.Command("bash", "-c", script, "peer", v.root, e.agent)
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
-	cmd.SysProcAttr = newGroup()
-	log := newLogBook()
+	cmd.SysProcAttr = proc.NewGroup()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
 	if err != nil {
@@ -294,7 +300,7 @@ done`
 	}
 	rctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	if err := log.waitText(rctx, "Watches established"); err != nil {
+	if err := log.WaitText(rctx, "Watches established"); err != nil {
 		return nil, errors.Join(err, stop())
 	}
 	return stop, nil
@@ -311,8 +317,8 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 	}
 	cmd.Stdin = strings.NewReader(strings.Join(list, "\n") + "\n")
 	cmd.Env = append(os.Environ(), "BENCH_STAMPS="+stamps)
-	cmd.SysProcAttr = newGroup()
-	log := newLogBook()
+	cmd.SysProcAttr = proc.NewGroup()
+	log := knotdlog.NewBook()
 	cmd.Stderr = log
 	stop, err := startGroup(cmd)
 	if err != nil {
@@ -320,12 +326,12 @@ func (e *env) entr(ctx context.Context, v *benchVault, stamps string) (func() er
 	}
 	deadline := time.Now().Add(startupTimeout)
 	for {
-		n, err := inotifyWatches(cmd.Process.Pid)
+		n, err := proc.InotifyWatches(cmd.Process.Pid)
 		if err == nil && n >= len(list) {
 			return stop, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, errors.Join(fmt.Errorf("entr set %d watches of %d%s", n, len(list), log.tail()), err, stop())
+			return nil, errors.Join(fmt.Errorf("entr set %d watches of %d%s", n, len(list), log.Tail()), err, stop())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -340,13 +346,13 @@ func startGroup(cmd *exec.Cmd) (stop func() error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }() // owned by stop, which waits for it
 	return func() error {
-		if err := signalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := proc.SignalGroup(cmd.Process.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("stop %s: %w", cmd.Path, err)
 		}
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL) // the wait below reports
+			_ = proc.SignalGroup(cmd.Process.Pid, syscall.SIGKILL) // the wait below reports
 			<-done
 		}
 		return nil // killed by our signal: its exit status says nothing

@@ -6,7 +6,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/edits"
 )
 
 func TestPatternTable(t *testing.T) {
@@ -16,7 +18,7 @@ func TestPatternTable(t *testing.T) {
 		{{byPattern: map[string][2]int{"truncate+write (VS Code)": {7, 5}, "touch": {2, 0}}}},
 	}
 	lines := patternTable("7 peers", tools, figs)
-	if len(lines) != 3+len(saves(0)) {
+	if len(lines) != 3+len(edits.Saves(0)) {
 		t.Fatalf("patternTable: %d lines; want a blank line, a header, a rule and one per pattern:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 	if want := "| 7 peers: agent runs per save pattern | expected | knotd | loop |"; lines[1] != want {
@@ -31,7 +33,7 @@ func TestPatternTable(t *testing.T) {
 }
 
 func TestProbeOf(t *testing.T) {
-	all := []stamp{{Strand: "a.md"}, {Strand: "bench-probe-3.md"}}
+	all := []agentruns.Stamp{{Strand: "a.md"}, {Strand: "bench-probe-3.md"}}
 	if got := probeOf(all); got != "bench-probe-3.md" {
 		t.Errorf("probeOf = %q; want bench-probe-3.md", got)
 	}
@@ -51,27 +53,15 @@ func TestTieoffRuns_CountsSectionsPerStrand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := tieoffRuns(root)
+	got, err := agentruns.InTieOffs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := map[string]int{"a/plan.md": 3, "b.md": 1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("tieoffRuns = %v; want %v (dot-directories skipped)", got, want)
 	}
-	added := sectionsAdded(map[string]int{"a/plan.md": 2, "c.md": 1}, got)
+	added := agentruns.Added(map[string]int{"a/plan.md": 2, "c.md": 1}, got)
 	if want := map[string]int{"a/plan.md": 1, "b.md": 1}; !reflect.DeepEqual(added, want) {
 		t.Errorf("sectionsAdded = %v; want %v", added, want)
-	}
-}
-
-func TestStampLog_Settle(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "stamps")
-	if err := os.WriteFile(path, []byte("1 a.md - -\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := &stampLog{path: path}
-	all, err := s.settle(t.Context(), 20*time.Millisecond)
-	if err != nil || len(all) != 1 {
-		t.Fatalf("settle = %v, %v; want the one stamp", all, err)
 	}
 }

@@ -2,22 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"runtime/pprof"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/knotd/knotd/internal/config"
-	"github.com/knotd/knotd/internal/vault"
+	"github.com/knotd/knotd/bench/internal/perftrace"
+	"github.com/knotd/knotd/bench/internal/profiled"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // profile runs the scenario of the worst figure (or the one -profile
@@ -27,14 +21,14 @@ import (
 // perf trace -s attached, for the system calls' counts and times (a
 // separate run: tracing every system call slows them down, which would
 // distort the CPU profile).
-func (e *env) profile(ctx context.Context, rows []row) []string {
+func (e *env) profile(ctx context.Context, rows []table.Row) []string {
 	name, size, _ := parseProfile(e.opts.profile) // checked by parseOptions
 	why := ""
 	switch name {
 	case "none":
 		return nil
 	case "auto":
-		i := worst(rows)
+		i := table.Worst(rows)
 		if i < 0 {
 			return []string{"No figure with a budget to profile."}
 		}
@@ -66,11 +60,11 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	} else {
 		e.logf("tracing the system calls of scenario %s", name)
 		t := e.knotd
-		t.trace = &tracer{dir: dir}
+		t.trace = &perftrace.Tracer{Dir: dir}
 		if _, err := scenarios[name](ctx, e, t); err != nil {
 			trace = []string{"", fmt.Sprintf("Tracing scenario %s failed: %v", name, err)}
 		} else {
-			trace = t.trace.syscallTable()
+			trace = t.trace.Table()
 		}
 	}
 	notes := []string{fmt.Sprintf("Profiles of scenario %s%s, one run under knotbench knotd-profiled (the vault package as cmd/knotd wires it, with runtime/pprof): %s", name, why, dir)}
@@ -79,7 +73,7 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 		return append(notes, "No CPU profile was written.")
 	}
 	slices.Sort(cpus)
-	top, err := pprofTop(ctx, cpus)
+	top, err := profiled.Top(ctx, cpus)
 	if err != nil {
 		return append(notes, fmt.Sprintf("pprof: %v", err))
 	}
@@ -92,118 +86,4 @@ func (e *env) profile(ctx context.Context, rows []row) []string {
 	}
 	notes = append(notes, "", "```", "$ go tool pprof -top -nodecount=25 "+strings.Join(names, " "), strings.TrimRight(top, "\n"), "```")
 	return append(notes, trace...)
-}
-
-// pprofTop returns the head of go tool pprof -top for profiles, merged.
-func pprofTop(ctx context.Context, profiles []string) (string, error) {
-	args := append([]string{"tool", "pprof", "-top", "-nodecount=25"}, profiles...)
-	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", err, out)
-	}
-	// Drop pprof's preamble lines about the binary's path.
-	lines := strings.Split(string(out), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "Duration:") || strings.HasPrefix(l, "Type:") {
-			return strings.Join(lines[i:], "\n"), nil
-		}
-	}
-	return string(out), nil
-}
-
-// profiledKnotd is knotbench's knotd-profiled command: knotd's --once and
-// watch modes, wired as cmd/knotd wires them (JSON log, user config file,
-// --debounce and --concurrency flags), with a CPU profile of the whole
-// life of the process and a heap profile at its end. knotd itself has no
-// profiling flag; this variant lets the harness see where its time goes.
-func profiledKnotd(ctx context.Context, args []string, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("knotd-profiled", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cpuFile := fs.String("cpuprofile", "", "write a CPU profile to `FILE`")
-	memFile := fs.String("memprofile", "", "write a heap profile to `FILE` at exit")
-	once := fs.Bool("once", false, "one pass, then exit")
-	configFile := fs.String("config", "", "user config `FILE`")
-	debounce := fs.Duration("debounce", 0, "quiet period")
-	concurrency := fs.Int("concurrency", 0, "agents at once")
-	fs.String("log-format", "json", "accepted for knotd's command line; the log is always JSON")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: knotbench knotd-profiled [-cpuprofile FILE] [-memprofile FILE] [knotd flags] VAULT\n\n"+
-			"knotd's watch mode and --once under the profiler. The heap profile is written when\n"+
-			"a --once pass ends, and in watch mode each time the process gets SIGUSR1.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errors.New("knotd-profiled: want one VAULT")
-	}
-	root, err := filepath.Abs(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	var flags config.Settings
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "debounce":
-			flags.Debounce = debounce
-		case "concurrency":
-			flags.Concurrency = concurrency
-		}
-	})
-	if *cpuFile != "" {
-		f, err := os.Create(*cpuFile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return errors.Join(err, f.Close())
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = cerr
-			}
-		}()
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if *memFile != "" && !*once {
-		defer onHeapSignal(*memFile, log)()
-	}
-	v, err := vault.Open(root, vault.Options{Logger: log, ConfigFile: *configFile, Flags: flags})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := v.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	if *once {
-		start := time.Now()
-		sum, err := v.Once(ctx, vault.OnceOptions{})
-		if err != nil {
-			return err
-		}
-		log.Info("once finished", "ran", sum.Ran, "failed", sum.Failed, "took", time.Since(start))
-		if *memFile != "" {
-			return writeHeap(*memFile)
-		}
-		return nil
-	}
-	return v.Watch(ctx, vault.WatchOptions{})
-}
-
-func writeHeap(path string) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	runtime.GC()
-	return pprof.Lookup("heap").WriteTo(f, 0)
 }

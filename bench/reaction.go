@@ -5,6 +5,12 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/edits"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // reaction measures scenario 1: from the settled moment (the end of the
@@ -19,7 +25,7 @@ import (
 // (knotd has no record of them yet), then the same notes
 // again (later runs). The baseline is spawning the agent directly from Go,
 // in the same run.
-func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
+func reaction(ctx context.Context, e *env, l launcher) ([]table.Row, error) {
 	n := nearest(e.opts.sizes, 10000)
 	v, err := e.vault(ctx, n)
 	if err != nil {
@@ -27,12 +33,12 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 	}
 	var p50, p99, max_, first50, first99, later50, later99, spawn50, spawn99, toLog, toLog99, fromLog, fromLog99 []float64
 	for run := range e.opts.runs {
-		e.logf("reaction: run %d/%d, %d saves on %s strands", run+1, e.opts.runs, e.opts.samples, thousands(n))
+		e.logf("reaction: run %d/%d, %d saves on %s strands", run+1, e.opts.runs, e.opts.samples, stats.Thousands(n))
 		spawn, err := e.spawnLatencies(ctx, e.opts.samples)
 		if err != nil {
 			return nil, err
 		}
-		spawn50, spawn99 = append(spawn50, percentile(spawn, 50)), append(spawn99, percentile(spawn, 99))
+		spawn50, spawn99 = append(spawn50, stats.Percentile(spawn, 50)), append(spawn99, stats.Percentile(spawn, 99))
 		w, err := e.watch(ctx, l, v)
 		if err != nil {
 			return nil, err
@@ -46,28 +52,28 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		p50, p99 = append(p50, percentile(over, 50)), append(p99, percentile(over, 99))
-		max_ = append(max_, percentile(over, 100))
+		p50, p99 = append(p50, stats.Percentile(over, 50)), append(p99, stats.Percentile(over, 99))
+		max_ = append(max_, stats.Percentile(over, 100))
 		first, later := over[:len(notes)], over[len(notes):]
-		first50, first99 = append(first50, percentile(first, 50)), append(first99, percentile(first, 99))
-		later50, later99 = append(later50, percentile(later, 50)), append(later99, percentile(later, 99))
-		toLog, fromLog = append(toLog, percentile(logged, 50)), append(fromLog, percentile(spawned, 50))
-		toLog99, fromLog99 = append(toLog99, percentile(logged, 99)), append(fromLog99, percentile(spawned, 99))
+		first50, first99 = append(first50, stats.Percentile(first, 50)), append(first99, stats.Percentile(first, 99))
+		later50, later99 = append(later50, stats.Percentile(later, 50)), append(later99, stats.Percentile(later, 99))
+		toLog, fromLog = append(toLog, stats.Percentile(logged, 50)), append(fromLog, stats.Percentile(spawned, 50))
+		toLog99, fromLog99 = append(toLog99, stats.Percentile(logged, 99)), append(fromLog99, stats.Percentile(spawned, 99))
 	}
-	scen := fmt.Sprintf("1 reaction (%s strands)", thousands(n))
-	msf := func(x float64) string { return formatNum(x) + " ms" }
-	return []row{
-		newRow(scen, "settled → agent start, p50", msf(median(p50))).
-			withBase(msf(median(spawn50)), median(ratios(p50, spawn50))).profiled("reaction", n),
-		newRow(scen, "settled → agent start, p99", msf(median(p99))).
-			withBase(msf(median(spawn99)), median(ratios(p99, spawn99))).
-			maxBudget(median(p99), 10, "p99 < 10 ms").profiled("reaction", n),
-		newRow(scen, "settled → agent start, max", msf(median(max_))),
-		newRow(scen, "first run of a note (no record yet): p50 / p99", msf(median(first50))+" / "+msf(median(first99))),
-		newRow(scen, "later runs of the same notes: p50 / p99", msf(median(later50))+" / "+msf(median(later99))),
-		newRow(scen, "of which settled → \"run started\" logged, p50 / p99", msf(median(toLog))+" / "+msf(median(toLog99))),
-		newRow(scen, "of which \"run started\" → agent start, p50 / p99", msf(median(fromLog))+" / "+msf(median(fromLog99))).
-			withBase(msf(median(spawn50))+" / "+msf(median(spawn99)), median(ratios(fromLog, spawn50))),
+	scen := fmt.Sprintf("1 reaction (%s strands)", stats.Thousands(n))
+	msf := func(x float64) string { return stats.Format(x) + " ms" }
+	return []table.Row{
+		table.NewRow(scen, "settled → agent start, p50", msf(stats.Median(p50))).
+			WithBase(msf(stats.Median(spawn50)), stats.Median(table.Ratios(p50, spawn50))).Profiled("reaction", n),
+		table.NewRow(scen, "settled → agent start, p99", msf(stats.Median(p99))).
+			WithBase(msf(stats.Median(spawn99)), stats.Median(table.Ratios(p99, spawn99))).
+			MaxBudget(stats.Median(p99), 10, "p99 < 10 ms").Profiled("reaction", n),
+		table.NewRow(scen, "settled → agent start, max", msf(stats.Median(max_))),
+		table.NewRow(scen, "first run of a note (no record yet): p50 / p99", msf(stats.Median(first50))+" / "+msf(stats.Median(first99))),
+		table.NewRow(scen, "later runs of the same notes: p50 / p99", msf(stats.Median(later50))+" / "+msf(stats.Median(later99))),
+		table.NewRow(scen, "of which settled → \"run started\" logged, p50 / p99", msf(stats.Median(toLog))+" / "+msf(stats.Median(toLog99))),
+		table.NewRow(scen, "of which \"run started\" → agent start, p50 / p99", msf(stats.Median(fromLog))+" / "+msf(stats.Median(fromLog99))).
+			WithBase(msf(stats.Median(spawn50))+" / "+msf(stats.Median(spawn99)), stats.Median(table.Ratios(fromLog, spawn50))),
 	}, nil
 }
 
@@ -77,17 +83,17 @@ func reaction(ctx context.Context, e *env, l launcher) ([]row, error) {
 func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, notes []string) (over, logged, spawned []float64, err error) {
 	d := e.opts.debounce
 	for i, rel := range notes {
-		ranBefore := countFinished(w.log.snapshot(), rel)
-		saved, err := saveTruncWrite(v.abs(rel), "reaction-"+strconv.Itoa(i))
+		ranBefore := countFinished(w.log.Snapshot(), rel)
+		saved, err := edits.SaveTruncWrite(v.abs(rel), "reaction-"+strconv.Itoa(i))
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		settled := saved.Add(d)
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second+d)
-		before := tally(w.stamps.all)[rel]
-		all, err := w.stamps.wait(sctx, func(all []stamp) bool { return tally(all)[rel] > before })
+		before := agentruns.Tally(w.stamps.Seen())[rel]
+		all, err := w.stamps.Wait(sctx, func(all []agentruns.Stamp) bool { return agentruns.Tally(all)[rel] > before })
 		if err == nil {
-			err = w.log.wait(sctx, func(ls []logLine) bool { return countFinished(ls, rel) > ranBefore })
+			err = w.log.Wait(sctx, func(ls []knotdlog.Line) bool { return countFinished(ls, rel) > ranBefore })
 		}
 		cancel()
 		if err != nil {
@@ -99,10 +105,10 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 				agentAt = s.At
 			}
 		}
-		started, _ := findStrand(w.log.snapshot(), msgRunStarted, rel)
-		over = append(over, ms(agentAt.Sub(settled)))
-		logged = append(logged, ms(started.Time.Sub(settled)))
-		spawned = append(spawned, ms(agentAt.Sub(started.Time)))
+		started, _ := findStrand(w.log.Snapshot(), knotdlog.MsgRunStarted, rel)
+		over = append(over, stats.Ms(agentAt.Sub(settled)))
+		logged = append(logged, stats.Ms(started.Time.Sub(settled)))
+		spawned = append(spawned, stats.Ms(agentAt.Sub(started.Time)))
 		// Let the run end before the next save, so that samples do not
 		// overlap.
 		time.Sleep(d + 50*time.Millisecond)
@@ -111,10 +117,10 @@ func (e *env) reactionSamples(ctx context.Context, w *watching, v *benchVault, n
 }
 
 // countFinished counts the finished runs of rel.
-func countFinished(ls []logLine, rel string) int {
+func countFinished(ls []knotdlog.Line, rel string) int {
 	n := 0
 	for _, l := range ls {
-		if l.Msg == msgRunFinished && l.Strand == rel {
+		if l.Msg == knotdlog.MsgRunFinished && l.Strand == rel {
 			n++
 		}
 	}
@@ -122,11 +128,11 @@ func countFinished(ls []logLine, rel string) int {
 }
 
 // findStrand returns the last line with message msg about strand rel.
-func findStrand(ls []logLine, msg, rel string) (logLine, bool) {
+func findStrand(ls []knotdlog.Line, msg, rel string) (knotdlog.Line, bool) {
 	for i := len(ls) - 1; i >= 0; i-- {
 		if ls[i].Msg == msg && ls[i].Strand == rel {
 			return ls[i], true
 		}
 	}
-	return logLine{}, false
+	return knotdlog.Line{}, false
 }

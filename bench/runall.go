@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/conversation"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 )
 
 // scenarioFunc measures one scenario with knotd started by l and returns
 // its rows.
-type scenarioFunc func(ctx context.Context, e *env, l launcher) ([]row, error)
+type scenarioFunc func(ctx context.Context, e *env, l launcher) ([]table.Row, error)
 
 var scenarios = map[string]scenarioFunc{
 	"history":      history,
@@ -18,13 +22,13 @@ var scenarios = map[string]scenarioFunc{
 	"reaction":     reaction,
 	"burst":        burst,
 	"idle":         idle,
-	"conversation": conversation,
+	"conversation": conversationScenario,
 	"peers":        peers,
 }
 
 // runAll runs the chosen scenarios, then profiles the worst figure, and
 // returns the table's rows and the notes printed under it.
-func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
+func (e *env) runAll(ctx context.Context) (rows []table.Row, notes []string) {
 	start := time.Now()
 	for _, name := range e.opts.scenarios {
 		if ctx.Err() != nil {
@@ -34,7 +38,7 @@ func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
 		rs, err := scenarios[name](ctx, e, e.knotd)
 		if err != nil {
 			e.logf("scenario %s failed: %v", name, err)
-			r := newRow(name, "error", "—").check(false, firstLineOf(err.Error()))
+			r := table.NewRow(name, "error", "—").Check(false, table.FirstLine(err.Error()))
 			rs = append(rs, r)
 		}
 		rows = append(rows, rs...)
@@ -52,7 +56,7 @@ func (e *env) runAll(ctx context.Context) (rows []row, notes []string) {
 func sizesText(sizes []int) string {
 	s := make([]string, len(sizes))
 	for i, n := range sizes {
-		s[i] = thousands(n)
+		s[i] = stats.Thousands(n)
 	}
 	return strings.Join(s, ", ")
 }
@@ -72,7 +76,13 @@ func (e *env) commandLine() string {
 		strings.Join(o.scenarios, ","), strings.Join(sizes, ","), o.runs, o.idle, o.samples, o.burst, o.sections, o.debounce, o.concurrency, o.turns, strings.Join(o.clis, ","))
 }
 
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
+// conversationScenario runs the conversation scenario (knotd itself, never
+// the profiled variant: its time is the agent CLIs') and keeps its notes
+// for under the table.
+func conversationScenario(ctx context.Context, e *env, _ launcher) ([]table.Row, error) {
+	rows, notes, err := conversation.Run(ctx, conversation.Harness{
+		Knotd: e.knotd.argv[0], CLIs: e.opts.clis, Turns: e.opts.turns, Logf: e.logf, Path: e.path,
+	})
+	e.notes = append(e.notes, notes...)
+	return rows, err
 }

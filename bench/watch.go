@@ -6,17 +6,21 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/proc"
 )
 
 // watching is a knotd in watch mode that has finished starting: its
 // watches are in place and its catch-up reconcile is done.
 type watching struct {
 	*daemon
-	stamps   *stampLog
+	stamps   *agentruns.Log
 	probe    string
-	ready    time.Time // the probe's agent started
-	watching logLine   // knotd's "watcher: watching" line
-	mem      memStat   // when ready
+	ready    time.Time     // the probe's agent started
+	watching knotdlog.Line // knotd's "watcher: watching" line
+	mem      proc.Mem      // when ready
 }
 
 // startupTimeout bounds how long a knotd may take to start on a vault.
@@ -46,7 +50,7 @@ func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps s
 	if err != nil {
 		return nil, err
 	}
-	w := &watching{daemon: d, stamps: &stampLog{path: stamps}, probe: probe}
+	w := &watching{daemon: d, stamps: &agentruns.Log{Path: stamps}, probe: probe}
 	fail := func(err error) (*watching, error) {
 		_, serr := d.stop()
 		if serr != nil {
@@ -56,9 +60,9 @@ func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps s
 	}
 	wctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
-	all, err := w.stamps.wait(wctx, func(all []stamp) bool { return hasStrand(probe)(all) || d.exited() != nil })
+	all, err := w.stamps.Wait(wctx, func(all []agentruns.Stamp) bool { return agentruns.HasStrand(probe)(all) || d.exited() != nil })
 	if err != nil {
-		return fail(fmt.Errorf("knotd did not run the start-up probe: %w%s", err, d.log.tail()))
+		return fail(fmt.Errorf("knotd did not run the start-up probe: %w%s", err, d.log.Tail()))
 	}
 	if err := d.exited(); err != nil {
 		return fail(err)
@@ -68,9 +72,9 @@ func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps s
 			w.ready = s.At
 		}
 	}
-	err = d.log.wait(wctx, func(ls []logLine) bool {
+	err = d.log.Wait(wctx, func(ls []knotdlog.Line) bool {
 		for _, l := range ls {
-			if l.Msg == msgRunFinished && l.Strand == probe {
+			if l.Msg == knotdlog.MsgRunFinished && l.Strand == probe {
 				return true
 			}
 		}
@@ -79,8 +83,8 @@ func (e *env) watchWith(ctx context.Context, l launcher, v *benchVault, stamps s
 	if err != nil {
 		return fail(err)
 	}
-	w.watching, _ = find(d.log.snapshot(), msgWatching)
-	if w.mem, err = memory(d.pid()); err != nil {
+	w.watching, _ = knotdlog.Find(d.log.Snapshot(), knotdlog.MsgWatching)
+	if w.mem, err = proc.Memory(d.pid()); err != nil {
 		return fail(err)
 	}
 	return w, nil
@@ -96,11 +100,11 @@ func (w *watching) quiesce(debounce time.Duration) {
 }
 
 // runsFinished returns a log predicate: n runs have finished.
-func runsFinished(n int) func([]logLine) bool {
-	return func(ls []logLine) bool {
+func runsFinished(n int) func([]knotdlog.Line) bool {
+	return func(ls []knotdlog.Line) bool {
 		c := 0
 		for _, l := range ls {
-			if l.Msg == msgRunFinished {
+			if l.Msg == knotdlog.MsgRunFinished {
 				c++
 			}
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package profiled
 
 import (
 	"log/slog"
@@ -8,17 +8,19 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"github.com/knotd/knotd/bench/internal/knotdlog"
 )
 
-// sigHeap asks knotd-profiled for a heap profile of the moment.
-var sigHeap os.Signal = syscall.SIGUSR1
+// HeapSignal asks knotd-profiled for a heap profile of the moment.
+var HeapSignal os.Signal = syscall.SIGUSR1
 
 // onHeapSignal writes a heap profile to path (replacing the previous one)
-// each time the process receives sigHeap, and logs msgHeap when it has.
+// each time the process receives HeapSignal, and logs knotdlog.MsgHeap when it has.
 // stop ends the goroutine it starts and waits for it.
 func onHeapSignal(path string, log *slog.Logger) (stop func()) {
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, sigHeap)
+	signal.Notify(ch, HeapSignal)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for range ch {
@@ -26,7 +28,7 @@ func onHeapSignal(path string, log *slog.Logger) (stop func()) {
 				log.Error("heap profile", "err", err)
 				continue
 			}
-			log.Info(msgHeap, "file", path)
+			log.Info(knotdlog.MsgHeap, "file", path)
 		}
 	})
 	return func() {

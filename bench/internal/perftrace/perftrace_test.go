@@ -1,4 +1,4 @@
-package main
+package perftrace
 
 import (
 	"os"
@@ -37,7 +37,7 @@ func TestTracer_Summary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr := &tracer{dir: dir, runs: 1000}
+	tr := &Tracer{Dir: dir, Runs: 1000}
 	got, err := tr.summary(2)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestTracer_Summary(t *testing.T) {
 	if len(got) != 2 || got[0].name != want[0].name || got[0].calls != want[0].calls || got[1].name != want[1].name || got[1].calls != want[1].calls {
 		t.Errorf("summary(2) = %+v; want %+v (futex left out, threads and files merged)", got, want)
 	}
-	if lines := tr.syscallTable(); len(lines) != 5+3 || lines[5] != "| fdatasync | 3917 | 3.92 | 2735 | 2.73 |" {
+	if lines := tr.Table(); len(lines) != 5+3 || lines[5] != "| fdatasync | 3917 | 3.92 | 2735 | 2.73 |" {
 		t.Errorf("syscallTable() = %q", lines)
 	}
 }

@@ -1,4 +1,9 @@
-package main
+// Package conversation is the bench's conversation scenario (issue 24):
+// knotd --once driving the real Claude Code, Codex and Gemini CLIs, each
+// against a loopback stand-in of its API, through a meeting note saved
+// one line at a time, and the size of knotd's prompt and of the
+// conversation each CLI sent, turn by turn.
+package conversation
 
 import (
 	"context"
@@ -13,6 +18,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/bench/internal/agentruns"
+	"github.com/knotd/knotd/bench/internal/knotdlog"
+	"github.com/knotd/knotd/bench/internal/stats"
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/agents/claude/claudetest"
 	"github.com/knotd/knotd/internal/agents/codex/codextest"
 	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
@@ -227,8 +236,8 @@ var conversationCLIs = []convCLI{
 	}},
 }
 
-// conversationCLINames names the CLIs of conversationCLIs, in order.
-func conversationCLINames() []string {
+// CLINames names the CLIs of conversationCLIs, in order.
+func CLINames() []string {
 	names := make([]string, len(conversationCLIs))
 	for i, c := range conversationCLIs {
 		names[i] = c.name
@@ -259,43 +268,54 @@ type convResult struct {
 	firstFailure string
 }
 
-// conversation measures issue 24 §3: for each CLI and mode, knotd --once
+// Harness is what the scenario needs from the bench.
+type Harness struct {
+	Knotd string   // the knotd binary
+	CLIs  []string // the CLIs to drive (names of CLINames)
+	Turns int      // turns per CLI
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+	// Path returns a fresh path in the bench's temporary directory.
+	Path func(name string) string
+}
+
+// Run measures issue 24 §3: for each CLI and mode, knotd --once
 // on a vault of one meeting note of 6.3 KB, turn 1 the new note, then
 // -turns minus one saves that each append one line, with the real CLI
 // against its API stand-in; per turn the size of knotd's prompt and of the
-// conversation the CLI sent.
-func conversation(ctx context.Context, e *env, _ launcher) ([]row, error) {
+// conversation the CLI sent. It returns the table's rows and the notes
+// printed under it.
+func Run(ctx context.Context, h Harness) (rows []table.Row, notes []string, err error) {
 	var results []convResult
-	var rows []row
 	for _, cli := range conversationCLIs {
-		if !slices.Contains(e.opts.clis, cli.name) {
+		if !slices.Contains(h.CLIs, cli.name) {
 			continue
 		}
 		for _, mode := range conversationModes(knotdHasResumePrompt) {
 			if ctx.Err() != nil {
-				return rows, context.Cause(ctx)
+				return rows, nil, context.Cause(ctx)
 			}
-			e.logf("conversation: %s, resume_prompt %s, %d turns", cli.name, mode.name, e.opts.turns)
+			h.Logf("conversation: %s, resume_prompt %s, %d turns", cli.name, mode.name, h.Turns)
 			start := time.Now()
-			res, err := e.converse(ctx, cli, mode, e.opts.turns)
+			res, err := h.converse(ctx, cli, mode, h.Turns)
 			switch {
 			case errors.Is(err, errSkipped):
-				rows = append(rows, skipRow(convScenario(cli, mode), "knotd's prompt per turn", firstLineOf(strings.TrimSpace(err.Error()))))
+				rows = append(rows, table.SkipRow(convScenario(cli, mode), "knotd's prompt per turn", table.FirstLine(strings.TrimSpace(err.Error()))))
 				continue
 			case err != nil:
-				e.logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
-				rows = append(rows, newRow(convScenario(cli, mode), "error", "—").check(false, firstLineOf(err.Error())))
+				h.Logf("conversation: %s, resume_prompt %s failed: %v", cli.name, mode.name, err)
+				rows = append(rows, table.NewRow(convScenario(cli, mode), "error", "—").Check(false, table.FirstLine(err.Error())))
 				continue
 			}
-			e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, time.Since(start).Round(time.Second))
+			h.Logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, time.Since(start).Round(time.Second))
 			results = append(results, res)
 		}
 	}
 	rows = append(rows, convRows(results, knotdHasResumePrompt)...)
 	if len(results) > 0 {
-		e.notes = append(e.notes, convMarkdown(results))
+		notes = append(notes, convMarkdown(results))
 	}
-	return rows, nil
+	return rows, notes, nil
 }
 
 func convScenario(cli convCLI, mode convMode) string {
@@ -303,13 +323,13 @@ func convScenario(cli convCLI, mode convMode) string {
 }
 
 // converse runs one CLI's conversation in one mode.
-func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns int) (res convResult, err error) {
+func (h Harness) converse(ctx context.Context, cli convCLI, mode convMode, turns int) (res convResult, err error) {
 	res = convResult{cli: cli, mode: mode}
-	dir := e.path("conversation-" + cli.name + "-" + mode.name)
+	dir := h.Path("conversation-" + cli.name + "-" + mode.name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return res, err
 	}
-	tb := newStandInTB(e.logf)
+	tb := newStandInTB(h.Logf)
 	defer tb.close() // the stand-in
 	defer catchTB(&err)
 	agent := cli.setup(tb, dir)
@@ -324,22 +344,22 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 	// once runs knotd --once and returns its wall time and the runs it
 	// finished. A failed run is a figure (knotd exits 1 for it), not an
 	// error of the harness.
-	once := func() (time.Duration, []logLine, error) {
+	once := func() (time.Duration, []knotdlog.Line, error) {
 		tctx, cancel := context.WithTimeout(ctx, convTurnTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(tctx, e.knotd.argv[0], "--config", config, "--log-format", "json", "--once", vault)
+		cmd := exec.CommandContext(tctx, h.Knotd, "--config", config, "--log-format", "json", "--once", vault)
 		cmd.Env = env
 		cmd.WaitDelay = 10 * time.Second
-		log := newLogBook()
+		log := knotdlog.NewBook()
 		cmd.Stderr = log
 		start := time.Now()
 		out, err := cmd.Output()
 		wall := time.Since(start)
-		runs := log.snapshot()
-		runs = slices.DeleteFunc(runs, func(l logLine) bool { return l.Msg != msgRunFinished })
+		runs := log.Snapshot()
+		runs = slices.DeleteFunc(runs, func(l knotdlog.Line) bool { return l.Msg != knotdlog.MsgRunFinished })
 		var exit *exec.ExitError
 		if err != nil && (len(runs) == 0 || !errors.As(err, &exit) || exit.ExitCode() != 1) {
-			return 0, nil, fmt.Errorf("knotd --once: %w\n%s%s", err, lastBytes(out, 2000), log.tail())
+			return 0, nil, fmt.Errorf("knotd --once: %w\n%s%s", err, lastBytes(out, 2000), log.Tail())
 		}
 		return wall, runs, nil
 	}
@@ -370,7 +390,7 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		if runs[0].Outcome != "ok" {
 			if res.failed == 0 {
 				res.firstFailure = fmt.Sprintf("turn %d: %s: %s", turn, runs[0].Outcome, runs[0].Reason)
-				e.logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, res.firstFailure)
+				h.Logf("conversation: %s, resume_prompt %s: %s", cli.name, mode.name, res.firstFailure)
 			}
 			res.failed++
 		}
@@ -389,7 +409,7 @@ func (e *env) converse(ctx context.Context, cli convCLI, mode convMode, turns in
 		t.promptText = "" // keep the figures only
 		res.turns, res.wall = append(res.turns, t), append(res.wall, wall)
 	}
-	if res.sections, err = countMarkers(strings.TrimSuffix(note, ".md") + ".tieoff.md"); err != nil {
+	if res.sections, err = agentruns.Sections(strings.TrimSuffix(note, ".md") + ".tieoff.md"); err != nil {
 		return res, fmt.Errorf("count the tie-off's sections: %w", err)
 	}
 	return res, nil
@@ -444,7 +464,7 @@ func (res convResult) at(ts []int, f func(turnSize) int) []int {
 func slashed(ns []int) string {
 	s := make([]string, len(ns))
 	for i, n := range ns {
-		s[i] = thousands(n)
+		s[i] = stats.Thousands(n)
 	}
 	return strings.Join(s, " / ")
 }
@@ -476,8 +496,8 @@ func (res convResult) maxPromptFrom(from int) (chars, turn int) {
 // rows are judged against issue 24's goal: a prompt of at most 2,500
 // chars from turn 3 on, and a conversation at turn 10 at most a quarter
 // of the "whole" one's of the same CLI in the same run.
-func convRows(results []convResult, hasKey bool) []row {
-	var rows []row
+func convRows(results []convResult, hasKey bool) []table.Row {
+	var rows []table.Row
 	whole := map[string]convResult{}
 	for _, res := range results {
 		if res.mode.name == "whole" {
@@ -498,39 +518,39 @@ func convRows(results []convResult, hasKey bool) []row {
 			conv = []int{n}
 		}
 		rows = append(rows,
-			newRow(scen, "knotd's prompt, turns "+turnsText(all)+" (chars)", slashed(res.at(all, promptOf))),
-			newRow(scen, "conversation sent, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, conversationOf))),
-			newRow(scen, "of which the CLI's own messages, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, ownOf))),
+			table.NewRow(scen, "knotd's prompt, turns "+turnsText(all)+" (chars)", slashed(res.at(all, promptOf))),
+			table.NewRow(scen, "conversation sent, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, conversationOf))),
+			table.NewRow(scen, "of which the CLI's own messages, turns "+turnsText(conv)+" (chars)", slashed(res.at(conv, ownOf))),
 		)
 		maxP, maxT := res.maxPromptFrom(convGoalFrom)
-		r := newRow(scen, fmt.Sprintf("largest prompt from turn %d on (chars)", convGoalFrom), fmt.Sprintf("%s (turn %d)", thousands(maxP), maxT))
+		r := table.NewRow(scen, fmt.Sprintf("largest prompt from turn %d on (chars)", convGoalFrom), fmt.Sprintf("%s (turn %d)", stats.Thousands(maxP), maxT))
 		if res.mode.name == "change" {
-			r = r.check(maxT > 0 && maxP <= convPromptGoal, fmt.Sprintf("≤ %s", thousands(convPromptGoal)))
+			r = r.Check(maxT > 0 && maxP <= convPromptGoal, fmt.Sprintf("≤ %s", stats.Thousands(convPromptGoal)))
 		}
 		rows = append(rows, r)
 		if w, ok := whole[res.cli.name]; ok && res.mode.name == "change" {
 			if n >= convRatioTurn && len(w.turns) >= convRatioTurn {
 				c, b := res.turns[convRatioTurn-1].conversation, w.turns[convRatioTurn-1].conversation
 				ratio := float64(c) / float64(b)
-				rows = append(rows, newRow(scen, fmt.Sprintf("conversation at turn %d, against resume_prompt: whole", convRatioTurn), thousands(c)).
-					withBase(thousands(b)+" (whole)", ratio).check(ratio <= convRatioGoal, fmt.Sprintf("≤ %s×", formatNum(convRatioGoal))))
+				rows = append(rows, table.NewRow(scen, fmt.Sprintf("conversation at turn %d, against resume_prompt: whole", convRatioTurn), stats.Thousands(c)).
+					WithBase(stats.Thousands(b)+" (whole)", ratio).Check(ratio <= convRatioGoal, fmt.Sprintf("≤ %s×", stats.Format(convRatioGoal))))
 			}
 		}
 		ok := res.fresh == 0 && res.noLine == 0 && res.sections == n
-		failRow := newRow(scen, "runs that did not end ok", strconv.Itoa(res.failed)).check(res.failed == 0, "0")
+		failRow := table.NewRow(scen, "runs that did not end ok", strconv.Itoa(res.failed)).Check(res.failed == 0, "0")
 		if res.failed > 0 {
 			failRow.Knotd += " (first: " + res.firstFailure + ")"
 		}
 		rows = append(rows, failRow,
-			newRow(scen, "every save one resumed turn with its new line; tie-off sections", fmt.Sprintf("%d fresh, %d without the line; %d sections", res.fresh, res.noLine, res.sections)).
-				check(ok, fmt.Sprintf("0, 0; %d", n)),
-			newRow(scen, "knotd --once per save, median (the CLI's turn included)", formatNum(median(msAll(res.wall)))+" ms"),
+			table.NewRow(scen, "every save one resumed turn with its new line; tie-off sections", fmt.Sprintf("%d fresh, %d without the line; %d sections", res.fresh, res.noLine, res.sections)).
+				Check(ok, fmt.Sprintf("0, 0; %d", n)),
+			table.NewRow(scen, "knotd --once per save, median (the CLI's turn included)", stats.Format(stats.Median(msAll(res.wall)))+" ms"),
 		)
 	}
 	if !hasKey {
 		for _, res := range results {
-			rows = append(rows, skipRow(convScenario(res.cli, convMode{name: "change"}), "knotd's prompt per turn",
-				"this knotd has no resume_prompt key: set knotdHasResumePrompt in bench/conversation.go once it has"))
+			rows = append(rows, table.SkipRow(convScenario(res.cli, convMode{name: "change"}), "knotd's prompt per turn",
+				"this knotd has no resume_prompt key: set knotdHasResumePrompt in bench/internal/conversation/conversation.go once it has"))
 		}
 	}
 	return rows
@@ -539,7 +559,7 @@ func convRows(results []convResult, hasKey bool) []row {
 func msAll(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
-		out[i] = ms(d)
+		out[i] = stats.Ms(d)
 	}
 	return out
 }
@@ -570,12 +590,12 @@ func convMarkdown(results []convResult) string {
 	}
 	b.WriteString("\n| --- | --- |" + strings.Repeat(" ---: |", len(ts)+len(conv)) + "\n")
 	for _, res := range results {
-		fmt.Fprintf(&b, "| %s | %s |", cell(res.cli.label), res.mode.name)
+		fmt.Fprintf(&b, "| %s | %s |", table.Cell(res.cli.label), res.mode.name)
 		for _, v := range res.at(ts, promptOf) {
-			fmt.Fprintf(&b, " %s |", thousands(v))
+			fmt.Fprintf(&b, " %s |", stats.Thousands(v))
 		}
 		for _, v := range res.at(conv, conversationOf) {
-			fmt.Fprintf(&b, " %s |", thousands(v))
+			fmt.Fprintf(&b, " %s |", stats.Thousands(v))
 		}
 		b.WriteString("\n")
 	}

@@ -1,4 +1,8 @@
-package main
+// Package edits changes notes the way editors and tools save them (VS
+// Code's truncate and write, vim's rename dance, a temporary file renamed
+// over the note, a save without changes, a touch), and in bursts from
+// several writers.
+package edits
 
 import (
 	"errors"
@@ -13,20 +17,20 @@ import (
 // returns when the save was complete. token makes the new content unique.
 type saveFunc func(abs, token string) (time.Time, error)
 
-// save is one way a note gets saved, and how many agent runs it should
+// Save is one way a note gets saved, and how many agent runs it should
 // cause: one for a change, none for a save that changes nothing.
-type save struct {
-	name string
-	runs int
-	do   saveFunc
+type Save struct {
+	Name string
+	Runs int
+	Do   saveFunc
 }
 
-// saves are the editor-save patterns of the peers scenario. gap spaces
+// Saves are the editor-save patterns of the peers scenario. gap spaces
 // the writes of the autosave pattern: it must be shorter than knotd's
 // quiet period for them to be one change.
-func saves(gap time.Duration) []save {
-	return []save{
-		{"truncate+write (VS Code)", 1, saveTruncWrite},
+func Saves(gap time.Duration) []Save {
+	return []Save{
+		{"truncate+write (VS Code)", 1, SaveTruncWrite},
 		{"rename dance (vim)", 1, saveVim},
 		{"temp+rename (Obsidian, Syncthing)", 1, saveAtomic},
 		{"3 autosaves within the quiet period", 1, func(abs, token string) (time.Time, error) {
@@ -36,7 +40,7 @@ func saves(gap time.Duration) []save {
 					time.Sleep(gap)
 				}
 				var err error
-				if at, err = saveTruncWrite(abs, fmt.Sprintf("%s-%d", token, i)); err != nil {
+				if at, err = SaveTruncWrite(abs, fmt.Sprintf("%s-%d", token, i)); err != nil {
 					return at, err
 				}
 			}
@@ -56,9 +60,9 @@ func edited(abs, token string) ([]byte, error) {
 	return append(b, "\n- [ ] follow up "+token+"\n"...), nil
 }
 
-// saveTruncWrite opens the note with O_TRUNC and writes the new content
+// SaveTruncWrite opens the note with O_TRUNC and writes the new content
 // in two writes, as VS Code does.
-func saveTruncWrite(abs, token string) (time.Time, error) {
+func SaveTruncWrite(abs, token string) (time.Time, error) {
 	b, err := edited(abs, token)
 	if err != nil {
 		return time.Time{}, err
@@ -147,14 +151,14 @@ func saveTouch(abs, _ string) (time.Time, error) {
 // knotd takes their events.
 const burstWriters = 4
 
-// writeAll appends a line with token to each of the notes abs, from
+// WriteAll appends a line with token to each of the notes abs, from
 // burstWriters goroutines, and returns how long the writes took, first to
 // last. The notes are opened before that span begins: opening a file is
 // no change to it, and on a loaded two-core machine, with knotd running
 // the first agents meanwhile, the opens were nearly all of the time
 // (10,000 notes of a 100k vault: 1.2 s with them, 70 ms without). If a
 // note cannot be opened, nothing is written.
-func writeAll(abs []string, token string) (time.Duration, error) {
+func WriteAll(abs []string, token string) (time.Duration, error) {
 	files := make([]*os.File, len(abs))
 	closeAll := func() error {
 		var errs []error
@@ -204,9 +208,9 @@ func eachWriter(n int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// appendEdit adds a line at the end of the note with one O_APPEND write:
+// Append adds a line at the end of the note with one O_APPEND write:
 // the cheapest change, for bursts.
-func appendEdit(abs, token string) (err error) {
+func Append(abs, token string) (err error) {
 	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err

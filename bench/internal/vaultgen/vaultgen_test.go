@@ -1,4 +1,4 @@
-package main
+package vaultgen
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ func TestLayout(t *testing.T) {
 		if len(rels) != tt.n || rels[len(rels)-1] != tt.wantLast {
 			t.Errorf("layout(%d): %d paths, last %q; want %d, %q", tt.n, len(rels), rels[len(rels)-1], tt.n, tt.wantLast)
 		}
-		if got := dirsOf(rels); got != tt.wantDirs {
-			t.Errorf("dirsOf(layout(%d)) = %d; want %d", tt.n, got, tt.wantDirs)
+		if got := DirsOf(rels); got != tt.wantDirs {
+			t.Errorf("DirsOf(layout(%d)) = %d; want %d", tt.n, got, tt.wantDirs)
 		}
 		seen := map[string]bool{}
 		for _, r := range rels {
@@ -44,28 +44,28 @@ func TestNoteContent(t *testing.T) {
 	rels := layout(500)
 	total := 0
 	for i := range rels {
-		c := noteContent(1, i, rels)
+		c := NoteContent(1, i, rels)
 		if len(c) < 1024 || len(c) > 5*1024 {
-			t.Fatalf("noteContent(1, %d) is %d bytes; want 1–5 KiB", i, len(c))
+			t.Fatalf("NoteContent(1, %d) is %d bytes; want 1–5 KiB", i, len(c))
 		}
 		doc, err := frontmatter.Parse(c)
 		if err != nil {
-			t.Fatalf("noteContent(1, %d): frontmatter: %v", i, err)
+			t.Fatalf("NoteContent(1, %d): frontmatter: %v", i, err)
 		}
 		if doc.Fields.Session != "" {
-			t.Fatalf("noteContent(1, %d) has a knot_session", i)
+			t.Fatalf("NoteContent(1, %d) has a knot_session", i)
 		}
 		for _, want := range []string{"\n# ", "\n## ", "title: "} {
 			if !bytes.Contains(c, []byte(want)) {
-				t.Fatalf("noteContent(1, %d) lacks %q:\n%s", i, want, c)
+				t.Fatalf("NoteContent(1, %d) lacks %q:\n%s", i, want, c)
 			}
 		}
 		total += len(c)
 	}
-	if !bytes.Equal(noteContent(1, 7, rels), noteContent(1, 7, rels)) {
+	if !bytes.Equal(NoteContent(1, 7, rels), NoteContent(1, 7, rels)) {
 		t.Error("noteContent is not deterministic")
 	}
-	if bytes.Equal(noteContent(1, 7, rels), noteContent(2, 7, rels)) {
+	if bytes.Equal(NoteContent(1, 7, rels), NoteContent(2, 7, rels)) {
 		t.Error("noteContent ignores the seed")
 	}
 	if avg := total / len(rels); avg < 2000 || avg > 3500 {
@@ -75,7 +75,7 @@ func TestNoteContent(t *testing.T) {
 
 func TestGenerate(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "vault")
-	rels, err := generate(root, 30, 1)
+	rels, err := Generate(root, 30, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,12 +100,12 @@ func TestGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n != 30 || len(rels) != 30 {
-		t.Errorf("generate(30) wrote %d notes and returned %d paths; want 30", n, len(rels))
+		t.Errorf("Generate(30) wrote %d notes and returned %d paths; want 30", n, len(rels))
 	}
 	if _, err := os.Stat(filepath.Join(root, ".obsidian", "app.json")); err != nil {
 		t.Errorf("generate: no Obsidian folder: %v", err)
 	}
-	if _, err := generate(root, 1, 1); err == nil {
+	if _, err := Generate(root, 1, 1); err == nil {
 		t.Error("generate into an existing directory succeeded; want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package stats
 
 import (
 	"math"
@@ -26,12 +26,12 @@ func TestPercentile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := percentile(tt.xs, tt.p); got != tt.want {
+			if got := Percentile(tt.xs, tt.p); got != tt.want {
 				t.Errorf("percentile(%v, %v) = %v; want %v", tt.xs, tt.p, got, tt.want)
 			}
 		})
 	}
-	if got := percentile(nil, 50); !math.IsNaN(got) {
+	if got := Percentile(nil, 50); !math.IsNaN(got) {
 		t.Errorf("percentile(nil, 50) = %v; want NaN", got)
 	}
 }
@@ -46,11 +46,11 @@ func TestMedian(t *testing.T) {
 		{[]float64{4, 1, 3, 2}, 2.5},
 	}
 	for _, tt := range tests {
-		if got := median(tt.xs); got != tt.want {
+		if got := Median(tt.xs); got != tt.want {
 			t.Errorf("median(%v) = %v; want %v", tt.xs, got, tt.want)
 		}
 	}
-	if got := median(nil); !math.IsNaN(got) {
+	if got := Median(nil); !math.IsNaN(got) {
 		t.Errorf("median(nil) = %v; want NaN", got)
 	}
 }
@@ -69,7 +69,7 @@ func TestFormatNum(t *testing.T) {
 		{math.NaN(), "n/a"},
 	}
 	for _, tt := range tests {
-		if got := formatNum(tt.x); got != tt.want {
+		if got := Format(tt.x); got != tt.want {
 			t.Errorf("formatNum(%v) = %q; want %q", tt.x, got, tt.want)
 		}
 	}

@@ -1,4 +1,7 @@
-package main
+// Package vaultgen writes the bench's synthetic vaults: nested
+// directories of 1–4 KiB Markdown notes with frontmatter, headings, tasks
+// and links, deterministic for a seed.
+package vaultgen
 
 import (
 	"fmt"
@@ -28,9 +31,9 @@ func layout(n int) []string {
 	return rels
 }
 
-// dirsOf counts the distinct directories (the root excluded) that hold
+// DirsOf counts the distinct directories (the root excluded) that hold
 // rels.
-func dirsOf(rels []string) int {
+func DirsOf(rels []string) int {
 	seen := map[string]bool{}
 	for _, r := range rels {
 		for d := filepath.Dir(r); d != "."; d = filepath.Dir(d) {
@@ -43,13 +46,13 @@ func dirsOf(rels []string) int {
 	return len(seen)
 }
 
-// generate writes a synthetic vault of n strands under root (which must
+// Generate writes a synthetic vault of n strands under root (which must
 // not exist yet) and returns the strands' relative paths. The content is
 // a deterministic function of seed and the strand's number: YAML
 // frontmatter, headings, paragraphs, tasks, wiki links and Markdown links
 // to other strands, between 1 and about 4 KiB. An Obsidian config folder
 // is added, which knotd ignores.
-func generate(root string, n int, seed uint64) ([]string, error) {
+func Generate(root string, n int, seed uint64) ([]string, error) {
 	rels := layout(n)
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
@@ -80,7 +83,7 @@ func generate(root string, n int, seed uint64) ([]string, error) {
 			}
 			made[dir] = true
 		}
-		if err := os.WriteFile(abs, noteContent(seed, i, rels), 0o644); err != nil {
+		if err := os.WriteFile(abs, NoteContent(seed, i, rels), 0o644); err != nil {
 			return nil, fmt.Errorf("generate: %w", err)
 		}
 		if err := os.Chtimes(abs, old, old); err != nil {
@@ -99,8 +102,8 @@ draft plan review meeting garden project idea budget notes reading list sprint a
 summary question answer deadline follow migrate refactor design schedule release backup
 invoice travel recipe workout journal habit research paper chapter outline metric goal`)
 
-// noteContent returns strand i's content: between 1 KiB and about 4 KiB.
-func noteContent(seed uint64, i int, rels []string) []byte {
+// NoteContent returns strand i's content: between 1 KiB and about 4 KiB.
+func NoteContent(seed uint64, i int, rels []string) []byte {
 	r := rand.New(rand.NewPCG(seed, uint64(i)))
 	target := 1024 + r.IntN(3*1024)
 	word := func() string { return lexicon[r.IntN(len(lexicon))] }

@@ -1,4 +1,4 @@
-package main
+package edits
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 )
 
 func TestSaves_LeaveTheExpectedContent(t *testing.T) {
-	for _, s := range saves(time.Millisecond) {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range Saves(time.Millisecond) {
+		t.Run(s.Name, func(t *testing.T) {
 			dir := t.TempDir()
 			abs := filepath.Join(dir, "note.md")
 			orig := []byte("# Note\n\nBody.\n")
@@ -19,7 +19,7 @@ func TestSaves_LeaveTheExpectedContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := time.Now()
-			at, err := s.do(abs, "tok")
+			at, err := s.Do(abs, "tok")
 			if err != nil {
 				t.Fatalf("save: %v", err)
 			}
@@ -31,8 +31,8 @@ func TestSaves_LeaveTheExpectedContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			changed := !bytes.Equal(got, orig)
-			if changed != (s.runs == 1) {
-				t.Errorf("content changed = %v; want %v (runs %d):\n%s", changed, s.runs == 1, s.runs, got)
+			if changed != (s.Runs == 1) {
+				t.Errorf("content changed = %v; want %v (runs %d):\n%s", changed, s.Runs == 1, s.Runs, got)
 			}
 			if changed && (!bytes.HasPrefix(got, orig) || !strings.Contains(string(got), "tok")) {
 				t.Errorf("content = %q; want the original and a line with the token", got)
@@ -53,13 +53,13 @@ func TestAppendEdit(t *testing.T) {
 	if err := os.WriteFile(abs, []byte("x\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := appendEdit(abs, "t1"); err != nil {
+	if err := Append(abs, "t1"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(abs); string(got) != "x\n\n- [ ] follow up t1\n" {
 		t.Errorf("appendEdit: content %q", got)
 	}
-	if err := appendEdit(filepath.Join(t.TempDir(), "missing.md"), "t"); err == nil {
+	if err := Append(filepath.Join(t.TempDir(), "missing.md"), "t"); err == nil {
 		t.Error("appendEdit of a missing note succeeded; want an error")
 	}
 }
@@ -74,7 +74,7 @@ func TestWriteAll(t *testing.T) {
 		}
 		abs = append(abs, p)
 	}
-	if span, err := writeAll(abs, "tok"); err != nil || span <= 0 {
+	if span, err := WriteAll(abs, "tok"); err != nil || span <= 0 {
 		t.Fatalf("writeAll = %v, %v; want a span and no error", span, err)
 	}
 	for _, p := range abs {
@@ -82,7 +82,7 @@ func TestWriteAll(t *testing.T) {
 			t.Errorf("writeAll: %s = %q; want one added line", p, b)
 		}
 	}
-	if _, err := writeAll(append(abs, filepath.Join(dir, "missing.md")), "t"); err == nil {
+	if _, err := WriteAll(append(abs, filepath.Join(dir, "missing.md")), "t"); err == nil {
 		t.Error("writeAll with a missing note succeeded; want an error")
 	}
 	for _, p := range abs {

@@ -1,4 +1,7 @@
-package main
+// Package knotdlog reads knotd's JSON log (--log-format json) as knotd
+// writes it to its standard error, and waits for the lines the bench
+// needs: runs started and finished, the watcher ready.
+package knotdlog
 
 import (
 	"bytes"
@@ -14,15 +17,15 @@ import (
 // Messages knotd logs that the harness waits for or counts (vault and
 // watcher packages, --log-format json).
 const (
-	msgRunStarted  = "run started"
-	msgRunFinished = "run finished"
-	msgWatching    = "watcher: watching"
-	msgOverflow    = "watcher: the kernel's event queue overflowed"
-	msgHeap        = "heap profile written" // knotd-profiled
+	MsgRunStarted  = "run started"
+	MsgRunFinished = "run finished"
+	MsgWatching    = "watcher: watching"
+	MsgOverflow    = "watcher: the kernel's event queue overflowed"
+	MsgHeap        = "heap profile written" // knotd-profiled
 )
 
-// logLine is one JSON log line of knotd, with the fields the harness uses.
-type logLine struct {
+// Line is one JSON log line of knotd, with the fields the harness uses.
+type Line struct {
 	Time     time.Time `json:"time"`
 	Level    string    `json:"level"`
 	Msg      string    `json:"msg"`
@@ -37,22 +40,22 @@ type logLine struct {
 	Reason   string    `json:"reason"`   // run finished: why it failed
 }
 
-// logBook collects a process's JSON log lines as it writes them: it is the
+// Book collects a process's JSON log lines as it writes them: it is the
 // process's standard error (an io.Writer). Lines that are not JSON are
-// kept apart to explain a failure. Write, lines and wait are safe to call
+// kept apart to explain a failure. Write, Snapshot and Wait are safe to call
 // concurrently.
-type logBook struct {
+type Book struct {
 	mu      sync.Mutex
 	partial []byte
-	lines   []logLine
+	lines   []Line
 	other   []string
 	changed chan struct{} // closed and replaced on every new line
 }
 
-func newLogBook() *logBook { return &logBook{changed: make(chan struct{})} }
+func NewBook() *Book { return &Book{changed: make(chan struct{})} }
 
 // Write implements io.Writer.
-func (b *logBook) Write(p []byte) (int, error) {
+func (b *Book) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.partial = append(b.partial, p...)
@@ -63,7 +66,7 @@ func (b *logBook) Write(p []byte) (int, error) {
 			break
 		}
 		line := b.partial[:i]
-		var l logLine
+		var l Line
 		if err := json.Unmarshal(line, &l); err != nil || l.Msg == "" {
 			b.other = append(b.other, string(line))
 			if len(b.other) > 50 {
@@ -82,17 +85,17 @@ func (b *logBook) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// snapshot returns the lines so far.
-func (b *logBook) snapshot() []logLine {
+// Snapshot returns the lines so far.
+func (b *Book) Snapshot() []Line {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]logLine(nil), b.lines...)
+	return append([]Line(nil), b.lines...)
 }
 
-// count returns how many lines so far have a message starting with msg.
-func (b *logBook) count(msg string) int {
+// Count returns how many lines so far have a message starting with msg.
+func (b *Book) Count(msg string) int {
 	n := 0
-	for _, l := range b.snapshot() {
+	for _, l := range b.Snapshot() {
 		if strings.HasPrefix(l.Msg, msg) {
 			n++
 		}
@@ -100,8 +103,8 @@ func (b *logBook) count(msg string) int {
 	return n
 }
 
-// wait blocks until ok holds for the lines so far, or ctx ends.
-func (b *logBook) wait(ctx context.Context, ok func([]logLine) bool) error {
+// Wait blocks until ok holds for the lines so far, or ctx ends.
+func (b *Book) Wait(ctx context.Context, ok func([]Line) bool) error {
 	for {
 		b.mu.Lock()
 		lines, changed := b.lines, b.changed
@@ -112,15 +115,15 @@ func (b *logBook) wait(ctx context.Context, ok func([]logLine) bool) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for knotd's log: %w%s", context.Cause(ctx), b.tail())
+			return fmt.Errorf("waiting for knotd's log: %w%s", context.Cause(ctx), b.Tail())
 		case <-changed:
 		}
 	}
 }
 
-// waitText blocks until a line that is not JSON contains text (a peer
+// WaitText blocks until a line that is not JSON contains text (a peer
 // tool's message), or ctx ends.
-func (b *logBook) waitText(ctx context.Context, text string) error {
+func (b *Book) WaitText(ctx context.Context, text string) error {
 	for {
 		b.mu.Lock()
 		seen := slices.ContainsFunc(b.other, func(o string) bool { return strings.Contains(o, text) })
@@ -131,14 +134,14 @@ func (b *logBook) waitText(ctx context.Context, text string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %q: %w%s", text, context.Cause(ctx), b.tail())
+			return fmt.Errorf("waiting for %q: %w%s", text, context.Cause(ctx), b.Tail())
 		case <-changed:
 		}
 	}
 }
 
-// tail describes the last lines, to explain an error.
-func (b *logBook) tail() string {
+// Tail describes the last lines, to explain an error.
+func (b *Book) Tail() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var s strings.Builder
@@ -151,10 +154,10 @@ func (b *logBook) tail() string {
 	return s.String()
 }
 
-// hasMsg returns a predicate for wait: some line's message starts with
+// HasMsg returns a predicate for Wait: some line's message starts with
 // msg.
-func hasMsg(msg string) func([]logLine) bool {
-	return func(ls []logLine) bool {
+func HasMsg(msg string) func([]Line) bool {
+	return func(ls []Line) bool {
 		for _, l := range ls {
 			if strings.HasPrefix(l.Msg, msg) {
 				return true
@@ -164,12 +167,23 @@ func hasMsg(msg string) func([]logLine) bool {
 	}
 }
 
-// find returns the first line whose message starts with msg.
-func find(ls []logLine, msg string) (logLine, bool) {
+// Find returns the first line whose message starts with msg.
+func Find(ls []Line, msg string) (Line, bool) {
 	for _, l := range ls {
 		if strings.HasPrefix(l.Msg, msg) {
 			return l, true
 		}
 	}
-	return logLine{}, false
+	return Line{}, false
+}
+
+// CountMsg counts the lines with message msg.
+func CountMsg(ls []Line, msg string) int {
+	n := 0
+	for _, l := range ls {
+		if l.Msg == msg {
+			n++
+		}
+	}
+	return n
 }

@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"bufio"
@@ -12,16 +12,16 @@ import (
 	"time"
 )
 
-// supported reports whether the harness can measure on this system.
-func supported() error { return nil }
+// Supported reports whether the harness can measure on this system.
+func Supported() error { return nil }
 
 // clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
 // 100 on every Linux architecture Go supports).
 const clockTick = 10 * time.Millisecond
 
-// memory returns the memory figures of process pid.
-func memory(pid int) (memStat, error) {
-	var m memStat
+// Memory returns the memory figures of process pid.
+func Memory(pid int) (Mem, error) {
+	var m Mem
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return m, fmt.Errorf("memory: %w", err)
@@ -47,10 +47,10 @@ func memory(pid int) (memStat, error) {
 	return m, nil
 }
 
-// cpuTime returns the CPU time (user + system) process pid has used so
+// CPUTime returns the CPU time (user + system) process pid has used so
 // far, all its threads included, from the utime and stime fields of
 // /proc/PID/stat (resolution clockTick).
-func cpuTime(pid int) (time.Duration, error) {
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("cpu time: %w", err)
@@ -77,10 +77,10 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ticks) * clockTick, nil
 }
 
-// schedTime returns the nanosecond-precise CPU time of the threads of
+// SchedTime returns the nanosecond-precise CPU time of the threads of
 // process pid alive now (the first field of each
 // /proc/PID/task/TID/schedstat). Threads that exited are not counted.
-func schedTime(pid int) (time.Duration, error) {
+func SchedTime(pid int) (time.Duration, error) {
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(tasks) == 0 {
 		return 0, fmt.Errorf("sched time: pid %d: no tasks", pid)
@@ -104,18 +104,18 @@ func schedTime(pid int) (time.Duration, error) {
 	return time.Duration(total), nil
 }
 
-// maxRSS returns the peak resident set size of an exited process, in
+// MaxRSS returns the peak resident set size of an exited process, in
 // bytes (getrusage's ru_maxrss, which Linux reports in KiB).
-func maxRSS(ps *os.ProcessState) int64 {
+func MaxRSS(ps *os.ProcessState) int64 {
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		return ru.Maxrss << 10
 	}
 	return 0
 }
 
-// inotifyWatches counts the inotify watches that process pid holds, from
+// InotifyWatches counts the inotify watches that process pid holds, from
 // the "inotify wd:" lines of /proc/PID/fdinfo of its inotify descriptors.
-func inotifyWatches(pid int) (int, error) {
+func InotifyWatches(pid int) (int, error) {
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		return 0, fmt.Errorf("inotify watches: %w", err)
@@ -135,19 +135,19 @@ func inotifyWatches(pid int) (int, error) {
 	return n, nil
 }
 
-// newGroup makes a command start in a process group of its own, so that
-// signalGroup reaches everything it started (the peers' shell pipelines).
-func newGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// NewGroup makes a command start in a process group of its own, so that
+// SignalGroup reaches everything it started (the peers' shell pipelines).
+func NewGroup() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
-// signalGroup sends sig to the process group led by pid.
-func signalGroup(pid int, sig syscall.Signal) error {
+// SignalGroup sends sig to the process group led by pid.
+func SignalGroup(pid int, sig syscall.Signal) error {
 	return syscall.Kill(-pid, sig)
 }
 
-// raiseFileLimit raises the soft limit on open files to the hard limit,
+// RaiseFileLimit raises the soft limit on open files to the hard limit,
 // for the harness and (since the harness sets it itself) for what it
 // starts: entr opens every file it watches.
-func raiseFileLimit() error {
+func RaiseFileLimit() error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return fmt.Errorf("file limit: %w", err)

@@ -1,13 +1,13 @@
 //go:build !unix
 
-package main
+package profiled
 
 import (
 	"log/slog"
 	"os"
 )
 
-// sigHeap is nil where there is no user signal: no heap snapshots.
-var sigHeap os.Signal
+// HeapSignal is nil where there is no user signal: no heap snapshots.
+var HeapSignal os.Signal
 
 func onHeapSignal(string, *slog.Logger) (stop func()) { return func() {} }

@@ -1,4 +1,4 @@
-package main
+package conversation
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/bench/internal/table"
 	"github.com/knotd/knotd/internal/agentrun/agenttest"
 	"github.com/knotd/knotd/internal/agents/claude/claudetest"
 	"github.com/knotd/knotd/internal/agents/codex/codextest"
@@ -158,28 +159,28 @@ func TestConversation_Rows(t *testing.T) {
 		want map[string][2]string
 	}{
 		{"before only: figures, no budget; change skipped", []convResult{whole}, false, map[string][2]string{
-			"knotd's prompt, turns 1 / 2 / 3 / 10": {verdictInfo, "8,000 / 9,000 / 10,000 / 17,000"},
-			"conversation sent, turns 10":          {verdictInfo, "180,000"},
-			"largest prompt from turn 3 on":        {verdictInfo, "17,000 (turn 10)"},
-			"every save one resumed turn":          {verdictPass, ""},
-			"knotd's prompt per turn":              {verdictSkip, "—"},
+			"knotd's prompt, turns 1 / 2 / 3 / 10": {table.VerdictInfo, "8,000 / 9,000 / 10,000 / 17,000"},
+			"conversation sent, turns 10":          {table.VerdictInfo, "180,000"},
+			"largest prompt from turn 3 on":        {table.VerdictInfo, "17,000 (turn 10)"},
+			"every save one resumed turn":          {table.VerdictPass, ""},
+			"knotd's prompt per turn":              {table.VerdictSkip, "—"},
 		}},
 		{"goal met", []convResult{whole, goodChange}, true, map[string][2]string{
-			"largest prompt from turn 3 on":                  {verdictPass, "2,000 (turn 3)"},
-			"conversation at turn 10, against resume_prompt": {verdictPass, "40,000"},
+			"largest prompt from turn 3 on":                  {table.VerdictPass, "2,000 (turn 3)"},
+			"conversation at turn 10, against resume_prompt": {table.VerdictPass, "40,000"},
 		}},
 		{"a prompt over 2,500 after turn 3 fails", []convResult{whole, bigPrompt}, true, map[string][2]string{
-			"largest prompt from turn 3 on": {verdictFail, "2,501 (turn 7)"},
+			"largest prompt from turn 3 on": {table.VerdictFail, "2,501 (turn 7)"},
 		}},
 		{"a conversation over a quarter fails", []convResult{whole, bigConv}, true, map[string][2]string{
-			"conversation at turn 10, against resume_prompt": {verdictFail, "46,000"},
+			"conversation at turn 10, against resume_prompt": {table.VerdictFail, "46,000"},
 		}},
 		{"a failed run fails, and says the first", []convResult{failed}, false, map[string][2]string{
-			"runs that did not end ok":             {verdictFail, "2 (first: turn 8: failed: empty reply)"},
-			"knotd's prompt, turns 1 / 2 / 3 / 10": {verdictInfo, "8,000 / 9,000 / 10,000 / 17,000"},
+			"runs that did not end ok":             {table.VerdictFail, "2 (first: turn 8: failed: empty reply)"},
+			"knotd's prompt, turns 1 / 2 / 3 / 10": {table.VerdictInfo, "8,000 / 9,000 / 10,000 / 17,000"},
 		}},
 		{"a fresh turn fails", []convResult{whole, fresh}, true, map[string][2]string{
-			"every save one resumed turn": {verdictFail, "1 fresh, 0 without the line; 10 sections"},
+			"every save one resumed turn": {table.VerdictFail, "1 fresh, 0 without the line; 10 sections"},
 		}},
 	}
 	for _, tt := range tests {
@@ -189,7 +190,7 @@ func TestConversation_Rows(t *testing.T) {
 			for prefix, want := range tt.want {
 				found := false
 				for _, r := range rows {
-					if !strings.HasPrefix(r.Metric, prefix) || (want[0] != verdictSkip && !strings.Contains(r.Scenario, last.mode.name)) {
+					if !strings.HasPrefix(r.Metric, prefix) || (want[0] != table.VerdictSkip && !strings.Contains(r.Scenario, last.mode.name)) {
 						continue
 					}
 					found = true

@@ -1,4 +1,8 @@
-package main
+// Package agentruns counts the agent runs a scenario caused, two ways:
+// the stamps the instant agent (bench/instantagent) appends to its stamps
+// file as it starts, read as the file grows, and the run markers knotd
+// wrote into the tie-offs.
+package agentruns
 
 import (
 	"bytes"
@@ -13,31 +17,34 @@ import (
 	"time"
 )
 
-// stamp is one line the instant agent appended to its stamps file: when
+// Stamp is one line the instant agent appended to its stamps file: when
 // it started and for which strand.
-type stamp struct {
+type Stamp struct {
 	At     time.Time
 	Strand string
 	Event  string
 	Run    string
 }
 
-// stampLog reads an instant agent's stamps file as it grows. It is used
+// Log reads an instant agent's stamps file as it grows. It is used
 // by one goroutine.
-type stampLog struct {
-	path    string
+type Log struct {
+	Path    string // the stamps file
 	off     int64
 	partial []byte
-	all     []stamp
-	// trim, if set, is removed from the front of each strand (the vault
+	all     []Stamp
+	// Trim, if set, is removed from the front of each strand (the vault
 	// directory, for the peers that pass absolute paths).
-	trim string
+	Trim string
 }
 
-// poll reads the lines appended since the last call and returns every
-// stamp so far.
-func (s *stampLog) poll() ([]stamp, error) {
-	f, err := os.Open(s.path)
+// Seen returns the stamps read so far, without reading the file again.
+func (s *Log) Seen() []Stamp { return s.all }
+
+// Poll reads the lines appended since the last call and returns every
+// Stamp so far.
+func (s *Log) Poll() ([]Stamp, error) {
+	f, err := os.Open(s.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s.all, nil
 	}
@@ -61,10 +68,10 @@ func (s *stampLog) poll() ([]stamp, error) {
 		}
 		st, err := parseStamp(string(s.partial[:i]))
 		if err != nil {
-			return nil, fmt.Errorf("stamps %s: %w", s.path, err)
+			return nil, fmt.Errorf("stamps %s: %w", s.Path, err)
 		}
-		if s.trim != "" {
-			st.Strand = strings.TrimPrefix(st.Strand, s.trim)
+		if s.Trim != "" {
+			st.Strand = strings.TrimPrefix(st.Strand, s.Trim)
 		}
 		s.all = append(s.all, st)
 		s.partial = s.partial[i+1:]
@@ -72,27 +79,27 @@ func (s *stampLog) poll() ([]stamp, error) {
 	return s.all, nil
 }
 
-func parseStamp(line string) (stamp, error) {
+func parseStamp(line string) (Stamp, error) {
 	f := strings.Fields(line)
 	if len(f) != 4 {
-		return stamp{}, fmt.Errorf("malformed line %q", line)
+		return Stamp{}, fmt.Errorf("malformed line %q", line)
 	}
 	ns, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil {
-		return stamp{}, fmt.Errorf("malformed line %q: %w", line, err)
+		return Stamp{}, fmt.Errorf("malformed line %q: %w", line, err)
 	}
-	return stamp{At: time.Unix(0, ns), Strand: f[1], Event: f[2], Run: f[3]}, nil
+	return Stamp{At: time.Unix(0, ns), Strand: f[1], Event: f[2], Run: f[3]}, nil
 }
 
 // stampPoll is how often waiting code looks at a stamps file.
 const stampPoll = 2 * time.Millisecond
 
-// wait polls until ok holds for the stamps so far, or ctx ends.
-func (s *stampLog) wait(ctx context.Context, ok func([]stamp) bool) ([]stamp, error) {
+// Wait polls until ok holds for the stamps so far, or ctx ends.
+func (s *Log) Wait(ctx context.Context, ok func([]Stamp) bool) ([]Stamp, error) {
 	t := time.NewTicker(stampPoll)
 	defer t.Stop()
 	for {
-		all, err := s.poll()
+		all, err := s.Poll()
 		if err != nil {
 			return nil, err
 		}
@@ -107,15 +114,15 @@ func (s *stampLog) wait(ctx context.Context, ok func([]stamp) bool) ([]stamp, er
 	}
 }
 
-// settle polls until no stamp has been added for quiet, or ctx ends, and
+// Settle polls until no stamp has been added for quiet, or ctx ends, and
 // returns the stamps so far. It is how the harness waits for tools that
 // say nothing when they are done (and for duplicates that come late).
-func (s *stampLog) settle(ctx context.Context, quiet time.Duration) ([]stamp, error) {
+func (s *Log) Settle(ctx context.Context, quiet time.Duration) ([]Stamp, error) {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	n, since := -1, time.Now()
 	for {
-		all, err := s.poll()
+		all, err := s.Poll()
 		if err != nil {
 			return nil, err
 		}
@@ -132,9 +139,9 @@ func (s *stampLog) settle(ctx context.Context, quiet time.Duration) ([]stamp, er
 	}
 }
 
-// hasStrand returns a predicate for wait: a stamp for rel exists.
-func hasStrand(rel string) func([]stamp) bool {
-	return func(all []stamp) bool {
+// HasStrand returns a predicate for Wait: a stamp for rel exists.
+func HasStrand(rel string) func([]Stamp) bool {
+	return func(all []Stamp) bool {
 		for _, s := range all {
 			if s.Strand == rel {
 				return true
@@ -144,8 +151,8 @@ func hasStrand(rel string) func([]stamp) bool {
 	}
 }
 
-// tally counts the stamps of each strand.
-func tally(all []stamp) map[string]int {
+// Tally counts the stamps of each strand.
+func Tally(all []Stamp) map[string]int {
 	m := make(map[string]int, len(all))
 	for _, s := range all {
 		m[s.Strand]++
@@ -153,10 +160,10 @@ func tally(all []stamp) map[string]int {
 	return m
 }
 
-// exactlyOnce compares runs per strand with the strands that should have
+// ExactlyOnce compares runs per strand with the strands that should have
 // run once each: how many of them did not run, how many runs were extra
 // (a second run of a target, or any run of another strand).
-func exactlyOnce(runs map[string]int, targets []string) (missed, extra int) {
+func ExactlyOnce(runs map[string]int, targets []string) (missed, extra int) {
 	want := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		want[t] = true

@@ -1,4 +1,7 @@
-package main
+// Package perftrace attaches perf trace -s to knotd processes and sums
+// up the system calls that took the most time (fsync, fdatasync, waitid:
+// what a CPU profile does not show), for the notes under the bench's table.
+package perftrace
 
 import (
 	"bufio"
@@ -12,23 +15,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/knotd/knotd/bench/internal/stats"
 )
 
-// tracer attaches perf trace -s to the knotd processes of a profiled
+// Tracer attaches perf trace -s to the knotd processes of a profiled
 // scenario, for the system calls' count and time (what a CPU profile does
 // not show: time spent waiting in fsync, fdatasync, waitid). It is used by
 // one goroutine.
-type tracer struct {
-	dir  string
+type Tracer struct {
+	Dir  string // where perf trace writes its summaries
 	seq  int
-	runs int // runs finished in the traced processes
+	Runs int // runs finished in the traced processes (the caller counts them)
 }
 
-// attach starts perf trace on pid; the returned function stops it (perf
+// Attach starts perf trace on pid; the returned function stops it (perf
 // writes its summary when interrupted, or when pid exits) and waits.
-func (t *tracer) attach(pid int) (stop func() error, err error) {
+func (t *Tracer) Attach(pid int) (stop func() error, err error) {
 	t.seq++
-	out := filepath.Join(t.dir, fmt.Sprintf("syscalls-%d.txt", t.seq))
+	out := filepath.Join(t.Dir, fmt.Sprintf("syscalls-%d.txt", t.seq))
 	cmd := exec.Command("perf", "trace", "-s", "-p", strconv.Itoa(pid), "-o", out)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("perf trace: %w", err)
@@ -58,8 +63,8 @@ var waits = map[string]bool{"futex": true, "epoll_pwait": true, "epoll_wait": tr
 
 // summary merges the perf trace -s files of the tracer and returns the
 // system calls that took the most time, idle waits left out.
-func (t *tracer) summary(n int) ([]syscallStat, error) {
-	files, err := filepath.Glob(filepath.Join(t.dir, "syscalls-*.txt"))
+func (t *Tracer) summary(n int) ([]syscallStat, error) {
+	files, err := filepath.Glob(filepath.Join(t.Dir, "syscalls-*.txt"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,21 +114,21 @@ func parsePerfSummary(path string, total map[string]*syscallStat) error {
 	return sc.Err()
 }
 
-// syscallTable renders the summary for the notes under the table.
-func (t *tracer) syscallTable() []string {
-	stats, err := t.summary(12)
-	if err != nil || len(stats) == 0 {
+// Table renders the summary for the notes under the table.
+func (t *Tracer) Table() []string {
+	top, err := t.summary(12)
+	if err != nil || len(top) == 0 {
 		return []string{fmt.Sprintf("No system call summary (perf trace): %v", err)}
 	}
-	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", thousands(t.runs)), "",
+	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", stats.Thousands(t.Runs)), "",
 		"| system call | calls | per run | total ms | ms per run |", "| --- | ---: | ---: | ---: | ---: |"}
-	for _, s := range stats {
+	for _, s := range top {
 		per, perMs := "", ""
-		if t.runs >= 100 { // per run means something for bursts, not for start-up
-			per = formatNum(float64(s.calls) / float64(t.runs))
-			perMs = formatNum(s.msec / float64(t.runs))
+		if t.Runs >= 100 { // per run means something for bursts, not for start-up
+			per = stats.Format(float64(s.calls) / float64(t.Runs))
+			perMs = stats.Format(s.msec / float64(t.Runs))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %d | %s | %s | %s |", s.name, s.calls, per, formatNum(s.msec), perMs))
+		lines = append(lines, fmt.Sprintf("| %s | %d | %s | %s | %s |", s.name, s.calls, per, stats.Format(s.msec), perMs))
 	}
 	return lines
 }
