@@ -117,8 +117,11 @@ func parsePerfSummary(path string, total map[string]*syscallStat) error {
 // Table renders the summary for the notes under the table.
 func (t *Tracer) Table() []string {
 	top, err := t.summary(12)
-	if err != nil || len(top) == 0 {
+	switch {
+	case err != nil:
 		return []string{fmt.Sprintf("No system call summary (perf trace): %v", err)}
+	case len(top) == 0:
+		return []string{"No system call summary: perf trace wrote none (it may lack the permission to trace, see /proc/sys/kernel/perf_event_paranoid)"}
 	}
 	lines := []string{"", fmt.Sprintf("System calls of knotd in one more run of the scenario (perf trace -s attached to knotd itself, waits for work left out, %s agent runs; perf attaches 0.3 s after knotd starts and may drop events under load, so counts are lower bounds):", stats.Thousands(t.Runs)), "",
 		"| system call | calls | per run | total ms | ms per run |", "| --- | ---: | ---: | ---: | ---: |"}
