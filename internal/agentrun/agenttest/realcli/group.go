@@ -34,7 +34,7 @@ func endGroup(t testing.TB, pgid int) {
 		if time.Now().After(deadline) {
 			break
 		}
-		_ = killGroup(pgid) // one that was being started meanwhile
+		_ = killGroup(pgid)              // one that was being started meanwhile
 		time.Sleep(5 * time.Millisecond) // a poll interval, not a wait for an effect
 	}
 	t.Errorf("processes %v of the agent's group %d still run %v after it was killed", left, pgid, groupTimeout)
