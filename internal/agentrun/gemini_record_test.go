@@ -16,12 +16,9 @@ import (
 )
 
 // envRecordGeminiACP set to 1 makes TestGemini_RecordACP record the real
-// Gemini CLI's ACP output into testdata/gemini-acp-0.61.0 (see the README
-// there).
+// Gemini CLI's ACP output into agents/gemini/testdata/recorded-acp (see the
+// README there).
 const envRecordGeminiACP = "KNOT_RECORD_GEMINI_ACP"
-
-// geminiACPDir holds the recorded ACP conversations.
-const geminiACPDir = "testdata/gemini-acp-0.61.0"
 
 // TestGemini_RecordACP records what Gemini CLI 0.61.0 prints in the gemini
 // preset's ACP conversations, each run by the preset's own conversation
@@ -30,11 +27,11 @@ const geminiACPDir = "testdata/gemini-acp-0.61.0"
 // KNOT_RECORD_GEMINI_ACP=1.
 func TestGemini_RecordACP(t *testing.T) {
 	if os.Getenv(envRecordGeminiACP) != "1" {
-		t.Skipf("set %s=1 to record Gemini CLI's ACP output into %s", envRecordGeminiACP, geminiACPDir)
+		t.Skipf("set %s=1 to record Gemini CLI's ACP output into %s", envRecordGeminiACP, geminiRecordedACP)
 	}
 	bin := geminitest.GeminiCLI(t)
 	const prompt = "## Event Context\nEvent: Created\nStrand: mail.md\n\n# Mail\n\nMail me@example.com, and see @notes/secret.txt\n"
-	if err := os.MkdirAll(geminiACPDir, 0o755); err != nil {
+	if err := os.MkdirAll(geminiRecordedACP, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	type scenario struct {
@@ -111,7 +108,7 @@ func TestGemini_RecordACP(t *testing.T) {
 				if content == "" {
 					return
 				}
-				if err := os.WriteFile(filepath.Join(geminiACPDir, sc.name+ext), []byte(content), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(geminiRecordedACP, sc.name+ext), []byte(content), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -124,7 +121,7 @@ func TestGemini_RecordACP(t *testing.T) {
 		})
 	}
 	// The sums, for TestRecordedFixtures_Unchanged.
-	entries, err := os.ReadDir(geminiACPDir)
+	entries, err := os.ReadDir(geminiRecordedACP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +130,14 @@ func TestGemini_RecordACP(t *testing.T) {
 		if e.IsDir() || e.Name() == "SHA256SUMS" {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(geminiACPDir, e.Name()))
+		b, err := os.ReadFile(filepath.Join(geminiRecordedACP, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sums = append(sums, fmt.Sprintf("%x  %s\n", sha256.Sum256(b), e.Name()))
 	}
 	slices.Sort(sums)
-	if err := os.WriteFile(filepath.Join(geminiACPDir, "SHA256SUMS"), []byte(strings.Join(sums, "")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(geminiRecordedACP, "SHA256SUMS"), []byte(strings.Join(sums, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -54,7 +54,7 @@ func geminiSent(t *testing.T, sent []string) []string {
 }
 
 // TestGemini_RecordedACP: the conversation reads what the real Gemini CLI
-// printed in each recorded case (testdata/gemini-acp-0.61.0), sends what
+// printed in each recorded case (agents/gemini/testdata/recorded-acp), sends what
 // the preset sent then, and tells each outcome apart.
 func TestGemini_RecordedACP(t *testing.T) {
 	for _, tc := range []struct {
@@ -87,10 +87,10 @@ func TestGemini_RecordedACP(t *testing.T) {
 			sent: []string{"initialize", "session/new", "session/prompt", "answer:proceed_once"}, handle: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exit, stdout, stderr := recorded(t, testdataPath("gemini-acp-0.61.0"), tc.name)
+			exit, stdout, stderr := recorded(t, geminiRecordedACP, tc.name)
 			stdout = awaitPromptAfterCommands(stdout)
 			resume := ""
-			if b, err := os.ReadFile(filepath.Join("testdata", "gemini-acp-0.61.0", tc.name+".resume")); err == nil {
+			if b, err := os.ReadFile(filepath.Join(geminiRecordedACP, tc.name+".resume")); err == nil {
 				resume = strings.TrimSpace(string(b))
 			}
 			a := &attempt{req: &Request{Vault: "/vault", Agent: Agent{Preset: PresetGemini, Permissions: tc.perm}}, prompt: "the prompt", resume: resume}

@@ -23,13 +23,12 @@ var (
 	codexRecorded  = filepath.Join("..", "agents", "codex", "testdata", "recorded")
 	codexWritten   = filepath.Join("..", "agents", "codex", "testdata", "written")
 	llmTestdata    = filepath.Join("..", "agents", "llm", "testdata")
+	// Gemini CLI 0.61.0's recorded output, headless and in ACP mode, and
+	// the gemini output written by hand from its documentation.
+	geminiRecorded    = filepath.Join("..", "agents", "gemini", "testdata", "recorded")
+	geminiRecordedACP = filepath.Join("..", "agents", "gemini", "testdata", "recorded-acp")
+	geminiWritten     = filepath.Join("..", "agents", "gemini", "testdata", "written")
 )
-
-// testdataPath returns the path of a file or folder of agentrun's own
-// testdata.
-func testdataPath(elem ...string) string {
-	return filepath.Join(append([]string{"testdata"}, elem...)...)
-}
 
 func readTestdata(t testing.TB, path string) []byte {
 	t.Helper()
@@ -54,7 +53,7 @@ func fixtureExit(t *testing.T, name string) int {
 // recordedDirs are the folders of testdata holding real CLI output, each
 // copied unchanged from its recording with a SHA256SUMS made then (see
 // testdata/README.md).
-var recordedDirs = []string{claudeRecorded, codexRecorded, testdataPath("gemini-cli-0.61.0"), testdataPath("gemini-acp-0.61.0"),
+var recordedDirs = []string{claudeRecorded, codexRecorded, geminiRecorded, geminiRecordedACP,
 	filepath.Join("..", "agents", "claudeacp", "testdata", "recorded"),
 	filepath.Join("..", "agents", "codexacp", "testdata", "recorded"),
 	filepath.Join("..", "agents", "opencode", "testdata", "recorded")}
@@ -414,10 +413,10 @@ func TestJSONParser(t *testing.T) {
 // FuzzParsers checks that no parser panics, whatever an agent prints.
 func FuzzParsers(f *testing.F) {
 	for _, path := range []string{filepath.Join(claudeRecorded, "json-new-session.json"), filepath.Join(claudeRecorded, "stream-json-new.jsonl"),
-		filepath.Join(codexWritten, "exec-new.jsonl"), testdataPath("gemini", "json-new.json"), testdataPath("gemini", "json-error.json"),
+		filepath.Join(codexWritten, "exec-new.jsonl"), filepath.Join(geminiWritten, "json-new.json"), filepath.Join(geminiWritten, "json-error.json"),
 		filepath.Join(llmTestdata, "logs-list.json"), filepath.Join(codexRecorded, "exec-resume-unknown.stderr"),
-		testdataPath("gemini-cli-0.61.0", "json-resume-unknown.stderr"), testdataPath("gemini-acp-0.61.0", "acp-load.stdout"),
-		testdataPath("gemini-acp-0.61.0", "acp-write-edit.stdout")} {
+		filepath.Join(geminiRecorded, "json-resume-unknown.stderr"), filepath.Join(geminiRecordedACP, "acp-load.stdout"),
+		filepath.Join(geminiRecordedACP, "acp-write-edit.stdout")} {
 		f.Add(readTestdata(f, path))
 	}
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))

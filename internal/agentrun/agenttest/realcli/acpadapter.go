@@ -131,7 +131,8 @@ type ACPConn struct {
 	stderr bytes.Buffer // read only after Wait
 	vault  string
 	id     int
-	exited bool
+	exited bool // the agent was waited for
+	ended  bool // what was left of its process group is gone (endGroup)
 	exit   int
 
 	// permit returns the optionId to answer a permission request with, ""
@@ -151,13 +152,22 @@ type ACPOption struct {
 	Kind     string `json:"kind"`
 }
 
-// StartACP starts bin with args in vault with env.
+// StartACP starts bin with args in vault with env, as the leader of its
+// own process group (on Unix), as knotd's runner does. Close, or the
+// test's cleanup if Close was not reached, kills what is left of the group
+// and waits until none of it runs: the adapters start the CLIs they drive
+// as children (claude-agent-acp the Claude Code CLI, codex-acp codex
+// app-server), which outlive them and would otherwise go on writing into
+// the vault and the agent's home while t.TempDir's cleanup removes them.
+// Call it after the t.TempDir calls of those directories: the cleanups run
+// last registered first.
 func StartACP(t *testing.T, bin string, args []string, vault string, env []string) *ACPConn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	c := &ACPConn{t: t, cancel: cancel, vault: vault}
 	c.cmd = exec.CommandContext(ctx, bin, args...)
 	c.cmd.Dir, c.cmd.Env, c.cmd.WaitDelay = vault, env, 10*time.Second
+	setGroup(c.cmd)
 	c.cmd.Stderr = &c.stderr
 	var err error
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
@@ -174,8 +184,13 @@ func StartACP(t *testing.T, bin string, args []string, vault string, env []strin
 	c.lines.Buffer(nil, 16<<20)
 	t.Cleanup(func() {
 		if !c.exited {
-			cancel()
+			cancel() // kills the group (setGroup)
 			_ = c.cmd.Wait()
+			c.exited = true
+		}
+		if !c.ended {
+			c.ended = true
+			endGroup(t, c.cmd.Process.Pid)
 		}
 	})
 	return c
@@ -291,7 +306,8 @@ func (c *ACPConn) answer(m ACPMsg) {
 	c.send(reply)
 }
 
-// Close ends the agent's input and waits for it to exit.
+// Close ends the agent's input and waits for it to exit, then kills what
+// it left running of its process group and waits until that is gone.
 func (c *ACPConn) Close() {
 	c.t.Helper()
 	if err := c.stdin.Close(); err != nil {
@@ -305,6 +321,8 @@ func (c *ACPConn) Close() {
 	err := c.cmd.Wait()
 	c.exited = true
 	c.cancel()
+	c.ended = true
+	endGroup(c.t, c.cmd.Process.Pid)
 	if ee, ok := err.(*exec.ExitError); ok {
 		c.exit = ee.ExitCode()
 	} else if err != nil {

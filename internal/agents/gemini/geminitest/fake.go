@@ -10,7 +10,7 @@ import (
 
 // Fake imitates `gemini --acp [--approval-mode M] [--model M]` of Gemini
 // CLI 0.61.0: JSON-RPC 2.0 lines on standard input and output, as recorded
-// in agentrun/testdata/gemini-cli-0.61.0/acp-*. It answers initialize,
+// in agents/gemini/testdata/recorded-acp/acp-*. It answers initialize,
 // session/new (a fresh session id), session/load (the history replayed as
 // session/update notifications, the first before the response and the
 // rest after it, then available_commands_update; an error for a session it

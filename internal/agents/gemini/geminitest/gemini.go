@@ -8,7 +8,7 @@ import (
 
 // GeminiVersion is the Gemini CLI release knotd's tests are written
 // against: the one scripts/install-gemini installs and the fixtures in
-// agentrun/testdata/gemini-cli-0.61.0 were recorded with.
+// agents/gemini/testdata/recorded and recorded-acp were recorded with.
 const GeminiVersion = "0.61.0"
 
 // The environment variables GeminiCLI reads.

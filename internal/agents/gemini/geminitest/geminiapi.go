@@ -16,7 +16,7 @@ import (
 // GeminiServer is a loopback stand-in for the Gemini API (Generative
 // Language API, v1beta) as Gemini CLI 0.61.0 calls it with an API key,
 // started on 127.0.0.1 by NewGemini. It records every request and answers
-// the way the stand-in that recorded agentrun/testdata/gemini-cli-0.61.0
+// the way the stand-in that recorded agents/gemini/testdata/recorded
 // did (see the README there):
 //
 //   - POST /v1beta/models/M:streamGenerateContent?alt=sse: one SSE "data:"

@@ -15,7 +15,7 @@ import (
 // geminiFixture returns a request body the real Gemini CLI 0.61.0 sent.
 func geminiFixture(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "agentrun", "testdata", "gemini-cli-0.61.0", "requests", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "recorded", "requests", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agentrun_test
+package gemini_test
 
 import (
 	"bytes"
@@ -75,7 +75,7 @@ func wantOnlyPrompts(t *testing.T, what string, call geminitest.GeminiRequest, w
 // session/load starts a new file for the id it is given before it reads
 // the session: for the plain id, loaded in the minute the conversation was
 // started, that is the conversation's file, which is reset (the preset
-// loads the id with a leading space: see geminiLoadID and
+// loads the id with a leading space: see loadID (preset.go) and
 // TestGemini_RealCLITurnsWithinAMinute). The tests' turns come seconds
 // apart, a vault's usually minutes; ageChats stands for the wait, without
 // one.
@@ -201,7 +201,7 @@ func TestGemini_RealCLIConversation(t *testing.T) {
 // context; at its next start the CLI's retention cleanup takes that file
 // for a corrupt session and deletes every file of the short id, the
 // conversation's included, so the third turn started afresh. The preset
-// loads the id with a leading space (geminiLoadID), and the file the load
+// loads the id with a leading space (loadID, preset.go), and the file the load
 // leaves has no short id in its name: the cleanup deletes it alone.
 func TestGemini_RealCLIRetentionKeepsLoadedSessions(t *testing.T) {
 	t.Parallel()

@@ -1,4 +1,4 @@
-package agentrun_test
+package gemini_test
 
 import (
 	"bytes"

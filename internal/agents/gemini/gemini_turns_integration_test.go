@@ -1,4 +1,4 @@
-package agentrun_test
+package gemini_test
 
 import (
 	"slices"
@@ -18,7 +18,7 @@ import (
 // starts a fresh chat in the file of the same name before it looks the
 // session up, wiping the conversation ("No previous sessions found for
 // this project."): the preset loads the id with a leading space
-// (geminiLoadID in preset_gemini.go says why that works). With Gemini
+// (loadID in preset.go says why that works). With Gemini
 // CLI's default settings (session retention on) and with sessionRetention
 // off alike.
 func TestGemini_RealCLITurnsWithinAMinute(t *testing.T) {
