@@ -3,9 +3,11 @@ package main
 import (
 	"encoding"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -734,4 +736,82 @@ func TestDocs_LinksLead(t *testing.T) {
 	})
 	require.NoError(t, err)
 	t.Logf("%d links in the docs, %d references to them in the code", links, refs)
+}
+
+// docFile is a source file or folder the docs name in backquotes:
+// internal/vault/, cmd/knotd/run_test.go, retry_test.go.
+var docFile = regexp.MustCompile("`((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_.-]*(?:\\.go|/))`")
+
+// missingFiles returns the files and folders the docs name that are not
+// in the repository (files lists every file, slash-separated, from the
+// root): a bare file name must be somewhere, a path (or folder) with a
+// slash must be the end of one from the root (testdata/recorded/ within
+// an agent's folder). A folder of one name (runs/, rescued/) and a file
+// name's end (_unix.go) may be anything else: they are not checked.
+func missingFiles(docs []doc, files []string) []string {
+	exists := map[string]bool{}
+	add := func(p string) {
+		for {
+			exists[p] = true
+			i := strings.IndexByte(strings.TrimSuffix(p, "/"), '/')
+			if i < 0 {
+				return
+			}
+			p = p[i+1:]
+		}
+	}
+	for _, f := range files {
+		add(f)
+		for d := path.Dir(f); d != "."; d = path.Dir(d) {
+			add(d + "/")
+		}
+	}
+	var problems []string
+	for _, d := range docs {
+		for _, m := range docFile.FindAllStringSubmatch(d.text, -1) {
+			name := m[1]
+			inner := strings.Contains(strings.TrimSuffix(name, "/"), "/")
+			switch {
+			case strings.HasPrefix(name, "_"), strings.HasPrefix(name, "."):
+				continue // a file name's end, or not a path in the repository
+			case strings.HasSuffix(name, "/") && !inner:
+				continue // a folder of one name: knotd's own, or the user's
+			}
+			if !exists[name] {
+				problems = append(problems, fmt.Sprintf("%s names %s, which is not in the repository", d.name, name))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// TestDocs_FilesNamedExist: every source file and folder the README and
+// docs/ name (the tests behind a guarantee, the file a reader starts at)
+// is where they say.
+func TestDocs_FilesNamedExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	var files []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.IsDir() && (e.Name() == ".git" || e.Name() == ".cache" || e.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !e.IsDir() {
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	}))
+	require.Empty(t, missingFiles([]doc{{"a.md", "see `retry_test.go` and `internal/vault/`"}}, files), "files that exist")
+	require.Equal(t, []string{"a.md names internal/nothere.go, which is not in the repository"},
+		missingFiles([]doc{{"a.md", "see `internal/nothere.go`"}}, files), "a file that does not")
+	for _, p := range missingFiles(readDocs(t), files) {
+		t.Error(p)
+	}
 }
