@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
 )
@@ -95,10 +96,10 @@ func (d *commandDriver) parser() outputParser {
 		return textParser{}
 	}
 	// Validate has checked both pointers.
-	reply, _ := parsePointer(d.agent.Reply)
-	var session pointer
+	reply, _ := jsonpointer.Parse(d.agent.Reply)
+	var session jsonpointer.Pointer
 	if d.agent.Session != "" {
-		session, _ = parsePointer(d.agent.Session)
+		session, _ = jsonpointer.Parse(d.agent.Session)
 	}
 	return jsonParser{reply: reply, session: session}
 }
@@ -120,7 +121,7 @@ func textMessage(text string, truncated bool) *transcript.AssistantMessage {
 // jsonParser reads output json: one JSON document or JSON lines, the reply
 // and the handle taken from the last document that has them.
 type jsonParser struct {
-	reply, session pointer // session nil: no handle
+	reply, session jsonpointer.Pointer // session nil: no handle
 }
 
 func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
@@ -129,13 +130,13 @@ func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, err
 	var replyErr error
 	skipped := jsonValues(stdout, func(v any) {
 		docs++
-		if r, err := p.reply.lookupText(v); err == nil {
+		if r, err := p.reply.LookupText(v); err == nil {
 			out.reply, replyErr = r, nil
 		} else if out.reply == "" {
 			replyErr = err
 		}
 		if p.session != nil {
-			if h, err := p.session.lookupText(v); err == nil && h != "" {
+			if h, err := p.session.LookupText(v); err == nil && h != "" {
 				out.handle = h
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
 	"github.com/knotd/knotd/internal/agents/kit"
 )
 
@@ -356,7 +357,7 @@ func (a *Agent) validateCommand(add func(string, ...any)) {
 		add("output %q is not one of text, json", a.Output)
 	}
 	for _, p := range []struct{ name, ptr string }{{"reply", a.Reply}, {"session", a.Session}} {
-		if _, err := parsePointer(p.ptr); err != nil {
+		if _, err := jsonpointer.Parse(p.ptr); err != nil {
 			add("%s: %v", p.name, err)
 		}
 	}

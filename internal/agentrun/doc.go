@@ -24,7 +24,7 @@
 // # The prompt
 //
 // Every prompt starts with the Event Context block specified in
-// docs/formats.md#event-context (prompt.go builds it). Fences are made of
+// docs/formats.md#event-context (internal/prompt builds it). Fences are made of
 // more backticks than the longest run of backticks in what they enclose;
 // each part is bounded (see Limits) with a visible marker of what was left
 // out, and the whole prompt has a hard cap (ErrPromptTooLarge).
@@ -65,6 +65,11 @@
 // An agent that fails is not an error: Run returns a Result whose Outcome is
 // failed, timeout or canceled with a short human Reason. Run returns an error
 // only for a bad request or configuration.
+//
+// The running of the process (its group, its bounded output, the
+// conversation on its input, orphaned groups) is internal/proc; the
+// prompt's text is built by internal/prompt and bounded by
+// internal/textbound; internal/jsonpointer reads a command's JSON output.
 //
 // The subpackage fakeagent provides fake agent CLIs (the test binary
 // re-executed) for tests here and in the packages that run agents.

@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 )
 
 // The environment variables knotd sets for every agent run. Agents may read
@@ -13,7 +15,7 @@ const (
 	EnvStrand  = "KNOT_STRAND"  // vault-relative path of the strand
 	EnvEvent   = "KNOT_EVENT"   // Created, Modified or Deleted
 	EnvSession = "KNOT_SESSION" // the strand's session UUID
-	EnvRunID   = "KNOT_RUN_ID"  // the run id
+	EnvRunID   = proc.RunIDEnv  // the run id
 )
 
 var knotVars = []string{EnvVault, EnvStrand, EnvEvent, EnvSession, EnvRunID}

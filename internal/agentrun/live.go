@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -66,6 +67,10 @@ func (s *textLive) write(p []byte) {
 	}
 }
 
+// Add and Close make textLive proc.Run's Live.
+func (s *textLive) Add(kept []byte) { s.write(kept) }
+func (s *textLive) Close()          { s.close() }
+
 // tick hands over what waited liveEvery. What cannot be cut yet waits for
 // the next output, or the end.
 func (s *textLive) tick() {
@@ -103,7 +108,7 @@ func (s *textLive) flush(final bool) {
 			cut = bytes.LastIndexAny(s.pending, " \t") + 1
 		}
 		if cut == 0 && len(s.pending) >= liveChunk {
-			if cut = cutBack(string(s.pending), liveChunk); cut == 0 {
+			if cut = textbound.CutBack(string(s.pending), liveChunk); cut == 0 {
 				cut = liveChunk // no rune starts there: not UTF-8 anyway
 			}
 		}

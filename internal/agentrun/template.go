@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 )
 
 // The template values a generic command may use in its argv elements:
@@ -87,5 +89,5 @@ func preview(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	return s[:cutBack(s, max)] + "…"
+	return s[:textbound.CutBack(s, max)] + "…"
 }
