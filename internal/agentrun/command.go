@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/argtemplate"
 	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
@@ -68,7 +69,7 @@ func (d *commandDriver) argv(a *attempt) ([]string, error) {
 		vals["prompt_file"] = a.promptFile
 		tmpl = withPlaceholder(tmpl, "{prompt_file}")
 	}
-	argv, err := expandArgv(tmpl, vals)
+	argv, err := argtemplate.Expand(tmpl, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -158,3 +159,12 @@ func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, err
 	out.message = textMessage(out.reply, false)
 	return out, nil
 }
+
+// TemplateNames returns the names of the values a generic command may use
+// in braces ({model}, {session}, ...): see argtemplate.
+func TemplateNames() []string { return argtemplate.Names() }
+
+// OtherPlaceholders returns the words in braces in argv that name no
+// template value ({sesion}), once each, in order: they are left as they
+// are, which for a mistyped name is a mistake to report.
+func OtherPlaceholders(argv []string) []string { return argtemplate.OtherPlaceholders(argv) }

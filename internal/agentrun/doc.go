@@ -33,7 +33,7 @@
 //
 // Commands are argv, never a shell. Template values such as {model} or
 // {prompt_file} are substituted inside single argv elements, and a value may
-// never turn an element into a flag (see template.go). The prompt goes on
+// never turn an element into a flag (see internal/argtemplate). The prompt goes on
 // standard input by default; otherwise standard input is /dev/null. A
 // command with protocol: acp, and the presets on it (gemini among them),
 // instead hold a conversation with the agent on its standard input and
@@ -66,10 +66,12 @@
 // failed, timeout or canceled with a short human Reason. Run returns an error
 // only for a bad request or configuration.
 //
-// The running of the process (its group, its bounded output, the
-// conversation on its input, orphaned groups) is internal/proc; the
+// The running of the process (its group, environment and bounded output,
+// the conversation on its input, orphaned groups) is internal/proc, and
+// internal/livetext hands a plain agent's output over as it comes; the
 // prompt's text is built by internal/prompt and bounded by
-// internal/textbound; internal/jsonpointer reads a command's JSON output.
+// internal/textbound; internal/argtemplate fills a command's argv, and
+// internal/jsonpointer reads its JSON output.
 //
 // The subpackage fakeagent provides fake agent CLIs (the test binary
 // re-executed) for tests here and in the packages that run agents.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/internal/agentrun/internal/livetext"
 	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 )
 
@@ -299,15 +300,15 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	spec := r.procSpec(a, argv, d.delivery() == PromptStdin, onLine)
 	spec.Talk = talkOf(conv)
 	rp, raw := parser.(rawParser)
-	var live *textLive
+	var live *livetext.Text
 	if raw && a.req.OnOutput != nil {
-		live = newTextLive(a.req.OnOutput)
+		live = livetext.New(a.req.OnOutput)
 		spec.Live = live
 	}
 	out.proc = proc.Run(ctx, spec)
 	out.parsed, out.parseErr = parser.finish(out.proc.Stdout, out.proc.StdoutTrunc, out.proc.Stderr)
 	if live != nil {
-		rp.streamed(&out.parsed, live.sent)
+		rp.streamed(&out.parsed, live.Sent())
 	}
 	if out.proc.TalkErr != nil {
 		if out.parseErr != nil {
@@ -340,7 +341,7 @@ func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]b
 	return proc.Spec{
 		Argv:      argv,
 		Dir:       req.Vault,
-		Env:       buildEnv(environ(), req.Agent.Env, req.Agent.EnvRemove, knot),
+		Env:       proc.Environ(environ(), req.Agent.Env, req.Agent.EnvRemove, knot),
 		Stdin:     a.prompt,
 		HasStdin:  stdin,
 		Grace:     orDefault(r.Grace, DefaultGrace),
