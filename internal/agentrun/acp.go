@@ -222,7 +222,7 @@ func (c *acpConversation) hand(blocks []transcript.Block) {
 // open sends nothing itself: attach starts the conversation.
 func (c *acpConversation) open() [][]byte { return nil }
 
-// attach is called by runProc once the outbox exists, before the agent
+// attach is called by proc.Run once the outbox exists, before the agent
 // starts: push queues the SDK's messages for the agent's input.
 func (c *acpConversation) attach(push func(msgs [][]byte, close bool) error, grace time.Duration) {
 	c.push, c.grace = push, grace

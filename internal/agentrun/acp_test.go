@@ -586,7 +586,7 @@ func TestACPPresets_SessionOptions(t *testing.T) {
 			}
 			// The fake records only knotd's variables: the environment
 			// the runner starts the agent with.
-			env := (&Runner{}).procSpec(&attempt{req: &req}, res1.Argv, true, nil).env
+			env := (&Runner{}).procSpec(&attempt{req: &req}, res1.Argv, true, nil).Env
 			if tc.env[0] != "" && !slices.Contains(env, tc.env[0]+"="+tc.env[1]) {
 				t.Errorf("the agent's environment lacks %s=%s: %q", tc.env[0], tc.env[1], env)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/argtemplate"
+	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
 )
@@ -67,7 +69,7 @@ func (d *commandDriver) argv(a *attempt) ([]string, error) {
 		vals["prompt_file"] = a.promptFile
 		tmpl = withPlaceholder(tmpl, "{prompt_file}")
 	}
-	argv, err := expandArgv(tmpl, vals)
+	argv, err := argtemplate.Expand(tmpl, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +97,10 @@ func (d *commandDriver) parser() outputParser {
 		return textParser{}
 	}
 	// Validate has checked both pointers.
-	reply, _ := parsePointer(d.agent.Reply)
-	var session pointer
+	reply, _ := jsonpointer.Parse(d.agent.Reply)
+	var session jsonpointer.Pointer
 	if d.agent.Session != "" {
-		session, _ = parsePointer(d.agent.Session)
+		session, _ = jsonpointer.Parse(d.agent.Session)
 	}
 	return jsonParser{reply: reply, session: session}
 }
@@ -120,7 +122,7 @@ func textMessage(text string, truncated bool) *transcript.AssistantMessage {
 // jsonParser reads output json: one JSON document or JSON lines, the reply
 // and the handle taken from the last document that has them.
 type jsonParser struct {
-	reply, session pointer // session nil: no handle
+	reply, session jsonpointer.Pointer // session nil: no handle
 }
 
 func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, error) {
@@ -129,13 +131,13 @@ func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, err
 	var replyErr error
 	skipped := jsonValues(stdout, func(v any) {
 		docs++
-		if r, err := p.reply.lookupText(v); err == nil {
+		if r, err := p.reply.LookupText(v); err == nil {
 			out.reply, replyErr = r, nil
 		} else if out.reply == "" {
 			replyErr = err
 		}
 		if p.session != nil {
-			if h, err := p.session.lookupText(v); err == nil && h != "" {
+			if h, err := p.session.LookupText(v); err == nil && h != "" {
 				out.handle = h
 			}
 		}
@@ -157,3 +159,12 @@ func (p jsonParser) finish(stdout []byte, truncated bool, _ string) (parsed, err
 	out.message = textMessage(out.reply, false)
 	return out, nil
 }
+
+// TemplateNames returns the names of the values a generic command may use
+// in braces ({model}, {session}, ...): see argtemplate.
+func TemplateNames() []string { return argtemplate.Names() }
+
+// OtherPlaceholders returns the words in braces in argv that name no
+// template value ({sesion}), once each, in order: they are left as they
+// are, which for a mistyped name is a mistake to report.
+func OtherPlaceholders(argv []string) []string { return argtemplate.OtherPlaceholders(argv) }

@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/argtemplate"
+	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
 	"github.com/knotd/knotd/internal/agents/kit"
 )
 
@@ -89,7 +91,7 @@ type Agent struct {
 	// the preset's program (for example ["/opt/claude/bin/claude"] or
 	// ["npx", "@anthropic-ai/claude-code"]) and the preset adds its own
 	// arguments after it, with no template values substituted. A generic
-	// command may use the template values listed in template.go. The
+	// command may use the template values listed in internal/argtemplate. The
 	// program is looked up in knotd's own PATH.
 	Command []string `yaml:"command,omitempty"`
 	// ResumeCommand is the argv a generic command runs instead of Command
@@ -274,7 +276,7 @@ func (a *Agent) Validate() error {
 			add("prompt, output, reply, session and resume_command do not apply to protocol: acp (the prompt and reply go over ACP, and the agent's session id is the resume handle); remove them")
 		}
 		for _, el := range a.Command {
-			if name := rePlaceholder.FindStringSubmatch(el); name != nil && slices.Contains(templateNames, name[1]) {
+			if name := argtemplate.Placeholder.FindStringSubmatch(el); name != nil && slices.Contains(argtemplate.Names(), name[1]) {
 				add("command uses {%s}, but protocol: acp fills in no values (the prompt and session go over ACP); remove it", name[1])
 				break
 			}
@@ -356,7 +358,7 @@ func (a *Agent) validateCommand(add func(string, ...any)) {
 		add("output %q is not one of text, json", a.Output)
 	}
 	for _, p := range []struct{ name, ptr string }{{"reply", a.Reply}, {"session", a.Session}} {
-		if _, err := parsePointer(p.ptr); err != nil {
+		if _, err := jsonpointer.Parse(p.ptr); err != nil {
 			add("%s: %v", p.name, err)
 		}
 	}

@@ -24,7 +24,7 @@
 // # The prompt
 //
 // Every prompt starts with the Event Context block specified in
-// docs/formats.md#event-context (prompt.go builds it). Fences are made of
+// docs/formats.md#event-context (internal/prompt builds it). Fences are made of
 // more backticks than the longest run of backticks in what they enclose;
 // each part is bounded (see Limits) with a visible marker of what was left
 // out, and the whole prompt has a hard cap (ErrPromptTooLarge).
@@ -33,7 +33,7 @@
 //
 // Commands are argv, never a shell. Template values such as {model} or
 // {prompt_file} are substituted inside single argv elements, and a value may
-// never turn an element into a flag (see template.go). The prompt goes on
+// never turn an element into a flag (see internal/argtemplate). The prompt goes on
 // standard input by default; otherwise standard input is /dev/null. A
 // command with protocol: acp, and the presets on it (gemini among them),
 // instead hold a conversation with the agent on its standard input and
@@ -65,6 +65,13 @@
 // An agent that fails is not an error: Run returns a Result whose Outcome is
 // failed, timeout or canceled with a short human Reason. Run returns an error
 // only for a bad request or configuration.
+//
+// The running of the process (its group, environment and bounded output,
+// the conversation on its input, orphaned groups) is internal/proc, and
+// internal/livetext hands a plain agent's output over as it comes; the
+// prompt's text is built by internal/prompt and bounded by
+// internal/textbound; internal/argtemplate fills a command's argv, and
+// internal/jsonpointer reads its JSON output.
 //
 // The subpackage fakeagent provides fake agent CLIs (the test binary
 // re-executed) for tests here and in the packages that run agents.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
 )
 
@@ -22,7 +23,7 @@ const envRecordGeminiACP = "KNOT_RECORD_GEMINI_ACP"
 
 // TestGemini_RecordACP records what Gemini CLI 0.61.0 prints in the gemini
 // preset's ACP conversations, each run by the preset's own conversation
-// and runProc against the Gemini API stand-in: NAME.stdout, NAME.stderr,
+// and proc.Run against the Gemini API stand-in: NAME.stdout, NAME.stderr,
 // NAME.exit, and NAME.resume for a load. It runs only with
 // KNOT_RECORD_GEMINI_ACP=1.
 func TestGemini_RecordACP(t *testing.T) {
@@ -66,7 +67,7 @@ func TestGemini_RecordACP(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			run := func(resume string) (procResult, parsed) {
+			run := func(resume string) (proc.Result, parsed) {
 				req := &Request{Vault: vault, Agent: Agent{Preset: PresetGemini, Permissions: sc.perm}}
 				a := &attempt{req: req, program: []string{bin}, prompt: prompt, resume: resume}
 				argv, err := geminiDriver().argv(a)
@@ -76,9 +77,9 @@ func TestGemini_RecordACP(t *testing.T) {
 				conv := geminiDriver().converse(a)
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 				defer cancel()
-				res := runProc(ctx, procSpec{argv: argv, dir: vault, env: env, grace: 5 * time.Second,
-					maxStdout: DefaultMaxStdout, maxStderr: DefaultMaxStderr, maxLine: DefaultMaxLine, talk: conv})
-				p, err := conv.finish(res.stdout, res.stdoutTrunc, res.stderr)
+				res := proc.Run(ctx, proc.Spec{Argv: argv, Dir: vault, Env: env, Grace: 5 * time.Second,
+					MaxStdout: DefaultMaxStdout, MaxStderr: DefaultMaxStderr, MaxLine: DefaultMaxLine, Talk: talkOf(conv)})
+				p, err := conv.finish(res.Stdout, res.StdoutTrunc, res.Stderr)
 				if err != nil {
 					t.Logf("finish: %v", err)
 				}
@@ -103,7 +104,7 @@ func TestGemini_RecordACP(t *testing.T) {
 					Args: map[string]any{"file_path": filepath.Join(vault, "notes", "out.md"), "content": "written by the model\n"}})
 			}
 			res, p := run(resume)
-			t.Logf("%s: exit %d, parsed %+v", sc.name, res.exitCode, p)
+			t.Logf("%s: exit %d, parsed %+v", sc.name, res.ExitCode, p)
 			write := func(ext, content string) {
 				if content == "" {
 					return
@@ -112,9 +113,9 @@ func TestGemini_RecordACP(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			write(".stdout", string(res.stdout))
-			write(".stderr", res.stderr)
-			write(".exit", "exit="+strconv.Itoa(res.exitCode)+"\n")
+			write(".stdout", string(res.Stdout))
+			write(".stderr", res.Stderr)
+			write(".exit", "exit="+strconv.Itoa(res.ExitCode)+"\n")
 			if sc.resume != "" {
 				write(".resume", resume+"\n")
 			}

@@ -3,6 +3,7 @@ package agentrun
 import (
 	"context"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
 )
@@ -69,7 +70,7 @@ func (k kitDriver) prepare(a *attempt) error {
 }
 
 // finish: a driver that is no kit.Finisher has no step after an attempt.
-func (k kitDriver) finish(ctx context.Context, a *attempt, p *parsed, run func(context.Context, []string) procResult) {
+func (k kitDriver) finish(ctx context.Context, a *attempt, p *parsed, run func(context.Context, []string) proc.Result) {
 	f, ok := k.d.(kit.Finisher)
 	if !ok {
 		return
@@ -77,7 +78,7 @@ func (k kitDriver) finish(ctx context.Context, a *attempt, p *parsed, run func(c
 	kp := p.kit()
 	f.Finish(ctx, a.kit(), &kp, func(ctx context.Context, argv []string) kit.Proc {
 		pr := run(ctx, argv)
-		return kit.Proc{OK: pr.startErr == nil && pr.exitCode == 0, Stdout: pr.stdout, Stderr: pr.stderr, Status: pr.describe()}
+		return kit.Proc{OK: pr.StartErr == nil && pr.ExitCode == 0, Stdout: pr.Stdout, Stderr: pr.Stderr, Status: pr.Describe()}
 	})
 	lost := p.lost
 	*p = fromKit(kp)

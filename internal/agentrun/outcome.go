@@ -14,25 +14,25 @@ const maxReason = 300
 // record copies what an attempt's process did into the result.
 func (o *attemptOutcome) record(res *Result) {
 	pr := o.proc
-	res.ExitCode = pr.exitCode
-	res.Stdout, res.StdoutBytes, res.StdoutTruncated = pr.stdout, pr.stdoutN, pr.stdoutTrunc
-	res.Stderr, res.StderrTruncated = pr.stderr, pr.stderrTrunc
+	res.ExitCode = pr.ExitCode
+	res.Stdout, res.StdoutBytes, res.StdoutTruncated = pr.Stdout, pr.StdoutN, pr.StdoutTrunc
+	res.Stderr, res.StderrTruncated = pr.Stderr, pr.StderrTrunc
 	res.Notes = append(res.Notes, o.parsed.notes...)
 	res.Message = o.parsed.message
-	if pr.droppedLines > 0 && res.Message != nil {
+	if pr.DroppedLines > 0 && res.Message != nil {
 		res.Message.Truncated = true
 	}
-	if pr.pipesHeld {
+	if pr.PipesHeld {
 		res.Notes = append(res.Notes, "a process the agent left behind kept its output open after it exited; it was killed after the grace period")
 	}
-	if pr.lingered {
+	if pr.Lingered {
 		res.Notes = append(res.Notes, "the agent did not exit within the grace period after its conversation ended; it was stopped")
 	}
-	if pr.killErr != nil {
-		res.Notes = append(res.Notes, "could not kill the agent's process group: "+pr.killErr.Error())
+	if pr.KillErr != nil {
+		res.Notes = append(res.Notes, "could not kill the agent's process group: "+pr.KillErr.Error())
 	}
-	if pr.droppedLines > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("skipped %d output lines longer than the line limit", pr.droppedLines))
+	if pr.DroppedLines > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("skipped %d output lines longer than the line limit", pr.DroppedLines))
 	}
 }
 
@@ -49,16 +49,16 @@ func classify(o attemptOutcome, res *Result) {
 	fail := func(reason string) { res.Outcome, res.Reason = OutcomeFailed, reason }
 	// A line the notes explain (Gemini CLI's untrusted folder) is not a
 	// failure's cause: the reason quotes the first other one.
-	stderr := unnotedStderr(o.proc.stderr, p.noted)
+	stderr := unnotedStderr(o.proc.Stderr, p.noted)
 	switch {
 	case o.runErr != nil:
 		fail("cannot run " + res.Agent + ": " + o.runErr.Error())
 		res.NotStarted = o.runErr.Error()
-	case o.proc.startErr != nil:
-		fail("could not start " + prog + ": " + o.proc.startErr.Error())
-		res.NotStarted = o.proc.startErr.Error()
-	case o.proc.exitCode != 0 && !o.proc.lingered:
-		fail(o.proc.describe() + detail(p.agentErr, stderr, o.parseErr))
+	case o.proc.StartErr != nil:
+		fail("could not start " + prog + ": " + o.proc.StartErr.Error())
+		res.NotStarted = o.proc.StartErr.Error()
+	case o.proc.ExitCode != 0 && !o.proc.Lingered:
+		fail(o.proc.Describe() + detail(p.agentErr, stderr, o.parseErr))
 	case p.agentErr != "":
 		fail(res.Agent + " reported an error: " + p.agentErr)
 	case o.parseErr != nil:
@@ -66,8 +66,8 @@ func classify(o attemptOutcome, res *Result) {
 		if errors.Is(o.parseErr, errNoOutput) {
 			reason = "no output" + detail("", stderr, nil)
 		}
-		if o.proc.stdoutTrunc {
-			reason += fmt.Sprintf(" (the output was cut at %d of %d bytes)", len(o.proc.stdout), o.proc.stdoutN)
+		if o.proc.StdoutTrunc {
+			reason += fmt.Sprintf(" (the output was cut at %d of %d bytes)", len(o.proc.Stdout), o.proc.StdoutN)
 		}
 		fail(reason)
 	case res.Reply == "":
@@ -119,7 +119,7 @@ func recordInterrupted(ctx, runCtx context.Context, timeout time.Duration, o att
 		res.Outcome = OutcomeCanceled
 		res.Reason = "canceled: " + strings.TrimPrefix(context.Cause(ctx).Error(), "context ")
 	}
-	if l := firstLine(unnotedStderr(o.proc.stderr, o.parsed.noted), maxReason); l != "" {
+	if l := firstLine(unnotedStderr(o.proc.Stderr, o.parsed.noted), maxReason); l != "" {
 		res.Reason += " (stderr: " + l + ")"
 	}
 }

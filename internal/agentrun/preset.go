@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 	"github.com/knotd/knotd/internal/agents"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/transcript"
@@ -162,7 +163,7 @@ type turnContexter interface {
 // asking the CLI for the conversation id it just used. run starts a helper
 // process with the attempt's environment and working directory.
 type finisher interface {
-	finish(ctx context.Context, a *attempt, p *parsed, run func(ctx context.Context, argv []string) procResult)
+	finish(ctx context.Context, a *attempt, p *parsed, run func(ctx context.Context, argv []string) proc.Result)
 }
 
 // continuer is a driver that continues a conversation without a resume

@@ -2,7 +2,6 @@ package agentrun
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -410,23 +409,6 @@ func TestGemini_HangTimesOut(t *testing.T) {
 	}
 }
 
-// TestOutbox_Bounded: answers an agent does not read fill the outbox up to
-// maxOutbox; then it fails and is closed.
-func TestOutbox_Bounded(t *testing.T) {
-	o := newOutbox([][]byte{[]byte("first")})
-	msg := make([]byte, 64<<10)
-	var err error
-	for i := 0; i < maxOutbox/len(msg)+2 && err == nil; i++ {
-		err = o.push([][]byte{msg}, false)
-	}
-	if !errors.Is(err, errOutboxFull) {
-		t.Fatalf("push past maxOutbox = %v; want errOutboxFull", err)
-	}
-	if msgs, closed, err := o.take(); len(msgs) != 0 || !closed || !errors.Is(err, errOutboxFull) {
-		t.Errorf("take = %d messages, closed %v, %v; want none, closed, errOutboxFull", len(msgs), closed, err)
-	}
-}
-
 // TestGemini_InvalidUTF8Noted: a prompt that is not valid UTF-8 cannot go
 // into a JSON string as it is; the run says so.
 func TestGemini_InvalidUTF8Noted(t *testing.T) {
@@ -441,7 +423,7 @@ func TestGemini_InvalidUTF8Noted(t *testing.T) {
 }
 
 // talkACP holds conversation c (an ACP conversation on the SDK) with a
-// stand-in for the agent that prints stdout, line by line as runProc hands
+// stand-in for the agent that prints stdout, line by line as proc.Run hands
 // them over, and returns what c parsed and every message knotd sent, in
 // order (and "finish: <error>" if finish failed). A response (an id, no
 // method) is handed over once knotd sent the request it answers: the

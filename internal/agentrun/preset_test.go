@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	acp "github.com/coder/acp-go-sdk"
+	"github.com/knotd/knotd/internal/agentrun/internal/jsonpointer"
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 )
 
 // The recorded output of the agents whose folders are under agents/: the
@@ -313,13 +315,11 @@ func TestDrivers_ArgvPermissions(t *testing.T) {
 	}
 }
 
-// codexParse feeds a fixture to a codexParser line by line, as runProc does.
+// codexParse feeds a fixture to a codexParser line by line, as proc.Run does.
 func codexParse(t testing.TB, out []byte) (parsed, error) {
 	t.Helper()
 	p := codexDriver().parser().(lineParser)
-	s := &lineSplitter{max: DefaultMaxLine, fn: p.line}
-	s.write(out)
-	s.flush()
+	proc.EachLine(out, DefaultMaxLine, p.line)
 	return p.finish(out, false, "")
 }
 
@@ -363,9 +363,9 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	var gotArgv []string
 	p := parsed{reply: "Hello!"}
 	llmDriver := newDriver(&req.Agent, PresetLLM).(finisher)
-	llmDriver.finish(context.Background(), a, &p, func(_ context.Context, argv []string) procResult {
+	llmDriver.finish(context.Background(), a, &p, func(_ context.Context, argv []string) proc.Result {
 		gotArgv = argv
-		return procResult{stdout: readTestdata(t, filepath.Join(llmTestdata, "logs-list.json"))}
+		return proc.Result{Stdout: readTestdata(t, filepath.Join(llmTestdata, "logs-list.json"))}
 	})
 	wantArgv := []string{"llm", "logs", "list", "-n", "1", "--json", "-d", filepath.Join("/state", "llm", testSession+".db")}
 	if !slices.Equal(gotArgv, wantArgv) {
@@ -376,8 +376,8 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 	}
 
 	p = parsed{reply: "Hello!"}
-	llmDriver.finish(context.Background(), a, &p, func(context.Context, []string) procResult {
-		return procResult{exitCode: 2, stderr: "Error: No such option: -d"}
+	llmDriver.finish(context.Background(), a, &p, func(context.Context, []string) proc.Result {
+		return proc.Result{ExitCode: 2, Stderr: "Error: No such option: -d"}
 	})
 	if p.handle != "" || len(p.notes) != 1 || !strings.Contains(p.notes[0], "exit status 2") {
 		t.Errorf("failed logs call: handle %q notes %q; want no handle and a note", p.handle, p.notes)
@@ -385,8 +385,8 @@ func TestLLMDriver_ReadsConversationFromLogs(t *testing.T) {
 }
 
 func TestJSONParser(t *testing.T) {
-	reply, _ := parsePointer("/answer/text")
-	session, _ := parsePointer("/conversation")
+	reply, _ := jsonpointer.Parse("/answer/text")
+	session, _ := jsonpointer.Parse("/conversation")
 	p := jsonParser{reply: reply, session: session}
 	tests := []struct {
 		name, out, reply, handle string
@@ -420,7 +420,7 @@ func FuzzParsers(f *testing.F) {
 		f.Add(readTestdata(f, path))
 	}
 	f.Add([]byte("{\"type\":\"result\"\n{{{\n\x00\xff"))
-	ptr, _ := parsePointer("/a/0/b")
+	ptr, _ := jsonpointer.Parse("/a/0/b")
 	f.Fuzz(func(t *testing.T, out []byte) {
 		_, _ = claudeDriver().parser().finish(out, false, string(out))
 		_, _ = codexParse(t, out)

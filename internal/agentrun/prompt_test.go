@@ -1,7 +1,6 @@
 package agentrun
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -166,63 +165,6 @@ func TestBuildPrompt_QuotesControlCharsInPath(t *testing.T) {
 	}
 }
 
-func TestTieOffBlock_LooksOnlyAtTheNewest(t *testing.T) {
-	lim := Limits{TieOffSections: 3, TieOffBytes: 1 << 20}
-	secs := make([]string, 1000)
-	for i := range secs {
-		secs[i] = fmt.Sprintf("section %d", i)
-	}
-	got := tieOffBlock(secs, 5, lim)
-	want := "```markdown\n[… 1002 older sections omitted …]\n\nsection 997\n\n---\n\nsection 998\n\n---\n\nsection 999\n```\n"
-	if got != want {
-		t.Errorf("tieOffBlock(1000 sections, 5 omitted) =\n%s\nwant\n%s", got, want)
-	}
-	if got := tieOffBlock(nil, 0, lim); got != "(none)\n" {
-		t.Errorf("tieOffBlock(nil, 0) = %q; want (none)", got)
-	}
-	if got := tieOffBlock(nil, 1, lim); got != "```markdown\n[… 1 older section omitted …]\n```\n" {
-		t.Errorf("tieOffBlock(nil, 1) = %q", got)
-	}
-}
-
-func TestBound(t *testing.T) {
-	tests := []struct {
-		name string
-		fn   func(string, int) string
-		in   string
-		max  int
-		want string
-	}{
-		{"head fits", boundHead, "abc\n", 4, "abc\n"},
-		{"head at line", boundHead, "one\ntwo\nthree\n", 9, "one\ntwo\n[… 6 bytes omitted …]\n"},
-		{"head mid-rune", boundHead, "ééééé", 3, "é\n[… 8 bytes omitted …]\n"},
-		{"middle", boundMiddle, "1\n2\n3\n4\n5\n6\n7\n8\n", 8, "1\n2\n[… 8 bytes omitted …]\n7\n8\n"},
-		{"middle no newlines", boundMiddle, "abcdefghij", 4, "ab\n[… 6 bytes omitted …]\nij"},
-	}
-	for _, tt := range tests {
-		if got := tt.fn(tt.in, tt.max); got != tt.want {
-			t.Errorf("%s: bound(%q, %d) = %q; want %q", tt.name, tt.in, tt.max, got, tt.want)
-		}
-	}
-}
-
-func TestFence(t *testing.T) {
-	tests := []struct {
-		in   []string
-		want string
-	}{
-		{nil, "```"},
-		{[]string{"no ticks"}, "```"},
-		{[]string{"``", " ```"}, "````"},
-		{[]string{"x ````` y", "```"}, "``````"},
-	}
-	for _, tt := range tests {
-		if got := fence(tt.in...); got != tt.want {
-			t.Errorf("fence(%q) = %q; want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func FuzzBuildPrompt(f *testing.F) {
 	f.Add(planV1, planV2, "reply with ``` fence", 3)
 	f.Add("", "````\n", "", 0)
@@ -272,12 +214,5 @@ func BenchmarkBuildPrompt(b *testing.B) {
 			}
 			b.ReportMetric(float64(size), "prompt-bytes")
 		})
-	}
-}
-
-func TestChanges_TooLargeToDiff(t *testing.T) {
-	got, _ := changes("a.md", bytes.Repeat([]byte("x\n"), 50), []byte("short"), Limits{Diff: 10})
-	if got != "(too large to diff: 100 bytes before, 5 bytes now)\n" {
-		t.Errorf("changes(100 bytes, 5 bytes, Diff 10) = %q", got)
 	}
 }

@@ -31,7 +31,7 @@ func recorded(t *testing.T, dir, name string) (exit int, stdout, stderr string) 
 }
 
 // talk feeds what a conversing agent printed to a conversation of d for
-// attempt a, line by line as runProc does, and returns what it parsed and
+// attempt a, line by line as proc.Run does, and returns what it parsed and
 // every message it sent, in order.
 func talk(d talker, a *attempt, stdout, stderr string) (parsed, []string) {
 	c := d.converse(a)

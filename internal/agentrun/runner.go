@@ -8,12 +8,26 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/internal/agentrun/internal/livetext"
+	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 )
 
 // DefaultGrace is how long an agent gets to stop after SIGTERM before it is
 // killed, and how long a leftover descendant may keep the output pipes open
 // after the agent exited.
 const DefaultGrace = 5 * time.Second
+
+// Defaults for what a Runner keeps of an agent's output.
+const (
+	// DefaultMaxStdout is how much standard output a Result keeps.
+	DefaultMaxStdout = 1 << 20
+	// DefaultMaxStderr is how much of the end of standard error a Result
+	// keeps.
+	DefaultMaxStderr = 8 << 10
+	// DefaultMaxLine is the longest JSON line a streaming preset parses;
+	// longer lines are skipped and reported in Result.Notes.
+	DefaultMaxLine = 16 << 20
+)
 
 // Runner runs agents. The zero Runner is ready to use; its fields tune it.
 // A Runner is safe for concurrent use: Run keeps no state between calls.
@@ -102,7 +116,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			break
 		}
 		if rec, ok := d.(sessionRecoverer); ok && try == 1 && out.runErr == nil {
-			if reason, lost := rec.sessionLost(out.proc.exitCode, out.parsed, out.proc.stderr); lost {
+			if reason, lost := rec.sessionLost(out.proc.ExitCode, out.parsed, out.proc.Stderr); lost {
 				handle := a.session
 				if a.resume != "" {
 					handle = a.resume
@@ -114,13 +128,13 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 			}
 		}
 		if f, ok := d.(finisher); ok && out.succeeded() {
-			f.finish(runCtx, &a, &out.parsed, func(ctx context.Context, argv []string) procResult {
-				return runProc(ctx, r.procSpec(&a, argv, false, nil))
+			f.finish(runCtx, &a, &out.parsed, func(ctx context.Context, argv []string) proc.Result {
+				return proc.Run(ctx, r.procSpec(&a, argv, false, nil))
 			})
 		}
 		classify(out, &res)
 		if x, ok := d.(failureExplainer); ok && res.Outcome == OutcomeFailed {
-			if advice := x.explain(&a, out.proc.exitCode, out.proc.stderr); advice != "" {
+			if advice := x.explain(&a, out.proc.ExitCode, out.proc.Stderr); advice != "" {
 				res.Reason += " (" + advice + ")"
 			}
 		}
@@ -217,7 +231,7 @@ func (r *Runner) prompt(d driver, a *attempt, restart *Restart) (string, error) 
 
 // attemptOutcome is what one attempt produced.
 type attemptOutcome struct {
-	proc     procResult
+	proc     proc.Result
 	parsed   parsed
 	parseErr error
 	// runErr is set when the attempt could not run the agent at all (its
@@ -226,11 +240,11 @@ type attemptOutcome struct {
 }
 
 func (o *attemptOutcome) interrupted(runCtx context.Context) bool {
-	return o.proc.interrupted || (o.proc.startErr != nil && runCtx.Err() != nil)
+	return o.proc.Interrupted || (o.proc.StartErr != nil && runCtx.Err() != nil)
 }
 
 func (o *attemptOutcome) succeeded() bool {
-	return o.runErr == nil && o.proc.startErr == nil && o.proc.exitCode == 0 &&
+	return o.runErr == nil && o.proc.StartErr == nil && o.proc.ExitCode == 0 &&
 		o.parseErr == nil && o.parsed.agentErr == "" && cleanReply(o.parsed.reply) != ""
 }
 
@@ -284,21 +298,23 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 		a.req.OnStart(Start{Try: try, Argv: append([]string(nil), argv...), Prompt: a.prompt, Restarted: res.Restarted})
 	}
 	spec := r.procSpec(a, argv, d.delivery() == PromptStdin, onLine)
-	spec.talk = conv
+	spec.Talk = talkOf(conv)
 	rp, raw := parser.(rawParser)
+	var live *livetext.Text
 	if raw && a.req.OnOutput != nil {
-		spec.live = newTextLive(a.req.OnOutput)
+		live = livetext.New(a.req.OnOutput)
+		spec.Live = live
 	}
-	out.proc = runProc(ctx, spec)
-	out.parsed, out.parseErr = parser.finish(out.proc.stdout, out.proc.stdoutTrunc, out.proc.stderr)
-	if spec.live != nil {
-		rp.streamed(&out.parsed, spec.live.sent)
+	out.proc = proc.Run(ctx, spec)
+	out.parsed, out.parseErr = parser.finish(out.proc.Stdout, out.proc.StdoutTrunc, out.proc.Stderr)
+	if live != nil {
+		rp.streamed(&out.parsed, live.Sent())
 	}
-	if out.proc.talkErr != nil {
+	if out.proc.TalkErr != nil {
 		if out.parseErr != nil {
-			out.parseErr = fmt.Errorf("%w (%w)", out.parseErr, out.proc.talkErr)
+			out.parseErr = fmt.Errorf("%w (%w)", out.parseErr, out.proc.TalkErr)
 		} else {
-			out.parsed.notes = append(out.parsed.notes, out.proc.talkErr.Error())
+			out.parsed.notes = append(out.parsed.notes, out.proc.TalkErr.Error())
 		}
 	}
 	return out, nil
@@ -306,7 +322,7 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 
 // procSpec describes the agent process (or a helper process of the same
 // agent) for an attempt.
-func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]byte)) procSpec {
+func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]byte)) proc.Spec {
 	req := a.req
 	knot := [][2]string{
 		{EnvVault, req.Vault},
@@ -322,19 +338,19 @@ func (r *Runner) procSpec(a *attempt, argv []string, stdin bool, onLine func([]b
 	if r.Environ != nil {
 		environ = r.Environ
 	}
-	return procSpec{
-		argv:      argv,
-		dir:       req.Vault,
-		env:       buildEnv(environ(), req.Agent.Env, req.Agent.EnvRemove, knot),
-		stdin:     a.prompt,
-		hasStdin:  stdin,
-		grace:     orDefault(r.Grace, DefaultGrace),
-		maxStdout: orDefault(r.MaxStdout, DefaultMaxStdout),
-		maxStderr: orDefault(r.MaxStderr, DefaultMaxStderr),
-		maxLine:   orDefault(r.MaxLine, DefaultMaxLine),
-		onLine:    onLine,
-		groups:    r.Groups,
-		runID:     req.RunID,
+	return proc.Spec{
+		Argv:      argv,
+		Dir:       req.Vault,
+		Env:       proc.Environ(environ(), req.Agent.Env, req.Agent.EnvRemove, knot),
+		Stdin:     a.prompt,
+		HasStdin:  stdin,
+		Grace:     orDefault(r.Grace, DefaultGrace),
+		MaxStdout: orDefault(r.MaxStdout, DefaultMaxStdout),
+		MaxStderr: orDefault(r.MaxStderr, DefaultMaxStderr),
+		MaxLine:   orDefault(r.MaxLine, DefaultMaxLine),
+		OnLine:    onLine,
+		Groups:    r.Groups,
+		RunID:     req.RunID,
 	}
 }
 

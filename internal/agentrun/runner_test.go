@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/testutil"
 )
@@ -421,3 +422,11 @@ func TestRunner_PromptMatchesRun(t *testing.T) {
 }
 
 func isWindows() bool { return filepath.Separator == '\\' }
+
+// preview shortens s for a message.
+func preview(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:textbound.CutBack(s, max)] + "…"
+}

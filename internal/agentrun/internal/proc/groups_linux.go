@@ -1,4 +1,4 @@
-package agentrun
+package proc
 
 import (
 	"bytes"
@@ -96,7 +96,7 @@ func hasRun(pid int, run string) bool {
 	if err != nil {
 		return false
 	}
-	want := []byte(EnvRunID + "=" + run)
+	want := []byte(RunIDEnv + "=" + run)
 	for v := range bytes.SplitSeq(b, []byte{0}) {
 		if bytes.Equal(v, want) {
 			return true

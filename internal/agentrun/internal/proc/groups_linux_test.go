@@ -1,4 +1,4 @@
-package agentrun
+package proc
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func orphanAgent(t *testing.T, run string) (*exec.Cmd, int, Group) {
 	t.Helper()
 	state := t.TempDir()
 	cmd := exec.Command(fakeagent.Program(t), "hang")
-	cmd.Env = append(os.Environ(), EnvRunID+"="+run)
+	cmd.Env = append(os.Environ(), RunIDEnv+"="+run)
 	for k, v := range fakeagent.Env(fakeagent.Stubborn, state) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -107,6 +107,12 @@ func TestEndOrphans(t *testing.T) {
 			testutil.WaitFor(t, 30*time.Second, "the agent's child to be gone", func() bool { return !alive(child) })
 		})
 	}
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	st, err := readStat(pid)
+	return err == nil && st.state != 'Z'
 }
 
 func mustKill(t *testing.T, pid int) {

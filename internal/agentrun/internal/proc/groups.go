@@ -1,6 +1,11 @@
-package agentrun
+package proc
 
 import "time"
+
+// RunIDEnv is the environment variable that holds the run id
+// (agentrun.EnvRunID): an agent's descendants inherit it, which tells them
+// from processes of a later group with the same number.
+const RunIDEnv = "KNOT_RUN_ID"
 
 // Group is an agent's process group, recorded while the agent runs so
 // that a knotd killed meanwhile (SIGKILL, a crash) can end what the agent
@@ -19,7 +24,7 @@ type Group struct {
 	// group is left.
 	Boot string
 	// Run is the run id, which the agent and its descendants find in
-	// their environment (EnvRunID): it tells a member of the group whose
+	// their environment (RunIDEnv): it tells a member of the group whose
 	// leader is gone from a process of a later group with the same id.
 	Run string
 }

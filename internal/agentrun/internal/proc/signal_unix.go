@@ -1,6 +1,6 @@
 //go:build unix
 
-package agentrun
+package proc
 
 import (
 	"errors"

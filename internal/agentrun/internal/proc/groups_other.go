@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agentrun
+package proc
 
 import "time"
 

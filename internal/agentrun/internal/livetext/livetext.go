@@ -1,4 +1,8 @@
-package agentrun
+// Package livetext hands what a plain agent prints (not a stream of
+// content blocks: a command, llm, ollama) to a watcher as it comes, as
+// text-only transcript blocks cut where a secret the transcript masks is
+// never cut in two.
+package livetext
 
 import (
 	"bytes"
@@ -6,10 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
-// How a plain agent's standard output reaches Request.OnOutput.
+// How a plain agent's standard output reaches the watcher.
 const (
 	// liveEvery is the longest output waits before it is handed over.
 	liveEvery = 250 * time.Millisecond
@@ -18,16 +23,7 @@ const (
 	liveChunk = 16 << 10
 )
 
-// rawParser is an outputParser for an agent whose output is not a stream
-// of content blocks (a command, llm, ollama): its standard output is handed
-// to Request.OnOutput as it comes, as text-only blocks (textLive), and
-// streamed makes the attempt's message start with those blocks.
-type rawParser interface {
-	outputParser
-	streamed(p *parsed, sent []transcript.Block)
-}
-
-// textLive hands the standard output an agent's Result keeps (the first
+// Text hands the standard output an agent's Result keeps (the first
 // Runner.MaxStdout bytes) to live as it comes: one text-only block at a
 // time, at most liveEvery after it was printed, or at once when liveChunk
 // bytes are waiting. A block ends after a line when it can, else after a
@@ -37,7 +33,7 @@ type rawParser interface {
 // the output, the flushes by a timer's; the mutex makes them take turns,
 // and close, after the process's output is all copied, hands over the
 // rest: live is never called after close returned.
-type textLive struct {
+type Text struct {
 	live    func(transcript.AssistantMessage)
 	every   time.Duration
 	mu      sync.Mutex
@@ -47,11 +43,12 @@ type textLive struct {
 	sent    []transcript.Block // what live was given, read after close
 }
 
-func newTextLive(live func(transcript.AssistantMessage)) *textLive {
-	return &textLive{live: live, every: liveEvery}
+// New returns a Text that hands the output to live.
+func New(live func(transcript.AssistantMessage)) *Text {
+	return &Text{live: live, every: liveEvery}
 }
 
-func (s *textLive) write(p []byte) {
+func (s *Text) write(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || len(p) == 0 {
@@ -66,9 +63,16 @@ func (s *textLive) write(p []byte) {
 	}
 }
 
+// Add and Close make a Text proc.Run's Live.
+func (s *Text) Add(kept []byte) { s.write(kept) }
+func (s *Text) Close()          { s.close() }
+
+// Sent returns the blocks handed over; read it after Close.
+func (s *Text) Sent() []transcript.Block { return s.sent }
+
 // tick hands over what waited liveEvery. What cannot be cut yet waits for
 // the next output, or the end.
-func (s *textLive) tick() {
+func (s *Text) tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.timer = nil
@@ -78,7 +82,7 @@ func (s *textLive) tick() {
 }
 
 // close hands over what is left; the output is over.
-func (s *textLive) close() {
+func (s *Text) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -95,7 +99,7 @@ func (s *textLive) close() {
 // flush hands over the pending output up to its last line break (or, in a
 // line, its last space or tab; or liveChunk bytes of a line that has
 // neither); all of it when final. It is called with mu held.
-func (s *textLive) flush(final bool) {
+func (s *Text) flush(final bool) {
 	cut := len(s.pending)
 	if !final {
 		cut = bytes.LastIndexByte(s.pending, '\n') + 1
@@ -103,7 +107,7 @@ func (s *textLive) flush(final bool) {
 			cut = bytes.LastIndexAny(s.pending, " \t") + 1
 		}
 		if cut == 0 && len(s.pending) >= liveChunk {
-			if cut = cutBack(string(s.pending), liveChunk); cut == 0 {
+			if cut = textbound.CutBack(string(s.pending), liveChunk); cut == 0 {
 				cut = liveChunk // no rune starts there: not UTF-8 anyway
 			}
 		}
@@ -119,28 +123,4 @@ func (s *textLive) flush(final bool) {
 	b := transcript.Block{Type: transcript.BlockText, Fidelity: transcript.TextOnly, Text: strings.ToValidUTF8(text, "\uFFFD")}
 	s.sent = append(s.sent, b)
 	s.live(transcript.AssistantMessage{Format: transcript.FormatText, Blocks: []transcript.Block{b}})
-}
-
-// streamed makes a plain-text reply's message the blocks handed over live
-// (all of the output the Result keeps), instead of one block of it.
-func (textParser) streamed(p *parsed, sent []transcript.Block) {
-	if len(sent) == 0 {
-		return
-	}
-	if p.message == nil {
-		p.message = &transcript.AssistantMessage{Format: transcript.FormatText}
-	}
-	p.message.Blocks = sent
-}
-
-// streamed makes a JSON reply's message the output as it was handed over
-// live, then the reply read from it.
-func (jsonParser) streamed(p *parsed, sent []transcript.Block) {
-	if len(sent) == 0 {
-		return
-	}
-	if p.message == nil {
-		p.message = &transcript.AssistantMessage{Format: transcript.FormatText, Blocks: []transcript.Block{}}
-	}
-	p.message.Blocks = append(append([]transcript.Block(nil), sent...), p.message.Blocks...)
 }

@@ -1,4 +1,4 @@
-package agentrun
+package livetext
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ func TestTextLive_Cuts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			s := newTextLive(func(m transcript.AssistantMessage) {
+			s := New(func(m transcript.AssistantMessage) {
 				for _, b := range m.Blocks {
 					got = append(got, b.Text)
 				}

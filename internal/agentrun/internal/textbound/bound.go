@@ -1,4 +1,8 @@
-package agentrun
+// Package textbound cuts text to a size for agentrun's prompts: at line
+// ends and rune boundaries where it can, with a marker line saying how
+// much was left out, and fences it so that none of it can close the
+// fence.
+package textbound
 
 import (
 	"strconv"
@@ -12,8 +16,8 @@ func omittedBytes(n int) string {
 	return "[… " + plural(n, "byte") + " omitted …]\n"
 }
 
-// omittedSections is the marker line for n older tie-off sections left out.
-func omittedSections(n int) string {
+// OmittedSections is the marker line for n older tie-off sections left out.
+func OmittedSections(n int) string {
 	return "[… " + strconv.Itoa(n) + " older " + pluralWord(n, "section") + " omitted …]\n"
 }
 
@@ -26,11 +30,11 @@ func pluralWord(n int, word string) string {
 	return word + "s"
 }
 
-// fence returns a backtick fence that none of the texts can close: three
+// Fence returns a backtick fence that none of the texts can close: three
 // backticks, or one more than the longest run of backticks in any of them.
 // (A closing fence must use the same character and be at least as long as
 // the opening one; a tilde line cannot close it.)
-func fence(texts ...string) string {
+func Fence(texts ...string) string {
 	longest := 0
 	for _, s := range texts {
 		run := 0
@@ -46,10 +50,10 @@ func fence(texts ...string) string {
 	return strings.Repeat("`", max(3, longest+1))
 }
 
-// fenced returns body inside a fence with the given info string. body is
+// Fenced returns body inside a fence with the given info string. body is
 // ended with a newline if it lacks one.
-func fenced(info, body string) string {
-	f := fence(body)
+func Fenced(info, body string) string {
+	f := Fence(body)
 	var b strings.Builder
 	b.Grow(len(body) + 2*len(f) + len(info) + 3)
 	b.WriteString(f)
@@ -64,10 +68,10 @@ func fenced(info, body string) string {
 	return b.String()
 }
 
-// cutBack returns the largest cut point <= i that lies on a rune boundary
+// CutBack returns the largest cut point <= i that lies on a rune boundary
 // of s, preferring the byte after the last newline at or before i when
 // there is one in the second half of [0, i).
-func cutBack(s string, i int) int {
+func CutBack(s string, i int) int {
 	if i >= len(s) {
 		return len(s)
 	}
@@ -99,13 +103,13 @@ func cutForward(s string, i int) int {
 	return i
 }
 
-// boundHead keeps about the first max bytes of s, cut at a line end where
+// Head keeps about the first max bytes of s, cut at a line end where
 // possible, and replaces the rest with a marker line.
-func boundHead(s string, max int) string {
+func Head(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := cutBack(s, max)
+	cut := CutBack(s, max)
 	head := s[:cut]
 	if !strings.HasSuffix(head, "\n") && head != "" {
 		head += "\n"
@@ -113,13 +117,13 @@ func boundHead(s string, max int) string {
 	return head + omittedBytes(len(s)-cut)
 }
 
-// boundMiddle keeps about the first and the last max/2 bytes of s, cut at
+// Middle keeps about the first and the last max/2 bytes of s, cut at
 // line ends where possible, with a marker line between them.
-func boundMiddle(s string, max int) string {
+func Middle(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	h := cutBack(s, max/2)
+	h := CutBack(s, max/2)
 	t := cutForward(s, len(s)-max/2)
 	if t < h {
 		t = h

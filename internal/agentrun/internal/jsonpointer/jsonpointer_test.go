@@ -1,4 +1,4 @@
-package agentrun
+package jsonpointer
 
 import (
 	"bytes"
@@ -48,21 +48,21 @@ func TestPointer_LookupText(t *testing.T) {
 		{"", "", false},       // the whole document is an object
 	}
 	for _, tt := range tests {
-		p, err := parsePointer(tt.ptr)
+		p, err := Parse(tt.ptr)
 		if err != nil {
-			t.Fatalf("parsePointer(%q): %v", tt.ptr, err)
+			t.Fatalf("Parse(%q): %v", tt.ptr, err)
 		}
-		got, err := p.lookupText(doc)
+		got, err := p.LookupText(doc)
 		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("lookupText(%q) = %q, %v; want %q ok=%v", tt.ptr, got, err, tt.want, tt.ok)
+			t.Errorf("LookupText(%q) = %q, %v; want %q ok=%v", tt.ptr, got, err, tt.want, tt.ok)
 		}
 	}
 }
 
 func TestParsePointer_Rejects(t *testing.T) {
 	for _, s := range []string{"foo", "/a~", "/a~2", "~0"} {
-		if p, err := parsePointer(s); err == nil {
-			t.Errorf("parsePointer(%q) = %q; want error", s, p)
+		if p, err := Parse(s); err == nil {
+			t.Errorf("Parse(%q) = %q; want error", s, p)
 		}
 	}
 }
@@ -73,13 +73,13 @@ func FuzzParsePointer(f *testing.F) {
 	}
 	doc := decodeTestJSON(f, `{"a": {"b": ["x", {"c": 1}]}, "~/": "y"}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parsePointer(s)
+		p, err := Parse(s)
 		if err != nil {
 			return
 		}
 		if p.String() != s {
-			t.Fatalf("parsePointer(%q).String() = %q; want the input back", s, p.String())
+			t.Fatalf("Parse(%q).String() = %q; want the input back", s, p.String())
 		}
-		_, _ = p.lookupText(doc) // must not panic
+		_, _ = p.LookupText(doc) // must not panic
 	})
 }

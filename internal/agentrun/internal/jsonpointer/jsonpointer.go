@@ -1,4 +1,7 @@
-package agentrun
+// Package jsonpointer parses RFC 6901 JSON pointers and looks them up in
+// documents decoded by encoding/json: how a generic command agent's reply
+// and resume handle are read from its JSON output.
+package jsonpointer
 
 import (
 	"encoding/json"
@@ -8,21 +11,21 @@ import (
 	"strings"
 )
 
-// pointer is a parsed RFC 6901 JSON pointer: the reference tokens, unescaped.
+// Pointer is a parsed RFC 6901 JSON pointer: the reference tokens, unescaped.
 // The empty pointer (no tokens) refers to the whole document.
-type pointer []string
+type Pointer []string
 
-// parsePointer parses an RFC 6901 pointer: "" or a sequence of "/token",
+// Parse parses an RFC 6901 pointer: "" or a sequence of "/token",
 // where "~1" stands for "/" and "~0" for "~".
-func parsePointer(s string) (pointer, error) {
+func Parse(s string) (Pointer, error) {
 	if s == "" {
-		return pointer{}, nil
+		return Pointer{}, nil
 	}
 	if !strings.HasPrefix(s, "/") {
 		return nil, fmt.Errorf("JSON pointer %q must be empty or start with '/'", s)
 	}
 	raw := strings.Split(s[1:], "/")
-	p := make(pointer, len(raw))
+	p := make(Pointer, len(raw))
 	for i, tok := range raw {
 		for j := 0; j < len(tok); j++ {
 			if tok[j] == '~' && (j+1 == len(tok) || tok[j+1] != '0' && tok[j+1] != '1') {
@@ -35,7 +38,7 @@ func parsePointer(s string) (pointer, error) {
 }
 
 // String returns the pointer in its RFC 6901 form.
-func (p pointer) String() string {
+func (p Pointer) String() string {
 	var b strings.Builder
 	for _, tok := range p {
 		b.WriteByte('/')
@@ -48,7 +51,7 @@ var errNoValue = errors.New("no value")
 
 // lookup returns the value p refers to in doc, a value decoded by
 // encoding/json into any (maps, slices, strings, json.Number, bools, nil).
-func (p pointer) lookup(doc any) (any, error) {
+func (p Pointer) lookup(doc any) (any, error) {
 	v := doc
 	for i, tok := range p {
 		switch node := v.(type) {
@@ -82,9 +85,9 @@ func arrayIndex(tok string, n int) (int, error) {
 	return idx, nil
 }
 
-// lookupText returns the value at p as text: a string as is, a number or
+// LookupText returns the value at p as text: a string as is, a number or
 // boolean in its JSON form. Objects, arrays and null are errors.
-func (p pointer) lookupText(doc any) (string, error) {
+func (p Pointer) LookupText(doc any) (string, error) {
 	v, err := p.lookup(doc)
 	if err != nil {
 		return "", err

@@ -1,4 +1,4 @@
-package agentrun
+package argtemplate
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 
 func TestExpandArgv(t *testing.T) {
 	vals := map[string]string{
-		"model": "sonnet", "session": testSession, "strand": "-rf.md", "prompt": "## Event Context\nx",
+		"model": "sonnet", "session": "0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21", "strand": "-rf.md", "prompt": "## Event Context\nx",
 		"vault": "/v", "event": "Created", "run_id": "r1",
 	}
 	tests := []struct {
@@ -27,7 +27,7 @@ func TestExpandArgv(t *testing.T) {
 		{name: "unset value", tmpl: []string{"tool", "{resume}"}, err: "uses {resume}, which has no value"},
 	}
 	for _, tt := range tests {
-		got, err := expandArgv(tt.tmpl, vals)
+		got, err := Expand(tt.tmpl, vals)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%s: expandArgv(%q) = %q, %v; want error %q", tt.name, tt.tmpl, got, err, tt.err)
@@ -40,11 +40,9 @@ func TestExpandArgv(t *testing.T) {
 	}
 }
 
-func TestBuildEnv(t *testing.T) {
-	base := []string{"PATH=/bin", "SECRET=x", "KEEP=1", "KNOT_STRAND=forged", "OVERRIDE=old", "BROKEN"}
-	got := buildEnv(base, map[string]string{"OVERRIDE": "new", "ADDED": "a"}, []string{"SECRET"}, [][2]string{{EnvStrand, "a.md"}})
-	want := []string{"PATH=/bin", "KEEP=1", "ADDED=a", "OVERRIDE=new", "KNOT_STRAND=a.md"}
-	if !slices.Equal(got, want) {
-		t.Errorf("buildEnv = %q; want %q", got, want)
+func TestOtherPlaceholders(t *testing.T) {
+	got := OtherPlaceholders([]string{"tool", "--session={session}", "{sesion}", `{"a": 1}`, "{model}{sesion}{x_1}"})
+	if want := []string{"sesion", "x_1"}; !slices.Equal(got, want) {
+		t.Errorf("OtherPlaceholders = %q; want %q", got, want)
 	}
 }

@@ -1,10 +1,16 @@
-package agentrun
+// Package argtemplate fills the values of a run ({model}, {prompt},
+// {strand}, ...) into a generic command agent's argv, one element at a
+// time and never as a flag, and finds the words in braces that name no
+// value.
+package argtemplate
 
 import (
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 )
 
 // The template values a generic command may use in its argv elements:
@@ -21,41 +27,41 @@ import (
 //
 // A value is substituted inside the one element that names it and never
 // splits into several elements; no shell ever sees it. Other text in braces
-// is left alone here (the configuration refuses a word in braces close to
+// is left alone by Expand (the configuration refuses a word in braces close to
 // one of these names: see OtherPlaceholders).
-var templateNames = []string{"model", "session", "resume", "prompt", "prompt_file", "vault", "strand", "event", "run_id"}
+var names = []string{"model", "session", "resume", "prompt", "prompt_file", "vault", "strand", "event", "run_id"}
 
-// TemplateNames returns the names of the values a generic command may use
-// in braces ({model}, {session}, ...).
-func TemplateNames() []string { return slices.Clone(templateNames) }
+// Names returns the names of the values a generic command may use in
+// braces ({model}, {session}, ...).
+func Names() []string { return slices.Clone(names) }
 
-// rePlaceholder matches a word in braces, the form of a template value.
-var rePlaceholder = regexp.MustCompile(`\{([A-Za-z][A-Za-z0-9_]*)\}`)
+// Placeholder matches a word in braces, the form of a template value.
+var Placeholder = regexp.MustCompile(`\{([A-Za-z][A-Za-z0-9_]*)\}`)
 
 // OtherPlaceholders returns the words in braces in argv that name no
-// template value ({sesion}), once each, in order: expandArgv leaves them
+// template value ({sesion}), once each, in order: Expand leaves them
 // as they are, which for a mistyped name is a mistake to report.
 func OtherPlaceholders(argv []string) []string {
-	var names []string
+	var other []string
 	for _, el := range argv {
-		for _, m := range rePlaceholder.FindAllStringSubmatch(el, -1) {
-			if !slices.Contains(templateNames, m[1]) && !slices.Contains(names, m[1]) {
-				names = append(names, m[1])
+		for _, m := range Placeholder.FindAllStringSubmatch(el, -1) {
+			if !slices.Contains(names, m[1]) && !slices.Contains(other, m[1]) {
+				other = append(other, m[1])
 			}
 		}
 	}
-	return names
+	return other
 }
 
-// expandArgv returns tmpl with the values substituted. It fails when an
+// Expand returns tmpl with the values substituted. It fails when an
 // element names a value that is not set, and when a substituted value would
 // make an element start with "-" although its template does not: the value
 // (a note's path, the prompt) would be read as a flag. An element after a
 // literal "--" element is exempt, since the program then reads no more
 // flags.
-func expandArgv(tmpl []string, vals map[string]string) ([]string, error) {
+func Expand(tmpl []string, vals map[string]string) ([]string, error) {
 	pairs := make([]string, 0, 2*len(vals))
-	for _, name := range templateNames {
+	for _, name := range names {
 		if v, ok := vals[name]; ok {
 			pairs = append(pairs, "{"+name+"}", v)
 		}
@@ -64,7 +70,7 @@ func expandArgv(tmpl []string, vals map[string]string) ([]string, error) {
 	out := make([]string, len(tmpl))
 	endOfFlags := false
 	for i, el := range tmpl {
-		for _, name := range templateNames {
+		for _, name := range names {
 			if _, ok := vals[name]; !ok && strings.Contains(el, "{"+name+"}") {
 				return nil, fmt.Errorf("argument %d (%q) uses {%s}, which has no value in this run", i, el, name)
 			}
@@ -87,5 +93,5 @@ func preview(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	return s[:cutBack(s, max)] + "…"
+	return s[:textbound.CutBack(s, max)] + "…"
 }

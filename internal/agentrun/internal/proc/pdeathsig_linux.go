@@ -1,4 +1,4 @@
-package agentrun
+package proc
 
 import "syscall"
 

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package agentrun
+package proc
 
 import "syscall"
 

@@ -1,23 +1,9 @@
-package agentrun
+package proc
 
 import (
 	"bytes"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/knotd/knotd/internal/agents/kit"
-)
-
-// Defaults for what a Runner keeps of an agent's output.
-const (
-	// DefaultMaxStdout is how much standard output a Result keeps.
-	DefaultMaxStdout = 1 << 20
-	// DefaultMaxStderr is how much of the end of standard error a Result
-	// keeps.
-	DefaultMaxStderr = 8 << 10
-	// DefaultMaxLine is the longest JSON line a streaming preset parses;
-	// longer lines are skipped and reported in Result.Notes.
-	DefaultMaxLine = 16 << 20
 )
 
 // capWriter keeps the first max bytes written to it and counts them all.
@@ -31,7 +17,7 @@ type capWriter struct {
 	buf   []byte
 	n     int64
 	lines *lineSplitter
-	live  *textLive
+	live  Live
 }
 
 func (w *capWriter) Write(p []byte) (int, error) {
@@ -40,7 +26,7 @@ func (w *capWriter) Write(p []byte) (int, error) {
 		kept := p[:min(room, len(p))]
 		w.buf = append(w.buf, kept...)
 		if w.live != nil {
-			w.live.write(kept)
+			w.live.Add(kept)
 		}
 	}
 	if w.lines != nil {
@@ -91,6 +77,16 @@ func (s *lineSplitter) endLine() {
 	s.skip, s.cur = false, s.cur[:0]
 }
 
+// EachLine hands fn each line of b, without its newline (or a carriage
+// return before it), as Run hands standard output to Spec.OnLine: a line
+// longer than max bytes is skipped. It returns how many were skipped.
+func EachLine(b []byte, max int, fn func(line []byte)) (skipped int) {
+	s := &lineSplitter{max: max, fn: fn}
+	s.write(b)
+	s.flush()
+	return s.dropped
+}
+
 // flush hands over a last line that had no newline.
 func (s *lineSplitter) flush() {
 	if len(s.cur) > 0 || s.skip {
@@ -134,12 +130,3 @@ func (w *tailWriter) String() string {
 }
 
 func (w *tailWriter) truncated() bool { return w.dropped || len(w.buf) > w.max }
-
-// cleanReply makes a reply fit for a tie-off: valid UTF-8, no leading blank
-// lines, no trailing white space. The text is otherwise unchanged.
-func cleanReply(s string) string { return kit.CleanReply(s) }
-
-// firstLine returns the first non-blank line of s without terminal escapes
-// or control characters, trimmed and cut to max bytes, for a one-line human
-// reason.
-func firstLine(s string, max int) string { return kit.FirstLine(s, max) }
