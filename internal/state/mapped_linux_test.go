@@ -1,50 +1,15 @@
 package state
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/internal/testutil"
 	bolt "go.etcd.io/bbolt"
 )
-
-// mappedRSS returns how many kilobytes of the file at path this process has
-// resident through its mappings of it, from /proc/self/smaps.
-func mappedRSS(t *testing.T, path string) int {
-	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
-	}
-	defer f.Close()
-	kb, in, found := 0, false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		switch {
-		case len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"):
-			// A mapping's header line: range perms offset dev inode [path].
-			in = len(fields) >= 6 && strings.Join(fields[5:], " ") == path
-			found = found || in
-		case in && fields[0] == "Rss:":
-			n, err := strconv.Atoi(fields[1])
-			if err != nil {
-				t.Fatalf("smaps: %q: %v", sc.Text(), err)
-			}
-			kb += n
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if !found {
-		t.Fatalf("%s is not mapped", path)
-	}
-	return kb
-}
 
 func TestStore_DropMapped(t *testing.T) {
 	path := statePath(t)
@@ -79,13 +44,13 @@ func TestStore_DropMapped(t *testing.T) {
 		}
 	}
 	readAll()
-	if kb := mappedRSS(t, path); kb < 1024 {
+	if kb := testutil.MustMappedRSS(t, path); kb < 1024 {
 		t.Fatalf("after reading every record %d KiB of the state file are resident; want the pages read (over 1 MiB)", kb)
 	}
 	if err := s.DropMapped(); err != nil {
 		t.Fatalf("DropMapped: %v", err)
 	}
-	if kb := mappedRSS(t, path); kb != 0 {
+	if kb := testutil.MustMappedRSS(t, path); kb != 0 {
 		t.Errorf("after dropMapped %d KiB of the state file are resident; want 0", kb)
 	}
 	readAll() // the mapping still reads the file

@@ -1,13 +1,9 @@
 package vault
 
 import (
-	"bufio"
 	"cmp"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,64 +16,6 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 )
-
-// errNoSmaps is readMappedRSS's error where /proc/self/smaps cannot be read.
-var errNoSmaps = errors.New("no /proc/self/smaps")
-
-// readMappedRSS returns how many kilobytes of the file at path this
-// process has resident through its mappings of it, from /proc/self/smaps.
-// It does not touch a testing.T, so that a hook can call it from knotd's
-// goroutines.
-func readMappedRSS(path string) (int, error) {
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errNoSmaps, err)
-	}
-	defer f.Close()
-	kb, in, found := 0, false, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		switch {
-		case len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":"):
-			// A mapping's header line: range perms offset dev inode [path].
-			in = len(fields) >= 6 && strings.Join(fields[5:], " ") == path
-			found = found || in
-		case in && fields[0] == "Rss:":
-			n, err := strconv.Atoi(fields[1])
-			if err != nil {
-				return 0, fmt.Errorf("smaps: %q: %v", sc.Text(), err)
-			}
-			kb += n
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("%s is not mapped", path)
-	}
-	return kb, nil
-}
-
-// mappedRSS is readMappedRSS for the test's goroutine: it skips the test
-// where smaps cannot be read and fails it on any other error.
-func mappedRSS(t *testing.T, path string) int {
-	t.Helper()
-	kb, err := readMappedRSS(path)
-	checkRSSErr(t, err)
-	return kb
-}
-
-func checkRSSErr(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, errNoSmaps) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestWatch_ReleasesStateAfterFullPass: the startup catch-up reads every
 // record; an idle daemon must not keep those pages of the state file
@@ -96,14 +34,14 @@ func TestWatch_ReleasesStateAfterFullPass(t *testing.T) {
 	if err := v.store.ForEach(func(state.Record) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	read := mappedRSS(t, path)
+	read := testutil.MustMappedRSS(t, path)
 	if read < 256 {
 		t.Fatalf("reading %d records left %d KiB of the state file resident; want the pages they fill (256 KiB or more)", n, read)
 	}
 	e.watch(v, WatchOptions{}) // returns after the startup catch-up was reconciled
 	// A journal check may map a page or two meanwhile; the records'
 	// pages must be gone.
-	if kb := mappedRSS(t, path); kb >= read/4 {
+	if kb := testutil.MustMappedRSS(t, path); kb >= read/4 {
 		t.Errorf("after the startup catch-up %d KiB of the state file are resident (%d KiB after reading the records); want them released", kb, read)
 	}
 }
@@ -132,7 +70,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 	var after []int
 	var rssErr error
 	probeOf(v).releasedFn = func() {
-		kb, err := readMappedRSS(path)
+		kb, err := testutil.MappedRSS(path)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -155,7 +93,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 		e.write(rel, e.read(rel)+"edited\n")
 	}
 	testutil.WaitFor(t, waitTimeout, "every edited note to run", func() bool { return len(w.runs()) >= n || failed() != nil })
-	checkRSSErr(t, failed())
+	testutil.CheckSmaps(t, failed())
 	// A release while a run is under way may find its pages mapped again
 	// at once; the one after the last work leaves nothing resident.
 	testutil.WaitFor(t, waitTimeout, "a release after the runs that leaves nothing of the state file resident", func() bool {
@@ -163,7 +101,7 @@ func TestWatch_ReleasesStateAfterRuns(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Contains(after[from:], 0) || rssErr != nil
 	})
-	checkRSSErr(t, failed())
+	testutil.CheckSmaps(t, failed())
 }
 
 // TestWatchLoop_ReleaseAfterWork: memory is given back when work was done
@@ -183,7 +121,7 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 			_, _, err := v.store.Content(r.Path)
 			return err
 		}))
-		if kb := mappedRSS(t, path); kb == 0 {
+		if kb := testutil.MustMappedRSS(t, path); kb == 0 {
 			t.Fatal("reading every record and its content left nothing of the state file resident")
 		}
 	}
@@ -203,7 +141,7 @@ func TestWatchLoop_ReleaseAfterWork(t *testing.T) {
 		readAll()
 		processed.Add(st.work)
 		l.Check() // nothing journaled, nothing deferred: it releases, or not
-		if got := mappedRSS(t, path) == 0; got != st.released {
+		if got := testutil.MustMappedRSS(t, path) == 0; got != st.released {
 			t.Errorf("%s: released = %v; want %v", st.name, got, st.released)
 		}
 	}

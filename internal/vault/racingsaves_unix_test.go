@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // TestWatch_RacingSavesLoseNoLine is the proof that no save is lost while
@@ -153,7 +155,7 @@ func TestWatch_RacingSavesLoseNoLine(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("%s lost %d of its %d lines: %v", rel, len(missing), written[n], missing)
 		} else if !writes && !bytes.Equal(got, want[n]) {
-			t.Errorf("%s is not what its writer saved:\n%q\nwant:\n%q", rel, tail(got), tail(want[n]))
+			t.Errorf("%s is not what its writer saved:\n%q\nwant:\n%q", rel, testutil.Tail(got), testutil.Tail(want[n]))
 		}
 	}
 	t.Logf("%d saves of %d notes (rename %d, append %d, truncate %d, in place %d), %d runs while saving: %d lines lost",
@@ -169,7 +171,7 @@ func TestWatch_RacingSavesLoseNoLine(t *testing.T) {
 // it and writes the whole in place, cutting what is left after it.
 func saveLine(p string, kind int, line string) error {
 	if kind == 1 {
-		return writeInto(p, os.O_WRONLY|os.O_APPEND, []byte(line))
+		return testutil.WriteInto(p, os.O_WRONLY|os.O_APPEND, []byte(line))
 	}
 	cur, err := os.ReadFile(p)
 	if err != nil {
@@ -178,9 +180,9 @@ func saveLine(p string, kind int, line string) error {
 	next := append(cur, line...)
 	switch kind {
 	case 2:
-		return writeInto(p, os.O_WRONLY|os.O_TRUNC, next)
+		return testutil.WriteInto(p, os.O_WRONLY|os.O_TRUNC, next)
 	case 3:
-		return writeInto(p, os.O_WRONLY, next)
+		return testutil.WriteInto(p, os.O_WRONLY, next)
 	}
 	f, err := os.CreateTemp(filepath.Dir(p), "sed")
 	if err != nil {
@@ -197,28 +199,4 @@ func saveLine(p string, kind int, line string) error {
 		_ = os.Remove(f.Name())
 	}
 	return err
-}
-
-// writeInto opens the existing file p with flag and writes b into it; in
-// place (neither appending nor truncating at the open), it cuts what the
-// file held beyond b.
-func writeInto(p string, flag int, b []byte) error {
-	f, err := os.OpenFile(p, flag, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil && flag&(os.O_APPEND|os.O_TRUNC) == 0 {
-		err = f.Truncate(int64(len(b)))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// tail returns the last lines of b, for messages.
-func tail(b []byte) string {
-	lines := strings.Split(string(b), "\n")
-	return strings.Join(lines[max(0, len(lines)-6):], "\n")
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // header is what the "knotd" side of these tests writes into a note: a
@@ -263,7 +265,7 @@ func rewrite(s string) func(*os.File) error {
 }
 
 func appendName(s string) func(string) error {
-	return func(p string) error { return writeFile(p, os.O_WRONLY|os.O_APPEND, []byte(s)) }
+	return func(p string) error { return testutil.WriteInto(p, os.O_WRONLY|os.O_APPEND, []byte(s)) }
 }
 
 func saveName(s string) func(string) error {
@@ -315,7 +317,7 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 			},
 			after: func(t *testing.T, dir string, _, ours *os.File) func() {
 				return inBackground(t, ours, func() error {
-					return writeFile(filepath.Join(dir, "note.md"), os.O_WRONLY|os.O_APPEND, []byte("+appended"))
+					return testutil.WriteInto(filepath.Join(dir, "note.md"), os.O_WRONLY|os.O_APPEND, []byte("+appended"))
 				})
 			},
 			want: "a save by rename+appended", wantChanged: true,
@@ -348,7 +350,7 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 			},
 			back: func(t *testing.T, dir string, pushed *os.File) func() {
 				return inBackground(t, pushed, func() error {
-					return writeFile(filepath.Join(dir, "note.md"), os.O_WRONLY|os.O_APPEND, []byte("+appended"))
+					return testutil.WriteInto(filepath.Join(dir, "note.md"), os.O_WRONLY|os.O_APPEND, []byte("+appended"))
 				})
 			},
 			want: "a newer save+appended", wantChanged: true,
@@ -365,7 +367,7 @@ func TestGuard_RacesAtTheExchange(t *testing.T) {
 			},
 			back: func(t *testing.T, dir string, pushed *os.File) func() {
 				return inBackground(t, pushed, func() error {
-					return writeFile(filepath.Join(dir, "note.md"), os.O_WRONLY, []byte("the newest save"))
+					return testutil.WriteInto(filepath.Join(dir, "note.md"), os.O_WRONLY, []byte("the newest save"))
 				})
 			},
 			want: "the newest save", wantChanged: true,
@@ -550,7 +552,7 @@ func racingSaves(t *testing.T, d time.Duration, long, leases bool) {
 		if got := body(b); !bytes.Equal(got, editorBody) {
 			lost := strings.Count(string(editorBody), "\n") - strings.Count(string(got), "\n")
 			return fmt.Errorf("after save %d (%d knotd writes) the note lost a save (%d lines short):\nnote:\n%q\nwant:\n%q\nlast saves: %v",
-				n, writes.Load(), lost, tail(b), tail(editorBody), kinds[max(0, len(kinds)-8):])
+				n, writes.Load(), lost, testutil.Tail(b), testutil.Tail(editorBody), kinds[max(0, len(kinds)-8):])
 		}
 		return nil
 	}
@@ -578,9 +580,9 @@ func racingSaves(t *testing.T, d time.Duration, long, leases bool) {
 			case 0: // truncate and write the whole buffer
 				err = os.WriteFile(p, editorBody, 0o644)
 			case 1: // append one line
-				err = writeFile(p, os.O_WRONLY|os.O_APPEND, line)
+				err = testutil.WriteInto(p, os.O_WRONLY|os.O_APPEND, line)
 			case 2: // write the whole buffer in place, then cut what is left after it
-				err = writeFile(p, os.O_WRONLY, editorBody)
+				err = testutil.WriteInto(p, os.O_WRONLY, editorBody)
 			default: // a temporary file renamed over the note
 				tmp := filepath.Join(dir, ".note.md.swp")
 				if err = os.WriteFile(tmp, editorBody, 0o644); err == nil {
@@ -680,28 +682,4 @@ func racingSaves(t *testing.T, d time.Duration, long, leases bool) {
 	assertNoTemp(t, dir)
 	t.Logf("%d saves raced %d knotd writes (%d refused as changed, %d late saves put back), %d checkpoints, 0 lost; long run: %v",
 		saves.Load(), writes.Load(), refused.Load(), restored.Load(), checkpoints.Load(), long)
-}
-
-// writeFile opens the existing file p with flag and writes b into it; in
-// place (neither appending nor truncating at the open), it cuts what the
-// file held beyond b.
-func writeFile(p string, flag int, b []byte) error {
-	f, err := os.OpenFile(p, flag, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil && flag&(os.O_APPEND|os.O_TRUNC) == 0 {
-		err = f.Truncate(int64(len(b)))
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// tail returns the last lines of b, for messages.
-func tail(b []byte) string {
-	lines := strings.Split(string(b), "\n")
-	return strings.Join(lines[max(0, len(lines)-6):], "\n")
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // saveKinds are the ways of saving a note that the stress below races
@@ -20,11 +22,11 @@ var saveKinds = []string{"append", "truncate and write", "in place", "rename ove
 func saveAs(p, kind string, buf, line []byte) error {
 	switch kind {
 	case "append": // >>
-		return writeFile(p, os.O_WRONLY|os.O_APPEND, line)
+		return testutil.WriteInto(p, os.O_WRONLY|os.O_APPEND, line)
 	case "truncate and write": // VS Code, a shell's >
 		return os.WriteFile(p, buf, 0o644)
 	case "in place": // write from the start, cut the rest
-		return writeFile(p, os.O_WRONLY, buf)
+		return testutil.WriteInto(p, os.O_WRONLY, buf)
 	case "rename over": // vim: a swap file renamed over the note
 		tmp := filepath.Join(filepath.Dir(p), ".note.md.swp")
 		if err := os.WriteFile(tmp, buf, 0o644); err != nil {
@@ -168,7 +170,7 @@ func TestReplaceIfUnchanged_UndoLosesNoSave(t *testing.T) {
 				}
 			}
 			if len(missing) > 0 {
-				t.Fatalf("round %d lost lines %v (saves %v):\nnote:\n%q", r, missing, history, tail(got))
+				t.Fatalf("round %d lost lines %v (saves %v):\nnote:\n%q", r, missing, history, testutil.Tail(got))
 			}
 			// The editor reloads the note before it saves again.
 			buf = append(buf[:0], body(got)...)
