@@ -1,12 +1,14 @@
 package agentrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/transcript"
 )
@@ -135,6 +137,28 @@ type Request struct {
 	// set, writing only at permissions edit or full; every call is in the
 	// run's transcript as a tool call of its own.
 	FS FileSystem
+	// Answers are the user's answers to this note's questions that the run
+	// may apply (permissions ask): an approved call runs, a denied one is
+	// refused with the user's reason. Each applies to its call only
+	// (question.Answer.Applies).
+	Answers []question.Answer
+	// Continuing reports that the run continues a turn that ended holding
+	// a call, now answered (Answers holds the answer): Resume names that
+	// turn's conversation. A Claude Code turn resumes with an empty
+	// prompt; other agents are told the answer in the Event Context.
+	Continuing bool
+	// Ask, when set, is called by an agent that asks for permission while
+	// it runs (ACP's session/request_permission) for a call its
+	// permissions ask hold: the caller writes the question down, tells the
+	// user, and waits for an answer up to its bound. It returns the answer
+	// and true, or false when none came in time: the call is then refused
+	// for now, with a reason the agent sees, and the question stays open.
+	// It is never called for a call that Answers already decides.
+	Ask func(ctx context.Context, c question.Call) (question.Answer, bool)
+	// Hook is the argv prefix of knotd's hook command ("knotd", "hook"),
+	// which the claude preset at permissions ask has Claude Code run for
+	// each tool call; empty means the running executable's "hook".
+	Hook []string
 }
 
 // Start is what Request.OnStart is told about an attempt that is about to

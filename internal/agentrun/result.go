@@ -3,6 +3,7 @@ package agentrun
 import (
 	"time"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -102,6 +103,12 @@ type Result struct {
 	// Notes are things worth logging that did not fail the run, such as a
 	// resume handle that could not be read.
 	Notes []string
+	// Questions are the calls the run ended holding for the user's answer
+	// (permissions ask: a Claude Code turn that stopped with
+	// tool_deferred), which the caller writes down as questions; nil when
+	// none. Calls an ACP agent asked about while it ran went to
+	// Request.Ask instead.
+	Questions []question.Call
 }
 
 // Restart records why a run started a fresh conversation.

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -44,6 +45,10 @@ const (
 	// PermFull lets the agent do anything its CLI can, without asking:
 	// edit any file and run any command.
 	PermFull Permissions = "full"
+	// PermAsk lets the agent read, and holds every other call (an edit, a
+	// command, the network) as a question for the user: the call runs
+	// once the user approves it (package question).
+	PermAsk Permissions = "ask"
 )
 
 // Usage is the token use and cost of a run.
@@ -79,6 +84,17 @@ type Attempt struct {
 	// StrandSession is the strand's session UUID (knot_session), which
 	// Session leaves after a restart.
 	StrandSession string
+	// Answers are the user's answers to this note's questions that the
+	// attempt may apply (at permissions ask): a held call whose hash an
+	// approval names runs, one a denial names is refused with its reason.
+	Answers []question.Answer
+	// Continuing reports that the attempt continues a turn that ended
+	// holding a call (Parsed.Held) now that the call is answered: Resume
+	// names that turn's conversation, and Prompt is empty.
+	Continuing bool
+	// Hook is the argv prefix of knotd's own hook command (knotd hook),
+	// which a driver may have its CLI run to decide a held call.
+	Hook []string
 }
 
 // Parsed is what a driver read from an agent's output.
@@ -97,6 +113,9 @@ type Parsed struct {
 	// last model call, Window the context size the output reports; 0 when
 	// the output does not say (Decoded.ContextTokens, ContextWindow).
 	Context, Window int64
+	// Held are the calls the turn ended holding for the user's answer (a
+	// Claude Code turn that stopped with tool_deferred), nil when none.
+	Held []question.Call
 }
 
 // Parser reads one attempt's output after the agent exited. stdout is the
