@@ -122,8 +122,14 @@ type Verdict string
 
 // The verdicts.
 const (
+	// Approve lets the call run.
 	Approve Verdict = "approve"
-	Deny    Verdict = "deny"
+	// Deny refuses the call; the agent is told, with the user's reason.
+	Deny Verdict = "deny"
+	// Withdraw ends the question without an answer to the agent: the
+	// user's withdrawal, or knotd's when the note changed before anyone
+	// answered (the agent then gets the change instead).
+	Withdraw Verdict = "withdraw"
 )
 
 // Source is where an answer came from.
@@ -138,6 +144,9 @@ const (
 	FromCommand Source = "command"
 	// FromConsole is a button of knotd's local console.
 	FromConsole Source = "console"
+	// FromKnotd is knotd itself: a question withdrawn because the note
+	// changed before anyone answered.
+	FromKnotd Source = "knotd"
 )
 
 // Answer is the user's answer to one question.
