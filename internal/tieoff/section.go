@@ -110,8 +110,8 @@ const (
 	// statusQuestion is a question's status; an answer's is its verdict's
 	// word (see statusOfVerdict).
 	statusQuestion = "question"
-	markerPrefix = "<!-- knot:run "
-	markerSuffix = "-->"
+	markerPrefix   = "<!-- knot:run "
+	markerSuffix   = "-->"
 	// The marker's fields, in the order Format writes them.
 	markerBytes   = "bytes"
 	markerHash    = "sha256"
