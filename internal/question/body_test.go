@@ -92,7 +92,7 @@ func TestQuestionBody(t *testing.T) {
 		{name: "what the agent said, bounded", ask: Ask{Call: Call{Tool: "Bash", Kind: KindCommand, Command: "ls", Why: strings.Repeat("word ", 1000)}},
 			has: []string{"bytes omitted …]\n\n```sh"}},
 		{name: "machine only", ask: Ask{ID: "3f9a2c1b", Note: "a/b.md", MachineOnly: true, Call: Call{Tool: "Bash", Kind: KindCommand, Command: "ls"}},
-			has: []string{"To answer, on the machine running knotd: `knotd approve 3f9a2c1b` or `knotd deny 3f9a2c1b --why \"...\"`, or the buttons of knotd's console. This vault takes answers only from that machine (`answers_from: machine`): a `knot_answer` written in `b.md` does nothing."},
+			has:    []string{"To answer, on the machine running knotd: `knotd approve 3f9a2c1b` or `knotd deny 3f9a2c1b --why \"...\"`, or the buttons of knotd's console. This vault takes answers only from that machine (`answers_from: machine`): a `knot_answer` written in `b.md` does nothing."},
 			hasNot: []string{"    knot_answer:", "Properties"}},
 		{name: "no agent name", ask: Ask{Call: Call{Tool: "Bash", Kind: KindCommand, Command: "ls"}}, has: []string{"**the agent asks to run a command**"}},
 	}
@@ -128,7 +128,7 @@ func TestQuestionBody(t *testing.T) {
 func TestFromClaude(t *testing.T) {
 	tests := []struct {
 		tool, input, root string
-		want               Call // without Tool and Input
+		want              Call // without Tool and Input
 	}{
 		{"Write", `{"file_path":"/v/notes/plan.md","content":"x"}`, "/v", Call{Kind: KindEdit, Path: "notes/plan.md"}},
 		{"Edit", `{"file_path":"/v/a.md","old_string":"a","new_string":"b"}`, "/v/", Call{Kind: KindEdit, Path: "a.md"}},
