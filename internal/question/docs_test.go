@@ -3,6 +3,7 @@ package question_test
 import (
 	"encoding/json"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ import (
 // TestDocsExamples: the question and the answer docs/formats.md shows are
 // what knotd writes for them, byte for byte.
 func TestDocsExamples(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the example is written with Unix paths")
+	}
 	doc, err := os.ReadFile("../../docs/formats.md")
 	if err != nil {
 		t.Fatal(err)
