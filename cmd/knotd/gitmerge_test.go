@@ -311,3 +311,109 @@ func TestShellQuote(t *testing.T) {
 	}
 	require.True(t, slices.Contains(commands, "merge-tieoff"))
 }
+
+// tieoffOf returns a tie-off of the given runs of note, as Append writes it.
+func tieoffOf(t *testing.T, note string, runs ...int) string {
+	t.Helper()
+	dir := t.TempDir()
+	appendRuns(t, dir, note, runs...)
+	b, err := os.ReadFile(filepath.Join(dir, strings.TrimSuffix(note, ".md")+".tieoff.md"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestMergeTieoff: knotd merge-tieoff as git runs it: the result in OURS
+// and exit 0, or conflict markers in OURS and exit 1; OURS untouched when
+// a version cannot be read; the three versions whole between markers when
+// one is over the size limit.
+func TestMergeTieoff(t *testing.T) {
+	setup(t)
+	edited := func(runs ...int) string {
+		return strings.Replace(tieoffOf(t, "a.md", runs...), "Reply 0 to a.md.", "Reply 0, edited.", 1)
+	}
+	tests := []struct {
+		name               string
+		base, ours, theirs string
+		code               int
+		want               string   // OURS afterwards, when clean
+		has                []string // in OURS afterwards, when not
+		says               string   // on stderr
+	}{
+		{name: "both appended", base: tieoffOf(t, "a.md", 0), ours: tieoffOf(t, "a.md", 0, 2), theirs: tieoffOf(t, "a.md", 0, 1),
+			code: exitOK, want: tieoffOf(t, "a.md", 0, 1, 2)},
+		{name: "both edited a section", base: tieoffOf(t, "a.md", 0), ours: edited(0, 2), theirs: strings.Replace(tieoffOf(t, "a.md", 0, 1), "Reply 0 to a.md.", "Reply 0, theirs.", 1),
+			code: exitFailed, has: []string{"<<<<<<< ours\n", "Reply 0, edited.", "Reply 0, theirs.", "Reply 0 to a.md.", gitSection(1, "a.md").RunID, gitSection(2, "a.md").RunID},
+			says: "notes/a.tieoff.md: conflict: run " + gitSection(0, "a.md").RunID + ": both sides changed it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			for i, c := range []string{tt.base, tt.ours, tt.theirs} {
+				p := filepath.Join(dir, fmt.Sprintf(".merge_file_%d", i))
+				require.NoError(t, os.WriteFile(p, []byte(c), 0o600))
+				paths = append(paths, p)
+			}
+			code, _, errOut := knotd(t, "merge-tieoff", paths[0], paths[1], paths[2], "notes/a.tieoff.md")
+			require.Equal(t, tt.code, code, errOut)
+			got, err := os.ReadFile(paths[1])
+			require.NoError(t, err)
+			if tt.want != "" {
+				require.Equal(t, tt.want, string(got))
+			}
+			for _, h := range tt.has {
+				require.Contains(t, string(got), h)
+			}
+			require.Contains(t, errOut, tt.says)
+			left, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, left, 3, "temporary files left behind")
+		})
+	}
+
+	t.Run("a version cannot be read", func(t *testing.T) {
+		dir := t.TempDir()
+		ours := filepath.Join(dir, "ours")
+		require.NoError(t, os.WriteFile(ours, []byte(tieoffOf(t, "a.md", 0)), 0o600))
+		code, _, errOut := knotd(t, "merge-tieoff", filepath.Join(dir, "missing"), ours, ours, "a.tieoff.md")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, errOut, "nothing merged; git reports a conflict")
+		got, err := os.ReadFile(ours)
+		require.NoError(t, err)
+		require.Equal(t, tieoffOf(t, "a.md", 0), string(got))
+	})
+
+	t.Run("usage", func(t *testing.T) {
+		code, _, errOut := knotd(t, "merge-tieoff", "a", "b")
+		require.Equal(t, exitUsage, code)
+		require.Contains(t, errOut, "BASE OURS THEIRS")
+	})
+
+	t.Run("too large", func(t *testing.T) {
+		dir := t.TempDir()
+		base, ours, theirs := filepath.Join(dir, "base"), filepath.Join(dir, "ours"), filepath.Join(dir, "theirs")
+		require.NoError(t, os.WriteFile(base, []byte("base text"), 0o600))
+		require.NoError(t, os.WriteFile(ours, []byte(tieoffOf(t, "a.md", 0)), 0o600))
+		f, err := os.Create(theirs)
+		require.NoError(t, err)
+		_, err = f.WriteString("theirs starts here\n")
+		require.NoError(t, err)
+		_, err = f.WriteAt([]byte("theirs ends here\n"), tieoff.MaxSize)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		code, _, errOut := knotd(t, "merge-tieoff", base, ours, theirs, "a.tieoff.md")
+		require.Equal(t, exitFailed, code)
+		require.Contains(t, errOut, "too large to merge by run id")
+		fi, err := os.Stat(ours)
+		require.NoError(t, err)
+		wantSize := int64(len("<<<<<<< ours\n"+tieoffOf(t, "a.md", 0)+"||||||| base\nbase text\n=======\n")) + tieoff.MaxSize + int64(len("theirs ends here\n>>>>>>> theirs\n"))
+		require.Equal(t, wantSize, fi.Size())
+		g, err := os.Open(ours)
+		require.NoError(t, err)
+		defer g.Close()
+		head := make([]byte, 200)
+		_, err = g.Read(head)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(head), "<<<<<<< ours\n## Event: Modified\n"), "%q", head)
+	})
+}
