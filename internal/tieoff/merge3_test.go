@@ -184,7 +184,7 @@ func timeOrdered(secs []Section) bool {
 // another text) must be in the result, between conflict markers or not; a
 // conflicted result has markers, and a clean one none of its own making.
 func FuzzMerge3(f *testing.F) {
-	tb := &testing.T{}
+	tb := f
 	seeds := [][3][]byte{
 		{tieOff(tb, 0, 1), tieOff(tb, 0, 1, 3), tieOff(tb, 0, 1, 2)},
 		{nil, tieOff(tb, 0, 2), tieOff(tb, 1)},
@@ -219,6 +219,37 @@ func FuzzMerge3(f *testing.F) {
 					t.Fatalf("the result (conflicts %v) lacks a section added or changed on one side:\n%q\n-- base %q\n-- ours %q\n-- theirs %q\n-- result:\n%q", conflicts, raw, base, ours, theirs, got)
 				}
 			}
+		}
+	})
+}
+
+// FuzzMerge3Runs merges tie-offs knotd wrote, each holding any of the six
+// runs of mergeSections in time order: base, and ours and theirs, which
+// appended some and removed some (replace mode). The merge is clean and
+// holds, in time order, once each, every run ours or theirs holds that
+// neither removed from base.
+func FuzzMerge3Runs(f *testing.F) {
+	f.Add(uint8(0b11), uint8(0b1011), uint8(0b111))
+	f.Add(uint8(0b1), uint8(0b100), uint8(0b11))
+	f.Add(uint8(0), uint8(0b10101), uint8(0b101010))
+	f.Fuzz(func(t *testing.T, base, ours, theirs uint8) {
+		doc := func(mask uint8) []byte {
+			var runs []int
+			for i := range 6 {
+				if mask&(1<<i) != 0 {
+					runs = append(runs, i)
+				}
+			}
+			return tieOff(t, runs...)
+		}
+		got, conflicts := Merge3(doc(base), doc(ours), doc(theirs))
+		if len(conflicts) > 0 {
+			t.Fatalf("conflicts %v", conflicts)
+		}
+		base, ours, theirs = base&63, ours&63, theirs&63
+		want := (ours | theirs) &^ (base &^ ours) &^ (base &^ theirs)
+		if !bytes.Equal(got, doc(want)) {
+			t.Fatalf("Merge3 of runs %06b, %06b, %06b =\n%s\nwant runs %06b:\n%s", base, ours, theirs, got, want, doc(want))
 		}
 	})
 }
