@@ -529,6 +529,7 @@ func TestDocs_CheckFindsDrift(t *testing.T) {
 		{"a bare flag span", add("| `--frobnicate N` | frob |\n"), "bad-doc.md:1: --frobnicate is no flag of knotd or its commands"},
 		{"a command knotd does not have", add("`knotd frobnicate ~/notes`\n"), `knotd has no command "frobnicate"`},
 		{"a sub-command knotd does not have", add("`knotd runs shw 69ff6302`\n"), `knotd runs has no command "shw"`},
+		{"a hyphenated command knotd does not have", add("`knotd merge-tieof %O %A %B`\n"), `knotd has no command "merge-tieof"`},
 		{"a key the loader refuses", add("```yaml\nlimits:\n  max_note_size: 4MiB\n```\n"), "the configuration loader does not accept the key limits.max_note_size"},
 		{"an agent key the loader refuses", add("```yaml\nagents:\n  mine: { command: [x], promt: stdin }\n```\n"), "does not accept the key agents.*.promt"},
 		{"a key the loader accepts that no doc names", cut("run_empty:"), "the configuration loader accepts run_empty; no doc"},
