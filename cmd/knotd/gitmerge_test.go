@@ -417,3 +417,33 @@ func TestMergeTieoff(t *testing.T) {
 		require.True(t, strings.HasPrefix(string(head), "<<<<<<< ours\n## Event: Modified\n"), "%q", head)
 	})
 }
+
+// TestGitMerge_EditsAndReplaceMode: one clone edits a past section by
+// hand and, in replace mode, replaces a tie-off with its newest section;
+// the other appended to both. git merge is clean: the edit is kept, the
+// replaced sections stay removed, every other run is there once, in time
+// order.
+func TestGitMerge_EditsAndReplaceMode(t *testing.T) {
+	setup(t)
+	g := newGitRepo(t)
+	ada, bob := twoClones(t, g, true)
+	p := filepath.Join(ada, "a.tieoff.md")
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(string(b), "Reply 0 to a.md.", "Reply 0 to a.md, corrected by hand.", 1)), 0o644))
+	root, err := os.OpenRoot(ada)
+	require.NoError(t, err)
+	require.NoError(t, tieoff.Replace(root, "b.tieoff.md", gitSection(13, "b.md")))
+	require.NoError(t, root.Close())
+	g.run(ada, "commit", "-q", "-am", "ada: an edit, and b in replace mode")
+	g.run(ada, "push", "-q", "origin", "HEAD:main")
+	g.run(bob, "fetch", "-q", "origin")
+
+	out, ok := g.try(bob, "merge", "--no-edit", "origin/main")
+	require.True(t, ok, "git merge: %s", out)
+	require.Equal(t, "0 1 2 3 4", runsOf(t, bob, "a.md"))
+	a, err := os.ReadFile(filepath.Join(bob, "a.tieoff.md"))
+	require.NoError(t, err)
+	require.Contains(t, string(a), "Reply 0 to a.md, corrected by hand.")
+	require.Equal(t, "11 13", runsOf(t, bob, "b.md"), "b's tie-off: bob's run 11 and ada's replacement 13; 10 and 12 replaced")
+}
