@@ -68,17 +68,19 @@ func Merge3(base, ours, theirs []byte) ([]byte, []Conflict) {
 	return m.run()
 }
 
+// merge3 is one Merge3: base (o), ours (a) and theirs (b), and what it
+// decided.
 type merge3 struct {
 	o, a, b    *parse
 	oi, ai     map[string]int // key -> chunk
 	conflicts  []Conflict
-	wraps      []wrap   // conflicts at a chunk of the result (by key) or the top
-	atEnd      [][]byte // conflict blocks for the end of the result
-	drop       map[int]bool
-	replace    map[int][]byte
-	preamble   []byte // ours' text before the first section, or theirs'
-	topClash   bool
-	oPre, bPre []byte
+	wraps      []wrap         // conflicts at a section of the result (by key)
+	atEnd      [][]byte       // conflict blocks for the end of the result
+	drop       map[int]bool   // chunks of ours that theirs removed
+	replace    map[int][]byte // chunks of ours that theirs changed -> theirs' text
+	preamble   []byte         // ours' text before the first section, or theirs'
+	topClash   bool           // both changed the text before the first section
+	oPre, bPre []byte         // base's and theirs' text before the first section
 }
 
 // wrap is a conflict at a section of the result: ours' text there is put
