@@ -30,7 +30,8 @@ import (
 //
 //   - A knotd command line is a code span, or a line of a fenced block that
 //     is not yaml, ini or xml, that begins with "knotd " (or "$ knotd ").
-//     Its first word, if it is a lowercase word, is a command of knotd
+//     Its first word, if it is a lowercase word (words joined by hyphens:
+//     merge-tieoff), is a command of knotd
 //     --help; a second lowercase word is one of that command's own
 //     commands, where it has any (runs show, service install). Every flag
 //     in the line (up to a comment or a gap of two spaces) is one of that
@@ -119,8 +120,8 @@ func (f *knotdFacts) allFlags() map[string]bool {
 
 var (
 	helpFlag  = regexp.MustCompile(`(?m)^  (-{1,2}[a-z][a-z-]*)`)
-	usageCmd  = regexp.MustCompile(`(?m)^(?:usage:)?\s+knotd ([a-z]+)`)
-	quotedCmd = regexp.MustCompile(`'knotd ([a-z]+)`)
+	usageCmd  = regexp.MustCompile(`(?m)^(?:usage:)?\s+knotd ([a-z]+(?:-[a-z]+)*)`)
+	quotedCmd = regexp.MustCompile(`'knotd ([a-z]+(?:-[a-z]+)*)`)
 )
 
 // helpFacts reads knotd's commands and flags from its --help, and the
@@ -145,7 +146,7 @@ func helpFacts(t *testing.T) *knotdFacts {
 	for _, m := range usageCmd.FindAllStringSubmatch(top, -1) {
 		f.commands[m[1]] = true
 	}
-	for _, m := range regexp.MustCompile(`/ knotd ([a-z]+)`).FindAllStringSubmatch(top, -1) {
+	for _, m := range regexp.MustCompile(`/ knotd ([a-z]+(?:-[a-z]+)*)`).FindAllStringSubmatch(top, -1) {
 		f.commands[m[1]] = true
 	}
 	for _, m := range quotedCmd.FindAllStringSubmatch(top, -1) {
@@ -389,7 +390,7 @@ func checkDocs(docs []doc, f *knotdFacts) []string {
 	namedCmd := map[string]bool{}
 	for _, c := range cmds {
 		cmd, rest := "", c.words
-		if len(rest) > 0 && regexp.MustCompile(`^[a-z]+$`).MatchString(rest[0]) {
+		if len(rest) > 0 && regexp.MustCompile(`^[a-z]+(?:-[a-z]+)*$`).MatchString(rest[0]) {
 			cmd, rest = rest[0], rest[1:]
 			if slices.Contains(misspeltCommands, cmd) {
 				continue
@@ -528,6 +529,7 @@ func TestDocs_CheckFindsDrift(t *testing.T) {
 		{"a bare flag span", add("| `--frobnicate N` | frob |\n"), "bad-doc.md:1: --frobnicate is no flag of knotd or its commands"},
 		{"a command knotd does not have", add("`knotd frobnicate ~/notes`\n"), `knotd has no command "frobnicate"`},
 		{"a sub-command knotd does not have", add("`knotd runs shw 69ff6302`\n"), `knotd runs has no command "shw"`},
+		{"a hyphenated command knotd does not have", add("`knotd merge-tieof %O %A %B`\n"), `knotd has no command "merge-tieof"`},
 		{"a key the loader refuses", add("```yaml\nlimits:\n  max_note_size: 4MiB\n```\n"), "the configuration loader does not accept the key limits.max_note_size"},
 		{"an agent key the loader refuses", add("```yaml\nagents:\n  mine: { command: [x], promt: stdin }\n```\n"), "does not accept the key agents.*.promt"},
 		{"a key the loader accepts that no doc names", cut("run_empty:"), "the configuration loader accepts run_empty; no doc"},

@@ -19,7 +19,8 @@ file; each agent's program, found on PATH, and its version (with
 may cost a little); the file-watch limits (inotify, or the open-file limit
 kqueue counts against) against the vault's folders; the state store's health
 (asked of the running knotd when there is one); and how the vault is synced
-(git, Syncthing, iCloud) with what knotd asks of it. It changes nothing.
+(git, Syncthing, iCloud) with what knotd asks of it, and in a git work tree
+whether tie-offs merge by run id (knotd git setup). It changes nothing.
 
 Each line is ok, warn (knotd works; something is worth doing) or fail (knotd
 cannot do its job), with what to do. The exit status is 1 when a check failed,

@@ -57,6 +57,9 @@ Usage:
                                  state store and the sync setup; say what to fix
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
+  knotd git setup [VAULT]        merge tie-offs by run id in git: the
+                                 .gitattributes line and the merge driver,
+                                 knotd merge-tieoff %O %A %B %P
 
 Flags may come before or after VAULT, for every command. 'knotd help CMD'
 (or 'knotd CMD --help') says more of each command. knotd prints and logs

@@ -99,6 +99,7 @@ func Run(ctx context.Context, o Options) []Finding {
 	}
 	out = append(out, checkState(ctx, o))
 	out = append(out, checkSync(o, cfg)...)
+	out = append(out, checkGitMerge(ctx, o)...)
 	return out
 }
 
@@ -415,4 +416,72 @@ func gitWorkTree(root string) bool {
 		}
 		d = p
 	}
+}
+
+// checkGitMerge says, for a vault in a git work tree, whether git merges
+// its tie-offs by run id (knotd git setup: the .gitattributes line and
+// the merge driver in the repository's config), and whether the driver's
+// program is still there. Without git, or outside a work tree, it says
+// nothing.
+func checkGitMerge(ctx context.Context, o Options) []Finding {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	run := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, git, append([]string{"-C", o.Root}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	if inside, err := run("rev-parse", "--is-inside-work-tree"); err != nil || inside != "true" {
+		return nil
+	}
+	f := Finding{Check: "git: tie-off merges"}
+	attr, _ := run("check-attr", "merge", "--", "x.tieoff.md")
+	driver, _ := run("config", "merge.knotd-tieoff.driver")
+	fix := "knotd git setup " + o.Root + " (in each clone), and commit .gitattributes"
+	switch {
+	case !strings.HasSuffix(attr, ": merge: knotd-tieoff") || driver == "":
+		f.Status = Warn
+		f.Detail = "git merges tie-offs line by line: two clones that both answered notes conflict on them at a merge, pull or rebase"
+		f.Fix = fix
+	default:
+		f.Status, f.Detail = OK, "tie-offs merge by run id (merge.knotd-tieoff.driver: "+driver+")"
+		if exe, ok := shellWord(driver); ok && filepath.IsAbs(exe) {
+			if _, err := os.Stat(exe); err != nil {
+				f.Status = Warn
+				f.Detail = "the tie-off merge driver's program is gone (" + exe + "): git merges of tie-offs fail"
+				f.Fix = fix
+			}
+		}
+	}
+	return []Finding{f}
+}
+
+// shellWord returns the first word of a POSIX shell command line made of
+// plain characters, single quotes and backslashes (as knotd git setup
+// writes it); false for anything else.
+func shellWord(s string) (string, bool) {
+	var b strings.Builder
+	for len(s) > 0 && s[0] != ' ' {
+		switch c := s[0]; {
+		case c == '\'':
+			end := strings.IndexByte(s[1:], '\'')
+			if end < 0 {
+				return "", false
+			}
+			b.WriteString(s[1 : 1+end])
+			s = s[2+end:]
+		case c == '\\' && len(s) > 1:
+			b.WriteByte(s[1])
+			s = s[2:]
+		case strings.IndexByte("\"$`\t\n;&|<>()*?[", c) >= 0:
+			return "", false
+		default:
+			b.WriteByte(c)
+			s = s[1:]
+		}
+	}
+	return b.String(), b.Len() > 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,4 +226,60 @@ func TestDoctor_StateReadOnly(t *testing.T) {
 	after, err := os.ReadFile(folder.StateFile())
 	require.NoError(t, err)
 	require.Equal(t, before, after, "doctor changed the state store")
+}
+
+// TestDoctor_GitMergeDriver: in a git work tree (the real git), doctor
+// advises knotd git setup until git merges tie-offs by run id, and says
+// when the driver's program is gone; outside one it says nothing.
+func TestDoctor_GitMergeDriver(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skipf("SKIPPED: the real git is not installed (%v)", err)
+	}
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		out, err := exec.Command(gitBin, append([]string{"-C", dir}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	setUp := func(driver string) func(t *testing.T, e env) {
+		return func(t *testing.T, e env) {
+			git(e.root, "init", "-q")
+			e.write(t, filepath.Join(e.root, ".gitattributes"), "*.md text\n*.tieoff.md merge=knotd-tieoff\n")
+			git(e.root, "config", "merge.knotd-tieoff.driver", driver)
+		}
+	}
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T, e env)
+		status Status // "": no finding
+		says   string
+	}{
+		{"no git", func(*testing.T, env) {}, "", ""},
+		{"a .git folder git does not read", func(t *testing.T, e env) { require.NoError(t, os.Mkdir(filepath.Join(e.root, ".git"), 0o755)) }, "", ""},
+		{"a work tree without the setup", func(t *testing.T, e env) { git(e.root, "init", "-q") }, Warn, "knotd git setup"},
+		{"the attribute without the driver", func(t *testing.T, e env) {
+			git(e.root, "init", "-q")
+			e.write(t, filepath.Join(e.root, ".gitattributes"), "*.tieoff.md merge=knotd-tieoff\n")
+		}, Warn, "knotd git setup"},
+		{"set up", setUp("'" + self + "' merge-tieoff %O %A %B %P"), OK, "by run id"},
+		{"the driver's program is gone", setUp("'/nonexistent/it'\\''s/knotd' merge-tieoff %O %A %B %P"), Warn, "/nonexistent/it's/knotd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			tt.setup(t, e)
+			f := find(e.run(t), "git: tie-off merges")
+			if tt.status == "" {
+				require.Empty(t, f)
+				return
+			}
+			require.Len(t, f, 1)
+			require.Equal(t, tt.status, f[0].Status, "%+v", f[0])
+			require.Contains(t, f[0].Detail+" "+f[0].Fix, tt.says)
+		})
+	}
 }

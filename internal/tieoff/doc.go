@@ -73,6 +73,15 @@
 // listed in its report. MergeFile does it on disk, durably, and removes the
 // copy only when nothing of it was left out, so no word is ever lost.
 //
+// # Merges in git
+//
+// Merge3 merges git's three versions of a tie-off (base, ours, theirs) for
+// knotd merge-tieoff, git's merge driver: the sections base had three-way
+// (one side's edit or removal wins over the other keeping them), what
+// theirs added placed by Merge, each run once, in time order; what it
+// cannot place is left between git's conflict markers, every word of both
+// sides kept.
+//
 // # Files
 //
 // Every function that touches a file takes the vault as an *os.Root and

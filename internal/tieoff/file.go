@@ -17,6 +17,10 @@ const notePerm fs.FileMode = 0o644
 // to come near it.
 const maxReadSize = 64 << 20
 
+// MaxSize is the largest tie-off knotd reads whole (maxReadSize), for
+// knotd merge-tieoff, which reads git's versions of one.
+const MaxSize = maxReadSize
+
 // The errors below are those of internal/vaultfs, so that errors.Is works
 // with either name.
 var (

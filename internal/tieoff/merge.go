@@ -79,7 +79,15 @@ func (r MergeReport) Complete() bool { return len(r.LeftOut) == 0 }
 // time order (as knotd writes them), merging A into B and B into A gives
 // the same sections in the same order.
 func Merge(original, conflict []byte) (merged []byte, report MergeReport) {
-	m := &merger{o: parseDoc(original), c: parseDoc(conflict)}
+	return merge(parseDoc(original), parseDoc(conflict), false)
+}
+
+// merge is Merge on parsed inputs. With noID, a section of the copy
+// without a run id that the original does not hold is placed by its
+// Timestamp like any other (Merge3 gives it only sections the other side
+// added), instead of being left out.
+func merge(original, conflict *parse, noID bool) ([]byte, MergeReport) {
+	m := &merger{o: original, c: conflict, noID: noID}
 	m.place()
 	return m.build(), m.rep
 }
@@ -87,6 +95,7 @@ func Merge(original, conflict []byte) (merged []byte, report MergeReport) {
 type merger struct {
 	o, c *parse
 	rep  MergeReport
+	noID bool // place sections without a run id (see merge)
 	// byID maps a run id to the first chunk of o that holds it.
 	byID map[string]int
 	// mend maps a torn chunk of o to the text that replaces it.
@@ -169,9 +178,13 @@ func (m *merger) place() {
 		ai, inAdds := m.added[s.RunID]
 		switch {
 		case s.RunID == "":
-			if m.inOriginal(raw) {
+			switch {
+			case m.inOriginal(raw):
 				m.rep.Present++
-			} else {
+			case m.noID && probs[ci] == 0:
+				m.adds = append(m.adds, addition{raw: raw, key: keyOf(s)})
+				m.rep.Added++
+			default:
 				m.leave(ch.line, "a section without a run id is not in the original", raw)
 			}
 		case inO:
