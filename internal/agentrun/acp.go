@@ -171,7 +171,7 @@ type acpConversation struct {
 	prompted  bool
 	done      bool
 	cancelled bool
-	refused   int    // permission requests knotd refused
+	refused   int // permission requests knotd refused
 	// At permissions ask: what the agent said since its last request for
 	// permission, what it said before each request (by toolCallId), and
 	// the files of the edits the user approved, which fs/write_text_file
@@ -179,10 +179,10 @@ type acpConversation struct {
 	said     string
 	whys     map[string]string
 	approved map[string]bool
-	kept      string // why the file system last refused an edit (MayEdit)
-	agentErr  string
-	lost      string
-	notes     []string
+	kept     string // why the file system last refused an edit (MayEdit)
+	agentErr string
+	lost     string
+	notes    []string
 }
 
 // newACPConversation returns the conversation of attempt a (nil: a parser
