@@ -238,3 +238,51 @@ func TestACP_AskReads(t *testing.T) {
 		}
 	}
 }
+
+// TestACP_AskContinuing: a question nobody answered in time stays open;
+// once the user approves the write (and denies the command), the run
+// that continues resumes the agent's session with the answers in its
+// Event Context and tells it what to do; the agent asks for the same
+// write again (a new toolCallId: the same hash) and it is allowed by the
+// answer, without asking, and written; the denied command is refused.
+func TestACP_AskContinuing(t *testing.T) {
+	agent, state := fakeACP(t, "ask")
+	agent.Permissions, agent.AskWait = PermAsk, time.Second
+	r := &Runner{}
+	req := runRequest(t, agent, planV1)
+	fs := &testFS{files: map[string]string{}}
+	a := &asker{}
+	req.FS, req.Ask = fs, a.ask
+	first := mustRun(t, r, req)
+	if first.Outcome != OutcomeOK || !strings.HasSuffix(first.Reply, "[write: reject] [command: reject]") || len(a.calls) != 2 {
+		t.Fatalf("turn 1 = %s %q reply %q, asked %d; want ok with both calls refused for now", first.Outcome, first.Reason, first.Reply, len(a.calls))
+	}
+	write, command := a.calls[0], a.calls[1]
+	approve := question.Answer{ID: question.NewID(req.RunID, write.Hash()), CallHash: write.Hash(), Verdict: question.Approve, From: question.FromNote}
+	deny := question.Answer{ID: question.NewID(req.RunID, command.Hash()), CallHash: command.Hash(), Verdict: question.Deny, Why: "no shell", From: question.FromNote}
+
+	next := req
+	next.RunID, next.Turn, next.FiredBy = "01937f5e-7d1c-7a2b-9c3d-4e5f60718294", 2, FiredByAnswer
+	next.Resume, next.Continuing, next.Answers = first.Resume, true, []question.Answer{approve, deny}
+	b := &asker{}
+	next.Ask = b.ask
+	second := mustRun(t, r, next)
+	if second.Outcome != OutcomeOK || !strings.HasSuffix(second.Reply, "[write: allow] [command: reject]") || len(b.calls) != 0 {
+		t.Fatalf("turn 2 = %s %q reply %q, asked %+v; want ok, the write allowed by the approval and the command refused, nothing asked", second.Outcome, second.Reason, second.Reply, b.calls)
+	}
+	if got := fs.files[filepath.Join(req.Vault, "ask.txt")]; got != "approved text\n" {
+		t.Errorf("ask.txt = %q; want the approved write", got)
+	}
+	for _, want := range []string{"Fired-By: answer\n", "Answer: " + approve.ID + " approved\n", "Answer: " + deny.ID + ` denied: "no shell"` + "\n",
+		"The user approved your request " + approve.ID + ". Do it now", "The user denied your request " + deny.ID + ": no shell. Do not do it"} {
+		if !strings.Contains(second.Prompt, want) {
+			t.Errorf("turn 2's prompt lacks %q:\n%s", want, second.Prompt)
+		}
+	}
+	if strings.Contains(second.Prompt, "Changes:") || strings.Contains(second.Prompt, "buy milk") {
+		t.Errorf("turn 2's prompt repeats what the conversation holds:\n%s", second.Prompt)
+	}
+	if got := acpMethods(t, state); !slices.Contains(got, "session/resume") {
+		t.Errorf("the agent received %q; want its session resumed", got)
+	}
+}
