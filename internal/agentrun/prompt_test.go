@@ -140,7 +140,7 @@ func TestBuildPrompt_Golden(t *testing.T) {
 			r.Continuing = false
 			return r
 		}},
-				{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
+		{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
 			r := promptRequest(strand.Modified, "code:\n````go\nx := 1\n````\n")
 			r.Previous, r.Turn = []byte("code:\n"), 2
 			r.TieOff = []string{tieOffSection("Created", "Try this:\n\n```````\nseven\n```````")}
