@@ -155,6 +155,11 @@ func (c *acpConversation) heldCall(tc acp.ToolCallUpdate, why string) question.C
 			call.URL = u
 		}
 	}
+	if call.Kind == question.KindCommand && call.Command == "" && tc.Title != nil {
+		// No rawInput (Gemini CLI sends none): its title describes the
+		// command, for the user to judge.
+		call.Command = call.Tool
+	}
 	return call
 }
 
