@@ -176,13 +176,14 @@ type acpConversation struct {
 	// permission, what it said before each request (by toolCallId), and
 	// the files of the edits the user approved, which fs/write_text_file
 	// may then write.
-	said     string
-	whys     map[string]string
-	approved map[string]bool
-	kept     string // why the file system last refused an edit (MayEdit)
-	agentErr string
-	lost     string
-	notes    []string
+	said       string
+	whys       map[string]string
+	approved   map[string]bool
+	unanswered int    // calls refused for now, their questions open
+	kept       string // why the file system last refused an edit (MayEdit)
+	agentErr   string
+	lost       string
+	notes      []string
 }
 
 // newACPConversation returns the conversation of attempt a (nil: a parser
@@ -757,7 +758,10 @@ func acpOption(p acpPermissionRequest, allowed bool) string {
 // heldErr is the failure of a turn the agent ended when knotd refused,
 // at permissions ask, a call the user has not approved.
 func (c *acpConversation) heldErr() string {
-	return "the agent ended its turn when knotd refused a call the user has not approved (permissions ask): the question stays open in the tie-off, and an answer reaches the agent in a later turn"
+	if c.unanswered > 0 {
+		return "the agent ended its turn when knotd refused a call the user has not answered yet (permissions ask): the question stays open in the tie-off, and an approval reaches the agent in a later turn"
+	}
+	return "the agent ended its turn when knotd refused a call the user denied (permissions ask)"
 }
 
 // keptErr is the failure of a turn the agent ended when knotd refused an

@@ -202,6 +202,7 @@ func (c *acpConversation) decide(ctx context.Context, call question.Call) (allow
 		}
 	}
 	if c.ask == nil {
+		c.heldOpen()
 		return false, false, "held for the user's answer, which knotd cannot wait for in this run: refused for now"
 	}
 	actx, cancel := context.WithTimeout(ctx, c.askWait)
@@ -215,6 +216,7 @@ func (c *acpConversation) decide(ctx context.Context, call question.Call) (allow
 	}
 	switch {
 	case !ok:
+		c.heldOpen()
 		return false, false, fmt.Sprintf("the user has not answered within ask_wait (%v): refused for now; the question stays open, and an approval reaches the agent in a later turn", c.askWait)
 	case a.Verdict == question.Approve && a.Applies(call):
 		return true, false, "approved by the user (" + a.ID + ")"
@@ -222,6 +224,13 @@ func (c *acpConversation) decide(ctx context.Context, call question.Call) (allow
 		return false, false, "denied by the user (" + a.ID + ")" + reasonSuffix(a.Why)
 	}
 	return false, false, "the question was withdrawn (" + a.ID + "): refused"
+}
+
+// heldOpen counts a call refused for now, its question open.
+func (c *acpConversation) heldOpen() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unanswered++
 }
 
 // reasonSuffix is ": why", or "" when the user gave no reason.

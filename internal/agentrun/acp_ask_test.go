@@ -286,3 +286,34 @@ func TestACP_AskContinuing(t *testing.T) {
 		t.Errorf("the agent received %q; want its session resumed", got)
 	}
 }
+
+// TestACP_AskAgentEndsTurn: an agent that ends its turn when a call is
+// refused (Codex's adapter) fails the run, saying whether the question
+// stays open or the user denied the call.
+func TestACP_AskAgentEndsTurn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer func(question.Call) (question.Answer, bool)
+		reason string
+	}{
+		{"unanswered", nil, "the agent ended its turn when knotd refused a call the user has not answered yet (permissions ask): the question stays open in the tie-off"},
+		{"denied", verdicts(question.Deny, question.Deny, "no"), "the agent ended its turn when knotd refused a call the user denied (permissions ask)"},
+		{"approved", verdicts(question.Approve, question.Approve, ""), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent, _ := fakeACP(t, "askend")
+			agent.Permissions, agent.AskWait = PermAsk, time.Second
+			req := runRequest(t, agent, planV1)
+			req.FS = &testFS{files: map[string]string{}}
+			a := &asker{answer: tc.answer}
+			req.Ask = a.ask
+			res := mustRun(t, &Runner{}, req)
+			switch {
+			case tc.reason == "" && res.Outcome != OutcomeOK:
+				t.Errorf("Run = %s %q; want ok", res.Outcome, res.Reason)
+			case tc.reason != "" && (res.Outcome == OutcomeOK || !strings.Contains(res.Reason, tc.reason)):
+				t.Errorf("Run = %s %q; want a failure: %q", res.Outcome, res.Reason, tc.reason)
+			}
+		})
+	}
+}

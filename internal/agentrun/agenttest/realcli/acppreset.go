@@ -191,7 +191,7 @@ func RunACPPreset(t *testing.T, ad ACPAdapter, preset string) {
 			}
 			// Claude's model sees the refusal and answers; Codex and
 			// OpenCode end the turn: the run says why.
-			if res.Outcome != agentrun.OutcomeOK && !strings.Contains(res.Reason, "when knotd refused a call the user has not approved (permissions ask)") {
+			if res.Outcome != agentrun.OutcomeOK && !strings.Contains(res.Reason, "when knotd refused a call the user denied (permissions ask)") {
 				t.Errorf("ask, denied: %s %q; want ok, or a failure that says knotd refused the call", res.Outcome, res.Reason)
 			}
 		}

@@ -45,7 +45,9 @@ import (
 // "touch ran.txt" (toolCallId "ask-run-<turn>", kind execute, rawInput
 // {"command": "touch ran.txt"}), ending the reply with "[write: <optionId,
 // cancelled, or the write's error>] [command: <optionId or cancelled>]"
-// (it runs nothing itself);
+// (it runs nothing itself); "askend" asks the same for the write and,
+// refused, ends the turn with stopReason cancelled, as Codex's adapter
+// does;
 // "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
@@ -186,7 +188,7 @@ func Fake(inv *fakekit.Invocation) int {
 					}
 				}
 				suffix = " [permission: " + choice + "]"
-			case "ask":
+			case "ask", "askend":
 				turn := strconv.Itoa(conv.Turns(s))
 				update(s, text("agent_message_chunk", "I will write ask.txt."))
 				target := filepath.Join(inv.Dir, "ask.txt")
@@ -206,6 +208,13 @@ func Fake(inv *fakekit.Invocation) int {
 					}
 				}
 				suffix = " [write: " + choice + "]"
+				if mode == "askend" {
+					if choice != "allow" {
+						c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
+						continue
+					}
+					break
+				}
 				update(s, text("agent_message_chunk", " I will run a command."))
 				choice, err = c.AskPermission(s, []any{
 					map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
