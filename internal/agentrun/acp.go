@@ -402,6 +402,7 @@ func (c *acpConversation) drive() {
 	}
 	c.mu.Lock()
 	c.session, c.acpID, c.prompted = session, acpID, true
+	c.said = "" // a loaded session's history is not what the agent says now
 	if c.preset.Replay {
 		// Every line read so far came before the prompt: none is the
 		// turn's. The lines after it may still be the replay's.

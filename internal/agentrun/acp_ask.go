@@ -1,6 +1,7 @@
 package agentrun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -246,8 +247,8 @@ func reasonSuffix(why string) string {
 // since its last request for permission, which a request takes as the
 // held call's Why (by its toolCallId).
 func (c *acpConversation) heard(b []byte) {
-	chunk := strings.Contains(string(b), `"agent_message_chunk"`)
-	asks := strings.Contains(string(b), `"session/request_permission"`)
+	chunk := bytes.Contains(b, []byte(`"agent_message_chunk"`))
+	asks := bytes.Contains(b, []byte(`"session/request_permission"`))
 	if !chunk && !asks {
 		return
 	}
