@@ -24,12 +24,13 @@ const (
 	FiredByCatchUp FiredBy = "catch-up" // the catch-up pass at startup
 	FiredByRescan  FiredBy = "rescan"   // a rescan after an overflow, or --poll
 	FiredByUser    FiredBy = "user"     // the user asked: knotd run, knotd retry, the console
+	FiredByAnswer  FiredBy = "answer"   // the user answered a question the note's agent asked
 )
 
 // Valid reports whether f is one of the FiredBy values.
 func (f FiredBy) Valid() bool {
 	switch f {
-	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser:
+	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser, FiredByAnswer:
 		return true
 	}
 	return false
