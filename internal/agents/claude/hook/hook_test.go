@@ -74,7 +74,7 @@ func TestPreToolUse(t *testing.T) {
 			answers: Answers{Vault: vault}, want: "deny", reason: []string{"outside the vault"}},
 		{name: "approved write outside the vault denied", input: hookInput(vault, "Write", map[string]string{"file_path": "/tmp/x.md", "content": "x"}),
 			answers: Answers{Vault: vault, Answers: []question.Answer{approve(question.Call{Tool: "Write", Input: mustJSON(t, map[string]string{"file_path": "/tmp/x.md", "content": "x"})})}},
-			want: "deny", reason: []string{"outside the vault"}},
+			want:    "deny", reason: []string{"outside the vault"}},
 		{name: "relative write inside", input: hookInput(vault, "Write", map[string]string{"file_path": "sub/x.md", "content": "x"}), answers: Answers{Vault: vault}, want: "defer"},
 		{name: "no answers file", input: hookInput(vault, "Write", write), answers: nil, want: "defer"},
 		{name: "garbled answers file", input: hookInput(vault, "Write", write), answers: `{"vault": "` + vault + `", "answers": [{"id": `, want: "defer"},
