@@ -197,6 +197,18 @@ func TestClaude_RealCLIAsk(t *testing.T) {
 			if got := last.UserPrompts(); len(got) == 0 || got[0] != res1.Prompt {
 				t.Errorf("turn 2: the model saw user prompts %q; want turn 1's first", got)
 			}
+			if !tt.wantWritten {
+				return
+			}
+			// Continuing again: nothing is held any more; the run fails,
+			// saying so, and runs nothing.
+			req3 := realcli.NextTurn(req2, res2.Resume)
+			req3.Event, req3.Continuing, req3.Answers = req1.Event, true, req2.Answers
+			res3, calls3 := rc.Attempt(t, req3)
+			if res3.Outcome != agentrun.OutcomeFailed || !strings.Contains(res3.Reason, "No deferred tool marker found") ||
+				!strings.Contains(res3.Reason, "no call waiting") || len(calls3) != 0 {
+				t.Errorf("continuing again: %s %q, %d model calls; want failed, saying no call waits, none", res3.Outcome, res3.Reason, len(calls3))
+			}
 		})
 	}
 }

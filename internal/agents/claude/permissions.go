@@ -144,9 +144,19 @@ func (Driver) ResumesHeld() bool { return true }
 // IS_SANDBOX=1 (or inside its own bubblewrap sandbox).
 const rootRefusal = "cannot be used with root/sudo privileges"
 
+// noDeferredCall is what Claude Code 2.1.330 prints, exiting 1, when a
+// session is resumed with an empty prompt and holds no deferred call
+// ("Error: No deferred tool marker found in the resumed session. …").
+const noDeferredCall = "No deferred tool marker found"
+
 // Explain implements kit.FailureExplainer: a refusal to bypass
-// permissions as root.
+// permissions as root, and a continuing turn whose conversation holds no
+// call waiting.
 func (Driver) Explain(a *kit.Attempt, exitCode int, stderr string) string {
+	if exitCode != 0 && a.Continuing && strings.Contains(stderr, noDeferredCall) {
+		return "the conversation holds no call waiting for an answer any more (it was answered already, or the conversation went on); " +
+			"nothing was run: change the note to run the agent again"
+	}
 	if exitCode == 0 || a.Permissions != kit.PermFull || !strings.Contains(stderr, rootRefusal) {
 		return ""
 	}

@@ -92,3 +92,25 @@ func TestDriver_Ask(t *testing.T) {
 		t.Errorf("Prepare without a state directory = nil; want an error")
 	}
 }
+
+// TestDriver_ExplainsNoDeferredCall: a continuing turn refused because the
+// conversation holds no deferred call (Claude Code 2.1.330's message, as
+// the fake prints it) says so.
+func TestDriver_ExplainsNoDeferredCall(t *testing.T) {
+	const stderr = "Error: No deferred tool marker found in the resumed session. Either the session was not deferred, the marker is stale (tool already ran), or it exceeds the tail-scan window. Provide a prompt to continue the conversation.\n"
+	for _, tt := range []struct {
+		name       string
+		continuing bool
+		exit       int
+		want       bool
+	}{
+		{"continuing", true, 1, true},
+		{"not continuing", false, 1, false},
+		{"succeeded", true, 0, false},
+	} {
+		got := Driver{}.Explain(&kit.Attempt{Permissions: kit.PermAsk, Continuing: tt.continuing}, tt.exit, stderr)
+		if (got != "") != tt.want || tt.want && !strings.Contains(got, "no call waiting") {
+			t.Errorf("%s: Explain = %q; want advice %t", tt.name, got, tt.want)
+		}
+	}
+}
