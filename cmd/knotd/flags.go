@@ -60,6 +60,9 @@ Usage:
   knotd git setup [VAULT]        merge tie-offs by run id in git: the
                                  .gitattributes line and the merge driver,
                                  knotd merge-tieoff %O %A %B %P
+  knotd hook claude-pretooluse ANSWERS_FILE
+                                 knotd's own Claude Code hook (permissions:
+                                 ask): Claude Code runs it, not you
 
 Flags may come before or after VAULT, for every command. 'knotd help CMD'
 (or 'knotd CMD --help') says more of each command. knotd prints and logs

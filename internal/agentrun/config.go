@@ -180,10 +180,6 @@ func (a *Agent) askWait() time.Duration {
 	return a.AskWait
 }
 
-// canAsk reports whether the agent asks knotd before each call its
-// permissions ask holds: an ACP agent (its session/request_permission).
-func (a *Agent) canAsk() bool { return acpPresets[a.kind()] != nil || a.acp() }
-
 // hasTools reports whether the agent's CLI can act on files or run
 // commands, so that Permissions applies to it.
 func (a *Agent) hasTools() bool {
@@ -193,6 +189,16 @@ func (a *Agent) hasTools() bool {
 	}
 	return a.acp()
 }
+
+// canAsk reports whether the agent can ask knotd for permission while it
+// runs (permissions: ask): the claude preset (knotd's PreToolUse hook) and
+// every ACP agent (session/request_permission).
+func (a *Agent) canAsk() bool {
+	return a.kind() == PresetClaude || acpPresets[a.kind()] != nil || a.acp()
+}
+
+// errAskNeedsAsker is what permissions: ask on another agent says.
+const errAskNeedsAsker = "permissions: ask needs an agent that can ask for permission: the claude preset or an ACP agent (for Codex: preset codex-acp)"
 
 // ErrInvalidAgent is wrapped by every error about an agent definition.
 var ErrInvalidAgent = errors.New("agentrun: invalid agent")
@@ -347,14 +353,14 @@ func (a *Agent) Validate() error {
 		}
 	case PermAsk:
 		if !a.canAsk() {
-			add("permissions: ask needs an agent that can ask for permission: the claude preset or an ACP agent (for Codex: preset codex-acp)")
+			add("%s", errAskNeedsAsker)
 		}
 	default:
 		add("permissions %q is not one of read-only, edit, full, ask", a.Permissions)
 	}
 	switch {
 	case a.AskWait == 0:
-	case !a.canAsk():
+	case acpPresets[a.kind()] == nil && !a.acp():
 		add("ask_wait applies to ACP agents (the gemini, claude-acp, codex-acp and opencode presets, protocol: acp) at permissions: ask; remove it")
 	case a.AskWait < 0:
 		add("ask_wait %v is negative", a.AskWait)
