@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/notify"
 	"github.com/knotd/knotd/internal/vault/internal/pipeline"
 )
@@ -16,6 +17,14 @@ import (
 type Notifier interface {
 	Notify(e notify.Event)
 }
+
+// NotifyConfig is where the configuration loaded at Open says knotd
+// notifies (the notifier is built with it as knotd starts).
+func (v *Vault) NotifyConfig() config.Notify { return v.config().Notify }
+
+// SetNotifier makes n the vault's notifier (Options.Notifier), before
+// Once or Watch starts.
+func (v *Vault) SetNotifier(n Notifier) { v.notifier = n }
 
 // tell gives e to the notifier, if any; a dry run tells nothing.
 func (v *Vault) tell(e notify.Event) {
