@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,13 +32,19 @@ func sessionBusForTest(t *testing.T) string {
 	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
 		t.Skipf("no freedesktop notifications on %s", runtime.GOOS)
 	}
-	bin := os.Getenv(envDBusBin)
+	bin, why := os.Getenv(envDBusBin), ""
 	if bin == "" {
-		bin, _ = exec.LookPath("dbus-daemon")
+		why = "$" + envDBusBin + " is unset and there is no dbus-daemon on PATH"
+		bin = "dbus-daemon"
+	} else {
+		why = "$" + envDBusBin + "=" + bin + " is not a program here"
 	}
-	if bin == "" {
+	if p, err := exec.LookPath(bin); err == nil {
+		bin, why = p, ""
+	}
+	if why != "" {
 		msg := "\n************************************************************************\n" +
-			"SKIPPING the desktop notification test: no dbus-daemon here ($" + envDBusBin + " unset, none on PATH).\n" +
+			"SKIPPING the desktop notification test: " + why + ".\n" +
 			"Install it with scripts/install-dbus (Debian's dbus-daemon) to run it.\n" +
 			"************************************************************************"
 		if os.Getenv(envRequireDBus) == "1" {
@@ -65,7 +72,7 @@ func sessionBusForTest(t *testing.T) string {
 	cmd := exec.Command(bin, "--config-file="+conf, "--print-address", "--nofork")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr logBuf
+	var stderr testutil.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
