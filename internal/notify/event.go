@@ -91,14 +91,14 @@ func Question(vault, note, id, summary string, at time.Time) Event {
 // failure section is in the tie-off); without one (knotd could not process
 // the note at all) the event is once per note and reason.
 func Failed(vault, note, runID, reason string, at time.Time) Event {
-	id := "failed/" + runID
+	id, more := "failed/"+runID, " (the note's tie-off says more; knotd retry "+note+" runs it again)"
 	if runID == "" {
-		id = "failed/" + note + "/" + clean(reason, maxMessage)
+		id, more = "failed/"+note+"/"+clean(reason, maxMessage), " (knotd's log says more)"
 	}
 	return Event{
 		Kind: KindFailed, ID: id, Vault: vault, Note: note, Time: at.UTC(),
 		Title:   clean("knotd: a run failed: "+noteName(vault, note), maxTitle),
-		Message: clean(reason+" (the note's tie-off says more; knotd retry "+note+" runs it again)", maxMessage),
+		Message: clean(clean(reason, maxMessage-utf8.RuneCountInString(more))+more, maxMessage),
 	}
 }
 

@@ -43,6 +43,8 @@ func TestEvents_Bounded(t *testing.T) {
 		require.NotContains(t, e.Title+e.Message, "\n")
 		require.Equal(t, time.UTC, e.Time.Location())
 	}
+	// However long the reason, what to do next is said.
+	require.Contains(t, Failed("/v", "a.md", "r1", long, at).Message, "knotd retry a.md runs it again")
 	// Without a run id, a failure is once per note and reason.
 	require.Equal(t, Failed("/v", "a.md", "", "disk full", at).ID, Failed("/v", "a.md", "", "disk full", at.Add(time.Hour)).ID)
 	require.NotEqual(t, Failed("/v", "a.md", "", "disk full", at).ID, Failed("/v", "b.md", "", "disk full", at).ID)

@@ -1,32 +1,17 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // logBuf is a log a test reads while the notifier writes it.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuf struct{ testutil.Buffer }
 
 func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
