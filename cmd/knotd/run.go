@@ -177,11 +177,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}()
 	defer sayStopping(ctx, log, v.Control().Running)()
+	n, stopNotifier := startNotifier(ctx, v.NotifyConfig(), root, log)
+	defer stopNotifier()
+	if n != nil {
+		v.SetNotifier(n)
+	}
 	if o.once {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		defer onHangUp(cancel)()
-		return runOnce(ctx, v, o, stdout, stderr)
+		err := runOnce(ctx, v, o, stdout, stderr)
+		flushNotifier(ctx, n, log)
+		return err
 	}
 	return watch(ctx, v, o, log)
 }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -108,6 +110,8 @@ type Config struct {
 	Budget Budget
 	// Rules are every layer's rules, the user's first (see ScopeOf).
 	Rules []Rule
+	// Notify is where knotd sends notifications (see Notify).
+	Notify Notify
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config would have
@@ -328,6 +332,20 @@ type Budget struct {
 	RunUSD        float64
 }
 
+// Notify is where knotd sends its notifications (a question waits, a
+// run failed, a note was paused): the desktop, a command, a URL; all off
+// unless the user's config turns them on. TokenEnv names the environment
+// variable whose value is the URL's bearer token.
+type Notify struct {
+	Desktop  bool
+	Command  []string
+	URL      string
+	TokenEnv string
+}
+
+// On reports whether any notification is sent.
+func (n Notify) On() bool { return n.Desktop || len(n.Command) > 0 || n.URL != "" }
+
 // DefaultBreakers are the breakers when no layer sets them: a note that
 // runs more than 60 times in 10 minutes (a run every 10 s, sustained) is
 // in a loop rather than being written: someone writing, pausing two
@@ -349,8 +367,13 @@ func (c *Config) merge(user, vault, flags layer) error {
 			return err
 		}
 		s := &l.Settings
-		if l.name == vault.name && l.data != nil && !l.trusted {
-			c.Clamped = append(c.clamp(s, timeout), clampRules(l.rules)...)
+		if l.name == vault.name && l.data != nil {
+			if err := l.notifyOffOnly(user.name); err != nil {
+				return err
+			}
+			if !l.trusted {
+				c.Clamped = append(c.clamp(s, timeout), clampRules(l.rules)...)
+			}
 		}
 		if s.DefaultAgent != nil {
 			c.DefaultAgent, agentBy = *s.DefaultAgent, l
@@ -375,6 +398,13 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.Budget.NoteDayRuns, b.NoteDayRuns)
 		setIf(&c.Budget.NoteDayTokens, b.NoteDayTokens)
 		setIf(&c.Budget.RunUSD, b.RunUSD)
+		n := &s.Notify
+		setIf(&c.Notify.Desktop, n.Desktop)
+		if n.Command != nil {
+			c.Notify.Command = n.Command
+		}
+		setIf(&c.Notify.URL, n.URL)
+		setIf(&c.Notify.TokenEnv, n.TokenEnv)
 		if l.name != flags.name {
 			setIf(&timeout, s.Timeout)
 		}
@@ -660,11 +690,71 @@ func (l *layer) validate() error {
 			add("ignore", "ignore has an empty pattern")
 		}
 	}
+	validateNotify(&s.Notify, add)
 	l.rules = compileRules(s.Rules, l.name, add)
 	if len(probs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("config %s: %s", l.name, strings.Join(probs, "; "))
+}
+
+// validateNotify checks a layer's notify section, saying each problem
+// with add.
+func validateNotify(n *NotifySettings, add func(key, format string, args ...any)) {
+	if len(n.Command) > 0 && (n.Command[0] == "" || slices.ContainsFunc(n.Command, func(a string) bool { return strings.ContainsRune(a, 0) })) {
+		add("notify.command", "notify: command %q is not a program and its arguments (a list: [notify-send-wrapper, --urgent])", n.Command)
+	}
+	if n.URL != nil && *n.URL != "" {
+		u, err := url.Parse(*n.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			add("notify.url", "notify: url %q is not an http or https address (such as https://ntfy.sh/your-topic)", redactURL(*n.URL))
+		}
+	}
+	if v := n.TokenEnv; v != nil && *v != "" && !envName.MatchString(*v) {
+		add("notify.token_env", "notify: token_env %q is not the name of an environment variable (such as NTFY_TOKEN; the token itself goes in the environment, never in a config file)", *v)
+	}
+}
+
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// redactURL is raw without its user info, for a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}
+
+// notifyOffOnly refuses a vault layer's notify section that turns a
+// notification on: the vault config is synced, and may come from someone
+// else, so it may only turn them off (desktop: false, command: [], url:
+// ""). Where knotd sends what it tells you (a program it runs, an address
+// that receives your notes' names) is yours to say, in your own config
+// (userFile), even when you trust the vault's file.
+func (l *layer) notifyOffOnly(userFile string) error {
+	n := &l.Notify
+	var keys []string
+	if n.Desktop != nil && *n.Desktop {
+		keys = append(keys, "desktop")
+	}
+	if len(n.Command) > 0 {
+		keys = append(keys, "command")
+	}
+	if n.URL != nil && *n.URL != "" {
+		keys = append(keys, "url")
+	}
+	if n.TokenEnv != nil && *n.TokenEnv != "" {
+		keys = append(keys, "token_env")
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return fmt.Errorf("config %s: %snotify: %s: a vault config may only turn notifications off (desktop: false, command: [], url: \"\"); "+
+		"where knotd notifies you (a program it runs, an address it sends your notes' names to) is set in your own config, %s; move it there",
+		l.name, l.at("notify."+keys[0]), strings.Join(keys, ", "), userFile)
 }
 
 // at is "line N: " for the key at path in the layer's file, "" when the

@@ -77,6 +77,23 @@ type Settings struct {
 	// Rules choose, by the note's path, the agent, the events and the
 	// mode, or keep a folder away from every agent (mode: off).
 	Rules []RuleSettings `yaml:"rules"`
+	// Notify says where knotd tells the user that a question waits, a
+	// run failed or a note was paused (package notify). A vault config
+	// may only turn it off.
+	Notify NotifySettings `yaml:"notify"`
+}
+
+// NotifySettings is the notify section of a Settings layer: where knotd
+// sends its notifications. Desktop shows them on this machine's desktop;
+// Command runs a program (argv, never a shell) with the event as JSON on
+// its stdin; URL receives an HTTP POST in ntfy's style, with the token in
+// the environment variable TokenEnv (never in a file that syncs) as a
+// bearer token. A nil Command is unset; an empty one is none.
+type NotifySettings struct {
+	Desktop  *bool    `yaml:"desktop"`
+	Command  []string `yaml:"command"`
+	URL      *string  `yaml:"url"`
+	TokenEnv *string  `yaml:"token_env"`
 }
 
 // RuleSettings is one rule: the notes whose path matches Path (a pattern

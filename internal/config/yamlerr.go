@@ -246,6 +246,8 @@ func expected(goType string) string {
 		return "caps by name, such as day_runs: 50 or day_usd: 5"
 	case "config.BreakerSettings":
 		return "breakers by name, such as failures: 3"
+	case "config.NotifySettings":
+		return "where to notify, such as desktop: true or url: https://ntfy.sh/your-topic"
 	}
 	return "a value of another kind"
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/notify"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -81,6 +82,8 @@ func (v *Vault) trip(rel string, rep RunReport, why string) {
 		return
 	}
 	v.log.Warn("note paused: "+why+"; its changes wait until knotd resume", "strand", rel)
+	v.tell(notify.Paused(v.root, rel, "breaker/"+rel+"/"+now.Format(time.RFC3339Nano), "knotd paused it: "+why,
+		"Its changes wait, none lost: knotd resume "+rel+" resumes it", now))
 	// A notice, not a run: "## Status: paused", and no run marker (there
 	// is no run, and no transcript, for it to name). What the last run
 	// answered stays in that run's section, which newestAnswer reads past

@@ -65,6 +65,9 @@
 //     gone strand waits one quiet period so a move is not seen as a
 //     delete), DryRun (--dry-run, which changes nothing) and ExplainPath
 //     (--explain-ignore).
+//   - Notifications (notify.go): what the user should hear of without
+//     looking (a failed run, a note paused by a breaker or the budget) is
+//     told to the Notifier of Options (package notify's sends it).
 //   - Test seams (seams.go): what tests observe and the faults they inject
 //     are a small interface the daemon calls; its own does nothing.
 package vault

@@ -71,6 +71,8 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 		// From now on the strand's record holds what knotd wrote into
 		// it, if anything: the watcher no longer needs telling.
 		v.own.forget(rel)
+		// A failure is told before the pause a breaker makes of it.
+		v.tellWorked(ctx, rel, rep, err)
 		if err != nil {
 			rep.Strand = rel
 			rep.Ran, rep.Outcome, rep.Reason = true, agentrun.OutcomeFailed, err.Error()

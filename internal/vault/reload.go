@@ -82,6 +82,7 @@ func (rl *reloader) reload() (Reloaded, error) {
 		{"poll", old.Poll == cfg.Poll},
 		{"ignore", slices.Equal(old.Ignore, cfg.Ignore)},
 		{"obsidian_dir", old.ObsidianDir == cfg.ObsidianDir},
+		{"notify", sameNotify(old.Notify, cfg.Notify)},
 	} {
 		if !c.same {
 			r.AtNextStart = append(r.AtNextStart, c.name)
@@ -91,7 +92,7 @@ func (rl *reloader) reload() (Reloaded, error) {
 		// They keep their running values until the restart, so that what
 		// the daemon says and what it does agree.
 		cfg.Debounce, cfg.MaxWait, cfg.Concurrency, cfg.Poll = old.Debounce, old.MaxWait, old.Concurrency, old.Poll
-		cfg.Ignore, cfg.ObsidianDir = old.Ignore, old.ObsidianDir
+		cfg.Ignore, cfg.ObsidianDir, cfg.Notify = old.Ignore, old.ObsidianDir, old.Notify
 	}
 	for _, c := range cfg.Clamped {
 		v.log.Warn("the vault config asks knotd to do more than your own configuration says, and yours applies: a vault config may make knotd do less, never more (knotd trust lets it)",
@@ -101,6 +102,12 @@ func (rl *reloader) reload() (Reloaded, error) {
 	v.conf.Store(cfg)
 	v.loadObsidianFilters()
 	return r, nil
+}
+
+// sameNotify reports whether a and b notify the same way (the notifier
+// is built with them when knotd starts).
+func sameNotify(a, b config.Notify) bool {
+	return a.Desktop == b.Desktop && slices.Equal(a.Command, b.Command) && a.URL == b.URL && a.TokenEnv == b.TokenEnv
 }
 
 // reloadIfChanged reloads the configuration if a config file changed

@@ -28,6 +28,7 @@ func TestReload(t *testing.T) {
 		{name: "a mistake", user: "default_agent: [\n", wantErr: "config", wantAgent: "echo"},
 		{name: "an unknown agent", user: "default_agent: nobody\n", wantErr: "nobody", wantAgent: "echo"},
 		{name: "the debounce", user: "default_agent: digest\ndebounce: 7s\n", wantAgent: "digest", atNextStart: []string{"debounce"}},
+		{name: "notify", user: "default_agent: digest\nnotify: {url: \"https://ntfy.sh/ada\"}\n", wantAgent: "digest", atNextStart: []string{"notify"}},
 		{name: "an untrusted vault config", user: "default_agent: digest\n", vault: "agents:\n" + e.fakeAgentYAML("v", "", "echo"), wantErr: "trust", wantAgent: "digest"},
 	}
 	debounce := v.config().Debounce
@@ -47,6 +48,7 @@ func TestReload(t *testing.T) {
 			require.Equal(t, tt.wantAgent, v.config().DefaultAgent)
 			require.True(t, slices.Equal(tt.atNextStart, r.AtNextStart), "AtNextStart = %v; want %v", r.AtNextStart, tt.atNextStart)
 			require.Equal(t, debounce, v.config().Debounce, "the debounce changed before a restart")
+			require.False(t, v.config().Notify.On(), "notify changed before a restart (the notifier is built as knotd starts)")
 		})
 	}
 }

@@ -62,6 +62,9 @@ type Options struct {
 	// Heartbeat is how often this device writes its heartbeat into the
 	// vault and decides again whether it answers (0: device.Interval).
 	Heartbeat time.Duration
+	// Notifier is told what the user should hear of without looking (a
+	// run failed, a note paused); nil tells no one.
+	Notifier Notifier
 	// StateCopy, for DryRun only, is a copy of the state store that the
 	// knotd answering the vault wrote (Vault.CopyState): the dry run
 	// reads it instead of the store that knotd holds, and takes no lock.
@@ -128,6 +131,9 @@ type Vault struct {
 	// obsidian is Obsidian's Excluded files setting, read at open and at
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
+
+	// notifier is told what the user should hear of (notify.go).
+	notifier Notifier
 
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that
@@ -353,6 +359,8 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		log:   opts.Logger,
 		now:   opts.Now,
 		grace: opts.Grace,
+
+		notifier: opts.Notifier,
 
 		observe:    quiet{},
 		faults:     quiet{},
