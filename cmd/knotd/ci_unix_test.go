@@ -1,0 +1,529 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"gopkg.in/yaml.v3"
+)
+
+// The CI recipe of docs/ci.md, run as written: docs/ci/github-actions.yml
+// and docs/ci/gitlab-ci.yml are read, and their shell steps run by sh in a
+// "CI" clone of a local bare repository, with knotd (this test binary,
+// run as knotd) and the agent CLI (the Claude fake, a real subprocess) on
+// PATH, as the steps that install them would put them there. A user's
+// clone pushes notes, and pushes again while the CI job's agents run, so
+// that the job's first push is rejected and it rebases and pushes again.
+// Every agent invocation is counted: nothing runs twice, a pass after the
+// vault is answered runs nothing, and the user's later edit is answered
+// once, by the next job.
+
+// ciSecret is the API key the CI's secrets hold; the fake claude refuses
+// to run without it.
+const ciSecret = "sk-ant-test-secret"
+
+// ciGit returns the git binary, or skips the test loudly (as the vault
+// package's git tests do).
+func ciGit(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("git")
+	if err != nil {
+		if os.Getenv("KNOT_REQUIRE_GIT") == "1" {
+			t.Fatalf("git is required (KNOT_REQUIRE_GIT=1) but not found: %v", err)
+		}
+		t.Skipf("SKIPPED: the real git is not installed (%v): the CI recipe tests did not run", err)
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skipf("SKIPPED: no sh (%v): the CI recipe tests did not run", err)
+	}
+	return p
+}
+
+// gitEnv is the environment of every git of these tests: no user or
+// system configuration.
+func gitEnv(home string) []string {
+	return []string{"HOME=" + home, "GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}
+}
+
+// gitIn runs git in dir as the user and returns its output.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(ciGit(t), append([]string{"-c", "user.name=user", "-c", "user.email=user@knotd.invalid",
+		"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "pull.rebase=true"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), gitEnv(t.TempDir())...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return string(out)
+}
+
+// ciJob is a recipe read from its YAML file: the shell steps the test
+// runs, each with its environment.
+type ciJob struct {
+	steps []ciStep
+	// stateDir is the knotd state directory the recipe sets (its
+	// XDG_STATE_HOME), which a "cached" variant keeps between jobs.
+	stateDir string
+}
+
+type ciStep struct {
+	name   string
+	script string
+	env    []string
+}
+
+// ciPlace is where a job runs: its workspace (the vault's checkout) and
+// the runner's temporary folder.
+type ciPlace struct {
+	workspace, temp string
+}
+
+// githubExpr is a ${{ ... }} expression of a GitHub workflow.
+var githubExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
+
+// readGitHub reads the workflow's steps: the checkout and setup-go
+// actions are what the test does itself, the two installs are replaced by
+// its programs, and every other step must be a run: step, which is run.
+func readGitHub(t *testing.T, file string, at ciPlace, branch string) ciJob {
+	t.Helper()
+	var wf struct {
+		Env  map[string]string `yaml:"env"`
+		Jobs map[string]struct {
+			Env   map[string]string `yaml:"env"`
+			Steps []struct {
+				Name string            `yaml:"name"`
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				Env  map[string]string `yaml:"env"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(wf.Jobs) != 1 {
+		t.Fatalf("%s: want one job, found %d", file, len(wf.Jobs))
+	}
+	values := map[string]string{
+		"secrets.ANTHROPIC_API_KEY": ciSecret,
+		"github.ref_name":           branch,
+		"runner.temp":               at.temp,
+	}
+	expand := func(s string) string {
+		return githubExpr.ReplaceAllStringFunc(s, func(e string) string {
+			v, ok := values[githubExpr.FindStringSubmatch(e)[1]]
+			if !ok {
+				t.Fatalf("%s: the test does not know the value of %s", file, e)
+			}
+			return v
+		})
+	}
+	var job ciJob
+	for _, j := range wf.Jobs {
+		for _, s := range j.Steps {
+			switch {
+			case strings.HasPrefix(s.Uses, "actions/checkout@"), strings.HasPrefix(s.Uses, "actions/setup-go@"):
+				continue // the test checks out the vault; Go is what runs it
+			case s.Uses != "":
+				t.Fatalf("%s: step uses %s, which the test cannot play", file, s.Uses)
+			case s.Name == "Install knotd" || s.Name == "Install the agent CLI":
+				continue // the test puts its knotd and agent on PATH
+			case s.Run == "":
+				t.Fatalf("%s: step %q runs nothing", file, s.Name)
+			}
+			var env []string
+			for _, layer := range []map[string]string{wf.Env, j.Env, s.Env} {
+				for k, v := range layer {
+					v = expand(v)
+					env = append(env, k+"="+v)
+					if k == "XDG_STATE_HOME" {
+						job.stateDir = v
+					}
+				}
+			}
+			job.steps = append(job.steps, ciStep{name: s.Name, script: s.Run, env: env})
+		}
+	}
+	return job
+}
+
+// readGitLab reads the job's script: (before_script: installs knotd and
+// the agent, which the test puts on PATH itself). Its variables are
+// expanded as GitLab does, from the predefined ones the test sets; the
+// push URL, which names the GitLab server, is the local bare repository.
+func readGitLab(t *testing.T, file string, at ciPlace, branch, origin string) ciJob {
+	t.Helper()
+	var jobs map[string]struct {
+		Variables map[string]string `yaml:"variables"`
+		Script    []string          `yaml:"script"`
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &jobs); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("%s: want one job, found %d", file, len(jobs))
+	}
+	vars := map[string]string{
+		"CI_COMMIT_BRANCH": branch,
+		"CI_PROJECT_DIR":   at.workspace,
+		"CI_SERVER_HOST":   "gitlab.invalid",
+		"CI_PROJECT_PATH":  "team/notes",
+		"KNOTD_PUSH_TOKEN": "glpat-test",
+		// A masked CI/CD variable of the project.
+		"ANTHROPIC_API_KEY": ciSecret,
+	}
+	var job ciJob
+	for _, j := range jobs {
+		names := make([]string, 0, len(j.Variables))
+		for k := range j.Variables {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			vars[k] = os.Expand(j.Variables[k], func(name string) string {
+				v, ok := vars[name]
+				if !ok {
+					if _, later := j.Variables[name]; later {
+						t.Fatalf("%s: %s uses %s, defined later (the test expands in name order)", file, k, name)
+					}
+					t.Fatalf("%s: the test does not know the value of $%s", file, name)
+				}
+				return v
+			})
+		}
+		if _, ok := vars["PUSH_URL"]; !ok {
+			t.Fatalf("%s: no PUSH_URL", file)
+		}
+		vars["PUSH_URL"] = origin
+		job.stateDir = vars["XDG_STATE_HOME"]
+		var env []string
+		for k, v := range vars {
+			env = append(env, k+"="+v)
+		}
+		job.steps = append(job.steps, ciStep{name: "script", script: strings.Join(j.Script, "\n"), env: env})
+	}
+	return job
+}
+
+// ciRig is one CI setup: the bare repository, the user's clone, the
+// programs on PATH, the fake agent's state and where jobs run.
+type ciRig struct {
+	t                  *testing.T
+	base, origin, user string
+	bin, fake, gate    string
+	at                 ciPlace
+	calls              int // agent invocations counted so far
+}
+
+func newCIRig(t *testing.T) *ciRig {
+	t.Helper()
+	ciGit(t)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ciRig{t: t, base: base, origin: filepath.Join(base, "origin.git"), user: filepath.Join(base, "user"),
+		bin: filepath.Join(base, "bin"), fake: filepath.Join(base, "fake"), gate: filepath.Join(base, "gate"),
+		at: ciPlace{workspace: filepath.Join(base, "builds", "notes"), temp: filepath.Join(base, "runner-temp")}}
+	for _, d := range []string{r.bin, r.fake} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, base, "init", "-q", "--bare", r.origin)
+	gitIn(t, base, "clone", "-q", r.origin, r.user)
+	// knotd is this test binary run as knotd; the agent CLI is the Claude
+	// fake, which says so and fails when the key from the CI's secrets is
+	// not in its environment.
+	exe := fakeagent.Program(t)
+	writeExec(t, filepath.Join(r.bin, "knotd"), fmt.Sprintf("#!/bin/sh\n%s=1 exec '%s' \"$@\"\n", asKnotd, exe))
+	writeExec(t, filepath.Join(r.bin, "claude"), fmt.Sprintf(
+		"#!/bin/sh\nif [ \"$ANTHROPIC_API_KEY\" != '%s' ]; then echo 'fake claude: ANTHROPIC_API_KEY is not the secret' >&2; exit 97; fi\n%s=%s exec '%s' \"$@\"\n",
+		ciSecret, fakeagent.EnvBehaviour, fakeagent.Claude, exe))
+	return r
+}
+
+func writeExec(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userWrites writes files into the user's clone, commits and pushes them.
+func (r *ciRig) userWrites(msg string, files map[string]string) {
+	r.t.Helper()
+	for rel, content := range files {
+		writeFile(r.t, filepath.Join(r.user, rel), content)
+	}
+	gitIn(r.t, r.user, "add", "-A")
+	gitIn(r.t, r.user, "commit", "-q", "-m", msg)
+	gitIn(r.t, r.user, "push", "-q", "origin", "HEAD:main")
+}
+
+// ciMode is how jobs meet what the previous job left.
+type ciMode int
+
+const (
+	freshJobs   ciMode = iota // a new runner each job: fresh checkout, fresh state (hosted runners)
+	cachedState               // a fresh checkout, the state directory restored from a cache
+	keptRunner                // the checkout and the state stay between jobs (a self-hosted runner)
+)
+
+// checkout prepares the place of a new job as the CI would: what a new
+// runner would not have is removed, and the vault is checked out at the
+// branch's tip, detached, shallow.
+func (r *ciRig) checkout(mode ciMode, stateDir string) {
+	r.t.Helper()
+	if mode == keptRunner {
+		if _, err := os.Stat(r.at.workspace); err == nil {
+			gitIn(r.t, r.at.workspace, "fetch", "-q", "origin", "main")
+			gitIn(r.t, r.at.workspace, "checkout", "-q", "--detach", "FETCH_HEAD")
+			gitIn(r.t, r.at.workspace, "clean", "-q", "-ffdx")
+			return
+		}
+	}
+	kept := filepath.Join(r.base, "cache")
+	if mode == cachedState && stateDir != "" {
+		if _, err := os.Stat(stateDir); err == nil {
+			mustRename(r.t, stateDir, kept)
+		}
+	}
+	for _, d := range []string{filepath.Dir(r.at.workspace), r.at.temp} {
+		if err := os.RemoveAll(d); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	// A new runner's agent CLI has no conversations either.
+	if err := os.RemoveAll(filepath.Join(r.fake, fakeagent.Claude)); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.MkdirAll(r.at.temp, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	gitIn(r.t, r.base, "clone", "-q", "--depth", "1", "file://"+r.origin, r.at.workspace)
+	gitIn(r.t, r.at.workspace, "checkout", "-q", "--detach")
+	if _, err := os.Stat(kept); err == nil {
+		if err := os.MkdirAll(filepath.Dir(stateDir), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		mustRename(r.t, kept, stateDir)
+	}
+}
+
+func mustRename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// job runs one CI job of the recipe read by read, and returns the notes
+// its agent invocations answered ("Event note", sorted). During, if set,
+// runs while the job's agents wait, and the agents go on after it.
+func (r *ciRig) job(mode ciMode, read func(ciPlace) ciJob, during func()) []string {
+	r.t.Helper()
+	j := read(r.at)
+	r.checkout(mode, j.stateDir)
+	base := append(os.Environ(), gitEnv(filepath.Join(r.base, "home"))...)
+	base = append(base, "PATH="+r.bin+string(os.PathListSeparator)+os.Getenv("PATH"), fakeagent.EnvState+"="+r.fake,
+		"RUNNER_TEMP="+r.at.temp, "GITHUB_WORKSPACE="+r.at.workspace)
+	if during != nil {
+		base = append(base, fakeagent.EnvGate+"="+r.gate)
+	}
+	var out strings.Builder
+	for i, s := range j.steps {
+		cmd := exec.Command("sh", "-e", "-c", s.script)
+		cmd.Dir = r.at.workspace
+		cmd.Env = append(slices.Clone(base), s.env...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			r.t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		if during != nil && i == len(j.steps)-1 {
+			if !r.waitForCall(done) {
+				r.t.Fatalf("step %q ended before any agent started: %v\n%s", s.name, <-done, out.String())
+			}
+			during()
+			writeFile(r.t, r.gate, "open\n")
+		}
+		if err = <-done; err != nil {
+			r.t.Fatalf("step %q failed: %v\n%s", s.name, err, out.String())
+		}
+	}
+	r.t.Logf("job output:\n%s", out.String())
+	return r.newCalls()
+}
+
+// waitForCall waits until an agent of the job has started (true), or
+// the step has ended (false: done is left for the caller to read).
+func (r *ciRig) waitForCall(done chan error) bool {
+	r.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		calls, err := fakeagent.Calls(r.fake)
+		if err == nil && len(calls) > r.calls {
+			return true
+		}
+		select {
+		case err := <-done:
+			done <- err
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no agent started within %v (%v)", waitTimeout, err)
+		}
+	}
+}
+
+var eventLine = regexp.MustCompile(`(?m)^Event: (\w+)\nStrand: (.+)$`)
+
+// newCalls returns the agent invocations since the last call, as "Event
+// note", sorted.
+func (r *ciRig) newCalls() []string {
+	r.t.Helper()
+	calls, err := fakeagent.Calls(r.fake)
+	if err != nil && !os.IsNotExist(err) {
+		r.t.Fatal(err)
+	}
+	var got []string
+	for _, c := range calls[r.calls:] {
+		m := eventLine.FindStringSubmatch(c.Stdin)
+		if m == nil {
+			r.t.Fatalf("an agent call without an Event Context: %q", c.Stdin)
+		}
+		got = append(got, m[1]+" "+m[2])
+	}
+	r.calls = len(calls)
+	slices.Sort(got)
+	return got
+}
+
+// sections returns the section headers of a tie-off in the user's clone.
+func (r *ciRig) sections(rel string) []string {
+	r.t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.user, rel))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return regexp.MustCompile(`(?m)^## Event: .*$`).FindAllString(string(b), -1)
+}
+
+func TestCIRecipe(t *testing.T) {
+	recipes := []struct {
+		name string
+		read func(r *ciRig) func(ciPlace) ciJob
+	}{
+		{"github", func(r *ciRig) func(ciPlace) ciJob {
+			return func(at ciPlace) ciJob {
+				return readGitHub(r.t, filepath.Join("..", "..", "docs", "ci", "github-actions.yml"), at, "main")
+			}
+		}},
+		{"gitlab", func(r *ciRig) func(ciPlace) ciJob {
+			return func(at ciPlace) ciJob {
+				return readGitLab(r.t, filepath.Join("..", "..", "docs", "ci", "gitlab-ci.yml"), at, "main", r.origin)
+			}
+		}},
+	}
+	modes := []struct {
+		name string
+		mode ciMode
+	}{{"fresh runner", freshJobs}, {"cached state", cachedState}, {"kept runner", keptRunner}}
+	for _, rc := range recipes {
+		for _, m := range modes {
+			t.Run(rc.name+"/"+m.name, func(t *testing.T) {
+				r := newCIRig(t)
+				read := rc.read(r)
+				// A vault without notes yet: nothing to answer, nothing
+				// pushed.
+				r.userWrites("vault", map[string]string{".knot/config.yaml": "# the vault's shared config\n"})
+				head := gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main")
+				if got := r.job(m.mode, read, nil); len(got) != 0 {
+					t.Errorf("a job on a vault without notes ran %v", got)
+				}
+				if after := gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main"); after != head {
+					t.Errorf("a job that answered nothing pushed %s", after)
+				}
+				r.userWrites("notes", map[string]string{
+					"a.md":              "# A\n\nWhat next?\n",
+					"ideas/b.md":        "# B\n",
+				})
+
+				// The user pushes a new note while the job's agents run:
+				// the job's push is rejected, and it rebases and pushes.
+				got := r.job(m.mode, read, func() {
+					r.userWrites("c", map[string]string{"c.md": "# C\n"})
+				})
+				if want := []string{"Created a.md", "Created ideas/b.md"}; !slices.Equal(got, want) {
+					t.Fatalf("the first job ran %v; want %v", got, want)
+				}
+				gitIn(t, r.user, "pull", "-q", "origin", "main")
+				if subjects := strings.Fields(strings.ReplaceAll(gitIn(t, r.user, "log", "--format=%s|", "-3"), " ", "_")); !slices.Equal(subjects,
+					[]string{"knotd:_answer_notes_[skip_ci]|", "c|", "notes|"}) {
+					t.Errorf("history after the first job = %v; want the job's commit rebased onto the user's", subjects)
+				}
+				if files := strings.Fields(gitIn(t, r.user, "show", "--name-only", "--format=", "HEAD")); !slices.Equal(files,
+					[]string{"a.tieoff.md", "ideas/b.tieoff.md"}) {
+					t.Errorf("the job committed %v; want only the two tie-offs", files)
+				}
+
+				// The next job answers the note pushed meanwhile, once; the
+				// one after answers nothing and pushes nothing.
+				if got := r.job(m.mode, read, nil); !slices.Equal(got, []string{"Created c.md"}) {
+					t.Errorf("the second job ran %v; want only c.md", got)
+				}
+				head = gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main")
+				if got := r.job(m.mode, read, nil); len(got) != 0 {
+					t.Errorf("the third job ran %v; want nothing", got)
+				}
+				if after := gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main"); after != head {
+					t.Errorf("a job that answered nothing pushed %s", after)
+				}
+
+				// The user pulls, edits a note, pushes: the next job
+				// answers the edit once, the one after nothing.
+				gitIn(t, r.user, "pull", "-q", "origin", "main")
+				r.userWrites("edit a", map[string]string{"a.md": "# A\n\nWhat next? Tomorrow.\n"})
+				if got := r.job(m.mode, read, nil); !slices.Equal(got, []string{"Modified a.md"}) {
+					t.Errorf("the job after the edit ran %v; want only a.md", got)
+				}
+				if got := r.job(m.mode, read, nil); len(got) != 0 {
+					t.Errorf("the job after that ran %v; want nothing", got)
+				}
+				gitIn(t, r.user, "pull", "-q", "origin", "main")
+				for rel, want := range map[string]int{"a.tieoff.md": 2, "ideas/b.tieoff.md": 1, "c.tieoff.md": 1} {
+					if got := r.sections(rel); len(got) != want {
+						t.Errorf("%s has %d sections %v; want %d", rel, len(got), got, want)
+					}
+				}
+				if st := gitIn(t, r.user, "status", "--porcelain"); st != "" {
+					t.Errorf("the user's clone is not clean after pulling: %s", st)
+				}
+			})
+		}
+	}
+}
