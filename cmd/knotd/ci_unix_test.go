@@ -469,8 +469,8 @@ func TestCIRecipe(t *testing.T) {
 					t.Errorf("a job that answered nothing pushed %s", after)
 				}
 				r.userWrites("notes", map[string]string{
-					"a.md":              "# A\n\nWhat next?\n",
-					"ideas/b.md":        "# B\n",
+					"a.md":       "# A\n\nWhat next?\n",
+					"ideas/b.md": "# B\n",
 				})
 
 				// The user pushes a new note while the job's agents run:
