@@ -523,6 +523,22 @@ func TestCIRecipe(t *testing.T) {
 				if st := gitIn(t, r.user, "status", "--porcelain"); st != "" {
 					t.Errorf("the user's clone is not clean after pulling: %s", st)
 				}
+
+				// A deleted note gets its Deleted run only where the job
+				// keeps its state with its checkout (docs/ci.md).
+				gitIn(t, r.user, "rm", "-q", "ideas/b.md")
+				gitIn(t, r.user, "commit", "-q", "-m", "drop b")
+				gitIn(t, r.user, "push", "-q", "origin", "HEAD:main")
+				var want []string
+				if m.mode == keptRunner {
+					want = []string{"Deleted ideas/b.md"}
+				}
+				if got := r.job(m.mode, read, nil); !slices.Equal(got, want) {
+					t.Errorf("the job after a deletion ran %v; want %v", got, want)
+				}
+				if got := r.job(m.mode, read, nil); len(got) != 0 {
+					t.Errorf("the job after that ran %v; want nothing", got)
+				}
 			})
 		}
 	}
