@@ -99,7 +99,11 @@ var githubExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
 func readGitHub(t *testing.T, file string, at ciPlace, branch string) ciJob {
 	t.Helper()
 	var wf struct {
-		Env  map[string]string `yaml:"env"`
+		Env         map[string]string `yaml:"env"`
+		Concurrency struct {
+			Group            string `yaml:"group"`
+			CancelInProgress bool   `yaml:"cancel-in-progress"`
+		} `yaml:"concurrency"`
 		Jobs map[string]struct {
 			Env   map[string]string `yaml:"env"`
 			Steps []struct {
@@ -119,6 +123,11 @@ func readGitHub(t *testing.T, file string, at ciPlace, branch string) ciJob {
 	}
 	if len(wf.Jobs) != 1 {
 		t.Fatalf("%s: want one job, found %d", file, len(wf.Jobs))
+	}
+	// One job at a time, none cancelled midway: what the test cannot
+	// play, it checks is there.
+	if !strings.Contains(wf.Concurrency.Group, "github.ref") || wf.Concurrency.CancelInProgress {
+		t.Fatalf("%s: want a concurrency group per branch that cancels nothing in progress, found %+v", file, wf.Concurrency)
 	}
 	values := map[string]string{
 		"secrets.ANTHROPIC_API_KEY": ciSecret,
@@ -170,8 +179,9 @@ func readGitHub(t *testing.T, file string, at ciPlace, branch string) ciJob {
 func readGitLab(t *testing.T, file string, at ciPlace, branch, origin string) ciJob {
 	t.Helper()
 	var jobs map[string]struct {
-		Variables map[string]string `yaml:"variables"`
-		Script    []string          `yaml:"script"`
+		ResourceGroup string            `yaml:"resource_group"`
+		Variables     map[string]string `yaml:"variables"`
+		Script        []string          `yaml:"script"`
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -194,6 +204,9 @@ func readGitLab(t *testing.T, file string, at ciPlace, branch, origin string) ci
 	}
 	var job ciJob
 	for _, j := range jobs {
+		if j.ResourceGroup == "" {
+			t.Fatalf("%s: the job has no resource_group: two jobs would answer the same notes", file)
+		}
 		names := make([]string, 0, len(j.Variables))
 		for k := range j.Variables {
 			names = append(names, k)
@@ -482,8 +495,8 @@ func TestCIRecipe(t *testing.T) {
 					t.Fatalf("the first job ran %v; want %v", got, want)
 				}
 				gitIn(t, r.user, "pull", "-q", "origin", "main")
-				if subjects := strings.Fields(strings.ReplaceAll(gitIn(t, r.user, "log", "--format=%s|", "-3"), " ", "_")); !slices.Equal(subjects,
-					[]string{"knotd:_answer_notes_[skip_ci]|", "c|", "notes|"}) {
+				if subjects := strings.Split(strings.TrimSpace(gitIn(t, r.user, "log", "--format=%s", "-3")), "\n"); !slices.Equal(subjects,
+					[]string{"knotd: answer notes [skip ci]", "c", "notes"}) {
 					t.Errorf("history after the first job = %v; want the job's commit rebased onto the user's", subjects)
 				}
 				if files := strings.Fields(gitIn(t, r.user, "show", "--name-only", "--format=", "HEAD")); !slices.Equal(files,
@@ -538,6 +551,33 @@ func TestCIRecipe(t *testing.T) {
 				}
 				if got := r.job(m.mode, read, nil); len(got) != 0 {
 					t.Errorf("the job after that ran %v; want nothing", got)
+				}
+
+				// A note renamed with its tie-off runs nothing. Renamed
+				// alone, it runs once as a new note on a fresh checkout,
+				// which knows a note by its tie-off; a kept runner moves
+				// its tie-off with it, as a desk does (docs/ci.md).
+				gitIn(t, r.user, "pull", "-q", "origin", "main")
+				gitIn(t, r.user, "mv", "c.md", "ideas/c2.md")
+				gitIn(t, r.user, "mv", "c.tieoff.md", "ideas/c2.tieoff.md")
+				gitIn(t, r.user, "commit", "-q", "-m", "move c with its tie-off")
+				gitIn(t, r.user, "push", "-q", "origin", "HEAD:main")
+				if got := r.job(m.mode, read, nil); len(got) != 0 {
+					t.Errorf("the job after a note moved with its tie-off ran %v; want nothing", got)
+				}
+				gitIn(t, r.user, "mv", "a.md", "a2.md")
+				gitIn(t, r.user, "commit", "-q", "-m", "move a alone")
+				gitIn(t, r.user, "push", "-q", "origin", "HEAD:main")
+				want, tieOff := []string{"Created a2.md"}, "a.tieoff.md"
+				if m.mode == keptRunner {
+					want, tieOff = nil, "a2.tieoff.md"
+				}
+				if got := r.job(m.mode, read, nil); !slices.Equal(got, want) {
+					t.Errorf("the job after a note moved alone ran %v; want %v", got, want)
+				}
+				gitIn(t, r.user, "pull", "-q", "origin", "main")
+				if got := r.sections(tieOff); len(got) != 2 {
+					t.Errorf("%s has %d sections %v; want a.md's 2", tieOff, len(got), got)
 				}
 			})
 		}

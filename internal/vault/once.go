@@ -41,7 +41,8 @@ type Summary struct {
 	// Adopted counts the strands recorded without a run on first contact
 	// because their tie-off holds no answer of theirs; Answered those
 	// recorded as answered by the newest section of their tie-off. The
-	// strands changed since their last answer are among Runs.
+	// strands changed since their last answer are among Runs, and so,
+	// with Options.NoAdopt, are those whose tie-off holds no answer.
 	Adopted  int `json:"adopted"`
 	Answered int `json:"answered"`
 	// Ran counts runs; OK and Failed split them. Skipped counts changes
