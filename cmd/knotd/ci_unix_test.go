@@ -469,6 +469,10 @@ func TestCIRecipe(t *testing.T) {
 	for _, rc := range recipes {
 		for _, m := range modes {
 			t.Run(rc.name+"/"+m.name, func(t *testing.T) {
+				if testing.Short() && m.mode != freshJobs {
+					t.Skip("-short: the fresh runner only")
+				}
+				t.Parallel()
 				r := newCIRig(t)
 				read := rc.read(r)
 				// A vault without notes yet: nothing to answer, nothing
