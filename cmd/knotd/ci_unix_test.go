@@ -300,7 +300,7 @@ type ciMode int
 const (
 	freshJobs   ciMode = iota // a new runner each job: fresh checkout, fresh state (hosted runners)
 	cachedState               // a fresh checkout, the state directory restored from a cache
-	keptRunner                // the checkout and the state stay between jobs (a self-hosted runner)
+	keptRunner                // the checkout and the state stay between jobs (a self-hosted runner, its state folder one that outlives the job)
 )
 
 // checkout prepares the place of a new job as the CI would: what a new
