@@ -351,10 +351,21 @@ func mustRename(t *testing.T, from, to string) {
 	}
 }
 
-// job runs one CI job of the recipe read by read, and returns the notes
-// its agent invocations answered ("Event note", sorted). During, if set,
-// runs while the job's agents wait, and the agents go on after it.
+// job runs one CI job of the recipe read by read, which must succeed,
+// and returns the notes its agent invocations answered ("Event note",
+// sorted). During, if set, runs while the job's agents wait, and the
+// agents go on after it.
 func (r *ciRig) job(mode ciMode, read func(ciPlace) ciJob, during func()) []string {
+	r.t.Helper()
+	calls, out, err := r.tryJob(mode, read, during)
+	if err != nil {
+		r.t.Fatalf("the job failed: %v\n%s", err, out)
+	}
+	return calls
+}
+
+// tryJob is job, returning the job's output and its first failure.
+func (r *ciRig) tryJob(mode ciMode, read func(ciPlace) ciJob, during func()) (calls []string, output string, err error) {
 	r.t.Helper()
 	j := read(r.at)
 	r.checkout(mode, j.stateDir)
@@ -363,8 +374,15 @@ func (r *ciRig) job(mode ciMode, read func(ciPlace) ciJob, during func()) []stri
 		"RUNNER_TEMP="+r.at.temp, "GITHUB_WORKSPACE="+r.at.workspace)
 	if during != nil {
 		base = append(base, fakeagent.EnvGate+"="+r.gate)
+		if err := os.Remove(r.gate); err != nil && !os.IsNotExist(err) {
+			r.t.Fatal(err)
+		}
 	}
 	var out strings.Builder
+	defer func() {
+		r.t.Logf("job output:\n%s", out.String())
+		calls, output = r.newCalls(), out.String()
+	}()
 	for i, s := range j.steps {
 		cmd := exec.Command("sh", "-e", "-c", s.script)
 		cmd.Dir = r.at.workspace
@@ -375,40 +393,40 @@ func (r *ciRig) job(mode ciMode, read func(ciPlace) ciJob, during func()) []stri
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		var err error
 		if during != nil && i == len(j.steps)-1 {
-			if !r.waitForCall(done) {
-				r.t.Fatalf("step %q ended before any agent started: %v\n%s", s.name, <-done, out.String())
+			if started, why := r.waitForCall(done); !started {
+				writeFile(r.t, r.gate, "open\n") // so that no agent waits on
+				return nil, "", fmt.Errorf("step %q: %s (%v)", s.name, why, <-done)
 			}
 			during()
 			writeFile(r.t, r.gate, "open\n")
 		}
-		if err = <-done; err != nil {
-			r.t.Fatalf("step %q failed: %v\n%s", s.name, err, out.String())
+		if err := <-done; err != nil {
+			return nil, "", fmt.Errorf("step %q: %w", s.name, err)
 		}
 	}
-	r.t.Logf("job output:\n%s", out.String())
-	return r.newCalls()
+	return nil, "", nil
 }
 
-// waitForCall waits until an agent of the job has started (true), or
-// the step has ended (false: done is left for the caller to read).
-func (r *ciRig) waitForCall(done chan error) bool {
+// waitForCall waits until an agent of the job has started; if the step
+// ends first, or the wait times out, it says why not (done is left for
+// the caller to read).
+func (r *ciRig) waitForCall(done chan error) (bool, string) {
 	r.t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		calls, err := fakeagent.Calls(r.fake)
 		if err == nil && len(calls) > r.calls {
-			return true
+			return true, ""
 		}
 		select {
 		case err := <-done:
 			done <- err
-			return false
+			return false, "it ended before any agent started"
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("no agent started within %v (%v)", waitTimeout, err)
+			return false, fmt.Sprintf("no agent started within %v", waitTimeout)
 		}
 	}
 }
@@ -585,5 +603,80 @@ func TestCIRecipe(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCIRecipe_PushFails: a push that stays rejected is tried 5 times,
+// then the job fails, saying so; a rebase that conflicts (the user
+// changed the same tie-off meanwhile) is aborted and the job fails,
+// saying so, pushing nothing. The next job answers what the failed one
+// did not push.
+func TestCIRecipe_PushFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// setup breaks the push; during runs while the job's agents wait.
+		setup, during func(r *ciRig)
+		says          string
+		pushes        int // tries the hook counts; 0: no hook
+	}{
+		{name: "rejected every time", says: "knotd: push rejected 5 times; giving up", pushes: 5,
+			setup: func(r *ciRig) {
+				writeExec(r.t, filepath.Join(r.origin, "hooks", "pre-receive"),
+					"#!/bin/sh\necho try >> '"+filepath.Join(r.base, "pushes")+"'\necho 'no pushes today' >&2\nexit 1\n")
+			}},
+		{name: "tie-off conflict", says: "knotd: the tie-offs conflict with main; not pushed",
+			during: func(r *ciRig) {
+				r.userWrites("my own tie-off", map[string]string{"a.tieoff.md": "# my notes on a\n"})
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := newCIRig(t)
+			read := func(at ciPlace) ciJob {
+				return readGitHub(t, filepath.Join("..", "..", "docs", "ci", "github-actions.yml"), at, "main")
+			}
+			r.userWrites("notes", map[string]string{".knot/config.yaml": "# the vault's shared config\n", "a.md": "# A\n"})
+			head := gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main")
+			if tc.setup != nil {
+				tc.setup(r)
+			}
+			var during func()
+			if tc.during != nil {
+				during = func() {
+					tc.during(r)
+					head = gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main")
+				}
+			}
+			calls, out, err := r.tryJob(freshJobs, read, during)
+			if err == nil || !strings.Contains(out, tc.says) {
+				t.Fatalf("the job ended with %v, saying:\n%s\nwant a failure saying %q", err, out, tc.says)
+			}
+			if !slices.Equal(calls, []string{"Created a.md"}) {
+				t.Errorf("the job ran %v; want a.md once", calls)
+			}
+			if after := gitIn(t, r.base, "--git-dir", r.origin, "rev-parse", "main"); after != head {
+				t.Errorf("the failed job pushed: main is %s, was %s", after, head)
+			}
+			if tc.pushes > 0 {
+				b, err := os.ReadFile(filepath.Join(r.base, "pushes"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := strings.Count(string(b), "try"); n != tc.pushes {
+					t.Errorf("the job tried %d pushes; want %d", n, tc.pushes)
+				}
+				if err := os.Remove(filepath.Join(r.origin, "hooks", "pre-receive")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// What was not pushed is answered by the next job: a.md once
+			// more (its answer never reached the vault), then nothing.
+			if got := r.job(freshJobs, read, nil); !slices.Equal(got, []string{"Created a.md"}) {
+				t.Errorf("the next job ran %v; want a.md once", got)
+			}
+			if got := r.job(freshJobs, read, nil); len(got) != 0 {
+				t.Errorf("the job after that ran %v; want nothing", got)
+			}
+		})
 	}
 }
