@@ -245,7 +245,8 @@ type ciRig struct {
 	base, origin, user string
 	bin, fake, gate    string
 	at                 ciPlace
-	calls              int // agent invocations counted so far
+	calls              int               // agent invocations counted so far
+	prompts            map[string]string // the last prompt of each note
 }
 
 func newCIRig(t *testing.T) *ciRig {
@@ -257,7 +258,8 @@ func newCIRig(t *testing.T) *ciRig {
 	}
 	r := &ciRig{t: t, base: base, origin: filepath.Join(base, "origin.git"), user: filepath.Join(base, "user"),
 		bin: filepath.Join(base, "bin"), fake: filepath.Join(base, "fake"), gate: filepath.Join(base, "gate"),
-		at: ciPlace{workspace: filepath.Join(base, "builds", "notes"), temp: filepath.Join(base, "runner-temp")}}
+		at:      ciPlace{workspace: filepath.Join(base, "builds", "notes"), temp: filepath.Join(base, "runner-temp")},
+		prompts: map[string]string{}}
 	for _, d := range []string{r.bin, r.fake} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -448,6 +450,7 @@ func (r *ciRig) newCalls() []string {
 			r.t.Fatalf("an agent call without an Event Context: %q", c.Stdin)
 		}
 		got = append(got, m[1]+" "+m[2])
+		r.prompts[m[2]] = c.Stdin
 	}
 	r.calls = len(calls)
 	slices.Sort(got)
@@ -545,6 +548,14 @@ func TestCIRecipe(t *testing.T) {
 				r.userWrites("edit a", map[string]string{"a.md": "# A\n\nWhat next? Tomorrow.\n"})
 				if got := r.job(m.mode, read, nil); !slices.Equal(got, []string{"Modified a.md"}) {
 					t.Errorf("the job after the edit ran %v; want only a.md", got)
+				}
+				// The agent gets the note as it is now and, on a new
+				// runner, where its conversation is gone with the runner
+				// that had it, its earlier answer from the tie-off.
+				for _, s := range []string{"What next? Tomorrow.", "FAKE REPLY (user messages seen: 1)"} {
+					if m.mode != keptRunner && !strings.Contains(r.prompts["a.md"], s) {
+						t.Errorf("the edit's prompt lacks %q:\n%s", s, r.prompts["a.md"])
+					}
 				}
 				if got := r.job(m.mode, read, nil); len(got) != 0 {
 					t.Errorf("the job after that ran %v; want nothing", got)
