@@ -73,7 +73,8 @@ records them as processed and runs nothing, except notes whose tie-off shows
 they changed since their last answer, which run once. From
 then on every created, modified or deleted note gets exactly one run,
 including changes made while knotd was not running. --all runs every note
-instead. VAULT may be any folder of a vault (one with .knot above it).
+instead; --no-adopt runs the notes without an answer too (CI on a fresh
+checkout). VAULT may be any folder of a vault (one with .knot above it).
 
 One device answers a vault synced to several: the first to run knotd on it,
 the one its .knot/config.yaml names (runner: NAME), or the one you tell to
@@ -118,6 +119,7 @@ func mainFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.jsonOut, "json", false, "with --once: print the summary as JSON")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print each pending note's event and full prompt; run and change nothing\n(while a knotd runs on the vault, from a copy of its state)")
 	fs.BoolVar(&o.all, "all", false, "treat every note as pending (run them all), not only changed ones")
+	fs.BoolVar(&o.noAdopt, "no-adopt", false, "on first contact, run the notes whose tie-off holds no answer instead of adopting them\n(for CI on a fresh checkout, where every pass is first contact)")
 	fs.DurationVar(&o.poll, "poll", 0, "reconcile every `DUR` instead of using file system events (network and FUSE mounts)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug (adds the version, vault and configuration), info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")

@@ -72,7 +72,7 @@ func exitCode(err error) int {
 // options are knotd's parsed command line.
 type options struct {
 	once, jsonOut, dryRun, all, version bool
-	takeOver                            bool
+	takeOver, noAdopt                   bool
 	agent, config, logLevel, logFormat  string
 	explain                             string
 	debounce, maxWait, timeout, poll    time.Duration
@@ -156,6 +156,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ConfigFile: o.config,
 		Flags:      overrides(o),
 		Grace:      agentGrace,
+		NoAdopt:    o.noAdopt,
 	}
 	logDebug(log, root, o, args)
 	if o.dryRun {

@@ -124,11 +124,21 @@ func (v *Vault) dryFirstContact(w io.Writer) error {
 		switch p.kind {
 		case changedKind:
 			runs = append(runs, fmt.Sprintf("==> Modified %s: changed since its tie-off's last answer (run %s); the prompt shows no Changes, since knotd keeps no earlier version of it here", p.rec.Path, p.rec.LastRunID))
+		case unansweredKind:
+			runs = append(runs, fmt.Sprintf("==> Created %s: its tie-off holds no answer, and --no-adopt runs it", p.rec.Path))
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if v.noAdopt {
+		fmt.Fprintf(w, "first contact: knotd would record %d as answered by their tie-offs, run %d changed since their last answer, and run %d whose tie-off holds no answer (--no-adopt)\n",
+			a.Answered, a.Changed, a.Unanswered)
+		for _, r := range runs {
+			fmt.Fprintln(w, r)
+		}
+		return nil
 	}
 	notes := "notes"
 	if a.Adopted == 1 {

@@ -41,7 +41,8 @@ type Summary struct {
 	// Adopted counts the strands recorded without a run on first contact
 	// because their tie-off holds no answer of theirs; Answered those
 	// recorded as answered by the newest section of their tie-off. The
-	// strands changed since their last answer are among Runs.
+	// strands changed since their last answer are among Runs, and so,
+	// with Options.NoAdopt, are those whose tie-off holds no answer.
 	Adopted  int `json:"adopted"`
 	Answered int `json:"answered"`
 	// Ran counts runs; OK and Failed split them. Skipped counts changes
@@ -231,7 +232,7 @@ func (ad *adopter) catchUp(all bool) (pending []string, a Adoption, err error) {
 		if a, err = ad.firstContact(); err != nil {
 			return nil, a, err
 		}
-		if a.Changed == 0 {
+		if a.Changed == 0 && a.Unanswered == 0 {
 			return nil, a, nil
 		}
 	}
@@ -258,6 +259,11 @@ func (ad *adopter) firstContact() (Adoption, error) {
 	a, err := ad.adopt()
 	if err != nil {
 		return a, err
+	}
+	if v.noAdopt {
+		v.log.Info("first contact with this vault on this device: notes whose tie-off answers them are recorded as answered, those changed since their last answer run once, and with --no-adopt those with no answer run once too",
+			"strands", a.Answered+a.Changed+a.Unanswered, "answered", a.Answered, "changed", a.Changed, "unanswered", a.Unanswered)
+		return a, nil
 	}
 	v.log.Info("first contact with this vault on this device: notes whose tie-off answers them are recorded as answered, those changed since their last answer run once, the others are adopted as processed without a run (use --all to run them all)",
 		"strands", a.Adopted+a.Answered+a.Changed, "adopted", a.Adopted, "answered", a.Answered, "changed", a.Changed)

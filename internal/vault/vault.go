@@ -69,6 +69,11 @@ type Options struct {
 	// knotd answering the vault wrote (Vault.CopyState): the dry run
 	// reads it instead of the store that knotd holds, and takes no lock.
 	StateCopy string
+	// NoAdopt (--no-adopt) makes first contact leave the strands whose
+	// tie-off holds no answer unrecorded instead of adopting them, so
+	// that the pass runs them (Created): a fresh checkout in CI, where
+	// every pass is first contact, answers the notes pushed since.
+	NoAdopt bool
 }
 
 // Vault is one open vault: its lock, state, configuration and agent. Open
@@ -96,6 +101,8 @@ type Vault struct {
 	now    func() time.Time // the clock of sections, records and devices' heartbeats (the watch loop's delays run on its timers' clock)
 	grace  time.Duration
 	dry    bool
+	// noAdopt is Options.NoAdopt: first contact runs what it would adopt.
+	noAdopt bool
 
 	warned sync.Map // "path\x00message" → struct{}: warnings given once
 
@@ -361,6 +368,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		grace: opts.Grace,
 
 		notifier: opts.Notifier,
+		noAdopt: opts.NoAdopt,
 
 		observe:    quiet{},
 		faults:     quiet{},
@@ -530,6 +538,10 @@ type Adoption struct {
 	// Changed counts strands changed since their tie-off's last answer:
 	// each gets one run in the pass that follows.
 	Changed int `json:"changed"`
+	// Unanswered counts, with Options.NoAdopt, the strands whose tie-off
+	// holds no answer, left unrecorded: each gets one run (Created) in
+	// the pass that follows. Without it they are Adopted.
+	Unanswered int `json:"unanswered"`
 }
 
 // adopt records what knotd knows of a vault it has no state for: first
@@ -544,7 +556,9 @@ type Adoption struct {
 //     so the next pass runs it once (Modified);
 //   - a strand whose tie-off holds no answer knotd can read (none, or
 //     sections written before markers recorded hashes) is adopted: recorded
-//     as processed, no agent runs, as on first contact with any vault.
+//     as processed, no agent runs, as on first contact with any vault;
+//     with Options.NoAdopt it is left unrecorded, so the next pass runs
+//     it once (Created).
 //
 // A strand that is gone leaves nothing to record: a tie-off whose strand
 // was deleted since its last answer gets no Deleted run on a device that
@@ -583,6 +597,9 @@ func (ad *adopter) adopt() (Adoption, error) {
 	}
 	err := ad.survey(func(p adoptee) error {
 		a.count(p.kind)
+		if p.kind == unansweredKind {
+			return nil // unrecorded: the pass runs it
+		}
 		pending = append(pending, p)
 		if len(pending) == batch {
 			return flush()
@@ -602,9 +619,10 @@ func (ad *adopter) adopt() (Adoption, error) {
 type adoptKind uint8
 
 const (
-	adoptedKind  adoptKind = iota // no answer in its tie-off: processed as it is
-	answeredKind                  // its tie-off answers it
-	changedKind                   // changed since its tie-off's last answer
+	adoptedKind    adoptKind = iota // no answer in its tie-off: processed as it is
+	answeredKind                    // its tie-off answers it
+	changedKind                     // changed since its tie-off's last answer
+	unansweredKind                  // no answer in its tie-off, and Options.NoAdopt: runs
 )
 
 func (a *Adoption) count(k adoptKind) {
@@ -615,6 +633,8 @@ func (a *Adoption) count(k adoptKind) {
 		a.Answered++
 	case changedKind:
 		a.Changed++
+	case unansweredKind:
+		a.Unanswered++
 	}
 }
 
@@ -652,6 +672,9 @@ func (ad *adopter) survey(fn func(adoptee) error) error {
 		p, ok := ad.surveyStrand(rel, tieOffs[rel])
 		if !ok {
 			continue
+		}
+		if p.kind == adoptedKind && v.noAdopt {
+			p.kind = unansweredKind
 		}
 		if err := fn(p); err != nil {
 			return err
