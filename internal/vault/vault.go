@@ -368,7 +368,7 @@ func newVault(root string, opts Options) (v *Vault, err error) {
 		grace: opts.Grace,
 
 		notifier: opts.Notifier,
-		noAdopt: opts.NoAdopt,
+		noAdopt:  opts.NoAdopt,
 
 		observe:    quiet{},
 		faults:     quiet{},
