@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -44,6 +45,11 @@ func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	}
 	if w.newSession {
 		req.Resume = ""
+	}
+	if c := w.cont; c != nil && c.Answer != nil {
+		// The turn that held the call goes on, with the user's answer.
+		req.Continuing, req.Answers = true, []question.Answer{*c.Answer}
+		req.Resume, req.FiredBy = c.Resume, agentrun.FiredByAnswer
 	}
 	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
 		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
