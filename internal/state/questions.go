@@ -18,8 +18,11 @@ import (
 type Question struct {
 	ID     string `json:"id"`
 	Strand string `json:"strand"`
-	// Call is the held call; Call.Hash() is what an answer binds to.
-	Call  question.Call `json:"call"`
+	// Call is the held call; CallHash (Call.Hash(), or the call= of the
+	// question's section when the state was rebuilt from the tie-off,
+	// which keeps no more of the call) is what an answer binds to.
+	Call     question.Call `json:"call"`
+	CallHash string        `json:"call_hash"`
 	Agent string        `json:"agent,omitempty"`
 	// RunID is the run that asked; Resume its conversation's handle,
 	// which the continuing run resumes; Event the change it answered;
@@ -31,6 +34,8 @@ type Question struct {
 	Asked  time.Time        `json:"asked"`
 	// Answer is the user's answer once given; nil while it waits.
 	Answer *question.Answer `json:"answer,omitempty"`
+	// Written reports that the answer's section is in the tie-off.
+	Written bool `json:"written,omitempty"`
 }
 
 // Waiting reports whether q still waits for an answer.
@@ -46,6 +51,9 @@ const maxQuestion = 1 << 20
 func (tx *Tx) PutQuestion(q Question) error {
 	if !question.ValidID(q.ID) {
 		return fmt.Errorf("state: question %q: not a question id", q.ID)
+	}
+	if q.CallHash == "" {
+		q.CallHash = q.Call.Hash()
 	}
 	if err := validatePath("question", q.Strand); err != nil {
 		return err

@@ -363,8 +363,10 @@ func (pl *Pipeline) processOnce(ctx context.Context, rel string, job Job, last b
 		return rep, pl.commitSkip(w, skip)
 	}
 	if cont != nil {
-		w.cont = cont
-		w.event, w.resume = cont.Event, cont.Resume
+		w.cont, w.event = cont, cont.Event
+		if cont.Resume != "" {
+			w.resume = cont.Resume
+		}
 	} else if !h.Dry() {
 		// A change that runs meets the strand's waiting questions: they
 		// are withdrawn, and the agent gets the change.

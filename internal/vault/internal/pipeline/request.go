@@ -48,8 +48,12 @@ func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	}
 	if c := w.cont; c != nil && c.Answer != nil {
 		// The turn that held the call goes on, with the user's answer.
-		req.Continuing, req.Answers = true, []question.Answer{*c.Answer}
-		req.Resume, req.FiredBy = c.Resume, agentrun.FiredByAnswer
+		req.Continuing, req.Answers, req.FiredBy = true, []question.Answer{*c.Answer}, agentrun.FiredByAnswer
+		if c.Resume != "" {
+			// Else the question was rebuilt from the tie-off: the
+			// note's conversation is the one the state knows.
+			req.Resume = c.Resume
+		}
 	}
 	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
 		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
@@ -175,13 +179,14 @@ func (pl *Pipeline) NewestAnswer(rel string, win *tieoff.Window) (sec tieoff.Sec
 }
 
 // newestAnswerSections is how many of a tie-off's newest sections
-// NewestAnswer reads to find a run's past a pause notice.
-const newestAnswerSections = 4
+// NewestAnswer reads to find a run's past a pause notice, questions and
+// answers.
+const newestAnswerSections = 12
 
 // newestRun returns the newest of secs that is not a pause notice.
 func newestRun(secs []tieoff.Section) (tieoff.Section, bool) {
 	for i := len(secs) - 1; i >= 0; i-- {
-		if !secs[i].Paused {
+		if secs[i].IsRun() {
 			return secs[i], true
 		}
 	}
