@@ -23,7 +23,7 @@ type Question struct {
 	// which keeps no more of the call) is what an answer binds to.
 	Call     question.Call `json:"call"`
 	CallHash string        `json:"call_hash"`
-	Agent string        `json:"agent,omitempty"`
+	Agent    string        `json:"agent,omitempty"`
 	// RunID is the run that asked; Resume its conversation's handle,
 	// which the continuing run resumes; Event the change it answered;
 	// Hash the marker hash of the version it ran on ("" when unknown).
