@@ -59,9 +59,6 @@ var (
 	ErrAnswersFromMachine = errors.New("vault: this vault takes answers only from knotd approve|deny and the console (answers_from: machine), not from notes")
 )
 
-// maxWhy bounds the reason of an answer.
-const maxWhy = 1024
-
 // questionsOf are the vault's questions that runs wait on now (an ACP
 // agent's request for permission): each waiter's channel, by question id.
 type questionsOf struct {
@@ -159,10 +156,10 @@ func (v *Vault) answer(rel, id string, verdict question.Verdict, why string, fro
 // boundWhy bounds an answer's reason to one line of maxWhy bytes.
 func boundWhy(why string) string {
 	why = strings.Join(strings.Fields(strings.ToValidUTF8(why, "\uFFFD")), " ")
-	if len(why) <= maxWhy {
+	if len(why) <= question.MaxWhy {
 		return why
 	}
-	cut := maxWhy
+	cut := question.MaxWhy
 	for cut > 0 && !utf8.RuneStart(why[cut]) {
 		cut--
 	}
@@ -248,7 +245,7 @@ func (v *Vault) appendAnswer(q state.Question, next string) error {
 		return fmt.Errorf("vault: new run id: %w", err)
 	}
 	sec := tieoff.Section{Event: q.Event, Strand: q.Strand, Time: v.now().UTC(), RunID: id.String(),
-		Question: q.ID, Verdict: string(a.Verdict), Body: answerBody(a, next)}
+		Question: q.ID, Verdict: string(a.Verdict), Body: question.AnswerBody(a, q.Call, next)}
 	return v.appendSection(q.Strand, sec)
 }
 
@@ -266,31 +263,6 @@ func (v *Vault) appendSection(rel string, sec tieoff.Section) error {
 	}
 	return nil
 }
-
-// answerBody is an answer section's body: who answered from where, when,
-// the reason, and what happens next.
-func answerBody(a question.Answer, next string) string {
-	var b strings.Builder
-	who := map[question.Source]string{
-		question.FromNote:    "in the note",
-		question.FromCommand: "with knotd " + string(a.Verdict),
-		question.FromConsole: "in knotd's console",
-		question.FromKnotd:   "by knotd",
-	}[a.From]
-	verb := map[question.Verdict]string{question.Approve: "Approved", question.Deny: "Denied", question.Withdraw: "Withdrawn"}[a.Verdict]
-	fmt.Fprintf(&b, "%s %s at %s", verb, who, a.At.UTC().Format(time.RFC3339))
-	if a.Why != "" {
-		fmt.Fprintf(&b, ": %s", a.Why)
-	}
-	b.WriteString(".\n\n")
-	b.WriteString(next)
-	b.WriteString("\n")
-	return b.String()
-}
-
-// maxQuestionFile bounds the read of the file an edit would change, for
-// the question's diff.
-const maxQuestionFile = 256 << 10
 
 // questionSection is the section of q, waiting.
 func (v *Vault) questionSection(q state.Question) (tieoff.Section, error) {

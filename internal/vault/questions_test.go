@@ -70,7 +70,7 @@ func (a *askingRunner) requests() []agentrun.Request {
 }
 
 // askEnv is a vault whose agent asks (askingRunner), opened, with the
-// note n.md asking to write out.md; its first run asked.
+// note n.md asking to write out.txt; its first run asked.
 type askEnv struct {
 	*env
 	v  *Vault
@@ -89,7 +89,7 @@ func newAskEnv(t *testing.T, userConfig string) *askEnv {
 	a := &askEnv{env: e, ar: &askingRunner{inner: &agentrun.Runner{}, root: e.root}}
 	a.v = a.reopen()
 	e.once(a.v, false) // first contact, with nothing in it
-	e.write("n.md", "Please write it.\nASK WRITE out.md hello\n")
+	e.write("n.md", "Please write it.\nASK WRITE out.txt hello\n")
 	e.once(a.v, false)
 	qs, err := a.v.Questions()
 	mustDo(t, err)
@@ -136,9 +136,9 @@ func (a *askEnv) kinds() []string {
 // Questions lists it; the note stays answered (a pass runs nothing).
 func TestQuestions_HeldCallAsks(t *testing.T) {
 	a := newAskEnv(t, "")
-	call := writeCall("out.md", "hello")
+	call := writeCall("out.txt", "hello")
 	require.Equal(t, "n.md", a.q.Strand)
-	require.Equal(t, "out.md", a.q.Call.Path)
+	require.Equal(t, "out.txt", a.q.Call.Path)
 	secs := a.sections("n.md")
 	require.Equal(t, []string{"run", "question"}, a.kinds())
 	qs := secs[1]
@@ -148,7 +148,7 @@ func TestQuestions_HeldCallAsks(t *testing.T) {
 	require.Equal(t, question.NewID(secs[0].RunID, call.Hash()), a.q.ID, "the id binds the asking run and the call")
 	require.Contains(t, qs.Body, "knot_answer: approve "+a.q.ID)
 	require.Contains(t, qs.Body, "knotd approve "+a.q.ID)
-	require.False(t, a.exists("out.md"))
+	require.False(t, a.exists("out.txt"))
 	n := len(a.ar.requests())
 	a.once(a.v, false)
 	require.Len(t, a.ar.requests(), n, "a pass after the question runs nothing")
@@ -168,11 +168,11 @@ func TestQuestions_Approve(t *testing.T) {
 				require.Equal(t, a.q.ID, got.ID)
 				require.Equal(t, []string{"run", "question", "approve"}, a.kinds(), "the answer is written at once")
 			} else {
-				a.write("n.md", "---\nknot_answer: approve "+strings.ToUpper(a.q.ID[:1])+a.q.ID[1:]+"\n---\nPlease write it.\nASK WRITE out.md hello\n")
+				a.write("n.md", "---\nknot_answer: approve "+strings.ToUpper(a.q.ID[:1])+a.q.ID[1:]+"\n---\nPlease write it.\nASK WRITE out.txt hello\n")
 			}
 			a.once(a.v, false)
 			require.Equal(t, []string{"run", "question", "approve", "run"}, a.kinds())
-			require.Equal(t, "hello", a.read("out.md"), "the approved call ran")
+			require.Equal(t, "hello", a.read("out.txt"), "the approved call ran")
 			reqs := a.ar.requests()
 			last := reqs[len(reqs)-1]
 			require.True(t, last.Continuing)
@@ -180,7 +180,7 @@ func TestQuestions_Approve(t *testing.T) {
 			require.Equal(t, reqs[0].Event.Type, last.Event.Type, "the asking run's event")
 			require.Len(t, last.Answers, 1)
 			require.Equal(t, question.Approve, last.Answers[0].Verdict)
-			require.Equal(t, writeCall("out.md", "hello").Hash(), last.Answers[0].CallHash)
+			require.Equal(t, writeCall("out.txt", "hello").Hash(), last.Answers[0].CallHash)
 			qs, err := a.v.Questions()
 			mustDo(t, err)
 			require.Empty(t, qs)
@@ -199,7 +199,7 @@ func TestQuestions_Deny(t *testing.T) {
 	mustDo(t, err)
 	a.once(a.v, false)
 	require.Equal(t, []string{"run", "question", "deny", "run"}, a.kinds())
-	require.False(t, a.exists("out.md"))
+	require.False(t, a.exists("out.txt"))
 	reqs := a.ar.requests()
 	last := reqs[len(reqs)-1]
 	require.True(t, last.Continuing)
@@ -215,12 +215,12 @@ func TestQuestions_WrongIDs(t *testing.T) {
 	a := newAskEnv(t, "")
 	n := len(a.ar.requests())
 	a.write("other.md", "---\nknot_answer: [approve "+a.q.ID+", deny 0badc0de]\n---\nhello\n")
-	a.write("n.md", "---\nknot_answer: approve 0badc0de\n---\nPlease write it.\nASK WRITE out.md hello\n")
+	a.write("n.md", "---\nknot_answer: approve 0badc0de\n---\nPlease write it.\nASK WRITE out.txt hello\n")
 	a.once(a.v, false)
 	qs, err := a.v.Questions()
 	mustDo(t, err)
 	require.Len(t, qs, 1, "the question still waits")
-	require.False(t, a.exists("out.md"))
+	require.False(t, a.exists("out.txt"))
 	require.Equal(t, []string{"run", "question"}, a.kinds()[:2])
 	for _, r := range a.ar.requests()[n:] {
 		require.False(t, r.Continuing, "no turn continued")
@@ -235,9 +235,9 @@ func TestQuestions_AnswersFromMachine(t *testing.T) {
 	a := newAskEnv(t, "answers_from: machine\n")
 	require.Contains(t, a.sections("n.md")[1].Body, "answers_from: machine")
 	require.NotContains(t, a.sections("n.md")[1].Body, "knot_answer: approve")
-	a.write("n.md", "---\nknot_answer: approve "+a.q.ID+"\n---\nPlease write it.\nASK WRITE out.md hello\n")
+	a.write("n.md", "---\nknot_answer: approve "+a.q.ID+"\n---\nPlease write it.\nASK WRITE out.txt hello\n")
 	a.once(a.v, false)
-	require.False(t, a.exists("out.md"))
+	require.False(t, a.exists("out.txt"))
 	qs, err := a.v.Questions()
 	mustDo(t, err)
 	require.Len(t, qs, 1, "the note's answer is ignored")
@@ -246,7 +246,7 @@ func TestQuestions_AnswersFromMachine(t *testing.T) {
 	_, err = a.v.AnswerQuestion(a.q.ID, question.Approve, "", question.FromCommand)
 	mustDo(t, err)
 	a.once(a.v, false)
-	require.Equal(t, "hello", a.read("out.md"))
+	require.Equal(t, "hello", a.read("out.txt"))
 }
 
 // TestQuestions_SurviveRestart: a waiting question survives a restart
@@ -274,7 +274,7 @@ func TestQuestions_SurviveRestart(t *testing.T) {
 			_, err = a.v.AnswerQuestion(a.q.ID, question.Approve, "", question.FromCommand)
 			mustDo(t, err)
 			a.once(a.v, false)
-			require.Equal(t, "hello", a.read("out.md"), "the approval binds the call asked before the restart")
+			require.Equal(t, "hello", a.read("out.txt"), "the approval binds the call asked before the restart")
 		})
 	}
 }
@@ -305,11 +305,11 @@ func TestQuestions_PauseHoldsTheTurn(t *testing.T) {
 	_, err = a.v.AnswerQuestion(a.q.ID, question.Approve, "", question.FromCommand)
 	mustDo(t, err)
 	a.once(a.v, false)
-	require.False(t, a.exists("out.md"), "the paused note's turn waits")
+	require.False(t, a.exists("out.txt"), "the paused note's turn waits")
 	_, err = a.v.Control().Resume(ctx, []string{"n.md"})
 	mustDo(t, err)
 	a.once(a.v, false)
-	require.Equal(t, "hello", a.read("out.md"))
+	require.Equal(t, "hello", a.read("out.txt"))
 }
 
 var _ = errors.Is
