@@ -3,18 +3,18 @@ package vault
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/question"
-	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -31,20 +31,48 @@ type askingRunner struct {
 	reqs  []agentrun.Request
 }
 
-var askLine = regexp.MustCompile(`(?m)^ASK WRITE (\S+) (.*)$`)
+var (
+	askLine  = regexp.MustCompile(`(?m)^ASK WRITE (\S+) (.*)$`)
+	liveLine = regexp.MustCompile(`(?m)^ASKLIVE (\S+) WRITE (\S+) (.*)$`)
+)
 
 func (a *askingRunner) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
 	a.mu.Lock()
 	a.reqs = append(a.reqs, req)
 	a.mu.Unlock()
+	if m := liveLine.FindStringSubmatch(string(req.Event.Strand.Content)); m != nil && !req.Continuing {
+		// An ACP agent: it asks while it runs, and waits (up to its
+		// ask_wait, m[1]) for the answer.
+		wait, err := time.ParseDuration(m[1])
+		if err != nil {
+			return agentrun.Result{}, err
+		}
+		askCtx, cancel := context.WithTimeout(ctx, wait)
+		an, ok := req.Ask(askCtx, writeCall(m[2], m[3]))
+		cancel()
+		if ok && an.Applies(writeCall(m[2], m[3])) && an.Verdict == question.Approve {
+			if err := os.WriteFile(filepath.Join(a.root, m[2]), []byte(m[3]), 0o644); err != nil {
+				return agentrun.Result{}, err
+			}
+		}
+		return a.inner.Run(ctx, req)
+	}
 	res, err := a.inner.Run(ctx, req)
 	m := askLine.FindStringSubmatch(string(req.Event.Strand.Content))
+	if m == nil {
+		m = liveLine.FindStringSubmatch(string(req.Event.Strand.Content))
+		if m != nil {
+			m = []string{m[0], m[2], m[3]}
+		}
+	}
 	if err != nil || m == nil {
 		return res, err
 	}
 	call := writeCall(m[1], m[2])
 	if !req.Continuing {
-		res.Questions = []question.Call{call}
+		if !strings.HasPrefix(m[0], "ASKLIVE") {
+			res.Questions = []question.Call{call}
+		}
 		return res, nil
 	}
 	for _, an := range req.Answers {
@@ -312,5 +340,97 @@ func TestQuestions_PauseHoldsTheTurn(t *testing.T) {
 	require.Equal(t, "hello", a.read("out.txt"))
 }
 
-var _ = errors.Is
-var _ = tieoff.Section{}
+// TestQuestions_AskWhileRunning: an agent that asks while it runs (ACP's
+// request for permission) has its question written at once; an answer
+// given while it waits reaches it (no second run); one given after its
+// wait ended continues the turn in a run of its own.
+func TestQuestions_AskWhileRunning(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		name := "answered while it waits"
+		if late {
+			name = "answered after the wait"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.useAgent("", fakeagent.Echo)
+			a := &askEnv{env: e, ar: &askingRunner{inner: &agentrun.Runner{}, root: e.root}}
+			a.v = a.reopen()
+			e.once(a.v, false)
+			wait := "1h"
+			if late {
+				wait = "10ms"
+			}
+			e.write("n.md", "Please write it.\nASKLIVE "+wait+" WRITE out.txt hello\n")
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.v.Once(context.Background(), OnceOptions{})
+				done <- err
+			}()
+			qs := a.waitQuestions(1)
+			if late {
+				require.NoError(t, <-done)
+				require.Equal(t, []string{"question", "run"}, a.kinds())
+			}
+			_, err := a.v.AnswerQuestion(qs[0].ID, question.Approve, "", question.FromConsole)
+			mustDo(t, err)
+			if late {
+				a.once(a.v, false)
+				require.Equal(t, []string{"question", "run", "approve", "run"}, a.kinds())
+				reqs := a.ar.requests()
+				require.True(t, reqs[len(reqs)-1].Continuing)
+			} else {
+				require.NoError(t, <-done)
+				require.Equal(t, []string{"question", "approve", "run"}, a.kinds())
+				require.Len(t, a.ar.requests(), 1, "the agent that waited needs no second run")
+			}
+			require.Equal(t, "hello", a.read("out.txt"))
+			qs, err = a.v.Questions()
+			mustDo(t, err)
+			require.Empty(t, qs)
+		})
+	}
+}
+
+// waitQuestions waits until n questions wait, and returns them.
+func (a *askEnv) waitQuestions(n int) []Question {
+	a.t.Helper()
+	var qs []Question
+	testutil.WaitFor(a.t, waitTimeout, "the questions to wait", func() bool {
+		var err error
+		qs, err = a.v.Questions()
+		mustDo(a.t, err)
+		return len(qs) == n
+	})
+	return qs
+}
+
+// TestQuestions_Daemon: in the daemon, an answer written into the note
+// reaches an agent that waits for it while it runs, and knotd approve
+// continues a turn that ended holding its call at once.
+func TestQuestions_Daemon(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	a := &askEnv{env: e, ar: &askingRunner{inner: &agentrun.Runner{}, root: e.root}}
+	a.v = a.reopen()
+	e.once(a.v, false)
+	w := e.watch(a.v, WatchOptions{})
+
+	e.write("n.md", "Please write it.\nASKLIVE 1h WRITE out.txt hello\n")
+	q := a.waitQuestions(1)[0]
+	e.write("n.md", "---\nknot_answer: approve "+q.ID+"\n---\nPlease write it.\nASKLIVE 1h WRITE out.txt hello\n")
+	testutil.WaitFor(t, waitTimeout, "the file the approved call writes", func() bool { return e.exists("out.txt") })
+	w.settle()
+	require.Equal(t, []string{"question", "approve", "run"}, a.kinds())
+	require.Len(t, a.ar.requests(), 1, "the answer in the note ran nothing more")
+
+	e.write("m.md", "Please write it.\nASK WRITE other.txt hi\n")
+	q = a.waitQuestions(1)[0]
+	require.Equal(t, "m.md", q.Strand)
+	_, err := a.v.AnswerQuestion(q.ID, question.Approve, "", question.FromCommand)
+	mustDo(t, err)
+	testutil.WaitFor(t, waitTimeout, "the continued turn's file", func() bool { return e.exists("other.txt") })
+	w.settle()
+	reqs := a.ar.requests()
+	require.True(t, reqs[len(reqs)-1].Continuing)
+	require.Equal(t, agentrun.FiredByAnswer, reqs[len(reqs)-1].FiredBy)
+}
