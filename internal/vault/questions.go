@@ -117,6 +117,23 @@ func (v *Vault) answer(rel, id string, verdict question.Verdict, why string, fro
 	}
 	why = boundWhy(why)
 	var q state.Question
+	if !held {
+		// Answered on another device meanwhile (its answer section came
+		// with the tie-off): that device continues the turn, not this one.
+		var known bool
+		err := v.store.View(func(tx *state.Tx) (err error) {
+			q, known, err = tx.QuestionOf(id)
+			return err
+		})
+		if err != nil {
+			return Question{}, err
+		}
+		if known && q.Waiting() && !v.waitedOn(id) {
+			if err := v.answeredElsewhere(q.Strand, []state.Question{q}); err != nil {
+				return Question{}, err
+			}
+		}
+	}
 	err := v.store.Update(func(tx *state.Tx) error {
 		var ok bool
 		var err error

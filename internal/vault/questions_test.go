@@ -15,6 +15,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/stretchr/testify/require"
 )
 
@@ -433,4 +434,44 @@ func TestQuestions_Daemon(t *testing.T) {
 	reqs := a.ar.requests()
 	require.True(t, reqs[len(reqs)-1].Continuing)
 	require.Equal(t, agentrun.FiredByAnswer, reqs[len(reqs)-1].FiredBy)
+}
+
+// TestQuestions_AnswerAndChange: an answer saved with a change of the
+// note continues the held turn first, then runs the change.
+func TestQuestions_AnswerAndChange(t *testing.T) {
+	a := newAskEnv(t, "")
+	a.write("n.md", "---\nknot_answer: approve "+a.q.ID+"\n---\nPlease write it, and say thanks.\nASK WRITE out.txt hello\n")
+	a.once(a.v, false)
+	require.Equal(t, "hello", a.read("out.txt"))
+	reqs := a.ar.requests()
+	require.Len(t, reqs, 3)
+	require.True(t, reqs[1].Continuing, "the answer first")
+	require.False(t, reqs[2].Continuing, "then the change")
+	require.Contains(t, string(reqs[2].Event.Strand.Content), "say thanks")
+	require.Equal(t, []string{"run", "question", "approve", "run", "run"}, a.kinds()[:5])
+}
+
+// TestQuestions_AnsweredElsewhere: a question whose answer section came
+// into the tie-off from another device (a sync) no longer waits here, and
+// this device does not continue the turn (the device that answered does).
+func TestQuestions_AnsweredElsewhere(t *testing.T) {
+	a := newAskEnv(t, "")
+	secs := a.sections("n.md")
+	answer := tieoff.Section{Event: secs[1].Event, Strand: "n.md", Time: secs[1].Time, RunID: "01a221c7-0000-7000-8000-000000000001",
+		Question: a.q.ID, Verdict: string(question.Approve), Body: "Approved on the phone's knotd.\n"}
+	_, err := tieoff.Append(a.vaultRoot(), "n.tieoff.md", answer)
+	mustDo(t, err)
+	_, err = a.v.AnswerQuestion(a.q.ID, question.Deny, "", question.FromCommand)
+	require.ErrorIs(t, err, ErrNoQuestion, "answered on the other device already")
+	// The note changes only in knotd's keys (nothing runs for it), so
+	// that knotd takes it up.
+	a.write("n.md", "---\nknot_answer: approve "+a.q.ID+"\n---\nPlease write it.\nASK WRITE out.txt hello\n")
+	n := len(a.ar.requests())
+	a.once(a.v, false)
+	qs, err := a.v.Questions()
+	mustDo(t, err)
+	require.Empty(t, qs)
+	require.Len(t, a.ar.requests(), n, "no turn continued here")
+	require.False(t, a.exists("out.txt"))
+	require.Equal(t, []string{"run", "question", "approve"}, a.kinds())
 }
