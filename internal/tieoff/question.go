@@ -6,7 +6,9 @@ package tieoff
 // again under the same id (the same call, asked by the same run) is
 // returned once, its newest section. The result is in the order of secs.
 // A question whose marker did not record its id (see Parse's problems)
-// waits for nothing. So the tie-off alone tells which questions wait.
+// waits for nothing. So the tie-off alone tells which questions wait; and
+// since an answer always comes after its question, the newest sections
+// alone (a Tail window) tell it exactly for the questions among them.
 func OpenQuestions(secs []Section) []Section {
 	open := make(map[string]int) // id -> index in secs of its newest question
 	for i, s := range secs {
