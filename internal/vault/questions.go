@@ -287,8 +287,10 @@ func (v *Vault) questionSection(q state.Question) (tieoff.Section, error) {
 	if err != nil {
 		return tieoff.Section{}, fmt.Errorf("vault: new run id: %w", err)
 	}
+	// The marker records what the asking turn answered, as a run's does
+	// (a turn that ended holding a call may have no section of its own).
 	return tieoff.Section{Event: q.Event, Strand: q.Strand, Time: q.Asked, RunID: id.String(), Asked: true,
-		Question: q.ID, Call: q.CallHash, Body: v.questionBody(q)}, nil
+		Question: q.ID, Call: q.CallHash, Hash: q.Hash, Body: v.questionBody(q)}, nil
 }
 
 // ask writes down the question a run asks about call and records it; it

@@ -835,7 +835,8 @@ func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 		rec.Stamp, rec.Hash, content = w.rec.Stamp, w.rec.Hash, w.previous
 		sec.Hash = w.cont.Hash
 	}
-	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
+	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace,
+		Quiet: len(r.questions) > 0 && !sec.Failed && strings.TrimSpace(sec.Body) == ""}
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -971,9 +972,12 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 	}
 	var offset int64
 	var kept *ReplyKept
-	if done {
+	switch {
+	case j.Quiet:
+		offset = -1 // no section to write
+	case done:
 		offset = pl.sectionOffset(t, p.RunID)
-	} else {
+	default:
 		err = h.Appending(p.RunID)
 		switch {
 		case err != nil:
@@ -997,7 +1001,7 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
 	}
-	if kept == nil {
+	if kept == nil && !j.Quiet {
 		tl.tieOff(t, offset, j.Replace)
 	}
 	if stale {

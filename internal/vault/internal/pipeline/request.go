@@ -186,7 +186,10 @@ const newestAnswerSections = 12
 // newestRun returns the newest of secs that is not a pause notice.
 func newestRun(secs []tieoff.Section) (tieoff.Section, bool) {
 	for i := len(secs) - 1; i >= 0; i-- {
-		if secs[i].IsRun() {
+		if secs[i].IsRun() || secs[i].Asked && secs[i].Hash != "" {
+			// A question records what its turn answered: a turn that
+			// ended holding a call without a word has no section of
+			// its own.
 			return secs[i], true
 		}
 	}
@@ -257,6 +260,10 @@ func failureBody(w *work, res agentrun.Result) string {
 type Journal struct {
 	Section tieoff.Section `json:"section"`
 	Replace bool           `json:"replace,omitempty"`
+	// Quiet says the run has no section: its turn ended holding calls
+	// for the user without a word, and its questions' sections (whose
+	// markers record what it answered) stand for it.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // DecodeJournal reads what commit journaled.
