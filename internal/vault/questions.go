@@ -297,6 +297,14 @@ func (v *Vault) questionSection(q state.Question) (tieoff.Section, error) {
 // returns the question (recorded and written, or found recorded: the
 // same run asking the same call again).
 func (v *Vault) ask(rel string, run pipeline.Asking, call question.Call) (state.Question, error) {
+	if call.Kind == "" {
+		// Told only the tool and its input (Claude Code's deferred
+		// call): what it does, and the file it edits in the vault. The
+		// hash is the same (tool and input).
+		c := question.FromClaude(call.Tool, call.Input, v.root)
+		c.ToolUseID, c.Why, c.Diff = call.ToolUseID, call.Why, call.Diff
+		call = c
+	}
 	hash := call.Hash()
 	q := state.Question{ID: question.NewID(run.RunID, hash), Strand: rel, Call: call, CallHash: hash, Agent: run.Agent,
 		RunID: run.RunID, Resume: run.Resume, Event: run.Event, Hash: run.Hash, Asked: v.now().UTC()}

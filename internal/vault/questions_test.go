@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -474,4 +475,46 @@ func TestQuestions_AnsweredElsewhere(t *testing.T) {
 	require.Len(t, a.ar.requests(), n, "no turn continued here")
 	require.False(t, a.exists("out.txt"))
 	require.Equal(t, []string{"run", "question", "approve"}, a.kinds())
+}
+
+// TestQuestions_ClaudePreset: the claude preset at permissions: ask (the
+// Claude fake, knotd's own hook) through the vault: the held Write is a
+// question and no file; an approval in the note resumes the turn, the
+// file appears and the reply follows; a denial leaves the file absent and
+// the agent is told the reason.
+func TestQuestions_ClaudePreset(t *testing.T) {
+	for _, verdict := range []question.Verdict{question.Approve, question.Deny} {
+		t.Run(string(verdict), func(t *testing.T) {
+			e := newEnv(t)
+			e.userConfig("default_agent: claude\nagents:\n" + e.fakeAgentYAML("claude", "claude", fakeagent.Claude) + "    permissions: ask\n")
+			v := e.open()
+			e.once(v, false)
+			body := "Please write it.\n\n" + claudetest.FakeTool + "Write made.txt hello\n"
+			e.write("n.md", body)
+			e.once(v, false)
+			qs, err := v.Questions()
+			mustDo(t, err)
+			require.Len(t, qs, 1, "the held Write waits as a question")
+			require.Equal(t, "Write", qs[0].Call.Tool)
+			require.Equal(t, "made.txt", qs[0].Call.Path)
+			require.False(t, e.exists("made.txt"))
+			a := &askEnv{env: e}
+			require.Equal(t, []string{"question"}, a.kinds(), "a turn that held its call without a word has no section of its own")
+
+			e.write("n.md", "---\nknot_answer: "+string(verdict)+" "+qs[0].ID+" not today\n---\n"+body)
+			e.once(v, false)
+			require.Equal(t, []string{"question", string(verdict), "run"}, a.kinds())
+			reply := e.sections("n.md")[2].Body
+			if verdict == question.Approve {
+				require.Equal(t, "hello", e.read("made.txt"))
+				require.Contains(t, reply, "File created")
+			} else {
+				require.False(t, e.exists("made.txt"))
+				require.Contains(t, reply, "not today", "the agent is told why")
+			}
+			calls := e.calls()
+			require.Len(t, calls, 2)
+			require.Empty(t, calls[1].Stdin, "the turn resumes with an empty prompt")
+		})
+	}
 }
