@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -517,4 +518,38 @@ func TestQuestions_ClaudePreset(t *testing.T) {
 			require.Empty(t, calls[1].Stdin, "the turn resumes with an empty prompt")
 		})
 	}
+}
+
+// TestQuestions_RacingAnswers: answers given at once from everywhere
+// (the command, the console, a withdrawal) apply once: one succeeds, the
+// others find no question, and the tie-off holds one answer section.
+func TestQuestions_RacingAnswers(t *testing.T) {
+	a := newAskEnv(t, "")
+	verdicts := []question.Verdict{question.Approve, question.Deny, question.Withdraw}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for i := range 30 {
+		wg.Go(func() {
+			_, err := a.v.AnswerQuestion(a.q.ID, verdicts[i%3], "", question.FromConsole)
+			if err != nil && !errors.Is(err, ErrNoQuestion) {
+				t.Error(err)
+			}
+			if err == nil {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, 1, won, "one answer applies")
+	a.once(a.v, false)
+	answers := 0
+	for _, k := range a.kinds() {
+		if k != "run" && k != "question" {
+			answers++
+		}
+	}
+	require.Equal(t, 1, answers, "one answer section: %v", a.kinds())
 }
