@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 	acpagent "github.com/knotd/knotd/internal/agents/acp"
 	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -27,8 +29,9 @@ import (
 // protocol version 1); one attempt is one acpConversation:
 //
 //   - initialize, offering fs.readTextFile when the run has a file system
-//     (Request.FS), fs.writeTextFile only at permissions edit or full, and
-//     never a terminal;
+//     (Request.FS), fs.writeTextFile only at permissions edit, full or ask
+//     (at ask, for the files of an edit the user approved), and never a
+//     terminal;
 //   - a new session (session/new; its id is the resume handle), or the
 //     session to continue: session/resume when the agent offers it, else
 //     session/load (its replayed history is left out of the transcript).
@@ -39,7 +42,8 @@ import (
 //     come (agents/acpagent.Format), the usage from the prompt's response and
 //     usage_update;
 //   - session/request_permission answered per the agent's permissions
-//     (acpPermit: ACP's tool kinds decide);
+//     (acpPermit: ACP's tool kinds decide; at permissions ask, the user's
+//     answer: see acp_ask.go);
 //   - on timeout or stop, session/cancel, then up to the grace period for
 //     the agent to end the turn, before its process group is stopped.
 //
@@ -132,6 +136,14 @@ type acpConversation struct {
 	perm                Permissions
 	fs                  FileSystem
 	grace               time.Duration
+	// At permissions ask: the answers the run may apply, the caller's
+	// Ask (nil: none), how long it waits, and askCtx, ended when the run
+	// is stopped (cancel) or over (finish).
+	answers []question.Answer
+	ask     func(context.Context, question.Call) (question.Answer, bool)
+	askWait time.Duration
+	askCtx  context.Context
+	askStop context.CancelFunc
 
 	push func(msgs [][]byte, close bool) error
 	pr   *io.PipeReader
@@ -159,11 +171,19 @@ type acpConversation struct {
 	prompted  bool
 	done      bool
 	cancelled bool
-	refused   int    // permission requests knotd refused
-	kept      string // why the file system last refused an edit (MayEdit)
-	agentErr  string
-	lost      string
-	notes     []string
+	refused   int // permission requests knotd refused
+	// At permissions ask: what the agent said since its last request for
+	// permission, what it said before each request (by toolCallId), and
+	// the files of the edits the user approved, which fs/write_text_file
+	// may then write.
+	said       string
+	whys       map[string]string
+	approved   map[string]bool
+	unanswered int    // calls refused for now, their questions open
+	kept       string // why the file system last refused an edit (MayEdit)
+	agentErr   string
+	lost       string
+	notes      []string
 }
 
 // newACPConversation returns the conversation of attempt a (nil: a parser
@@ -179,6 +199,7 @@ func newACPConversation(a *attempt, p *kit.ACPPreset) *acpConversation {
 	if a != nil {
 		c.prompt, c.cwd, c.resume = a.prompt, a.req.Vault, a.resume
 		c.perm, c.fs = a.req.Agent.permissions(), a.req.FS
+		c.answers, c.ask, c.askWait = a.req.Answers, a.req.Ask, a.req.Agent.askWait()
 		if !utf8.ValidString(a.prompt) {
 			// JSON strings are Unicode: encoding the prompt replaces them.
 			c.notes = append(c.notes, "the prompt is not valid UTF-8: its invalid bytes reached "+c.agent+" as U+FFFD")
@@ -228,6 +249,7 @@ func (c *acpConversation) attach(push func(msgs [][]byte, close bool) error, gra
 	c.push, c.grace = push, grace
 	c.pr, c.pw = io.Pipe()
 	c.ctx, c.stop = context.WithCancel(context.Background())
+	c.askCtx, c.askStop = context.WithCancel(c.ctx)
 	c.conn = acp.NewClientSideConnection(acpClient{c}, outboxWriter{push}, c.pr)
 	// The SDK logs what it cannot read; the agent's decoder counts it.
 	c.conn.SetLogger(slog.New(slog.DiscardHandler))
@@ -251,6 +273,9 @@ func (c *acpConversation) line(b []byte) (send [][]byte, done bool) {
 	c.mu.Lock()
 	if c.prompted || c.decodesAll() {
 		c.content.line(b)
+	}
+	if c.perm == PermAsk {
+		c.heard(b)
 	}
 	c.mu.Unlock()
 	if c.pw == nil {
@@ -294,7 +319,7 @@ func (c *acpConversation) drive() {
 	caps := acp.ClientCapabilities{}
 	if c.fs != nil {
 		caps.Fs.ReadTextFile = true
-		caps.Fs.WriteTextFile = c.perm == PermEdit || c.perm == PermFull
+		caps.Fs.WriteTextFile = c.perm == PermEdit || c.perm == PermFull || c.perm == PermAsk
 	}
 	init, err := c.conn.Initialize(c.ctx, acp.InitializeRequest{
 		ProtocolVersion:    acp.ProtocolVersionNumber,
@@ -377,6 +402,7 @@ func (c *acpConversation) drive() {
 	}
 	c.mu.Lock()
 	c.session, c.acpID, c.prompted = session, acpID, true
+	c.said = "" // a loaded session's history is not what the agent says now
 	if c.preset.Replay {
 		// Every line read so far came before the prompt: none is the
 		// turn's. The lines after it may still be the replay's.
@@ -413,6 +439,8 @@ func (c *acpConversation) drive() {
 		case c.cancelled:
 		case c.refused > 0 && c.kept != "":
 			c.agentErr = c.keptErr()
+		case c.refused > 0 && c.perm == PermAsk:
+			c.agentErr = c.heldErr()
 		case c.refused > 0:
 			// Codex ends the turn when a request is refused.
 			c.agentErr = fmt.Sprintf("the agent ended its turn when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
@@ -472,6 +500,11 @@ func (c *acpConversation) cancel() {
 		c.notes = append(c.notes, "knotd sent session/cancel: the run's time ran out or it was stopped")
 	}
 	c.mu.Unlock()
+	if c.askStop != nil {
+		// A question waiting for the user is answered "cancelled", as
+		// ACP wants once the turn is cancelled.
+		c.askStop()
+	}
 	if c.conn == nil || !prompted || done {
 		return
 	}
@@ -510,6 +543,9 @@ func (c *acpConversation) finish(stdout []byte, _ bool, stderr string) (parsed, 
 	if c.agentErr == "" && c.done && c.refused > 0 && cleanReply(d.Reply) == "" {
 		// OpenCode ends the turn, without a word, when a request is refused.
 		c.agentErr = c.keptErr()
+		if c.agentErr == "" && c.perm == PermAsk {
+			c.agentErr = c.heldErr()
+		}
 		if c.agentErr == "" {
 			c.agentErr = fmt.Sprintf("the agent ended its turn without a reply when knotd refused its request for permission (permissions %s): raise the agent's permissions to let it, or ask for less in the note", c.perm)
 		}
@@ -610,6 +646,23 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 	if allowed {
 		verdict = "allowed"
 	}
+	if cl.c.perm == PermAsk && !readKind(req.ToolCall.Kind) {
+		// Held for the user (acp_ask.go).
+		call := cl.c.heldCall(p.ToolCall, cl.c.whyOf(string(p.ToolCall.ToolCallId)))
+		var cancelled bool
+		allowed, cancelled, verdict = cl.c.decide(ctx, call)
+		if cancelled {
+			cl.c.mu.Lock()
+			cl.c.notes = append(cl.c.notes, fmt.Sprintf("%s asked permission for %q (a tool call of kind %s): %s (permissions ask)",
+				cl.c.agent, firstLine(req.ToolCall.Title, 120), req.ToolCall.Kind, verdict))
+			cl.c.mu.Unlock()
+			return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+		}
+		optionID = acpOption(req, allowed)
+		if optionID == "" {
+			allowed = false
+		}
+	}
 	// An edit the agent may then make with its own tools, past knotd's
 	// file system: refused as that file system would refuse the write,
 	// and when it would lose a save of the user's.
@@ -630,6 +683,15 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 	cl.c.mu.Lock()
 	if !allowed {
 		cl.c.refused++
+	}
+	if allowed && cl.c.perm == PermAsk && isEdit(p.ToolCall) {
+		// The approved edit may go through knotd's file system too.
+		if cl.c.approved == nil {
+			cl.c.approved = map[string]bool{}
+		}
+		for _, path := range editPaths(p.ToolCall) {
+			cl.c.approved[filepath.Clean(path)] = true
+		}
 	}
 	if kept != nil {
 		cl.c.kept = kept.Error()
@@ -663,6 +725,9 @@ type acpPermissionRequest struct {
 // gets the allow_once option, never an "always" one, so every call is
 // asked again; a refused one reject_once, or "cancelled" (optionID "")
 // when the agent offered none.
+//
+// At permissions ask only reads are allowed here: the others are held
+// for the user (decide).
 func acpPermit(perm Permissions, p acpPermissionRequest) (optionID string, allowed bool) {
 	switch p.ToolCall.Kind {
 	case "read", "search", "think":
@@ -672,16 +737,32 @@ func acpPermit(perm Permissions, p acpPermissionRequest) (optionID string, allow
 	default:
 		allowed = perm == PermFull
 	}
+	optionID = acpOption(p, allowed)
+	return optionID, allowed && optionID != ""
+}
+
+// acpOption is the option of p that allows the call once (allowed) or
+// rejects it once, "" when the agent offered none.
+func acpOption(p acpPermissionRequest, allowed bool) string {
 	want := "reject_once"
 	if allowed {
 		want = "allow_once"
 	}
 	for _, o := range p.Options {
 		if o.Kind == want {
-			return o.OptionID, allowed
+			return o.OptionID
 		}
 	}
-	return "", false
+	return ""
+}
+
+// heldErr is the failure of a turn the agent ended when knotd refused,
+// at permissions ask, a call the user has not approved.
+func (c *acpConversation) heldErr() string {
+	if c.unanswered > 0 {
+		return "the agent ended its turn when knotd refused a call the user has not answered yet (permissions ask): the question stays open in the tie-off, and an approval reaches the agent in a later turn"
+	}
+	return "the agent ended its turn when knotd refused a call the user denied (permissions ask)"
 }
 
 // keptErr is the failure of a turn the agent ended when knotd refused an
@@ -751,7 +832,9 @@ func (cl acpClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileReques
 	switch {
 	case cl.c.fs == nil:
 		err = errors.New("knotd offered no file system to this agent")
-	case cl.c.perm != PermEdit && cl.c.perm != PermFull:
+	case cl.c.perm == PermAsk && !cl.c.writeApproved(p.Path):
+		err = fmt.Errorf("the agent's permissions are ask and the user approved no edit of %s in this run: knotd refuses the write (ask for permission to edit it first)", p.Path)
+	case cl.c.perm != PermEdit && cl.c.perm != PermFull && cl.c.perm != PermAsk:
 		err = fmt.Errorf("the agent's permissions are %s: knotd refuses writes (permissions edit or full allow them)", cl.c.perm)
 	default:
 		err = cl.c.fs.WriteTextFile(ctx, p.Path, p.Content)
@@ -761,6 +844,14 @@ func (cl acpClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileReques
 		return acp.WriteTextFileResponse{}, &acp.RequestError{Code: -32603, Message: err.Error()}
 	}
 	return acp.WriteTextFileResponse{}, nil
+}
+
+// writeApproved reports whether the user approved an edit of the file at
+// path in this run (permissions ask).
+func (c *acpConversation) writeApproved(path string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.approved[filepath.Clean(path)]
 }
 
 // fsCall records a file system call in the transcript as a tool call of

@@ -593,3 +593,39 @@ func TestACPPresets_SessionOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestACP_ValidateAsk: permissions ask and ask_wait are accepted for the
+// ACP agents (the ACP presets, protocol: acp), refused for agents that
+// cannot ask, and ask_wait is bounded.
+func TestACP_ValidateAsk(t *testing.T) {
+	acpCmd := []string{"goose", "acp"}
+	for _, tc := range []struct {
+		name  string
+		agent Agent
+		want  string // "" valid
+	}{
+		{"acp command", Agent{Command: acpCmd, Protocol: ProtocolACP, Permissions: PermAsk}, ""},
+		{"gemini", Agent{Preset: PresetGemini, Permissions: PermAsk, AskWait: 5 * time.Minute}, ""},
+		{"claude-acp", Agent{Preset: PresetClaudeACP, Permissions: PermAsk}, ""},
+		{"codex-acp", Agent{Preset: PresetCodexACP, Permissions: PermAsk, AskWait: MaxAskWait}, ""},
+		{"opencode", Agent{Preset: PresetOpenCode, Permissions: PermAsk, AskWait: time.Second}, ""},
+		{"codex", Agent{Preset: PresetCodex, Permissions: PermAsk}, "permissions: ask needs an agent that can ask for permission: the claude preset or an ACP agent (for Codex: preset codex-acp)"},
+		{"llm", Agent{Preset: PresetLLM, Permissions: PermAsk}, "permissions: ask needs an agent that can ask"},
+		{"ollama", Agent{Preset: PresetOllama, Model: "m", Permissions: PermAsk}, "permissions: ask needs an agent that can ask"},
+		{"digest", Agent{Preset: PresetDigest, Permissions: PermAsk}, "permissions: ask needs an agent that can ask"},
+		{"plain command", Agent{Command: []string{"t"}, Permissions: PermAsk}, "permissions: ask needs an agent that can ask"},
+		{"unknown level", Agent{Command: acpCmd, Protocol: ProtocolACP, Permissions: "sometimes"}, `permissions "sometimes" is not one of read-only, edit, full, ask`},
+		{"ask_wait over the limit", Agent{Preset: PresetGemini, Permissions: PermAsk, AskWait: MaxAskWait + time.Second}, "ask_wait 30m1s is over the 30m0s limit"},
+		{"ask_wait negative", Agent{Preset: PresetGemini, Permissions: PermAsk, AskWait: -time.Minute}, "ask_wait -1m0s is negative"},
+		{"ask_wait without a unit", Agent{Preset: PresetGemini, Permissions: PermAsk, AskWait: 120}, "ask_wait 120ns is under a second"},
+		{"ask_wait on codex", Agent{Preset: PresetCodex, AskWait: time.Minute}, "ask_wait applies to ACP agents"},
+	} {
+		err := tc.agent.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: Validate = %v; want valid", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: Validate = %v; want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -19,6 +19,14 @@ import (
 // DefaultTimeout is the wall-clock limit of a run whose agent sets none.
 const DefaultTimeout = 10 * time.Minute
 
+// DefaultAskWait is how long an ACP agent's request for permission waits
+// for the user's answer at permissions ask when the agent sets no
+// ask_wait; MaxAskWait is the most it may set.
+const (
+	DefaultAskWait = 2 * time.Minute
+	MaxAskWait     = 30 * time.Minute
+)
+
 // MaxInstructions is the longest Instructions an agent may have, in bytes.
 const MaxInstructions = 64 << 10
 
@@ -129,6 +137,11 @@ type Agent struct {
 	// gemini) and ACP commands take it: a plain command's own flags decide
 	// what it may do.
 	Permissions Permissions `yaml:"permissions,omitempty"`
+	// AskWait is how long an ACP agent's request for permission waits for
+	// the user's answer at permissions ask (default DefaultAskWait, at most
+	// MaxAskWait): past it the call is refused for now and the question
+	// stays open. The wait counts toward Timeout.
+	AskWait time.Duration `yaml:"ask_wait,omitempty"`
 	// Protocol, on a generic command, says how knotd talks to it: ""
 	// (the prompt in, the reply out, per Prompt and Output) or ProtocolACP.
 	Protocol string `yaml:"protocol,omitempty"`
@@ -157,6 +170,20 @@ func (a *Agent) permissions() Permissions {
 	}
 	return a.Permissions
 }
+
+// askWait is how long a request for permission waits for an answer at
+// permissions ask.
+func (a *Agent) askWait() time.Duration {
+	if a.AskWait <= 0 {
+		return DefaultAskWait
+	}
+	return a.AskWait
+}
+
+// asksWhileRunning reports whether the agent asks knotd before each call
+// its permissions ask holds, and waits for the answer while it runs: an ACP
+// agent (its session/request_permission), to which ask_wait applies.
+func (a *Agent) asksWhileRunning() bool { return acpPresets[a.kind()] != nil || a.acp() }
 
 // hasTools reports whether the agent's CLI can act on files or run
 // commands, so that Permissions applies to it.
@@ -335,6 +362,17 @@ func (a *Agent) Validate() error {
 		}
 	default:
 		add("permissions %q is not one of read-only, edit, full, ask", a.Permissions)
+	}
+	switch {
+	case a.AskWait == 0:
+	case !a.asksWhileRunning():
+		add("ask_wait applies to ACP agents (the gemini, claude-acp, codex-acp and opencode presets, protocol: acp) at permissions: ask; remove it")
+	case a.AskWait < 0:
+		add("ask_wait %v is negative", a.AskWait)
+	case a.AskWait < time.Second:
+		add("ask_wait %v is under a second; write it with a unit, for example ask_wait: 2m", a.AskWait)
+	case a.AskWait > MaxAskWait:
+		add("ask_wait %v is over the %v limit: a run holds its agent while it waits (a later answer still reaches the agent, in its next turn)", a.AskWait, MaxAskWait)
 	}
 	switch a.ResumePrompt {
 	case "", ResumeChange, ResumeWhole:

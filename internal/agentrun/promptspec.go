@@ -5,6 +5,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun/internal/prompt"
 	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/question"
 )
 
 // Limits bounds the parts of a prompt so that its size does not grow with
@@ -82,6 +83,10 @@ func (s sessionState) describe() string {
 // Context block, a blank line and the original prompt (see prompt.Build).
 func buildPrompt(s promptSpec) (string, error) {
 	req := s.req
+	var answers []question.Answer
+	if req.Continuing {
+		answers = req.Answers
+	}
 	return prompt.Build(prompt.Spec{
 		Event:         req.Event,
 		Previous:      req.Previous,
@@ -96,5 +101,7 @@ func buildPrompt(s promptSpec) (string, error) {
 		Limits:        s.limits,
 		Continuing:    s.continuing,
 		Fresh:         s.fresh,
+		Answers:       answers,
+		Resumed:       s.session.resumed && s.session.restart == nil && s.fresh == "",
 	})
 }

@@ -125,6 +125,10 @@ func TestAgentFS_Write(t *testing.T) {
 			check: map[string]string{"new.md": ""}},
 		{name: "edit", perm: agentrun.PermEdit, step: step{read: "notes/a.md", path: "notes/a.md", content: "one\nagent\n"},
 			check: map[string]string{"notes/a.md": "one\nagent\n"}},
+		// At ask, agentrun lets through only the writes of an edit the
+		// user approved: what reaches the file system is written as at edit.
+		{name: "ask", perm: agentrun.PermAsk, step: step{read: "notes/a.md", path: "notes/a.md", content: "one\nagent\n"},
+			check: map[string]string{"notes/a.md": "one\nagent\n"}},
 		{name: "full, without reading first", perm: agentrun.PermFull, step: step{path: "notes/a.md", content: "agent\n"},
 			check: map[string]string{"notes/a.md": "agent\n"}},
 		{name: "a save during the run, without reading first", perm: agentrun.PermFull, step: step{save: "one\nuser\n", path: "notes/a.md", content: "agent\n",

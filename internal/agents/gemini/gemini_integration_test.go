@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/agenttest/realcli"
 	"github.com/knotd/knotd/internal/agents/gemini/geminitest"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 )
 
@@ -495,4 +497,87 @@ func TestGemini_RealCLIAtReferences(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGemini_RealCLIAsk: at permissions ask, the model calls Gemini CLI's
+// write_file and run_shell_command; the CLI's requests for permission
+// reach Request.Ask as questions (the file, its diff, the command), and
+// the user's answer decides each: an approved write makes the file appear
+// and the reply follow, a denied one leaves no file and the model is told
+// (the tool's error is its function response); a call nobody answers in
+// time (ask_wait) is refused for now and the run ends ok.
+func TestGemini_RealCLIAsk(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		write, sh question.Verdict // the answers; "": none in time
+	}{
+		{"approve the write, deny the command", question.Approve, question.Deny},
+		{"deny both", question.Deny, question.Deny},
+		{"no answer", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rg := newRealGemini(t, true)
+			rg.Agent.Permissions, rg.Agent.AskWait = agentrun.PermAsk, time.Second
+			vault := t.TempDir()
+			written := filepath.Join(vault, "notes", "out.md")
+			ran := filepath.Join(vault, "ran.txt")
+			rg.api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "write_file",
+				Args: map[string]any{"file_path": written, "content": "written by the model\n"}})
+			rg.api.QueueFunctionCall(geminitest.GeminiFunctionCall{Name: "run_shell_command",
+				Args: map[string]any{"command": "echo ran > ran.txt", "description": "write ran.txt"}})
+			var (
+				mu    sync.Mutex
+				asked []question.Call
+			)
+			req := rg.FirstTurn(vault)
+			req.Ask = func(ctx context.Context, c question.Call) (question.Answer, bool) {
+				mu.Lock()
+				asked = append(asked, c)
+				mu.Unlock()
+				v := tc.write
+				if c.Kind == question.KindCommand {
+					v = tc.sh
+				}
+				if v == "" {
+					<-ctx.Done()
+					return question.Answer{}, false
+				}
+				return question.Answer{ID: question.NewID(req.RunID, c.Hash()), CallHash: c.Hash(), Verdict: v, Why: "not now", From: question.FromNote}, true
+			}
+			res, calls := rg.Run(t, req)
+			if len(calls) != 3 || res.Reply != "MOCK REPLY (user messages seen: 1)" {
+				t.Errorf("%d conversation calls, reply %q; want 3 (the write, the command, the reply) and the mock reply", len(calls), res.Reply)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 2 {
+				t.Fatalf("Ask was called for %+v; want the write and the command", asked)
+			}
+			w, sh := asked[0], asked[1]
+			if w.Kind != question.KindEdit || w.Path != "notes/out.md" || !strings.Contains(w.Diff, "+written by the model") {
+				t.Errorf("the write's question = %+v", w)
+			}
+			if sh.Kind != question.KindCommand || !strings.Contains(sh.Command, "echo ran > ran.txt") {
+				t.Errorf("the command's question = %+v", sh)
+			}
+			got, err := os.ReadFile(written)
+			if wantWrite := tc.write == question.Approve; wantWrite != (err == nil) || (err == nil && string(got) != "written by the model\n") {
+				t.Errorf("the written file: %q, %v; want written %v", got, err, wantWrite)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Error("the command ran; want it refused")
+			}
+			resps := rg.api.FunctionResponses()
+			if len(resps) != 2 {
+				t.Fatalf("function responses %+v; want 2", resps)
+			}
+			for i, allowed := range []bool{tc.write == question.Approve, false} {
+				if _, refused := resps[i].Response["error"]; refused == allowed {
+					t.Errorf("the response to %s = %v; want refused %v (the model is told)", resps[i].Name, resps[i].Response, !allowed)
+				}
+			}
+		})
+	}
 }

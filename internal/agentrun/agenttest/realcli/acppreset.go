@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -44,8 +45,9 @@ func (f *recordingFS) written() []string {
 // RunACPPreset drives the real ACP agent of ad through knotd's Runner and
 // preset, against its API stand-in: a new turn (reply, usage, blocks as
 // they came), a resumed turn whose model call sees the first, the session
-// store lost (one fresh session), and a write refused at read-only and
-// allowed at edit.
+// store lost (one fresh session), a write refused at read-only and
+// allowed at edit, and at ask held for Request.Ask: written when
+// approved, not when denied.
 func RunACPPreset(t *testing.T, ad ACPAdapter, preset string) {
 	t.Helper()
 	bin := ad.Bin(t)
@@ -152,5 +154,47 @@ func RunACPPreset(t *testing.T, ad ACPAdapter, preset string) {
 			t.Errorf("permissions %s: written through knotd's file system %v; want %v", perm, got, ad.FSWrite && perm == agentrun.PermEdit)
 		}
 		t.Logf("permissions %s: %s %q, notes %q", perm, res.Outcome, res.Reason, res.Notes)
+	}
+
+	// At permissions ask: the write's request reaches Request.Ask as a
+	// question; approved, the file is written; denied, it is not.
+	for _, v := range []question.Verdict{question.Approve, question.Deny} {
+		target := filepath.Join(vault, "out-ask-"+string(v)+".md")
+		api.Write(target, "written\n")
+		req := NextTurn(req3, "")
+		req.Agent.Permissions = agentrun.PermAsk
+		var (
+			mu    sync.Mutex
+			asked []question.Call
+		)
+		req.Ask = func(_ context.Context, c question.Call) (question.Answer, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, c)
+			return question.Answer{ID: question.NewID(req.RunID, c.Hash()), CallHash: c.Hash(), Verdict: v, Why: "not now", From: question.FromNote}, true
+		}
+		res, _ := run(req)
+		mu.Lock()
+		if len(asked) != 1 || asked[0].Kind != question.KindEdit || asked[0].Path != filepath.Base(target) {
+			t.Errorf("ask, %s: Ask was called for %+v; want the write of %s", v, asked, filepath.Base(target))
+		}
+		mu.Unlock()
+		_, err := os.Stat(target)
+		if v == question.Approve {
+			mustOK(res, req.Turn)
+			if err != nil {
+				t.Errorf("ask, approved: the file was not written: %v", err)
+			}
+		} else {
+			if err == nil {
+				t.Errorf("ask, denied: the agent wrote %s", target)
+			}
+			// Claude's model sees the refusal and answers; Codex and
+			// OpenCode end the turn: the run says why.
+			if res.Outcome != agentrun.OutcomeOK && !strings.Contains(res.Reason, "when knotd refused a call the user denied (permissions ask)") {
+				t.Errorf("ask, denied: %s %q; want ok, or a failure that says knotd refused the call", res.Outcome, res.Reason)
+			}
+		}
+		t.Logf("ask, %s: %s %q, notes %q", v, res.Outcome, res.Reason, res.Notes)
 	}
 }

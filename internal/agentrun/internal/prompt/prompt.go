@@ -17,6 +17,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
 	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 )
 
@@ -53,6 +54,15 @@ type Spec struct {
 	// Fresh says why the turn starts a new conversation instead of
 	// continuing a full one ("" when it does not).
 	Fresh string
+	// Answers, in a turn that continues after the user answered the
+	// agent's questions (Request.Continuing), are those answers: each is
+	// an Answer line of the Event Context, and the prompt's text tells
+	// the agent what to do.
+	Answers []question.Answer
+	// Resumed is set when the turn continues the agent's conversation
+	// (not a new one): a turn with Answers is then given the answers
+	// alone, the conversation holding the note and the change.
+	Resumed bool
 }
 
 // Build returns the prompt text: instructions (when inline), the Event
@@ -76,7 +86,11 @@ func Build(s Spec) (string, error) {
 	}
 	var tieOff string
 	continuing := s.Continuing && ev.Type == strand.Modified && s.Previous != nil
+	answered := len(s.Answers) > 0 && s.Resumed
 	switch {
+	case answered:
+		context = "the user's answer to your request (this conversation holds the note)"
+		tieOff, body, diff = tieOffHeld, answerText(s.Answers), ""
 	case !continuing:
 		tieOff = tieOffBlock(s.TieOff, s.TieOffOmitted, lim)
 	case !whole:
@@ -103,15 +117,22 @@ func Build(s Spec) (string, error) {
 	b.WriteString("Session: " + s.Session + " (" + s.SessionState + ")\n")
 	b.WriteString("Turn: " + strconv.Itoa(s.Turn) + "\n")
 	b.WriteString("Fired-By: " + s.FiredBy + "\n")
+	for _, a := range s.Answers {
+		b.WriteString("Answer: " + answerLine(a) + "\n")
+	}
 	b.WriteString("Context: " + context + "\n")
 	b.WriteString(trustLine)
-	if ev.Type == strand.Modified {
+	if ev.Type == strand.Modified && !answered {
 		b.WriteString("Changes:\n")
 		b.WriteString(diff)
 	}
 	b.WriteString("Previous tie-off:\n")
 	b.WriteString(tieOff)
 	b.WriteString("\n")
+	if len(s.Answers) > 0 && !answered {
+		// A new conversation: the answers, then the note.
+		b.WriteString(answerText(s.Answers) + "\n")
+	}
 	b.WriteString(body)
 	if b.Len() > lim.Prompt {
 		return "", fmt.Errorf("%w: the prompt for %s is %d bytes, over the %d-byte limit (shorten the agent's instructions or raise the limit)",
@@ -217,4 +238,47 @@ func deletedPrompt(path string, prev []byte, lim kit.Limits) string {
 	}
 	return "The strand " + p + " was deleted. This was its last processed content:\n\n" +
 		textbound.Fenced("markdown", textbound.Middle(string(prev), lim.Content))
+}
+
+// maxAnswerWhy bounds the user's reason in an Answer line and the text.
+const maxAnswerWhy = 500
+
+// answerLine is the Answer line of the Event Context for a: its id and
+// verdict, and the user's reason quoted (a line of its own, never more:
+// it is the vault's text, above the Trust line).
+//
+// TODO(issue 26): question.ContextLine, once package question has it.
+func answerLine(a question.Answer) string {
+	s := a.ID + " "
+	switch a.Verdict {
+	case question.Approve:
+		s += "approved"
+	case question.Deny:
+		s += "denied"
+	default:
+		s += string(a.Verdict)
+	}
+	if a.Why != "" {
+		s += ": " + strconv.Quote(textbound.Head(a.Why, maxAnswerWhy))
+	}
+	return s
+}
+
+// answerText tells the agent what the user's answers mean for it: do an
+// approved request now, carry on without a denied one.
+func answerText(answers []question.Answer) string {
+	var b strings.Builder
+	for _, a := range answers {
+		switch a.Verdict {
+		case question.Approve:
+			b.WriteString("The user approved your request " + a.ID + ". Do it now (the same call as before: it will be allowed).\n")
+		case question.Deny:
+			why := "no reason given"
+			if a.Why != "" {
+				why = strings.Join(strings.Fields(textbound.Head(a.Why, maxAnswerWhy)), " ")
+			}
+			b.WriteString("The user denied your request " + a.ID + ": " + why + ". Do not do it; carry on without it.\n")
+		}
+	}
+	return b.String()
 }

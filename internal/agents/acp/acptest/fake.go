@@ -37,6 +37,17 @@ import (
 // OpenCode does) and, when allowed, writes that itself, as agents with
 // their own write tools do, ending the reply with "[permission: …]"
 // ("permeditnopath": the same request naming no file, as ACP allows);
+// "ask" (for permissions ask) says "I will write ask.txt." and asks
+// permission to create <cwd>/ask.txt (toolCallId "ask-write-<turn>", kind
+// edit, its locations and a diff from nothing to "approved text\n", no
+// rawInput), writes it through the client (fs/write_text_file) when
+// allowed, then says "I will run a command." and asks permission to run
+// "touch ran.txt" (toolCallId "ask-run-<turn>", kind execute, rawInput
+// {"command": "touch ran.txt"}), ending the reply with "[write: <optionId,
+// cancelled, or the write's error>] [command: <optionId or cancelled>]"
+// (it runs nothing itself); "askend" asks the same for the write and,
+// refused, ends the turn with stopReason cancelled, as Codex's adapter
+// does;
 // "gate" stops after its first chunk until the file
 // EnvGate names exists; "cancel" waits for session/cancel after the
 // prompt, then answers stopReason cancelled; "error" answers the prompt
@@ -177,6 +188,43 @@ func Fake(inv *fakekit.Invocation) int {
 					}
 				}
 				suffix = " [permission: " + choice + "]"
+			case "ask", "askend":
+				turn := strconv.Itoa(conv.Turns(s))
+				update(s, text("agent_message_chunk", "I will write ask.txt."))
+				target := filepath.Join(inv.Dir, "ask.txt")
+				choice, err := c.AskPermission(s, []any{
+					map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+					map[string]any{"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+					map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+				}, map[string]any{"toolCallId": "ask-write-" + turn, "status": "pending", "title": "Write ask.txt", "kind": "edit",
+					"locations": []any{map[string]any{"path": target}},
+					"content":   []any{map[string]any{"type": "diff", "path": target, "newText": "approved text\n"}}})
+				if err != nil {
+					return inv.Die(err)
+				}
+				if choice == "allow" {
+					if _, werr := call("fs/write_text_file", map[string]any{"sessionId": s, "path": target, "content": "approved text\n"}); werr != "" {
+						choice = "write failed: " + werr
+					}
+				}
+				suffix = " [write: " + choice + "]"
+				if mode == "askend" {
+					if choice != "allow" {
+						c.Send(map[string]any{"id": id, "result": map[string]any{"stopReason": "cancelled"}})
+						continue
+					}
+					break
+				}
+				update(s, text("agent_message_chunk", " I will run a command."))
+				choice, err = c.AskPermission(s, []any{
+					map[string]any{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
+					map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+				}, map[string]any{"toolCallId": "ask-run-" + turn, "status": "pending", "title": "touch ran.txt", "kind": "execute",
+					"rawInput": map[string]any{"command": "touch ran.txt"}})
+				if err != nil {
+					return inv.Die(err)
+				}
+				suffix += " [command: " + choice + "]"
 			case "fs":
 				res, errMsg := call("fs/read_text_file", map[string]any{"sessionId": s, "path": filepath.Join(inv.Dir, "in.md"), "line": 1, "limit": 1})
 				var r struct{ Content string }

@@ -66,8 +66,9 @@ type Options struct {
 // (agentrun.FileSystem): every call is resolved inside the vault root,
 // never through a link, and refused for what the user keeps from agents
 // (ignored paths, rules with mode: off, Obsidian's Excluded files, knotd's
-// own .knot folder). It writes only at the permission levels edit and
-// full, never a tie-off or an ignore file, and every write of an existing
+// own .knot folder). It writes only at the permission levels edit, full
+// and ask (where agentrun lets through only the writes, and the requests
+// for permission, of an edit the user approved), never a tie-off or an ignore file, and every write of an existing
 // file goes through the race-safe replace knotd's own writes use: a save
 // the user made since the agent read the file, or while it writes, is
 // kept and the agent's write refused. An agent that writes a file it did
@@ -121,7 +122,7 @@ var _ agentrun.FileSystem = (*FS)(nil)
 func New(host Host, o Options) *FS {
 	p := o.Permissions
 	return &FS{host: host, fs: o.FS, root: o.Root, dry: o.Dry,
-		write: p == agentrun.PermEdit || p == agentrun.PermFull, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
+		write: p == agentrun.PermEdit || p == agentrun.PermFull || p == agentrun.PermAsk, full: p == agentrun.PermFull, seen: map[string]state.Hash{},
 		granted: map[string]bool{}, start: time.Now().Add(-ChangeSlack)}
 }
 
