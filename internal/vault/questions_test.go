@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -552,4 +553,49 @@ func TestQuestions_RacingAnswers(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, answers, "one answer section: %v", a.kinds())
+}
+
+// TestQuestions_ACPAgent: an ACP agent at permissions ask (the fake ACP
+// agent, a real subprocess) asks while it runs; its questions are written
+// at once and answered while it waits: the approved write goes through
+// knotd's file system, the denied command is refused, and one run does it
+// all.
+func TestQuestions_ACPAgent(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig(fmt.Sprintf("default_agent: acp\nagents:\n  acp:\n    protocol: acp\n    permissions: ask\n    ask_wait: 30m\n    command: [%q]\n    env: {%s: %q, %s: %q, %s: ask}\n",
+		fakeagent.Program(t), fakeagent.EnvBehaviour, fakeagent.ACP, fakeagent.EnvState, e.state, fakeagent.EnvFail))
+	v := e.open()
+	e.once(v, false)
+	e.write("n.md", "Please write ask.txt.\n")
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.Once(context.Background(), OnceOptions{})
+		done <- err
+	}()
+	a := &askEnv{env: e, v: v}
+	q := a.waitQuestions(1)[0]
+	require.Equal(t, question.KindEdit, q.Call.Kind)
+	require.Equal(t, "ask.txt", q.Call.Path)
+	_, err := v.AnswerQuestion(q.ID, question.Approve, "", question.FromCommand)
+	mustDo(t, err)
+	var cmd Question
+	testutil.WaitFor(t, waitTimeout, "the second question", func() bool {
+		qs, err := v.Questions()
+		mustDo(t, err)
+		if len(qs) == 1 && qs[0].ID != q.ID {
+			cmd = qs[0]
+			return true
+		}
+		return false
+	})
+	require.Equal(t, question.KindCommand, cmd.Call.Kind)
+	_, err = v.AnswerQuestion(cmd.ID, question.Deny, "no commands", question.FromCommand)
+	mustDo(t, err)
+	require.NoError(t, <-done)
+	require.Equal(t, "approved text\n", e.read("ask.txt"))
+	require.False(t, e.exists("ran.txt"))
+	require.Equal(t, []string{"question", "approve", "question", "deny", "run"}, a.kinds())
+	secs := e.sections("n.md")
+	require.Contains(t, secs[4].Body, "[write: allow]")
+	require.Len(t, e.calls(), 1, "one run")
 }
