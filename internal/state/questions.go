@@ -153,3 +153,25 @@ func (s *Store) Questions() (qs []Question, err error) {
 	})
 	return qs, err
 }
+
+// takeQuestions deletes the questions of the strand rel and returns them.
+func (tx *Tx) takeQuestions(rel string) ([]Question, error) {
+	if tx.tx.Bucket(bucketQuestions) == nil {
+		return nil, nil
+	}
+	all, err := tx.Questions()
+	if err != nil {
+		return nil, err
+	}
+	var qs []Question
+	for _, q := range all {
+		if q.Strand != rel {
+			continue
+		}
+		if err := tx.DeleteQuestion(q.ID); err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, nil
+}

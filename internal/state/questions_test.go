@@ -63,3 +63,22 @@ func TestQuestions(t *testing.T) {
 		require.NoError(t, s.db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketQuestions).Delete([]byte(kv[0])) }))
 	}
 }
+
+// TestQuestions_FollowTheStrand: a renamed strand's questions wait where
+// it moved; a deleted strand's go with it.
+func TestQuestions_FollowTheStrand(t *testing.T) {
+	s := mustOpenStore(t, filepath.Join(t.TempDir(), "state.db"))
+	q := Question{ID: "0000000b", Strand: "a.md", Call: question.Call{Tool: "Bash"}, RunID: "r", Event: strand.Modified, Asked: time.Unix(1, 0).UTC()}
+	require.NoError(t, s.Put(Record{Path: "a.md", Hash: HashOf([]byte("a"))}, []byte("a")))
+	require.NoError(t, s.Update(func(tx *Tx) error { return tx.PutQuestion(q) }))
+	require.NoError(t, s.Rename("a.md", "b.md"))
+	qs, err := s.Questions()
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, "b.md", qs[0].Strand)
+	require.NoError(t, s.Delete("b.md"))
+	qs, err = s.Questions()
+	require.NoError(t, err)
+	require.Empty(t, qs)
+	require.NoError(t, s.Check(true))
+}
