@@ -77,6 +77,12 @@ type Settings struct {
 	// Rules choose, by the note's path, the agent, the events and the
 	// mode, or keep a folder away from every agent (mode: off).
 	Rules []RuleSettings `yaml:"rules"`
+	// AnswersFrom says where knotd takes answers to agents' questions
+	// (permissions: ask) from: AnswersAnywhere (the default: a note's
+	// knot_answer, knotd approve|deny, the console) or AnswersMachine (only
+	// knotd approve|deny and the console). A vault config may only
+	// restrict it.
+	AnswersFrom *string `yaml:"answers_from"`
 	// Notify says where knotd tells the user that a question waits, a
 	// run failed or a note was paused (package notify). A vault config
 	// may only turn it off.
@@ -95,6 +101,12 @@ type NotifySettings struct {
 	URL      *string  `yaml:"url"`
 	TokenEnv *string  `yaml:"token_env"`
 }
+
+// The values of answers_from.
+const (
+	AnswersAnywhere = "anywhere"
+	AnswersMachine  = "machine"
+)
 
 // RuleSettings is one rule: the notes whose path matches Path (a pattern
 // as in an ignore file: "journal/", "private/**", "*.draft.md") get its
