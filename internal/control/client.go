@@ -15,15 +15,6 @@ import (
 	"github.com/knotd/knotd/internal/question"
 )
 
-// wireError is an error the daemon sent, as it worded it, that is the
-// error is too (its code said which).
-type wireError struct {
-	msg string
-	is  error
-}
-
-func (e wireError) Error() string { return e.msg }
-func (e wireError) Unwrap() error { return e.is }
 
 // Client reaches the daemon that serves the socket at Path. It is a
 // Backend; each call is one connection.
@@ -170,7 +161,7 @@ func (c *Client) do(ctx context.Context, req request) (response, error) {
 	}
 	if resp.Error != "" {
 		if resp.Code == codeNoQuestion {
-			return resp, wireError{resp.Error, ErrNoQuestion}
+			return resp, NoQuestion(resp.Error)
 		}
 		return resp, errors.New(resp.Error)
 	}

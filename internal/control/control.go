@@ -30,6 +30,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -87,6 +88,35 @@ type Questioner interface {
 // ErrNoQuestion is wrapped by Answer's error when no question waits with
 // the id it was given: there is none, or it was answered already.
 var ErrNoQuestion = errors.New("no such question waits")
+
+// NoQuestion returns an error that says msg and wraps ErrNoQuestion.
+func NoQuestion(msg string) error { return said{msg, ErrNoQuestion} }
+
+// said is an error worded for people that is a sentinel error too.
+type said struct {
+	msg string
+	is  error
+}
+
+func (e said) Error() string { return e.msg }
+func (e said) Unwrap() error { return e.is }
+
+// QuestionID reads the id of a question the user typed: the 8 hex digits
+// of a question's id (question.IDLen), or at least 4 of its first ones
+// (prefix is then true), in either case. It says what is wrong with
+// anything else.
+func QuestionID(s string) (id string, prefix bool, err error) {
+	id = strings.ToLower(strings.TrimSpace(s))
+	ok := len(id) >= 4 && len(id) <= question.IDLen
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = '0' <= c && c <= '9' || 'a' <= c && c <= 'f'
+	}
+	if !ok {
+		return "", false, fmt.Errorf("%q is not a question's id: that is %d hex digits such as 3f9a2c1b (or its first 4 or more), as the question in the tie-off and knotd status show it", s, question.IDLen)
+	}
+	return id, len(id) < question.IDLen, nil
+}
 
 // Question is a call an agent asked to make that waits for the user's
 // answer. Times are UTC.

@@ -102,3 +102,29 @@ func TestSummary(t *testing.T) {
 		require.LessOrEqual(t, len([]rune(got)), maxSummary)
 	}
 }
+
+func TestQuestionID(t *testing.T) {
+	for _, tc := range []struct {
+		in, id string
+		prefix bool
+		bad    bool
+	}{
+		{in: "3f9a2c1b", id: "3f9a2c1b"},
+		{in: " 3F9A2C1B ", id: "3f9a2c1b"},
+		{in: "3f9a", id: "3f9a", prefix: true},
+		{in: "3f9", bad: true},
+		{in: "3f9a2c1b0", bad: true},
+		{in: "3f9a2c1g", bad: true},
+		{in: "", bad: true},
+		{in: "../x", bad: true},
+	} {
+		id, prefix, err := QuestionID(tc.in)
+		if tc.bad {
+			require.ErrorContains(t, err, "is not a question's id", tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.id, id)
+		require.Equal(t, tc.prefix, prefix, tc.in)
+	}
+}
