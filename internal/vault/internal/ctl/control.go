@@ -24,6 +24,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
@@ -56,6 +57,12 @@ type Host interface {
 	// Reload loads the configuration again, as SIGHUP does, and returns
 	// the files read.
 	Reload(why string) (files []string, err error)
+	// Questions returns the questions that wait for the user's answer,
+	// oldest first.
+	Questions() ([]control.Question, error)
+	// AnswerQuestion answers the question whose whole id is id; when no
+	// question with that id waits, its error wraps control.ErrNoQuestion.
+	AnswerQuestion(id string, verdict question.Verdict, why string, from question.Source) (control.Question, error)
 }
 
 // Scheduler is the daemon's scheduler, as the control adapter uses it.
@@ -155,12 +162,13 @@ func (c *Control) Running() int {
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
 // paused notes and the day's runs.
-func (c *Control) Status(context.Context) (control.Status, error) {
+func (c *Control) Status(ctx context.Context) (control.Status, error) {
 	now := c.host.Now().UTC()
 	st := control.Status{
 		Vault: c.o.Root, PID: os.Getpid(), Since: c.o.Since, Now: now,
 		Device: c.o.Device.Name, DeviceID: c.o.Device.ID, Agent: c.host.DefaultAgent(),
 		Running: c.o.Active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
+		Questions: []control.Question{},
 	}
 	for rel, d := range c.o.Budget.Deferred() {
 		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.Since, Why: d.Why})
@@ -180,6 +188,11 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 	if err := storedStatus(&st, c.host.Store(), c.o.Folder.Runs()); err != nil {
 		return st, err
 	}
+	qs, err := c.Questions(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Questions = qs
 	for i, f := range st.Failures {
 		st.Failures[i].NoRetry = c.whyNoRetry(f.Note)
 	}
@@ -191,7 +204,7 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 // transcripts say (failures, paused notes, the day's runs). It changes
 // nothing.
 func StoredStatus(f statedir.Folder, root string) (st control.Status, err error) {
-	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
+	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}, Questions: []control.Question{}}
 	// The store is open, read only, just for what it says, and closed
 	// before the transcripts are read: a status never holds a knotd that
 	// starts (a --once, a service) out of the store (it waits up to a
