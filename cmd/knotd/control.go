@@ -31,9 +31,10 @@ const controlUsage = `usage: knotd status [--json] [VAULT]
        knotd resume [NOTE...] [--vault VAULT]
 
 status   whether a knotd answers the vault on this machine (pid, since when,
-         device, agent), the runs in progress and waiting, the notes whose
-         last run failed, the paused notes and today's runs (UTC);
-         --json for scripts
+         device, agent), the questions agents asked that wait for your
+         answer (knotd approve --help), the runs in progress and waiting,
+         the notes whose last run failed, the paused notes and today's runs
+         (UTC); --json for scripts
 run      answer each NOTE now, changed or not, paused or not
 retry    run again every note whose last run failed (--since: only those
          that failed since WHEN: a time such as 2026-11-23 or
@@ -310,7 +311,7 @@ func showStatus(ctx context.Context, c *control.Client, root string, jsonOut boo
 			return err
 		}
 		if !known {
-			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
+			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}, Questions: []control.Question{}}
 		}
 	}
 	if jsonOut {
@@ -346,6 +347,13 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintf(w, "\n%s (%d):\n", title, n)
 		return true
+	}
+	if section("questions waiting for your answer", len(st.Questions)) {
+		for _, q := range st.Questions {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tasked %s ago\n", q.ID, q.Note, q.Summary, age(st.Now.Sub(q.Asked)))
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (knotd approve ID, or knotd deny ID --why TEXT; the note's tie-off shows each question whole)")
 	}
 	if section("running", len(st.Running)) {
 		for _, r := range st.Running {
@@ -385,6 +393,23 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\ntoday (UTC): %s (knotd runs --cost says more)\n", todayLine(st.Today))
 	return nil
+}
+
+// age says how long ago something was, to the second under a minute, to
+// the minute under a day, then in days and hours: "40s", "5m", "3h20m",
+// "2d4h".
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 // todayLine says the day's totals d: its runs, the tokens the CLIs
