@@ -31,7 +31,9 @@ func (d *questionDaemon) Status(context.Context) (control.Status, error) {
 		Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{},
 		Deferred: []control.Paused{}, Questions: append([]control.Question{}, d.waiting...)}, nil
 }
-func (d *questionDaemon) Run(context.Context, []string) (control.Result, error) { return control.Result{}, nil }
+func (d *questionDaemon) Run(context.Context, []string) (control.Result, error) {
+	return control.Result{}, nil
+}
 func (d *questionDaemon) Retry(context.Context, time.Time) (control.Result, error) {
 	return control.Result{}, nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/knotd/knotd/internal/question"
 )
 
-
 // Client reaches the daemon that serves the socket at Path. It is a
 // Backend; each call is one connection.
 type Client struct {
