@@ -183,6 +183,23 @@ func OneLine(s string, n int) string {
 	return string(r[:max(0, n-1)]) + "…"
 }
 
+// Age says how long ago something was, to the second under a minute, to
+// the minute under a day, then in days and hours: "40s", "5m", "3h20m",
+// "2d4h".
+func Age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
 // Status is what knotd status shows: the daemon, its work and its notes.
 // Times are UTC.
 type Status struct {

@@ -128,3 +128,12 @@ func TestQuestionID(t *testing.T) {
 		require.Equal(t, tc.prefix, prefix, tc.in)
 	}
 }
+
+func TestAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 40 * time.Second: "40s", 5*time.Minute + 59*time.Second: "5m",
+		3*time.Hour + 20*time.Minute: "3h20m", 52 * time.Hour: "2d4h",
+	} {
+		require.Equal(t, want, Age(d), "%v", d)
+	}
+}
