@@ -61,6 +61,13 @@ func (d *questionDaemon) Answer(_ context.Context, id string, v question.Verdict
 	return control.Answered{}, control.NoQuestion("no question " + id + " waits (it was answered already, or there is none): no question waits")
 }
 
+// answered returns the answers d got.
+func (d *questionDaemon) answered() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string{}, d.answers...)
+}
+
 // serveDaemon serves d on the control socket of the vault v (which knotd
 // made) until the test ends.
 func serveDaemon(t *testing.T, v string, d *questionDaemon) {
@@ -159,7 +166,7 @@ func TestAnswer_ThroughDaemon(t *testing.T) {
 	code, _, errOut = knotd(t, "withdraw", "3f9a2c1b", v)
 	require.Equal(t, exitFailed, code)
 	require.Equal(t, "knotd withdraw: no question 3f9a2c1b waits (it was answered already, or there is none): no question waits\n", errOut)
-	require.Equal(t, []string{`approve 3f9a2c1b "" command`, `deny 77aa "not before the release" command`, `withdraw 3f9a2c1b "" command`}, d.answers)
+	require.Equal(t, []string{`approve 3f9a2c1b "" command`, `deny 77aa "not before the release" command`, `withdraw 3f9a2c1b "" command`}, d.answered())
 
 	code, out, errOut = knotd(t, "status", v)
 	require.Equal(t, exitOK, code, errOut)

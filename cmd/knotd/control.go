@@ -350,7 +350,7 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	}
 	if section("questions waiting for your answer", len(st.Questions)) {
 		for _, q := range st.Questions {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\tasked %s ago\n", q.ID, q.Note, q.Summary, age(st.Now.Sub(q.Asked)))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tasked %s ago\n", q.ID, q.Note, q.Summary, control.Age(st.Now.Sub(q.Asked)))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  (knotd approve ID, or knotd deny ID --why TEXT; the note's tie-off shows each question whole)")
@@ -393,23 +393,6 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\ntoday (UTC): %s (knotd runs --cost says more)\n", todayLine(st.Today))
 	return nil
-}
-
-// age says how long ago something was, to the second under a minute, to
-// the minute under a day, then in days and hours: "40s", "5m", "3h20m",
-// "2d4h".
-func age(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "0s"
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d/time.Minute))
-	case d < 24*time.Hour:
-		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 // todayLine says the day's totals d: its runs, the tokens the CLIs
