@@ -41,7 +41,7 @@ func newPages() (*pages, error) {
 		"acts": func(base, note string, paused, gone bool, off, back string) map[string]any {
 			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Gone": gone, "Off": off, "Back": back}
 		},
-		"age": func(now, then time.Time) string { return control.Age(now.Sub(then)) },
+		"age":   func(now, then time.Time) string { return control.Age(now.Sub(then)) },
 		"bound": func(s string) string { return bound(s, maxShown) },
 		"input": func(b []byte) string { return bound(indentJSON(b), maxShown) },
 		"retryable": func(fs []control.Failure) int {
