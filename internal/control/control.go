@@ -1,8 +1,8 @@
 // Package control is how the knotd commands that steer a running daemon
-// (knotd status, run, retry, pause, resume, and the console) reach it: a
-// local socket in the vault's folder of the state directory, never the
-// network. The daemon serves a Backend on it; a Client is the same
-// Backend at the other end.
+// (knotd status, run, retry, pause, resume, approve, deny, withdraw, and
+// the console) reach it: a local socket in the vault's folder of the
+// state directory, never the network. The daemon serves a Backend on it;
+// a Client is the same Backend at the other end.
 //
 // The protocol is one JSON request and one JSON response per connection,
 // each on one line:

@@ -1,9 +1,10 @@
 // Package ctl is the control socket's adapter of a vault (Control): what
-// knotd status, run, retry, pause, resume and trust ask of it, served by
-// the daemon (control.Backend) or called by the commands on a vault they
-// open themselves; the runs in progress (Active); and the status of a
-// vault no daemon runs, from its state store and transcripts
-// (StoredStatus). What it needs of the vault is Host.
+// knotd status, run, retry, pause, resume, trust, approve, deny and
+// withdraw ask of it, served by the daemon (control.Backend) or called by
+// the commands on a vault they open themselves; the runs in progress
+// (Active); and the status of a vault no daemon runs, from its state
+// store and transcripts (StoredStatus). What it needs of the vault is
+// Host.
 package ctl
 
 import (
