@@ -24,9 +24,6 @@ import (
 // the agent's words: the tie-off holds the question whole.
 const maxShown = 8 << 10
 
-// maxWhy bounds the reason given with an answer, in characters.
-const maxWhy = 500
-
 // bound is s cut to at most n bytes, on a character's boundary, saying
 // so when it is cut.
 func bound(s string, n int) string {
@@ -69,11 +66,11 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := strings.TrimSpace(r.PostForm.Get("why"))
-	if utf8.RuneCountInString(why) > maxWhy {
-		http.Error(w, fmt.Sprintf("the reason is longer than %d characters", maxWhy), http.StatusBadRequest)
+	if utf8.RuneCountInString(why) > control.MaxWhy {
+		http.Error(w, fmt.Sprintf("the reason is longer than %d characters", control.MaxWhy), http.StatusBadRequest)
 		return
 	}
-	why = control.OneLine(why, maxWhy)
+	why = control.OneLine(why, control.MaxWhy)
 	ctx, cancel := context.WithTimeout(r.Context(), backendTimeout)
 	defer cancel()
 	var msg string

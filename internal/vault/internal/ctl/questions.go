@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/question"
@@ -46,6 +47,10 @@ func (c *Control) Answer(_ context.Context, id string, verdict question.Verdict,
 	if err != nil {
 		return control.Answered{}, err
 	}
+	why = strings.TrimSpace(why)
+	if n := utf8.RuneCountInString(why); n > control.MaxWhy {
+		return control.Answered{}, fmt.Errorf("the reason is %d characters long, more than the %d an answer takes: say it shorter", n, control.MaxWhy)
+	}
 	if prefix {
 		qs, err := c.host.Questions()
 		if err != nil {
@@ -66,7 +71,7 @@ func (c *Control) Answer(_ context.Context, id string, verdict question.Verdict,
 			return control.Answered{}, fmt.Errorf("%s is the start of the ids of %d questions that wait (%s): give more of it", id, len(ids), strings.Join(ids, ", "))
 		}
 	}
-	q, err := c.host.AnswerQuestion(id, verdict, strings.TrimSpace(why), from)
+	q, err := c.host.AnswerQuestion(id, verdict, why, from)
 	if errors.Is(err, control.ErrNoQuestion) {
 		qs, lerr := c.host.Questions()
 		if lerr != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,10 @@ func TestAnswer(t *testing.T) {
 			err: "no question whose id begins with dead waits: waiting: 3f9a2c1b (plan.md: edit plan.md (Write)), 3f9a7700 (b.md: run `make` (Bash)), 77aa0011 (c.md: fetch https://example.com (WebFetch))"},
 		{name: "an unknown id", id: "deadbeef", verdict: question.Deny, noQ: true,
 			err: "no question deadbeef waits (it was answered already, or there is none): waiting: 3f9a2c1b (plan.md: edit plan.md (Write)), 3f9a7700 (b.md: run `make` (Bash)), 77aa0011 (c.md: fetch https://example.com (WebFetch))"},
+		{name: "a reason too long", id: "3f9a2c1b", verdict: question.Deny, why: strings.Repeat("é", control.MaxWhy+1),
+			err: "the reason is 501 characters long, more than the 500 an answer takes: say it shorter"},
+		{name: "a reason just short enough", id: "3f9a2c1b", verdict: question.Deny, why: strings.Repeat("é", control.MaxWhy), live: true,
+			answer: `deny 3f9a2c1b "` + strings.Repeat("é", control.MaxWhy) + `" command`, next: "knotd continues the run now"},
 		{name: "no verdict", id: "3f9a2c1b", verdict: "yes", err: `"yes" is no answer: approve, deny or withdraw`},
 		{name: "no id", id: "plan.md", verdict: question.Approve, err: `"plan.md" is not a question's id`},
 	} {
