@@ -44,6 +44,17 @@ func newPages() (*pages, error) {
 		"age":   func(now, then time.Time) string { return control.Age(now.Sub(then)) },
 		"bound": func(s string) string { return bound(s, maxShown) },
 		"input": func(b []byte) string { return bound(indentJSON(b), maxShown) },
+		// questions are the questions of note ("": every note's), as the
+		// "questions" template shows them.
+		"questions": func(base string, now time.Time, qs []control.Question, note string) map[string]any {
+			var of []control.Question
+			for _, q := range qs {
+				if note == "" || q.Note == note {
+					of = append(of, q)
+				}
+			}
+			return map[string]any{"Base": base, "Now": now, "Questions": of, "Back": note}
+		},
 		"retryable": func(fs []control.Failure) int {
 			n := 0
 			for _, f := range fs {

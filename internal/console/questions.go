@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/question"
+	"github.com/knotd/knotd/internal/strand"
 )
 
 // The questions agents asked (permissions: ask) that wait for the user's
@@ -49,7 +50,8 @@ func indentJSON(b []byte) string {
 
 // answer answers a question (id, the whole of it; verdict: approve or
 // deny; why, the reason, optional), then sends the browser back to the
-// overview, saying what was done.
+// overview, or to the note's page it came from (back), saying what was
+// done.
 func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
@@ -81,7 +83,11 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 		a, err := q.Answer(ctx, id, verdict, why, question.FromConsole)
 		msg = saidAnswer(id, verdict, a, err)
 	}
-	http.Redirect(w, r, c.base+"?msg="+url.QueryEscape(msg), http.StatusSeeOther)
+	back := c.base + "?msg=" + url.QueryEscape(msg)
+	if note := r.PostForm.Get("back"); note != "" && strand.ValidateRel(note) == nil && strand.IsStrandPath(note) {
+		back = c.base + "note?path=" + url.QueryEscape(note) + "&msg=" + url.QueryEscape(msg)
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
 // saidAnswer is what the page says after an answer.

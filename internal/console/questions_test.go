@@ -60,6 +60,15 @@ func TestConsole_Questions(t *testing.T) {
 		require.NotContains(t, page, "<b>new</b>")
 		require.Less(t, len(page), 2*maxShown+16<<10, "the long diff is bounded")
 	}
+	// A note's page shows its own questions, and its buttons come back
+	// to it.
+	page := f.get(t, base+"note?path=b.md").Body.String()
+	require.Contains(t, page, "Questions waiting for your answer (1)")
+	require.Contains(t, page, "gemini asks to use mcp__db__query")
+	require.Contains(t, page, `<input type="hidden" name="back" value="b.md">`)
+	require.NotContains(t, page, "3f9a2c1b")
+	require.NotContains(t, f.get(t, base+"note?path=a.md").Body.String(), "Questions waiting")
+	require.NotContains(t, f.get(t, base).Body.String(), `name="back"`)
 	// None waits: no section.
 	f.b.status.Questions = nil
 	require.NotContains(t, f.get(t, base).Body.String(), "Questions waiting")
@@ -81,7 +90,7 @@ func TestConsole_Answer(t *testing.T) {
 			"approved 3f9a2c1b (notes/plan.md: edit notes/plan.md (Write)): knotd continues the run now"},
 		{url.Values{"id": {"77aa0011"}, "verdict": {"deny"}, "why": {"  not on the\nlive db "}}, 303, `deny 77aa0011 "not on the live db" console`,
 			"denied 77aa0011 (b.md: use mcp__db__query): knotd continues the run now"},
-		{url.Values{"id": {"3f9a2c1b"}, "verdict": {"deny"}}, 303, `deny 3f9a2c1b "" console`,
+		{url.Values{"id": {"3f9a2c1b"}, "verdict": {"deny"}, "back": {"notes/plan.md"}}, 303, `deny 3f9a2c1b "" console`,
 			"no question 3f9a2c1b waits (it was answered already, or there is none): no question waits"},
 		{url.Values{"id": {"3f9a"}, "verdict": {"approve"}}, 400, "", ""},
 		{url.Values{"id": {"../../x"}, "verdict": {"approve"}}, 400, "", ""},
@@ -100,7 +109,12 @@ func TestConsole_Answer(t *testing.T) {
 		require.Equal(t, []string{tc.call}, calls)
 		loc, err := url.Parse(w.Header().Get("Location"))
 		require.NoError(t, err)
-		require.Equal(t, base, loc.Path)
+		if back := tc.form.Get("back"); back != "" {
+			require.Equal(t, base+"note", loc.Path)
+			require.Equal(t, back, loc.Query().Get("path"))
+		} else {
+			require.Equal(t, base, loc.Path)
+		}
 		require.Equal(t, tc.msg, loc.Query().Get("msg"))
 	}
 	// With no daemon, the page says so, and how to answer without it.
