@@ -68,11 +68,11 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := strings.TrimSpace(r.PostForm.Get("why"))
-	if utf8.RuneCountInString(why) > control.MaxWhy {
-		http.Error(w, fmt.Sprintf("the reason is longer than %d characters", control.MaxWhy), http.StatusBadRequest)
+	if len(why) > question.MaxWhy {
+		http.Error(w, fmt.Sprintf("the reason is longer than %d bytes: shorten it", question.MaxWhy), http.StatusBadRequest)
 		return
 	}
-	why = control.OneLine(why, control.MaxWhy)
+	why = control.OneLine(why, question.MaxWhy)
 	ctx, cancel := context.WithTimeout(r.Context(), backendTimeout)
 	defer cancel()
 	var msg string

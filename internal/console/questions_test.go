@@ -96,7 +96,7 @@ func TestConsole_Answer(t *testing.T) {
 		{url.Values{"id": {"../../x"}, "verdict": {"approve"}}, 400, "", ""},
 		{url.Values{"id": {"3f9a2c1b"}, "verdict": {"withdraw"}}, 400, "", ""},
 		{url.Values{"id": {"3f9a2c1b"}}, 400, "", ""},
-		{url.Values{"id": {"3f9a2c1b"}, "verdict": {"deny"}, "why": {strings.Repeat("x", control.MaxWhy+1)}}, 400, "", ""},
+		{url.Values{"id": {"3f9a2c1b"}, "verdict": {"deny"}, "why": {strings.Repeat("x", question.MaxWhy+1)}}, 400, "", ""},
 	} {
 		before := len(f.b.Calls())
 		w := f.post(t, base+"answer", tc.form, orig)

@@ -85,9 +85,6 @@ type Questioner interface {
 	Answer(ctx context.Context, id string, verdict question.Verdict, why string, from question.Source) (Answered, error)
 }
 
-// MaxWhy bounds the reason given with an answer, in characters.
-const MaxWhy = 500
-
 // ErrNoQuestion is wrapped by Answer's error when no question waits with
 // the id it was given: there is none, or it was answered already.
 var ErrNoQuestion = errors.New("no such question waits")

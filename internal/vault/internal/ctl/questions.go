@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/question"
@@ -48,8 +47,8 @@ func (c *Control) Answer(_ context.Context, id string, verdict question.Verdict,
 		return control.Answered{}, err
 	}
 	why = strings.TrimSpace(why)
-	if n := utf8.RuneCountInString(why); n > control.MaxWhy {
-		return control.Answered{}, fmt.Errorf("the reason is %d characters long, more than the %d an answer takes: say it shorter", n, control.MaxWhy)
+	if len(why) > question.MaxWhy {
+		return control.Answered{}, fmt.Errorf("the reason is %d bytes; at most %d are allowed: shorten it", len(why), question.MaxWhy)
 	}
 	if prefix {
 		qs, err := c.host.Questions()
