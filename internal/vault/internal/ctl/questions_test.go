@@ -77,7 +77,7 @@ func TestAnswer(t *testing.T) {
 			err: "no question whose id begins with dead waits: waiting: 3f9a2c1b (plan.md: edit plan.md (Write)), 3f9a7700 (b.md: run `make` (Bash)), 77aa0011 (c.md: fetch https://example.com (WebFetch))"},
 		{name: "an unknown id", id: "deadbeef", verdict: question.Deny, noQ: true,
 			err: "no question deadbeef waits (it was answered already, or there is none): waiting: 3f9a2c1b (plan.md: edit plan.md (Write)), 3f9a7700 (b.md: run `make` (Bash)), 77aa0011 (c.md: fetch https://example.com (WebFetch))"},
-		{name: "a reason too long", id: "3f9a2c1b", verdict: question.Deny, why: strings.Repeat("é", question.MaxWhy/2)+"x",
+		{name: "a reason too long", id: "3f9a2c1b", verdict: question.Deny, why: strings.Repeat("é", question.MaxWhy/2) + "x",
 			err: "the reason is 501 bytes; at most 500 are allowed: shorten it"},
 		{name: "a reason just short enough", id: "3f9a2c1b", verdict: question.Deny, why: strings.Repeat("é", question.MaxWhy/2), live: true,
 			answer: `deny 3f9a2c1b "` + strings.Repeat("é", question.MaxWhy/2) + `" command`, next: "knotd continues the run now"},
