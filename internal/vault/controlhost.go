@@ -201,8 +201,7 @@ func (h controlHost) AnswerQuestion(id string, verdict question.Verdict, why str
 
 // controlQuestion is q as the control socket says it.
 func controlQuestion(q Question) control.Question {
-	return control.Question{ID: q.ID, Note: q.Strand, Agent: q.Agent, RunID: q.RunID, Asked: q.Asked.UTC(),
-		Summary: control.Summary(q.Call), Call: q.Call}
+	return ctl.QuestionOf(q.ID, q.Strand, q.Agent, q.RunID, q.Asked, q.Call)
 }
 
 // liveJobs is the daemon's scheduler, as the control adapter submits to

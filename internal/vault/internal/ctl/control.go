@@ -162,8 +162,8 @@ func (c *Control) Running() int {
 
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
-// paused notes and the day's runs.
-func (c *Control) Status(ctx context.Context) (control.Status, error) {
+// paused notes, the questions that wait and the day's runs.
+func (c *Control) Status(context.Context) (control.Status, error) {
 	now := c.host.Now().UTC()
 	st := control.Status{
 		Vault: c.o.Root, PID: os.Getpid(), Since: c.o.Since, Now: now,
@@ -189,11 +189,6 @@ func (c *Control) Status(ctx context.Context) (control.Status, error) {
 	if err := storedStatus(&st, c.host.Store(), c.o.Folder.Runs()); err != nil {
 		return st, err
 	}
-	qs, err := c.Questions(ctx)
-	if err != nil {
-		return st, err
-	}
-	st.Questions = qs
 	for i, f := range st.Failures {
 		st.Failures[i].NoRetry = c.whyNoRetry(f.Note)
 	}
@@ -202,8 +197,8 @@ func (c *Control) Status(ctx context.Context) (control.Status, error) {
 
 // StoredStatus is the status of the vault at root, whose folder in the
 // state directory is f, when no daemon runs: what its state store and
-// transcripts say (failures, paused notes, the day's runs). It changes
-// nothing.
+// transcripts say (failures, paused notes, questions, the day's runs).
+// It changes nothing.
 func StoredStatus(f statedir.Folder, root string) (st control.Status, err error) {
 	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}, Questions: []control.Question{}}
 	// The store is open, read only, just for what it says, and closed
@@ -247,7 +242,8 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 }
 
 // readStored fills in st what the store s says: the notes whose last run
-// failed (newest first, at most maxFailuresShown) and the paused notes.
+// failed (newest first, at most maxFailuresShown), the paused notes and
+// the questions that wait (oldest first).
 func readStored(st *control.Status, s *state.Store) error {
 	err := s.ForEach(func(rec state.Record) error {
 		if rec.LastOutcome == state.OutcomeFailed {
@@ -267,7 +263,22 @@ func readStored(st *control.Status, s *state.Store) error {
 	for _, p := range ps {
 		st.Paused = append(st.Paused, control.Paused{Note: p.Path, Since: p.Since, Why: p.Why})
 	}
+	qs, err := s.Questions()
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q.Waiting() {
+			st.Questions = append(st.Questions, QuestionOf(q.ID, q.Strand, q.Agent, q.RunID, q.Asked, q.Call))
+		}
+	}
+	slices.SortStableFunc(st.Questions, func(a, b control.Question) int { return a.Asked.Compare(b.Asked) })
 	return nil
+}
+
+// QuestionOf is a question as the control socket says it.
+func QuestionOf(id, note, agent, runID string, asked time.Time, call question.Call) control.Question {
+	return control.Question{ID: id, Note: note, Agent: agent, RunID: runID, Asked: asked.UTC(), Summary: control.Summary(call), Call: call}
 }
 
 // addTranscripts fills in st what the transcripts in runs say: the
