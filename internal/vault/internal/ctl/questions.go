@@ -82,13 +82,19 @@ func (c *Control) Answer(_ context.Context, id string, verdict question.Verdict,
 		return control.Answered{}, err
 	}
 	c.host.Log().Info("question answered", "question", q.ID, "strand", q.Note, "verdict", verdict, "from", from)
-	return control.Answered{Question: q, Verdict: verdict, Next: c.next(verdict)}, nil
+	return control.Answered{Question: q, Verdict: verdict, Next: c.next(verdict, q.Note)}, nil
 }
 
-// next says what happens after an answer with verdict.
-func (c *Control) next(verdict question.Verdict) string {
+// next says what happens after an answer with verdict to a question of
+// the note rel.
+func (c *Control) next(verdict question.Verdict, rel string) string {
 	if verdict == question.Withdraw {
 		return "nothing runs for it"
+	}
+	if s := c.host.Store(); s != nil {
+		if _, paused, err := s.PausedOf(rel); err == nil && paused {
+			return "the note is paused: the run continues once it is resumed (knotd resume " + rel + ")"
+		}
 	}
 	if _, live := c.host.Live(); live {
 		return "knotd continues the run now"

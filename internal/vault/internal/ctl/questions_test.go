@@ -11,6 +11,7 @@ import (
 
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/question"
+	"github.com/knotd/knotd/internal/state"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,7 +63,8 @@ func TestAnswer(t *testing.T) {
 		answer  string // what the vault got, "" nothing
 		next    string
 		err     string
-		noQ     bool // the error is ErrNoQuestion
+		noQ     bool   // the error is ErrNoQuestion
+		paused  string // a paused note
 	}{
 		{name: "whole id, daemon", id: "3f9a2c1b", verdict: question.Approve, live: true,
 			answer: `approve 3f9a2c1b "" command`, next: "knotd continues the run now"},
@@ -70,6 +72,8 @@ func TestAnswer(t *testing.T) {
 			answer: `deny 3f9a2c1b "not that file" command`, next: "no knotd runs for the vault: the run continues at its next start or pass (knotd, or knotd --once)"},
 		{name: "a prefix only one has", id: "77aa", verdict: question.Withdraw, live: true,
 			answer: `withdraw 77aa0011 "" command`, next: "nothing runs for it"},
+		{name: "a paused note", id: "77aa0011", verdict: question.Approve, live: true, paused: "c.md",
+			answer: `approve 77aa0011 "" command`, next: "the note is paused: the run continues once it is resumed (knotd resume c.md)"},
 		{name: "a prefix of two", id: "3f9", verdict: question.Approve, err: `"3f9" is not a question's id`},
 		{name: "a longer prefix of two", id: "3f9A", verdict: question.Approve,
 			err: "3f9a is the start of the ids of 2 questions that wait (3f9a2c1b, 3f9a7700): give more of it"},
@@ -85,7 +89,13 @@ func TestAnswer(t *testing.T) {
 		{name: "no id", id: "plan.md", verdict: question.Approve, err: `"plan.md" is not a question's id`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := fakeHost{qs: &fakeQuestions{waiting: questions()}}
+			h := fakeHost{qs: &fakeQuestions{waiting: questions()}, store: openStore(t)}
+			if tc.paused != "" {
+				require.NoError(t, h.store.Update(func(tx *state.Tx) error {
+					_, err := tx.Pause(tc.paused, t0, "busy")
+					return err
+				}))
+			}
 			if tc.live {
 				h.live = &fakeScheduler{}
 			}
