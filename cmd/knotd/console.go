@@ -23,7 +23,8 @@ Serves the live console of VAULT (default: the current folder's) on a
 loopback address and prints its address, which carries a secret token: the
 notes with their last run, outcome and cost; the runs in progress with
 their output as it comes, the queue, failures and paused notes; a note's
-tie-off beside its runs; buttons to run, retry, pause and resume. It works
+tie-off beside its runs; buttons to run, retry, pause and resume; the
+questions agents asked, with Approve and Deny buttons. It works
 through the running knotd (start it first) and runs until interrupted.
 Only you can use it: the address's token is needed for every request, and
 requests from other web pages are refused.

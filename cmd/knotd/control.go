@@ -31,9 +31,10 @@ const controlUsage = `usage: knotd status [--json] [VAULT]
        knotd resume [NOTE...] [--vault VAULT]
 
 status   whether a knotd answers the vault on this machine (pid, since when,
-         device, agent), the runs in progress and waiting, the notes whose
-         last run failed, the paused notes and today's runs (UTC);
-         --json for scripts
+         device, agent), the questions agents asked that wait for your
+         answer (knotd approve --help), the runs in progress and waiting,
+         the notes whose last run failed, the paused notes and today's runs
+         (UTC); --json for scripts
 run      answer each NOTE now, changed or not, paused or not
 retry    run again every note whose last run failed (--since: only those
          that failed since WHEN: a time such as 2026-11-23 or
@@ -310,7 +311,7 @@ func showStatus(ctx context.Context, c *control.Client, root string, jsonOut boo
 			return err
 		}
 		if !known {
-			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
+			st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}, Questions: []control.Question{}}
 		}
 	}
 	if jsonOut {
@@ -346,6 +347,13 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintf(w, "\n%s (%d):\n", title, n)
 		return true
+	}
+	if section("questions waiting for your answer", len(st.Questions)) {
+		for _, q := range st.Questions {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\tasked %s ago\n", q.ID, q.Note, q.Summary, control.Age(st.Now.Sub(q.Asked)))
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  (knotd approve ID, or knotd deny ID --why TEXT; the note's tie-off shows each question whole)")
 	}
 	if section("running", len(st.Running)) {
 		for _, r := range st.Running {

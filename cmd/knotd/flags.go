@@ -46,6 +46,10 @@ Usage:
   knotd pause [--why TEXT] NOTE... / knotd resume [NOTE...]
                                  pause notes (their changes wait), resume them
                                  ('knotd status --help' says more)
+  knotd approve ID [--why TEXT] [VAULT] / knotd deny ID [--why TEXT] [VAULT]
+                                 answer a question an agent asked
+                                 (permissions: ask): let its call run, or not
+  knotd withdraw ID [VAULT]      end a question with no answer
   knotd service install|uninstall [--dry-run] [--no-start] [VAULT]
                                  run knotd on VAULT as a service of your user
                                  (systemd on Linux, launchd on macOS)

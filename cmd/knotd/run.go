@@ -111,6 +111,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && slices.Contains([]string{"status", "run", "retry", "pause", "resume"}, args[0]) {
 		return runControlCommand(ctx, args[0], args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && verdicts[args[0]] != "" {
+		return runAnswer(ctx, args[0], args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "doctor" {
 		return runDoctor(ctx, args[1:], stdout, stderr)
 	}
@@ -196,7 +199,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // commands are knotd's subcommands: a first argument that names one runs
 // it, any other is the VAULT.
-var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "doctor", "service", "git", "merge-tieoff", "hook", "help"}
+var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "approve", "deny", "withdraw", "doctor", "service", "git", "merge-tieoff", "hook", "help"}
 
 // helpTopicError says what is wrong with the arguments of knotd help.
 func helpTopicError(args []string) string {

@@ -2,7 +2,9 @@
 // vault's notes with their last run, outcome and cost, what the running
 // knotd is doing (runs in progress with their output as it comes, the
 // queue, failures, paused notes), a note's tie-off rendered as HTML beside
-// its run transcripts, and buttons to run, retry, pause and resume notes.
+// its run transcripts, buttons to run, retry, pause and resume notes, and
+// the questions agents asked (permissions: ask) with buttons to approve or
+// deny each.
 //
 // The console is its own process (knotd console). It reads the vault, never
 // writing to it, and steers the daemon only through a control.Backend (the

@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/transcript"
@@ -64,6 +66,28 @@ func (f *fakeBackend) Pause(_ context.Context, notes []string, why string) (cont
 }
 func (f *fakeBackend) Resume(_ context.Context, notes []string) (control.Result, error) {
 	return f.call("resume " + strings.Join(notes, ","))
+}
+
+func (f *fakeBackend) Questions(context.Context) ([]control.Question, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.status.Questions, f.err
+}
+
+func (f *fakeBackend) Answer(_ context.Context, id string, v question.Verdict, why string, from question.Source) (control.Answered, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("%s %s %q %s", v, id, why, from))
+	if f.err != nil {
+		return control.Answered{}, f.err
+	}
+	for i, q := range f.status.Questions {
+		if q.ID == id {
+			f.status.Questions = slices.Delete(f.status.Questions, i, i+1)
+			return control.Answered{Question: q, Verdict: v, Next: "knotd continues the run now"}, nil
+		}
+	}
+	return control.Answered{}, control.NoQuestion("no question " + id + " waits (it was answered already, or there is none): no question waits")
 }
 
 func (f *fakeBackend) Calls() []string {

@@ -41,6 +41,20 @@ func newPages() (*pages, error) {
 		"acts": func(base, note string, paused, gone bool, off, back string) map[string]any {
 			return map[string]any{"Base": base, "Note": note, "Paused": paused, "Gone": gone, "Off": off, "Back": back}
 		},
+		"age":   func(now, then time.Time) string { return control.Age(now.Sub(then)) },
+		"bound": func(s string) string { return bound(s, maxShown) },
+		"input": func(b []byte) string { return bound(indentJSON(b), maxShown) },
+		// questions are the questions of note ("": every note's), as the
+		// "questions" template shows them.
+		"questions": func(base string, now time.Time, qs []control.Question, note string) map[string]any {
+			var of []control.Question
+			for _, q := range qs {
+				if note == "" || q.Note == note {
+					of = append(of, q)
+				}
+			}
+			return map[string]any{"Base": base, "Now": now, "Questions": of, "Back": note}
+		},
 		"retryable": func(fs []control.Failure) int {
 			n := 0
 			for _, f := range fs {
@@ -71,6 +85,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+b+"run/{id}/events", c.events)
 	m.HandleFunc("GET "+b+"static/{name}", c.static)
 	m.HandleFunc("POST "+b+"act", c.act)
+	m.HandleFunc("POST "+b+"answer", c.answer)
 	c.mux = m
 }
 

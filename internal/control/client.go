@@ -11,6 +11,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"github.com/knotd/knotd/internal/question"
 )
 
 // Client reaches the daemon that serves the socket at Path. It is a
@@ -19,7 +21,10 @@ type Client struct {
 	Path string
 }
 
-var _ Backend = (*Client)(nil)
+var (
+	_ Backend    = (*Client)(nil)
+	_ Questioner = (*Client)(nil)
+)
 
 // Status asks the daemon what it is doing.
 func (c *Client) Status(ctx context.Context) (Status, error) {
@@ -81,6 +86,30 @@ func (c *Client) ReloadConfig(ctx context.Context) ([]string, error) {
 	return *resp.Files, nil
 }
 
+// Questions asks the daemon for the questions that wait.
+func (c *Client) Questions(ctx context.Context) ([]Question, error) {
+	resp, err := c.do(ctx, request{Op: "questions"})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Questions == nil {
+		return nil, errors.New("control: the daemon sent no questions")
+	}
+	return *resp.Questions, nil
+}
+
+// Answer asks the daemon to answer the question id (see Questioner).
+func (c *Client) Answer(ctx context.Context, id string, verdict question.Verdict, why string, from question.Source) (Answered, error) {
+	resp, err := c.do(ctx, request{Op: "answer", ID: id, Verdict: verdict, Why: why, From: from})
+	if err != nil {
+		return Answered{}, err
+	}
+	if resp.Answered == nil {
+		return Answered{}, errors.New("control: the daemon did not say what the answer did")
+	}
+	return *resp.Answered, nil
+}
+
 func (c *Client) result(ctx context.Context, req request) (Result, error) {
 	resp, err := c.do(ctx, req)
 	if err != nil {
@@ -130,6 +159,9 @@ func (c *Client) do(ctx context.Context, req request) (response, error) {
 		return response{}, fmt.Errorf("control: read the answer to %s: %w", req.Op, err)
 	}
 	if resp.Error != "" {
+		if resp.Code == codeNoQuestion {
+			return resp, NoQuestion(resp.Error)
+		}
 		return resp, errors.New(resp.Error)
 	}
 	return resp, nil

@@ -1,8 +1,8 @@
 // Package control is how the knotd commands that steer a running daemon
-// (knotd status, run, retry, pause, resume, and the console) reach it: a
-// local socket in the vault's folder of the state directory, never the
-// network. The daemon serves a Backend on it; a Client is the same
-// Backend at the other end.
+// (knotd status, run, retry, pause, resume, approve, deny, withdraw, and
+// the console) reach it: a local socket in the vault's folder of the
+// state directory, never the network. The daemon serves a Backend on it;
+// a Client is the same Backend at the other end.
 //
 // The protocol is one JSON request and one JSON response per connection,
 // each on one line:
@@ -14,9 +14,13 @@
 //	{"op":"resume","notes":[]}               (no notes: every paused note)
 //	{"op":"copy_state"}                      (a StateCopier's: knotd --once --dry-run)
 //	{"op":"reload"}                          (a Reloader's: knotd trust)
+//	{"op":"questions"}                       (a Questioner's: the questions that wait)
+//	{"op":"answer","id":"3f9a2c1b","verdict":"deny","why":"…","from":"command"}
 //
-// answered by {"status":{…}}, {"result":{…}}, {"path":"…"} (copy_state)
-// or {"files":[…]} (reload), or {"error":"…"}.
+// answered by {"status":{…}}, {"result":{…}}, {"path":"…"} (copy_state),
+// {"files":[…]} (reload), {"questions":[…]}, {"answered":{…}}, or
+// {"error":"…"} (with "code":"no_question" when no question waits with
+// the id an answer names).
 //
 // The socket is a Unix domain socket (on Windows too, which has them
 // since Windows 10 1803), made 0600 in a folder that is 0700: only the
@@ -26,7 +30,12 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+
+	"github.com/knotd/knotd/internal/question"
 )
 
 // Backend is what the daemon does for the commands.
@@ -63,6 +72,134 @@ type Reloader interface {
 	ReloadConfig(ctx context.Context) ([]string, error)
 }
 
+// Questioner is a Backend that lists the questions agents asked
+// (permissions: ask) that wait for the user's answer, and answers one:
+// knotd status, knotd approve|deny|withdraw and the console.
+type Questioner interface {
+	// Questions returns the questions that wait, oldest first.
+	Questions(ctx context.Context) ([]Question, error)
+	// Answer answers the question id (a unique prefix of it will do)
+	// with verdict and the user's reason why, given from (the command
+	// or the console). An id no waiting question has is an error that
+	// wraps ErrNoQuestion and lists the ids that wait.
+	Answer(ctx context.Context, id string, verdict question.Verdict, why string, from question.Source) (Answered, error)
+}
+
+// ErrNoQuestion is wrapped by Answer's error when no question waits with
+// the id it was given: there is none, or it was answered already.
+var ErrNoQuestion = errors.New("no such question waits")
+
+// NoQuestion returns an error that says msg and wraps ErrNoQuestion.
+func NoQuestion(msg string) error { return said{msg, ErrNoQuestion} }
+
+// said is an error worded for people that is a sentinel error too.
+type said struct {
+	msg string
+	is  error
+}
+
+func (e said) Error() string { return e.msg }
+func (e said) Unwrap() error { return e.is }
+
+// QuestionID reads the id of a question the user typed: the 8 hex digits
+// of a question's id (question.IDLen), or at least 4 of its first ones
+// (prefix is then true), in either case. It says what is wrong with
+// anything else.
+func QuestionID(s string) (id string, prefix bool, err error) {
+	id = strings.ToLower(strings.TrimSpace(s))
+	ok := len(id) >= 4 && len(id) <= question.IDLen
+	for i := 0; ok && i < len(id); i++ {
+		c := id[i]
+		ok = '0' <= c && c <= '9' || 'a' <= c && c <= 'f'
+	}
+	if !ok {
+		return "", false, fmt.Errorf("%q is not a question's id: that is %d hex digits such as 3f9a2c1b (or its first 4 or more), as the question in the tie-off and knotd status show it", s, question.IDLen)
+	}
+	return id, len(id) < question.IDLen, nil
+}
+
+// Question is a call an agent asked to make that waits for the user's
+// answer. Times are UTC.
+type Question struct {
+	ID string `json:"id"`
+	// Note is the vault-relative path of the note whose run asked.
+	Note  string    `json:"note"`
+	Agent string    `json:"agent"`
+	RunID string    `json:"run_id"`
+	Asked time.Time `json:"asked"`
+	// Summary is what the call does, on one line (see Summary).
+	Summary string        `json:"summary"`
+	Call    question.Call `json:"call"`
+}
+
+// Answered is what an answer did: the question it answered, and what
+// happens next.
+type Answered struct {
+	Question Question         `json:"question"`
+	Verdict  question.Verdict `json:"verdict"`
+	// Next says what happens now, in a sentence: the run continues, or
+	// when it will.
+	Next string `json:"next"`
+}
+
+// maxSummary bounds Summary, in characters.
+const maxSummary = 120
+
+// Summary says what a held call does, on one line of at most maxSummary
+// characters: "edit notes/plan.md (Write)", "run `git push` (Bash)",
+// "fetch https://example.com (WebFetch)", "use Tool".
+func Summary(c question.Call) string {
+	var s string
+	switch {
+	case c.Kind == question.KindEdit && c.Path != "":
+		s = "edit " + c.Path
+	case c.Kind == question.KindCommand && c.Command != "":
+		s = "run `" + strings.TrimSpace(c.Command) + "`"
+	case c.Kind == question.KindFetch && c.URL != "":
+		s = "fetch " + c.URL
+	case c.Kind == question.KindEdit:
+		s = "edit a file"
+	case c.Kind == question.KindCommand:
+		s = "run a command"
+	case c.Kind == question.KindFetch:
+		s = "reach the network"
+	default:
+		s = "use " + c.Tool
+	}
+	if c.Tool != "" && !strings.HasPrefix(s, "use ") {
+		s += " (" + c.Tool + ")"
+	}
+	return OneLine(s, maxSummary)
+}
+
+// OneLine is s on one line, its control characters and runs of space
+// made one space, cut to at most n characters (ending in "…" when cut).
+func OneLine(s string, n int) string {
+	words := strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })
+	r := []rune(strings.Join(words, " "))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:max(0, n-1)]) + "…"
+}
+
+// Age says how long ago something was, to the second under a minute, to
+// the minute under a day, then in days and hours: "40s", "5m", "3h20m",
+// "2d4h".
+func Age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
 // Status is what knotd status shows: the daemon, its work and its notes.
 // Times are UTC.
 type Status struct {
@@ -84,7 +221,10 @@ type Status struct {
 	Paused   []Paused  `json:"paused"`
 	// Deferred are the notes whose changes wait for the day's budget.
 	Deferred []Paused `json:"deferred"`
-	Today    Totals   `json:"today"`
+	// Questions are the questions that wait for the user's answer, oldest
+	// first.
+	Questions []Question `json:"questions"`
+	Today     Totals     `json:"today"`
 	// Now is when the status was taken (elapsed times are to it).
 	Now time.Time `json:"now"`
 }

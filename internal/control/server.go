@@ -11,6 +11,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/knotd/knotd/internal/question"
 )
 
 // request is one command on the wire.
@@ -19,6 +21,10 @@ type request struct {
 	Notes []string  `json:"notes,omitempty"`
 	Since time.Time `json:"since,omitzero"`
 	Why   string    `json:"why,omitempty"`
+	// An answer's: the question's id, the verdict, where it comes from.
+	ID      string           `json:"id,omitempty"`
+	Verdict question.Verdict `json:"verdict,omitempty"`
+	From    question.Source  `json:"from,omitempty"`
 }
 
 // response is one answer on the wire.
@@ -27,8 +33,17 @@ type response struct {
 	Result *Result   `json:"result,omitempty"`
 	Path   string    `json:"path,omitempty"`
 	Files  *[]string `json:"files,omitempty"`
-	Error  string    `json:"error,omitempty"`
+	// A Questioner's.
+	Questions *[]Question `json:"questions,omitempty"`
+	Answered  *Answered   `json:"answered,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	// Code says which error Error is, when a caller tells it from the
+	// others: codeNoQuestion (ErrNoQuestion).
+	Code string `json:"code,omitempty"`
 }
+
+// codeNoQuestion is the Code of an error that wraps ErrNoQuestion.
+const codeNoQuestion = "no_question"
 
 // Bounds of the protocol: a request is a command and a few paths, a
 // response a status of a busy vault.
@@ -167,6 +182,31 @@ func answer(ctx context.Context, req request, b Backend) response {
 			resp.Files = &files
 		}
 		return withError(resp, err)
+	case "questions":
+		q, ok := b.(Questioner)
+		if !ok {
+			return response{Error: "this knotd does not take questions"}
+		}
+		qs, err := q.Questions(ctx)
+		if err == nil {
+			resp.Questions = &qs
+		}
+		return withError(resp, err)
+	case "answer":
+		q, ok := b.(Questioner)
+		if !ok {
+			return response{Error: "this knotd does not take answers"}
+		}
+		// The socket is the machine's: an answer through it is the
+		// command's or the console's, never the note's.
+		if req.From != question.FromCommand && req.From != question.FromConsole {
+			return response{Error: fmt.Sprintf("an answer through the control socket comes from the command or the console, not %q", req.From)}
+		}
+		a, err := q.Answer(ctx, req.ID, req.Verdict, req.Why, req.From)
+		if err == nil {
+			resp.Answered = &a
+		}
+		return withError(resp, err)
 	default:
 		return response{Error: fmt.Sprintf("knotd does not know the command %q (a newer knotd's?)", req.Op)}
 	}
@@ -179,6 +219,9 @@ func answer(ctx context.Context, req request, b Backend) response {
 func withError(resp response, err error) response {
 	if err != nil {
 		resp.Error = err.Error()
+		if errors.Is(err, ErrNoQuestion) {
+			resp.Code = codeNoQuestion
+		}
 	}
 	return resp
 }

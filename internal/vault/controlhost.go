@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/vault/internal/ctl"
@@ -172,6 +174,34 @@ func (h controlHost) ReadStrand(rel string) ([]byte, bool, error) {
 func (h controlHost) Reload(why string) ([]string, error) {
 	r, err := h.v.Reload(why)
 	return r.Files, err
+}
+
+func (h controlHost) Questions() ([]control.Question, error) {
+	qs, err := h.v.Questions()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]control.Question, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, controlQuestion(q))
+	}
+	return out, nil
+}
+
+func (h controlHost) AnswerQuestion(id string, verdict question.Verdict, why string, from question.Source) (control.Question, error) {
+	q, err := h.v.AnswerQuestion(id, verdict, why, from)
+	if errors.Is(err, ErrNoQuestion) {
+		return control.Question{}, fmt.Errorf("%w: %w", control.ErrNoQuestion, err)
+	}
+	if err != nil {
+		return control.Question{}, err
+	}
+	return controlQuestion(q), nil
+}
+
+// controlQuestion is q as the control socket says it.
+func controlQuestion(q Question) control.Question {
+	return ctl.QuestionOf(q.ID, q.Strand, q.Agent, q.RunID, q.Asked, q.Call)
 }
 
 // liveJobs is the daemon's scheduler, as the control adapter submits to

@@ -2,14 +2,25 @@
 // progress. It inserts only HTML the console rendered (and escaped).
 "use strict";
 
+// busy: the user is writing in a form of el (a question's reason), which a
+// refresh would wipe.
+function busy(el) {
+  const a = document.activeElement;
+  if (a && el.contains(a) && a.matches("input, textarea")) {
+    return true;
+  }
+  return [...el.querySelectorAll("input[type=text], textarea")].some((i) => i.value !== "");
+}
+
 function refresh(el) {
   const src = el.dataset.src;
   const tick = async () => {
-    if (document.visibilityState === "visible") {
+    if (document.visibilityState === "visible" && !busy(el)) {
       try {
         const r = await fetch(src, { cache: "no-store", credentials: "same-origin" });
-        if (r.ok) {
-          el.innerHTML = await r.text();
+        const html = r.ok ? await r.text() : "";
+        if (r.ok && !busy(el)) {
+          el.innerHTML = html;
         }
       } catch (e) {
         // the console stopped, or the network hiccuped: try again later

@@ -1,9 +1,10 @@
 // Package ctl is the control socket's adapter of a vault (Control): what
-// knotd status, run, retry, pause, resume and trust ask of it, served by
-// the daemon (control.Backend) or called by the commands on a vault they
-// open themselves; the runs in progress (Active); and the status of a
-// vault no daemon runs, from its state store and transcripts
-// (StoredStatus). What it needs of the vault is Host.
+// knotd status, run, retry, pause, resume, trust, approve, deny and
+// withdraw ask of it, served by the daemon (control.Backend) or called by
+// the commands on a vault they open themselves; the runs in progress
+// (Active); and the status of a vault no daemon runs, from its state
+// store and transcripts (StoredStatus). What it needs of the vault is
+// Host.
 package ctl
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/scheduler"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
@@ -56,6 +58,12 @@ type Host interface {
 	// Reload loads the configuration again, as SIGHUP does, and returns
 	// the files read.
 	Reload(why string) (files []string, err error)
+	// Questions returns the questions that wait for the user's answer,
+	// oldest first.
+	Questions() ([]control.Question, error)
+	// AnswerQuestion answers the question whose whole id is id; when no
+	// question with that id waits, its error wraps control.ErrNoQuestion.
+	AnswerQuestion(id string, verdict question.Verdict, why string, from question.Source) (control.Question, error)
 }
 
 // Scheduler is the daemon's scheduler, as the control adapter uses it.
@@ -154,13 +162,14 @@ func (c *Control) Running() int {
 
 // Status says what the daemon does: whether this device answers, the
 // runs in progress and waiting, the notes whose last run failed, the
-// paused notes and the day's runs.
+// paused notes, the questions that wait and the day's runs.
 func (c *Control) Status(context.Context) (control.Status, error) {
 	now := c.host.Now().UTC()
 	st := control.Status{
 		Vault: c.o.Root, PID: os.Getpid(), Since: c.o.Since, Now: now,
 		Device: c.o.Device.Name, DeviceID: c.o.Device.ID, Agent: c.host.DefaultAgent(),
 		Running: c.o.Active.list(now), Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{},
+		Questions: []control.Question{},
 	}
 	for rel, d := range c.o.Budget.Deferred() {
 		st.Deferred = append(st.Deferred, control.Paused{Note: rel, Since: d.Since, Why: d.Why})
@@ -188,10 +197,10 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 
 // StoredStatus is the status of the vault at root, whose folder in the
 // state directory is f, when no daemon runs: what its state store and
-// transcripts say (failures, paused notes, the day's runs). It changes
-// nothing.
+// transcripts say (failures, paused notes, questions, the day's runs).
+// It changes nothing.
 func StoredStatus(f statedir.Folder, root string) (st control.Status, err error) {
-	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}}
+	st = control.Status{Vault: root, Now: time.Now().UTC(), Running: []control.Running{}, Queued: []control.Queued{}, Failures: []control.Failure{}, Paused: []control.Paused{}, Deferred: []control.Paused{}, Questions: []control.Question{}}
 	// The store is open, read only, just for what it says, and closed
 	// before the transcripts are read: a status never holds a knotd that
 	// starts (a --once, a service) out of the store (it waits up to a
@@ -233,7 +242,8 @@ func storedStatus(st *control.Status, s *state.Store, runs string) error {
 }
 
 // readStored fills in st what the store s says: the notes whose last run
-// failed (newest first, at most maxFailuresShown) and the paused notes.
+// failed (newest first, at most maxFailuresShown), the paused notes and
+// the questions that wait (oldest first).
 func readStored(st *control.Status, s *state.Store) error {
 	err := s.ForEach(func(rec state.Record) error {
 		if rec.LastOutcome == state.OutcomeFailed {
@@ -253,7 +263,22 @@ func readStored(st *control.Status, s *state.Store) error {
 	for _, p := range ps {
 		st.Paused = append(st.Paused, control.Paused{Note: p.Path, Since: p.Since, Why: p.Why})
 	}
+	qs, err := s.Questions()
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		if q.Waiting() {
+			st.Questions = append(st.Questions, QuestionOf(q.ID, q.Strand, q.Agent, q.RunID, q.Asked, q.Call))
+		}
+	}
+	slices.SortStableFunc(st.Questions, func(a, b control.Question) int { return a.Asked.Compare(b.Asked) })
 	return nil
+}
+
+// QuestionOf is a question as the control socket says it.
+func QuestionOf(id, note, agent, runID string, asked time.Time, call question.Call) control.Question {
+	return control.Question{ID: id, Note: note, Agent: agent, RunID: runID, Asked: asked.UTC(), Summary: control.Summary(call), Call: call}
 }
 
 // addTranscripts fills in st what the transcripts in runs say: the

@@ -19,6 +19,7 @@ type fakeHost struct {
 	store  *state.Store
 	live   *fakeScheduler
 	notRun map[string]string
+	qs     *fakeQuestions
 }
 
 func (h fakeHost) Now() time.Time                  { return time.Now() }
