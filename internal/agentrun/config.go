@@ -180,6 +180,11 @@ func (a *Agent) askWait() time.Duration {
 	return a.AskWait
 }
 
+// asksWhileRunning reports whether the agent asks knotd before each call
+// its permissions ask holds, and waits for the answer while it runs: an ACP
+// agent (its session/request_permission), to which ask_wait applies.
+func (a *Agent) asksWhileRunning() bool { return acpPresets[a.kind()] != nil || a.acp() }
+
 // hasTools reports whether the agent's CLI can act on files or run
 // commands, so that Permissions applies to it.
 func (a *Agent) hasTools() bool {
@@ -360,7 +365,7 @@ func (a *Agent) Validate() error {
 	}
 	switch {
 	case a.AskWait == 0:
-	case acpPresets[a.kind()] == nil && !a.acp():
+	case !a.asksWhileRunning():
 		add("ask_wait applies to ACP agents (the gemini, claude-acp, codex-acp and opencode presets, protocol: acp) at permissions: ask; remove it")
 	case a.AskWait < 0:
 		add("ask_wait %v is negative", a.AskWait)

@@ -187,6 +187,9 @@ func (tx *Tx) Delete(rel string) error {
 	if err := tx.ForgetBreaker(rel); err != nil {
 		return err
 	}
+	if _, err := tx.takeQuestions(rel); err != nil {
+		return err
+	}
 	return tx.unindex(rec)
 }
 
@@ -194,7 +197,7 @@ func (tx *Tx) Delete(rel string) error {
 // keeping its session, resume handle, turns and history: the strand was
 // moved, not replaced. It fails with ErrNotFound if oldRel has no record
 // and with ErrExists if newRel has one (Delete it first to replace it).
-func (tx *Tx) Rename(oldRel, newRel string) error {
+func (tx *Tx) Rename(oldRel, newRel string) (err error) {
 	if err := validatePath("rename", oldRel); err != nil {
 		return err
 	}
@@ -218,6 +221,20 @@ func (tx *Tx) Rename(oldRel, newRel string) error {
 		return err
 	}
 	content := bytes.Clone(tx.content.Get([]byte(oldRel)))
+	// Its questions still wait where it moved.
+	qs, err := tx.takeQuestions(oldRel)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, q := range qs {
+			if err != nil {
+				return
+			}
+			q.Strand = newRel
+			err = tx.PutQuestion(q)
+		}
+	}()
 	// A strand that loops goes on counting where it moved.
 	breaker, err := tx.Breaker(oldRel)
 	if err != nil {
