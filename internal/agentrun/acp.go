@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -801,6 +802,10 @@ func editPaths(tc acp.ToolCallUpdate) []string {
 	return slices.Compact(paths)
 }
 
+// acpResourceNotFound is ACP's error code for a resource that does not
+// exist (the TypeScript SDK's RequestError.resourceNotFound).
+const acpResourceNotFound = -32002
+
 func (cl acpClient) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	input := map[string]any{"path": p.Path}
 	line, limit := 0, 0
@@ -818,6 +823,16 @@ func (cl acpClient) ReadTextFile(ctx context.Context, p acp.ReadTextFileRequest)
 		err = errors.New("knotd offered no file system to this agent")
 	} else {
 		text, err = cl.c.fs.ReadTextFile(ctx, p.Path, line, limit)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if cl.c.preset.MissingReadsEmpty {
+			cl.c.fsCall("fs/read_text_file", input, "the file does not exist: answered as empty, the content of the file a write would create", nil)
+			return acp.ReadTextFileResponse{Content: ""}, nil
+		}
+		// ACP's own error for a missing resource, which agents tell
+		// from a failure (a file their edit would create).
+		cl.c.fsCall("fs/read_text_file", input, "", err)
+		return acp.ReadTextFileResponse{}, &acp.RequestError{Code: acpResourceNotFound, Message: "Resource not found: " + p.Path, Data: map[string]any{"uri": p.Path}}
 	}
 	cl.c.fsCall("fs/read_text_file", input, fmt.Sprintf("read %d bytes", len(text)), err)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,7 +176,10 @@ type testFS struct {
 	mu     sync.Mutex
 	refuse error // MayEdit's answer
 	files  map[string]string
-	calls  []string
+	// missing: a file not in files does not exist (fs.ErrNotExist), as
+	// the vault's file system says, rather than a failure
+	missing bool
+	calls   []string
 }
 
 func (f *testFS) ReadTextFile(_ context.Context, path string, line, limit int) (string, error) {
@@ -182,6 +187,9 @@ func (f *testFS) ReadTextFile(_ context.Context, path string, line, limit int) (
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "read "+filepath.Base(path))
 	s, ok := f.files[path]
+	if !ok && f.missing {
+		return "", fmt.Errorf("%s: %w", filepath.Base(path), fs.ErrNotExist)
+	}
 	if !ok {
 		return "", errors.New("no such note")
 	}
@@ -354,6 +362,33 @@ func TestACP_FileSystem(t *testing.T) {
 				t.Errorf("Result.Message has %d file system blocks; want 4: %+v", n, res.Message.Blocks)
 			}
 		})
+	}
+}
+
+// TestACP_ReadMissingFile: a read of a file that does not exist is
+// answered with ACP's own error for a missing resource (-32002, "Resource
+// not found"), which an agent tells from a failure (the file its write
+// would create), not with the internal error of a failed read.
+func TestACP_ReadMissingFile(t *testing.T) {
+	agent, state := fakeACP(t, "fs")
+	agent.Permissions = PermEdit
+	req := runRequest(t, agent, planV1)
+	req.FS = &testFS{files: map[string]string{}, missing: true}
+	res := mustRun(t, &Runner{}, req)
+	if res.Outcome != OutcomeOK || !strings.Contains(res.Reply, "[read: error: Resource not found: "+filepath.Join(req.Vault, "in.md")+"]") {
+		t.Fatalf("Run = %s %q reply %q; want ok, the read refused as a missing resource", res.Outcome, res.Reason, res.Reply)
+	}
+	var code int
+	for _, m := range acpReceived(t, state) {
+		var e struct {
+			Error *struct{ Code int } `json:"error"`
+		}
+		if raw, ok := m["error"]; ok && json.Unmarshal([]byte(`{"error":`+string(raw)+`}`), &e) == nil && e.Error != nil {
+			code = e.Error.Code
+		}
+	}
+	if code != -32002 {
+		t.Fatalf("the read's error code = %d; want -32002 (ACP's resource not found)", code)
 	}
 }
 

@@ -72,11 +72,20 @@ import (
 // used as it is. The default max_context is 800,000 tokens: Gemini's
 // models hold 1M.
 var Preset = &kit.ACPPreset{
-	Name:                  "Gemini CLI",
-	Program:               "gemini",
-	Args:                  []string{"--acp", "--approval-mode", "default"},
-	ModelFlag:             "--model",
-	MaxContext:            800_000,
+	Name:       "Gemini CLI",
+	Program:    "gemini",
+	Args:       []string{"--acp", "--approval-mode", "default"},
+	ModelFlag:  "--model",
+	MaxContext: 800_000,
+	// Gemini CLI 0.61.0 takes an ACP error for a read as a failure
+	// whatever its code: its client rejects with the error object, which
+	// its check for a missing file (the message of an Error, or
+	// String(err): "[object Object]") never matches, so write_file of a
+	// new file through knotd's file system always failed ("Error checking
+	// existing file: … does not exist"). Read as empty, the file is one
+	// write_file creates; its read_file tool checks that a file exists
+	// itself, with node's fs, before it reads.
+	MissingReadsEmpty:     true,
 	Format:                FormatACP,
 	Replay:                true,
 	LoadID:                loadID,

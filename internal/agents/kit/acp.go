@@ -67,4 +67,9 @@ type ACPPreset struct {
 	// DecoderNotesInMessage keeps the decoder's notes in the transcript's
 	// message only, not among the run's notes.
 	DecoderNotesInMessage bool
+	// MissingReadsEmpty answers fs/read_text_file of a file that does not
+	// exist with empty content rather than ACP's "Resource not found"
+	// error, for an agent that cannot tell that error from a failure and
+	// so could never create a file through knotd's file system.
+	MissingReadsEmpty bool
 }
