@@ -76,13 +76,18 @@ const (
 // Question is the event of a question that waits: the agent working on
 // note (vault-relative) asks to do what summary says, and the question's
 // id is what an answer names.
-func Question(vault, note, id, summary string, at time.Time) Event {
+func Question(vault, note, id, summary string, machineOnly bool, at time.Time) Event {
 	summary = clean(summary, maxMessage/2)
+	how := ". To answer, add to the note's frontmatter: knot_answer: approve " + id +
+		" (or deny " + id + " and your reason); or run knotd approve " + id + " / knotd deny " + id
+	if machineOnly {
+		// answers_from: machine: an answer in the note is not taken.
+		how = ". To answer, run knotd approve " + id + " / knotd deny " + id + " on the machine that runs knotd, or use its console"
+	}
 	return Event{
 		Kind: KindQuestion, ID: "question/" + id, Vault: vault, Note: note, Time: at.UTC(),
-		Title: clean("knotd asks: "+summary, maxTitle),
-		Message: clean(noteName(vault, note)+": "+summary+". To answer, add to the note's frontmatter: knot_answer: approve "+id+
-			" (or deny "+id+" and your reason); or run knotd approve "+id+" / knotd deny "+id, maxMessage),
+		Title:   clean("knotd asks: "+summary, maxTitle),
+		Message: clean(noteName(vault, note)+": "+summary+how, maxMessage),
 		Question: &QuestionInfo{ID: id, Summary: summary},
 	}
 }

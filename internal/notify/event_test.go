@@ -34,7 +34,7 @@ func TestEvents_Bounded(t *testing.T) {
 	long := strings.Repeat("error line\n", 500)
 	at := time.Date(2026, 11, 28, 10, 0, 0, 0, time.FixedZone("x", 3600))
 	for _, e := range []Event{
-		Question("/v", "a.md", "3f9a2c1b", long, at),
+		Question("/v", "a.md", "3f9a2c1b", long, false, at),
 		Failed("/v", "a.md", "", long, at),
 		Paused("/v", "a.md", "x", long, long, at),
 	} {

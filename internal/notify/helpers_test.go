@@ -45,7 +45,7 @@ func flush(t *testing.T, n *Notifier) {
 // events are three events of a vault, of each kind.
 func events(at time.Time) []Event {
 	return []Event{
-		Question("/home/ada/notes", "ideas/plan.md", "3f9a2c1b", "edit ideas/plan.md", at),
+		Question("/home/ada/notes", "ideas/plan.md", "3f9a2c1b", "edit ideas/plan.md", false, at),
 		Failed("/home/ada/notes", "ideas/plan.md", "01936f4e-1a2b-7c3d-8e4f-a1b2c3d4e5f6", "claude exited with status 1: rate limited", at),
 		Paused("/home/ada/notes", "log.md", "breaker/log.md/1", "its last 5 runs failed", "knotd resume log.md resumes it", at),
 	}

@@ -1,13 +1,23 @@
 package vault
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/notify"
+	"github.com/knotd/knotd/internal/question"
+	"github.com/stretchr/testify/require"
 )
 
 // counted is a Notifier that keeps every event the vault tells it.
@@ -105,5 +115,89 @@ func TestNotify_Budget(t *testing.T) {
 		if ev.ID != evs[0].ID || !strings.Contains(ev.Message, "the vault's budget of 1 runs a day is spent") {
 			t.Errorf("told %+v; want the vault's cap, under one id for the day (%s)", ev, evs[0].ID)
 		}
+	}
+}
+
+// TestNotify_QuestionReachesTheURLOnce: a question that starts waiting is
+// told through a real Notifier to a loopback receiver in ntfy's style,
+// once: a later pass with nothing new, the question's rebuild after a
+// restart, and its answer tell nothing more. Under answers_from: machine
+// the message does not offer the note's knot_answer line.
+func TestNotify_QuestionReachesTheURLOnce(t *testing.T) {
+	for _, machineOnly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "anywhere", true: "machine"}[machineOnly], func(t *testing.T) {
+			var (
+				mu    sync.Mutex
+				posts []string
+			)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				posts = append(posts, r.Header.Get("Title")+"\n"+string(body))
+				mu.Unlock()
+			}))
+			defer srv.Close()
+			got := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Clone(posts)
+			}
+			e := newEnv(t)
+			e.useAgent("", fakeagent.Echo)
+			if machineOnly {
+				cfg, err := os.ReadFile(filepath.Join(e.configDir, "config.yaml"))
+				mustDo(t, err)
+				e.userConfig("answers_from: machine\n" + string(cfg))
+			}
+			open := func() (*Vault, *notify.Notifier, func()) {
+				n := notify.New(notify.Options{Vault: e.root, Sinks: []notify.Sink{notify.URL{URL: srv.URL}}})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- n.Run(ctx) }()
+				opts := e.options()
+				opts.Agent = &askingRunner{inner: &agentrun.Runner{}, root: e.root}
+				opts.Notifier = n
+				v, err := Open(e.root, opts)
+				mustDo(t, err)
+				return v, n, func() {
+					mustDo(t, v.Close())
+					cancel()
+					if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+						t.Errorf("notifier: %v", err)
+					}
+				}
+			}
+			flush := func(n *notify.Notifier) {
+				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+				defer cancel()
+				mustDo(t, n.Flush(ctx))
+			}
+			v, n, closeV := open()
+			e.once(v, false)
+			e.write("n.md", "Please write it.\nASK WRITE out.txt hello\n")
+			e.once(v, false)
+			flush(n)
+			qs, err := v.Questions()
+			mustDo(t, err)
+			require.Len(t, qs, 1)
+			p := got()
+			require.Len(t, p, 1, "the question is told once")
+			require.Contains(t, p[0], "knotd asks: ")
+			require.Contains(t, p[0], "knotd approve "+qs[0].ID)
+			require.Equal(t, !machineOnly, strings.Contains(p[0], "knot_answer: approve "+qs[0].ID), "the note's line is offered where the note's answers are taken: %s", p[0])
+
+			e.once(v, false) // nothing new
+			flush(n)
+			closeV()
+			v, n, closeV = open() // a restart: the question is the state's
+			defer closeV()
+			e.once(v, false)
+			_, err = v.AnswerQuestion(qs[0].ID, question.Approve, "", question.FromCommand)
+			mustDo(t, err)
+			e.once(v, false)
+			flush(n)
+			require.Len(t, got(), 1, "nothing more is told")
+			require.Equal(t, "hello", e.read("out.txt"))
+		})
 	}
 }

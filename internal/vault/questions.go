@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/config"
+	"github.com/knotd/knotd/internal/notify"
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
@@ -337,6 +338,7 @@ func (v *Vault) ask(rel string, run pipeline.Asking, call question.Call) (state.
 func (v *Vault) tellQuestion(q Question) {
 	v.log.Info("a question waits for your answer", "strand", q.Strand, "question", q.ID, "agent", q.Agent,
 		"what", callSummary(q.Call), "approve", "knotd approve "+q.ID)
+	v.tell(notify.Question(v.root, q.Strand, q.ID, callSummary(q.Call), v.config().AnswersFrom == config.AnswersMachine, v.now()))
 }
 
 // pipelineQuestions are the pipeline's questions hooks (pipeline.Questions).
