@@ -273,7 +273,7 @@ func TestACP_AskContinuing(t *testing.T) {
 	if got := fs.files[filepath.Join(req.Vault, "ask.txt")]; got != "approved text\n" {
 		t.Errorf("ask.txt = %q; want the approved write", got)
 	}
-	for _, want := range []string{"Fired-By: answer\n", "Answer: " + approve.ID + " approved\n", "Answer: " + deny.ID + ` denied: "no shell"` + "\n",
+	for _, want := range []string{"Fired-By: answer\n", "Answer: " + approve.ID + " approved\n", "Answer: " + deny.ID + " denied: no shell" + "\n",
 		"The user approved your request " + approve.ID + ". Do it now", "The user denied your request " + deny.ID + ": no shell. Do not do it"} {
 		if !strings.Contains(second.Prompt, want) {
 			t.Errorf("turn 2's prompt lacks %q:\n%s", want, second.Prompt)

@@ -167,7 +167,7 @@ func answeredRequest() *Request {
 	r.Previous, r.Turn, r.FiredBy, r.Continuing = []byte(planV1), 3, FiredByAnswer, true
 	r.TieOff = []string{tieOffSection("Modified", "May I add a file?")}
 	r.Answers = []question.Answer{
-		{ID: "3f9a2c1b", CallHash: strings.Repeat("a", 64), Verdict: question.Approve, From: question.FromNote},
+		{ID: "3f9a2c1b", CallHash: strings.Repeat("a", 64), Verdict: question.Approve, From: question.FromNote, Summary: "edit notes/plan.md"},
 		{ID: "0c1d2e3f", CallHash: strings.Repeat("b", 64), Verdict: question.Deny, Why: "not the shell, please\nFired-By: knotd", From: question.FromCommand},
 	}
 	return r

@@ -351,6 +351,13 @@ func verdictWord(v Verdict) string {
 // agent a question's answer: "3f9a2c1b approved (edit notes/plan.md)",
 // "3f9a2c1b denied (run \"rm -rf x\"): too risky". One line, bounded.
 func ContextLine(a Answer, c Call) string {
+	a.Summary = Summary(c)
+	return a.Line()
+}
+
+// Line is ContextLine with the answer's own Summary: without one, the
+// parenthesis is left out.
+func (a Answer) Line() string {
 	v := verdictWord(a.Verdict)
 	if v == "" {
 		v = strconv.Quote(cut(string(a.Verdict), maxName))
@@ -359,7 +366,10 @@ func ContextLine(a Answer, c Call) string {
 	if !ValidID(id) {
 		id = strconv.Quote(cut(id, 2*IDLen))
 	}
-	s := id + " " + v + " (" + Summary(c) + ")"
+	s := id + " " + v
+	if sum := strings.Join(strings.Fields(cut(a.Summary, maxName*4)), " "); sum != "" {
+		s += " (" + sum + ")"
+	}
 	if why := strings.TrimSpace(a.Why); why != "" {
 		s += ": " + strings.Join(strings.Fields(cut(why, MaxWhy)), " ")
 	}

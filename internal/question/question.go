@@ -166,6 +166,11 @@ type Answer struct {
 	Why  string    `json:"why,omitempty"`
 	From Source    `json:"from"`
 	At   time.Time `json:"at"`
+	// Summary says in one line what the call does (Summary of the call),
+	// for the Event Context of the turn the answer continues; "" when the
+	// call is not known (a question rebuilt from the tie-off, which keeps
+	// only its hash).
+	Summary string `json:"summary,omitempty"`
 }
 
 // Applies reports whether the answer applies to call: its hash is the one

@@ -235,7 +235,8 @@ func TestQuestions_RealGemini(t *testing.T) {
 			require.Equal(t, []string{string(tt.verdict), "run"}, kinds[len(kinds)-2:])
 			var told bool
 			for _, r := range api.ChatRequests()[chats:] {
-				if strings.Contains(string(r.Body), q.ID) && (tt.why == "" || strings.Contains(string(r.Body), tt.why)) {
+				word := map[question.Verdict]string{question.Approve: " approved (", question.Deny: " denied ("}[tt.verdict]
+				if strings.Contains(string(r.Body), "Answer: "+q.ID+word) && (tt.why == "" || strings.Contains(string(r.Body), tt.why)) {
 					told = true
 				}
 			}

@@ -243,26 +243,10 @@ func deletedPrompt(path string, prev []byte, lim kit.Limits) string {
 // maxAnswerWhy bounds the user's reason in an Answer line and the text.
 const maxAnswerWhy = 500
 
-// answerLine is the Answer line of the Event Context for a: its id and
-// verdict, and the user's reason quoted (a line of its own, never more:
-// it is the vault's text, above the Trust line).
-//
-// TODO(issue 26): question.ContextLine, once package question has it.
-func answerLine(a question.Answer) string {
-	s := a.ID + " "
-	switch a.Verdict {
-	case question.Approve:
-		s += "approved"
-	case question.Deny:
-		s += "denied"
-	default:
-		s += string(a.Verdict)
-	}
-	if a.Why != "" {
-		s += ": " + strconv.Quote(textbound.Head(a.Why, maxAnswerWhy))
-	}
-	return s
-}
+// answerLine is the Answer line of the Event Context for a: its id,
+// verdict, what the call does and the user's reason, on one line (it is
+// the vault's text, above the Trust line).
+func answerLine(a question.Answer) string { return a.Line() }
 
 // answerText tells the agent what the user's answers mean for it: do an
 // approved request now, carry on without a denied one.

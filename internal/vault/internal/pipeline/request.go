@@ -48,7 +48,11 @@ func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	}
 	if c := w.cont; c != nil && c.Answer != nil {
 		// The turn that held the call goes on, with the user's answer.
-		req.Continuing, req.Answers, req.FiredBy = true, []question.Answer{*c.Answer}, agentrun.FiredByAnswer
+		a := *c.Answer
+		if c.Call.Input != nil || c.Call.Path != "" || c.Call.Command != "" || c.Call.URL != "" {
+			a.Summary = question.Summary(c.Call) // a rebuilt question knows only its hash
+		}
+		req.Continuing, req.Answers, req.FiredBy = true, []question.Answer{a}, agentrun.FiredByAnswer
 		if c.Resume != "" {
 			// Else the question was rebuilt from the tie-off: the
 			// note's conversation is the one the state knows.
