@@ -86,8 +86,8 @@ func Question(vault, note, id, summary string, machineOnly bool, at time.Time) E
 	}
 	return Event{
 		Kind: KindQuestion, ID: "question/" + id, Vault: vault, Note: note, Time: at.UTC(),
-		Title:   clean("knotd asks: "+summary, maxTitle),
-		Message: clean(noteName(vault, note)+": "+summary+how, maxMessage),
+		Title:    clean("knotd asks: "+summary, maxTitle),
+		Message:  clean(noteName(vault, note)+": "+summary+how, maxMessage),
 		Question: &QuestionInfo{ID: id, Summary: summary},
 	}
 }

@@ -253,4 +253,3 @@ func TestQuestions_RealGemini(t *testing.T) {
 		})
 	}
 }
-
