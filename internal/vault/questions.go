@@ -636,6 +636,24 @@ func (v *Vault) openQuestions(rel string) []state.Question {
 	return qs
 }
 
+// RebuildQuestions implements pipeline.Questions: the questions rel's
+// tie-off leaves open, recorded where the state does not know them (a
+// version answered on another device, which asked them there).
+func (h pipelineHost) RebuildQuestions(rel string) error {
+	qs := h.v.openQuestions(rel)
+	if len(qs) == 0 {
+		return nil
+	}
+	return h.v.store.Update(func(tx *state.Tx) error {
+		for _, q := range qs {
+			if err := rebuildQuestion(tx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // rebuildQuestion records q, rebuilt from the tie-off, unless the state
 // knows that id already.
 func rebuildQuestion(tx *state.Tx, q state.Question) error {

@@ -599,3 +599,59 @@ func TestQuestions_ACPAgent(t *testing.T) {
 	require.Contains(t, secs[4].Body, "[write: allow]")
 	require.Len(t, e.calls(), 1, "one run")
 }
+
+// TestQuestions_Handover: device B, which kept its own state since before
+// the question, takes over answering after device A asked: as B records
+// the version A answered (the question section's sha256=), it learns the
+// question the tie-off leaves open, lists it, and an approval on B
+// continues the turn there (told the answer: the conversation is A's).
+func TestQuestions_Handover(t *testing.T) {
+	a := newEnv(t)
+	a.useAgent("", fakeagent.Echo)
+	b := a.otherDevice()
+	openWith := func(e *env) (*Vault, *askingRunner) {
+		ar := &askingRunner{inner: &agentrun.Runner{}, root: e.root}
+		opts := e.options()
+		opts.Agent = ar
+		v, err := Open(e.root, opts)
+		mustDo(t, err)
+		t.Cleanup(func() {
+			if v.store != nil {
+				_ = v.Close()
+			}
+		})
+		return v, ar
+	}
+	va, _ := openWith(a)
+	a.once(va, false)
+	vb, arb := openWith(b)
+	if sum := b.once(vb, false); sum.Standby == "" {
+		t.Fatalf("device B's first pass = %+v; want it to stand by", sum)
+	}
+	a.write("n.md", "Please write it.\nASK WRITE out.txt hello\n")
+	a.once(va, false)
+	qa, err := va.Questions()
+	mustDo(t, err)
+	require.Len(t, qa, 1)
+	a.close(va)
+
+	_, err = vb.Once(context.Background(), OnceOptions{TakeOver: true})
+	mustDo(t, err)
+	require.Empty(t, arb.requests(), "device B runs nothing for the version A answered")
+	qb, err := vb.Questions()
+	mustDo(t, err)
+	require.Len(t, qb, 1, "device B knows the question A asked")
+	require.Equal(t, qa[0].ID, qb[0].ID)
+
+	_, err = vb.AnswerQuestion(qb[0].ID, question.Approve, "", question.FromCommand)
+	mustDo(t, err)
+	b.once(vb, false)
+	require.Equal(t, "hello", b.read("out.txt"), "the approved call ran on device B")
+	reqs := arb.requests()
+	require.Len(t, reqs, 1)
+	require.True(t, reqs[0].Continuing)
+	require.Empty(t, reqs[0].Resume, "the conversation is device A's")
+	qb, err = vb.Questions()
+	mustDo(t, err)
+	require.Empty(t, qb)
+}

@@ -99,6 +99,11 @@ type Questions interface {
 	// Continued says that the continuing run of question id is journaled:
 	// the question is done.
 	Continued(id string) error
+	// RebuildQuestions records the questions the strand's tie-off leaves
+	// open, which the state may not know: its version was answered
+	// elsewhere (another device asked them, before this one took over
+	// answering).
+	RebuildQuestions(rel string) error
 }
 
 // Asking is the run that asked a question, as the question records it.

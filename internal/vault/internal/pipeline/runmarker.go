@@ -98,7 +98,12 @@ func (pl *Pipeline) commitAnswered(w *work, sec tieoff.Section) error {
 		}
 		err = h.Store().Put(rec, w.content)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The device that answered may have asked questions too: this one
+	// answers them now (a handover), so it must know them.
+	return h.RebuildQuestions(w.rel)
 }
 
 // answeredBefore reports whether the tie-off of the strand w, which this
