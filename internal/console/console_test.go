@@ -326,7 +326,13 @@ func TestConsole_Pages(t *testing.T) {
 	section, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), RunID: ok,
 		Body: "Some **bold** text, <script>alert(1)</script>, [a link](javascript:alert(2)) and <img src=x onerror=alert(3)>.\n"})
 	require.NoError(t, err)
-	f.write(t, "a.tieoff.md", string(section))
+	asked, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 1, 0, 0, time.UTC),
+		RunID: "01a221c7-0000-7000-8000-0000000000a1", Asked: true, Question: "3f9a2c1b", Call: strings.Repeat("a", 64), Body: "**claude asks to edit `a.md`**\n"})
+	require.NoError(t, err)
+	answered, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 2, 0, 0, time.UTC),
+		RunID: "01a221c7-0000-7000-8000-0000000000a2", Question: "3f9a2c1b", Verdict: "approve", Body: "Approved.\n"})
+	require.NoError(t, err)
+	f.write(t, "a.tieoff.md", string(section)+"\n---\n\n"+string(asked)+"\n---\n\n"+string(answered))
 
 	w := f.get(t, base)
 	require.Equal(t, 200, w.Code)
@@ -363,6 +369,9 @@ func TestConsole_Pages(t *testing.T) {
 	require.Contains(t, page, `href="`+base+`run/`+ok+`"`)
 	require.Contains(t, page, "$0.0123")
 	require.Contains(t, page, `value="resume"`) // a.md is paused
+	require.Contains(t, page, `class="section question"`, "a question section says so")
+	require.Contains(t, page, " · <strong>question</strong>")
+	require.Contains(t, page, " · <strong>approved</strong>", "and so does an answer")
 	require.NotContains(t, page, "<script>alert")
 	require.NotContains(t, page, "javascript:")
 	require.NotContains(t, page, "onerror")

@@ -236,7 +236,10 @@ func listNotes(root string, rules *ignore.Rules, runs []transcript.Summary) (not
 type sectionView struct {
 	Event, Time, RunID string
 	Failed, Paused     bool
-	HTML               template.HTML
+	// Status is a question's or an answer's: "question", "approved",
+	// "denied" or "withdrawn"; "" for a run's section.
+	Status string
+	HTML   template.HTML
 }
 
 // tieOffView is a note's tie-off as a page shows it.
@@ -280,8 +283,18 @@ func readTieOff(root *os.Root, note string) (tieOffView, error) {
 		}
 		v.Sections = append(v.Sections, sectionView{
 			Event: s.Event.String(), Time: s.Time.UTC().Format("2006-01-02 15:04:05 UTC"), RunID: s.RunID, Failed: s.Failed, Paused: s.Paused,
+			Status: sectionStatus(s),
 			HTML: template.HTML(buf.String()), // goldmark's output, raw HTML left out
 		})
 	}
 	return v, nil
+}
+
+// sectionStatus is the Status a question or an answer section shows, ""
+// for a run's.
+func sectionStatus(s tieoff.Section) string {
+	if s.Asked {
+		return "question"
+	}
+	return map[string]string{"approve": "approved", "deny": "denied", "withdraw": "withdrawn"}[s.Verdict]
 }
