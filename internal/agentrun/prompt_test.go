@@ -140,6 +140,18 @@ func TestBuildPrompt_Golden(t *testing.T) {
 			r.Continuing = false
 			return r
 		}},
+		// An ACP agent at permissions ask is told what becomes of a call
+		// that is not a read, and so is the claude preset.
+		{name: "asking-acp", req: func() *Request {
+			r := promptRequest(strand.Created, planV1)
+			r.Agent = Agent{Name: "goose", Command: []string{"goose", "acp"}, Protocol: ProtocolACP, Permissions: PermAsk}
+			return r
+		}},
+		{name: "asking-claude", req: func() *Request {
+			r := promptRequest(strand.Created, planV1)
+			r.Agent = Agent{Name: "claude", Preset: PresetClaude, Permissions: PermAsk}
+			return r
+		}},
 		{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
 			r := promptRequest(strand.Modified, "code:\n````go\nx := 1\n````\n")
 			r.Previous, r.Turn = []byte("code:\n"), 2

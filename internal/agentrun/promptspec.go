@@ -103,5 +103,20 @@ func buildPrompt(s promptSpec) (string, error) {
 		Fresh:         s.fresh,
 		Answers:       answers,
 		Resumed:       s.session.resumed && s.session.restart == nil && s.fresh == "",
+		Asking:        askingLine(&req.Agent),
 	})
+}
+
+// askingLine is what the Permissions line says to an agent at
+// permissions: ask: what becomes of a call that is not a read, so that
+// the agent knows why one is refused for now and what comes next (ACP
+// gives a refusal no reason); "" at any other level.
+func askingLine(a *Agent) string {
+	switch {
+	case a.permissions() != PermAsk:
+		return ""
+	case a.asksWhileRunning():
+		return "reads run; any other call waits for the user's answer, and one not answered in time is refused for now: its question stays open in the note's tie-off, and the user's answer comes to you in a later turn"
+	}
+	return "reads run; any other call is held for the user's answer, and your turn goes on once they answer"
 }

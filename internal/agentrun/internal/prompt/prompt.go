@@ -63,6 +63,9 @@ type Spec struct {
 	// (not a new one): a turn with Answers is then given the answers
 	// alone, the conversation holding the note and the change.
 	Resumed bool
+	// Asking, at permissions: ask, says on the Permissions line what
+	// becomes of a call that is not a read ("" writes no such line).
+	Asking string
 }
 
 // Build returns the prompt text: instructions (when inline), the Event
@@ -117,6 +120,9 @@ func Build(s Spec) (string, error) {
 	b.WriteString("Session: " + s.Session + " (" + s.SessionState + ")\n")
 	b.WriteString("Turn: " + strconv.Itoa(s.Turn) + "\n")
 	b.WriteString("Fired-By: " + s.FiredBy + "\n")
+	if s.Asking != "" {
+		b.WriteString("Permissions: ask (" + s.Asking + ")\n")
+	}
 	for _, a := range s.Answers {
 		b.WriteString("Answer: " + answerLine(a) + "\n")
 	}
