@@ -284,7 +284,7 @@ func readTieOff(root *os.Root, note string) (tieOffView, error) {
 		v.Sections = append(v.Sections, sectionView{
 			Event: s.Event.String(), Time: s.Time.UTC().Format("2006-01-02 15:04:05 UTC"), RunID: s.RunID, Failed: s.Failed, Paused: s.Paused,
 			Status: sectionStatus(s),
-			HTML: template.HTML(buf.String()), // goldmark's output, raw HTML left out
+			HTML:   template.HTML(buf.String()), // goldmark's output, raw HTML left out
 		})
 	}
 	return v, nil
