@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 	"gopkg.in/yaml.v3"
 )
 
@@ -32,17 +33,10 @@ import (
 // to run without it.
 const ciSecret = "sk-ant-test-secret"
 
-// ciGit returns the git binary, or skips the test loudly (as the vault
-// package's git tests do).
+// ciGit returns the git binary, or skips the test loudly (testutil.Git).
 func ciGit(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("git")
-	if err != nil {
-		if os.Getenv("KNOT_REQUIRE_GIT") == "1" {
-			t.Fatalf("git is required (KNOT_REQUIRE_GIT=1) but not found: %v", err)
-		}
-		t.Skipf("SKIPPED: the real git is not installed (%v): the CI recipe tests did not run", err)
-	}
+	p := testutil.Git(t, "the CI recipe tests")
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skipf("SKIPPED: no sh (%v): the CI recipe tests did not run", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/stretchr/testify/require"
 )
@@ -22,17 +23,10 @@ import (
 // order; what the driver cannot place is a git conflict with both sides'
 // text.
 
-// gitExe returns the git binary, or skips the test loudly.
+// gitExe returns the git binary, or skips the test loudly (testutil.Git).
 func gitExe(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("git")
-	if err != nil {
-		if os.Getenv("KNOT_REQUIRE_GIT") == "1" {
-			t.Fatalf("git is required (KNOT_REQUIRE_GIT=1) but not found: %v", err)
-		}
-		t.Skipf("SKIPPED: the real git is not installed (%v): the merge driver tests did not run", err)
-	}
-	return p
+	return testutil.Git(t, "the merge driver tests")
 }
 
 // gitRepo runs the real git in its folders with a configuration of the

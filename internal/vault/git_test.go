@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/testutil"
 )
 
 // A vault in git, driven with the real git: branch switches, pulls,
@@ -16,17 +17,10 @@ import (
 // never dirtied by a knotd machine file; a fresh clone's --once runs
 // exactly the notes changed since their last answer.
 
-// gitBin returns the git binary, or skips the test loudly.
+// gitBin returns the git binary, or skips the test loudly (testutil.Git).
 func gitBin(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("git")
-	if err != nil {
-		if os.Getenv("KNOT_REQUIRE_GIT") == "1" {
-			t.Fatalf("git is required (KNOT_REQUIRE_GIT=1) but not found: %v", err)
-		}
-		t.Skipf("SKIPPED: the real git is not installed (%v): the git vault tests did not run", err)
-	}
-	return p
+	return testutil.Git(t, "the git vault tests")
 }
 
 // git runs git in dir with a configuration of the test's own, and returns
