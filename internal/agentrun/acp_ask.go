@@ -11,7 +11,7 @@ import (
 
 	"github.com/aymanbagabas/go-udiff"
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
+	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/question"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
-	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
+	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/testutil"
 )

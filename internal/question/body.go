@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aymanbagabas/go-udiff"
+	"github.com/knotd/knotd/internal/textbound"
 )
 
 // The bounds of what a question's section shows, so that it stays
@@ -90,7 +91,7 @@ func QuestionBody(a Ask) string {
 	case KindCommand:
 		b.WriteString("run a command")
 		if c.Command != "" {
-			cmd := head(c.Command, maxCommandShown)
+			cmd := textbound.Head(c.Command, maxCommandShown)
 			detail = fenced("sh", cmd)
 		} else {
 			detail = inputDetail(c)
@@ -153,7 +154,7 @@ func howToAnswer(a Ask) string {
 func editDetail(a Ask) string {
 	c := a.Call
 	if c.Diff != "" {
-		return fenced("diff", head(c.Diff, MaxDiff))
+		return fenced("diff", textbound.Head(c.Diff, MaxDiff))
 	}
 	before, after, note, ok := editResult(c, a.Current)
 	if !ok {
@@ -176,7 +177,7 @@ func editDetail(a Ask) string {
 		b.WriteString("(the edit changes nothing)\n")
 		return b.String()
 	}
-	b.WriteString(fenced("diff", head(d, MaxDiff)))
+	b.WriteString(fenced("diff", textbound.Head(d, MaxDiff)))
 	return b.String()
 }
 
@@ -286,7 +287,7 @@ func inputDetail(c Call) string {
 		in = ind.Bytes()
 	}
 	s := strings.ToValidUTF8(string(in), "\uFFFD")
-	return fenced("json", head(s, maxInputShown))
+	return fenced("json", textbound.Head(s, maxInputShown))
 }
 
 // AnswerBody returns the body of an answer's section in the tie-off: the
@@ -488,16 +489,10 @@ func longestRun(s string, c byte) int {
 	return longest
 }
 
-// fenced returns body in a backtick fence with the info string info, the
-// fence longer than any run of backticks in body, so nothing in it can
-// close the fence. body is made valid UTF-8 and ends with a newline.
+// fenced returns body, made valid UTF-8, in a backtick fence with the info
+// string info that nothing in body can close (textbound.Fenced).
 func fenced(info, body string) string {
-	body = strings.ToValidUTF8(body, "\uFFFD")
-	f := strings.Repeat("`", max(3, longestRun(body, '`')+1))
-	if body != "" && !strings.HasSuffix(body, "\n") {
-		body += "\n"
-	}
-	return f + info + "\n" + body + f + "\n"
+	return textbound.Fenced(info, strings.ToValidUTF8(body, "\uFFFD"))
 }
 
 // quote returns s, bounded to limit bytes, as a block quote: every line
@@ -512,7 +507,7 @@ func quote(s string, limit int) string {
 		}
 		return r
 	}, s)
-	s = strings.TrimRight(head(s, limit), "\n")
+	s = strings.TrimRight(textbound.Head(s, limit), "\n")
 	var b strings.Builder
 	for line := range strings.SplitSeq(s, "\n") {
 		if strings.TrimSpace(line) == "" {
@@ -535,25 +530,4 @@ func cut(s string, limit int) string {
 		i--
 	}
 	return s[:i] + "…"
-}
-
-// head keeps about the first limit bytes of s, cut after a line where one
-// ends in the second half, else at a rune boundary, and says how much was
-// left out.
-func head(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	i := limit
-	if nl := strings.LastIndexByte(s[:i], '\n'); nl >= 0 && nl+1 > i/2 {
-		i = nl + 1
-	}
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	h := s[:i]
-	if h != "" && !strings.HasSuffix(h, "\n") {
-		h += "\n"
-	}
-	return h + fmt.Sprintf("[… %d bytes omitted …]\n", len(s)-i)
 }

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
+	"github.com/knotd/knotd/internal/textbound"
 )
 
 // The template values a generic command may use in its argv elements:

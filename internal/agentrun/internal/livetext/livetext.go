@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
+	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/transcript"
 )
 

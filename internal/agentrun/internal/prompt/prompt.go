@@ -15,7 +15,7 @@ import (
 	"unicode"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/knotd/knotd/internal/agentrun/internal/textbound"
+	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
