@@ -17,6 +17,9 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agents/claude/claudetest"
+	"github.com/knotd/knotd/internal/question"
+	"github.com/stretchr/testify/require"
 )
 
 // The crash points of a run, in the order a run passes them. The crash
@@ -198,6 +201,54 @@ func TestCrash_Repeatedly(t *testing.T) {
 				}
 			}
 			e.assertWhole(changed)
+		})
+	}
+}
+
+// TestCrash_Questions kills knotd at each step after a run that held a
+// call (the claude preset at permissions ask, the Claude fake) and after
+// the run that continues it once approved: the question is asked once
+// (not lost with a run whose journal held it, not written twice), and the
+// approved turn goes on once (the journal entry of its run ends the
+// question in the same transaction): the approved call runs once.
+func TestCrash_Questions(t *testing.T) {
+	for _, point := range []string{crashJournaled, crashAppended, crashCommitted} {
+		t.Run(point, func(t *testing.T) {
+			e := newEnv(t)
+			e.userConfig("default_agent: claude\nagents:\n" + e.fakeAgentYAML("claude", "claude", fakeagent.Claude) + "    permissions: ask\n")
+			e.onceFresh()
+			e.write("n.md", "Please write it.\n\n"+claudetest.FakeTool+"Write made.txt hello\n")
+			killedThenDone := func(what string) {
+				t.Helper()
+				st, out := e.crashChild(point)
+				if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+					t.Fatalf("%s: the helper was not killed at %s: %v\n%s", what, point, st, out)
+				}
+				if st, out = e.crashChild(""); !st.Success() {
+					t.Fatalf("%s: restart: %v\n%s", what, st, out)
+				}
+			}
+			killedThenDone("the asking run")
+			a := &askEnv{env: e}
+			require.Equal(t, []string{"question"}, a.kinds(), "the question is written once")
+			v := e.open()
+			qs, err := v.Questions()
+			mustDo(t, err)
+			require.Len(t, qs, 1, "the question is recorded")
+			_, err = v.AnswerQuestion(qs[0].ID, question.Approve, "", question.FromCommand)
+			mustDo(t, err)
+			e.close(v)
+			require.False(t, e.exists("made.txt"))
+
+			killedThenDone("the continuing run")
+			require.Equal(t, "hello", e.read("made.txt"))
+			require.Len(t, e.calls(), 2, "the asking turn, and the turn that went on once")
+			require.Equal(t, []string{"question", "approve", "run"}, a.kinds())
+			v = e.open()
+			qs, err = v.Questions()
+			mustDo(t, err)
+			require.Empty(t, qs)
+			e.close(v)
 		})
 	}
 }

@@ -258,16 +258,33 @@ func answerNext(a question.Answer) string {
 // appendAnswer appends the answer section of q (answered) to its tie-off.
 func (v *Vault) appendAnswer(q state.Question, next string) error {
 	a := *q.Answer
-	id, err := uuid.NewV7()
+	id, err := sectionID(q, "a")
 	if err != nil {
-		return fmt.Errorf("vault: new run id: %w", err)
+		return err
 	}
-	sec := tieoff.Section{Event: q.Event, Strand: q.Strand, Time: v.now().UTC(), RunID: id.String(),
+	sec := tieoff.Section{Event: q.Event, Strand: q.Strand, Time: v.now().UTC(), RunID: id,
 		Question: q.ID, Verdict: string(a.Verdict), Body: question.AnswerBody(a, q.Call, next)}
 	return v.appendSection(q.Strand, sec)
 }
 
-// appendSection appends sec to rel's tie-off.
+// sectionID is the run id of q's question section (kind "q") or answer
+// section ("a"): the asking run's id and the question's, so that writing
+// it again after a crash finds it written (appendSection); a fresh UUID v7
+// for a question rebuilt from the tie-off, whose asking run is not known.
+func sectionID(q state.Question, kind string) (string, error) {
+	if q.RunID != "" {
+		return q.RunID + "." + kind + q.ID, nil
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("vault: new run id: %w", err)
+	}
+	return id.String(), nil
+}
+
+// appendSection appends sec to rel's tie-off, unless a section of its
+// run id is there already (written before a crash, or a failed commit,
+// made knotd write it again).
 func (v *Vault) appendSection(rel string, sec tieoff.Section) error {
 	t, err := strand.TieOffPath(rel)
 	if err != nil {
@@ -275,6 +292,13 @@ func (v *Vault) appendSection(rel string, sec tieoff.Section) error {
 	}
 	if !sec.Event.Valid() {
 		sec.Event = strand.Modified
+	}
+	has, err := tieoff.HasRun(v.fs, t, sec.RunID, 0)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, tieoff.ErrTorn) {
+		return fmt.Errorf("vault: %s: read tie-off: %w", rel, err)
+	}
+	if has {
+		return nil
 	}
 	if _, err := tieoff.Append(v.fs, t, sec); err != nil {
 		return fmt.Errorf("vault: %s: write tie-off: %w", rel, err)
@@ -284,13 +308,13 @@ func (v *Vault) appendSection(rel string, sec tieoff.Section) error {
 
 // questionSection is the section of q, waiting.
 func (v *Vault) questionSection(q state.Question) (tieoff.Section, error) {
-	id, err := uuid.NewV7()
+	id, err := sectionID(q, "q")
 	if err != nil {
-		return tieoff.Section{}, fmt.Errorf("vault: new run id: %w", err)
+		return tieoff.Section{}, err
 	}
 	// The marker records what the asking turn answered, as a run's does
 	// (a turn that ended holding a call may have no section of its own).
-	return tieoff.Section{Event: q.Event, Strand: q.Strand, Time: q.Asked, RunID: id.String(), Asked: true,
+	return tieoff.Section{Event: q.Event, Strand: q.Strand, Time: q.Asked, RunID: id, Asked: true,
 		Question: q.ID, Call: q.CallHash, Hash: q.Hash, Body: v.questionBody(q)}, nil
 }
 
@@ -364,15 +388,15 @@ func (h pipelineHost) WithdrawQuestions(rel string) error {
 	return v.writeAnswers(rel)
 }
 
-func (h pipelineHost) Asked(rel string, run pipeline.Asking, calls []question.Call) {
+func (h pipelineHost) Asked(rel string, run pipeline.Asking, calls []question.Call) error {
 	v := h.v
 	for _, c := range calls {
 		if _, err := v.ask(rel, run, c); err != nil {
-			v.log.Error("cannot write down the agent's question; it is not asked (the next change of the note runs as usual)", "strand", rel, "run", run.RunID, "err", err)
+			return fmt.Errorf("write down the agent's question: %w", err)
 		}
 	}
 	if run.Resume == "" {
-		return
+		return nil
 	}
 	// The run's questions asked while it ran continue its conversation
 	// as it stands now.
@@ -394,6 +418,7 @@ func (h pipelineHost) Asked(rel string, run pipeline.Asking, calls []question.Ca
 	if err != nil {
 		v.log.Error("cannot record the conversation the note's questions continue", "strand", rel, "run", run.RunID, "err", err)
 	}
+	return nil
 }
 
 func (h pipelineHost) AskFunc(rel string, run pipeline.Asking) func(context.Context, question.Call) (question.Answer, bool) {

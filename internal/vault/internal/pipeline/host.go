@@ -90,15 +90,19 @@ type Questions interface {
 	// change of it runs: the agent gets the change instead.
 	WithdrawQuestions(rel string) error
 	// Asked writes down and records the calls the run ended holding, once
-	// its own section is in the tie-off; the run's questions that are
-	// still waiting (asked while it ran) learn its resume handle.
-	Asked(rel string, run Asking, calls []question.Call)
+	// its own section is in the tie-off and before the run is complete;
+	// the run's questions that are still waiting (asked while it ran)
+	// learn its resume handle. Asking again what it asked before (the run
+	// was journaled, then knotd crashed) writes and records nothing new.
+	// An error leaves the run journaled, to complete later.
+	Asked(rel string, run Asking, calls []question.Call) error
+	// Continued says that the answered question id is done without a
+	// continuing run (the strand can no longer go on with its turn). A
+	// continuing run's journal entry ends its question itself.
+	Continued(id string) error
 	// AskFunc is the run's agentrun.Request.Ask: it writes the question
 	// down at once and waits for its answer until ctx ends.
 	AskFunc(rel string, run Asking) func(context.Context, question.Call) (question.Answer, bool)
-	// Continued says that the continuing run of question id is journaled:
-	// the question is done.
-	Continued(id string) error
 	// RebuildQuestions records the questions the strand's tie-off leaves
 	// open, which the state may not know: its version was answered
 	// elsewhere (another device asked them, before this one took over

@@ -835,8 +835,10 @@ func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 		rec.Stamp, rec.Hash, content = w.rec.Stamp, w.rec.Hash, w.previous
 		sec.Hash = w.cont.Hash
 	}
+	a := pipelineAsking(w, rep.RunID)
+	a.Resume, a.Hash = r.resume, sec.Hash
 	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace,
-		Quiet: len(r.questions) > 0 && !sec.Failed && strings.TrimSpace(sec.Body) == ""}
+		Quiet: len(r.questions) > 0 && !sec.Failed && strings.TrimSpace(sec.Body) == "", Asking: &a, Questions: r.questions}
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -862,23 +864,17 @@ func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 		}
 	}
 	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: content, Journal: enc}
-	if err := pl.putPending(ctx, p); err != nil {
+	continued := ""
+	if w.cont != nil {
+		// Journaled with the run in one transaction: the turn went on,
+		// and never goes on twice, even after a crash.
+		continued = w.cont.ID
+	}
+	if err := pl.putPending(ctx, p, continued); err != nil {
 		return err
 	}
 	h.Journaled(p.RunID)
-	if w.cont != nil {
-		// Journaled: the turn went on, and never goes on twice.
-		if err := h.Continued(w.cont.ID); err != nil {
-			return err
-		}
-	}
-	if err := pl.completeRun(p, j, false, r.log); err != nil {
-		return err
-	}
-	a := pipelineAsking(w, rep.RunID)
-	a.Resume, a.Hash = r.resume, sec.Hash
-	h.Asked(w.rel, a, r.questions)
-	return nil
+	return pl.completeRun(p, j, false, r.log)
 }
 
 // pipelineAsking is the run runID of w as its questions record it.
@@ -908,14 +904,22 @@ func (w *work) contCovers() bool {
 // with growing pauses, for as long as knotd watches (until it stops), so
 // that the reply is kept and the agent is not run again for the same
 // change. A pass (--once) tries a few times, then fails the run.
-func (pl *Pipeline) putPending(ctx context.Context, p state.Pending) error {
+//
+// continued, when not "", is the question whose continuing run this is:
+// it is done in the same transaction.
+func (pl *Pipeline) putPending(ctx context.Context, p state.Pending, continued string) error {
 	h := pl.h
 	deadline := h.Now().Add(commitPatience)
 	for tries := 0; ; tries++ {
 		pause := timing.Backoff(time.Second, tries)
 		err := h.Journaling(p.RunID)
 		if err == nil {
-			err = h.Store().PutPending(p)
+			err = h.Store().Update(func(tx *state.Tx) error {
+				if err := tx.PutPending(p); err != nil || continued == "" {
+					return err
+				}
+				return tx.DeleteQuestion(continued)
+			})
 		}
 		if err == nil || errors.Is(err, state.ErrCorrupt) || errors.Is(err, state.ErrSessionTaken) {
 			return err
@@ -1009,6 +1013,13 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 			return err
 		}
 		return keptErr(kept)
+	}
+	if j.Asking != nil {
+		// Before the run is complete: a crash now asks again at the next
+		// start (the journal holds the calls), never loses them.
+		if err := h.Asked(p.Record.Path, *j.Asking, j.Questions); err != nil {
+			return fmt.Errorf("vault: %s (the run stays journaled and is completed when knotd starts): %w", p.Record.Path, err)
+		}
 	}
 	if err := h.Completing(p.RunID); err != nil {
 		return err

@@ -268,6 +268,11 @@ type Journal struct {
 	// for the user without a word, and its questions' sections (whose
 	// markers record what it answered) stand for it.
 	Quiet bool `json:"quiet,omitempty"`
+	// Asking is the run as its questions record it, and Questions the
+	// calls it ended holding: asked (Questions.Asked) before the run is
+	// complete, again after a crash.
+	Asking    *Asking         `json:"asking,omitempty"`
+	Questions []question.Call `json:"questions,omitempty"`
 }
 
 // DecodeJournal reads what commit journaled.
