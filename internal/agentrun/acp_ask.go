@@ -11,8 +11,8 @@ import (
 
 	"github.com/aymanbagabas/go-udiff"
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/question"
+	"github.com/knotd/knotd/internal/textbound"
 )
 
 // At permissions ask, an ACP agent's session/request_permission for a call

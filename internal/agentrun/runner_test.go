@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
-	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/testutil"
+	"github.com/knotd/knotd/internal/textbound"
 )
 
 // fakeCommand returns a generic command agent that runs a fake behaviour

@@ -15,10 +15,10 @@ import (
 	"unicode"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/knotd/knotd/internal/textbound"
 	"github.com/knotd/knotd/internal/agents/kit"
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/textbound"
 )
 
 // diffInputFactor bounds the strands the Changes diff is computed for: at
