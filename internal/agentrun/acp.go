@@ -179,7 +179,7 @@ type acpConversation struct {
 	// may then write.
 	said       string
 	whys       map[string]string
-	approved   map[string]bool
+	approved   map[string]approvedEdit
 	unanswered int    // calls refused for now, their questions open
 	kept       string // why the file system last refused an edit (MayEdit)
 	agentErr   string
@@ -688,10 +688,16 @@ func (cl acpClient) RequestPermission(ctx context.Context, p acp.RequestPermissi
 	if allowed && cl.c.perm == PermAsk && isEdit(p.ToolCall) {
 		// The approved edit may go through knotd's file system too.
 		if cl.c.approved == nil {
-			cl.c.approved = map[string]bool{}
+			cl.c.approved = map[string]approvedEdit{}
 		}
 		for _, path := range editPaths(p.ToolCall) {
-			cl.c.approved[filepath.Clean(path)] = true
+			cl.c.approved[filepath.Clean(path)] = approvedEdit{}
+		}
+		for _, ct := range p.ToolCall.Content {
+			if d := ct.Diff; d != nil && d.Path != "" {
+				text := d.NewText
+				cl.c.approved[filepath.Clean(d.Path)] = approvedEdit{text: &text}
+			}
 		}
 	}
 	if kept != nil {
@@ -847,8 +853,11 @@ func (cl acpClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileReques
 	switch {
 	case cl.c.fs == nil:
 		err = errors.New("knotd offered no file system to this agent")
-	case cl.c.perm == PermAsk && !cl.c.writeApproved(p.Path):
-		err = fmt.Errorf("the agent's permissions are ask and the user approved no edit of %s in this run: knotd refuses the write (ask for permission to edit it first)", p.Path)
+	case cl.c.perm == PermAsk:
+		err = cl.c.writeApproved(p.Path, p.Content)
+		if err == nil {
+			err = cl.c.fs.WriteTextFile(ctx, p.Path, p.Content)
+		}
 	case cl.c.perm != PermEdit && cl.c.perm != PermFull && cl.c.perm != PermAsk:
 		err = fmt.Errorf("the agent's permissions are %s: knotd refuses writes (permissions edit or full allow them)", cl.c.perm)
 	default:
@@ -861,12 +870,24 @@ func (cl acpClient) WriteTextFile(ctx context.Context, p acp.WriteTextFileReques
 	return acp.WriteTextFileResponse{}, nil
 }
 
-// writeApproved reports whether the user approved an edit of the file at
-// path in this run (permissions ask).
-func (c *acpConversation) writeApproved(path string) bool {
+// approvedEdit is an edit the user approved at permissions ask: its new
+// text when the request showed it (a diff), which a write must then be.
+type approvedEdit struct{ text *string }
+
+// writeApproved says why a write of content to path is refused at
+// permissions ask: the user approved no edit of that file in this run, or
+// the write is not the text of the edit they approved (nil: it is).
+func (c *acpConversation) writeApproved(path, content string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.approved[filepath.Clean(path)]
+	a, ok := c.approved[filepath.Clean(path)]
+	switch {
+	case !ok:
+		return fmt.Errorf("the agent's permissions are ask and the user approved no edit of %s in this run: knotd refuses the write (ask for permission to edit it first)", path)
+	case a.text != nil && *a.text != content:
+		return fmt.Errorf("the write of %s is not the edit the user approved (its text differs from the diff they saw): knotd refuses it (ask for permission for this edit)", path)
+	}
+	return nil
 }
 
 // fsCall records a file system call in the transcript as a tool call of

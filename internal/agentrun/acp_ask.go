@@ -123,6 +123,11 @@ func (c *acpConversation) heldCall(tc acp.ToolCallUpdate, why string) question.C
 		if len(texts) > 0 {
 			in["text"] = texts
 		}
+		if tc.Title != nil {
+			// The whole title: what a command without rawInput runs is
+			// only there (its first line is the Tool's name).
+			in["title"] = *tc.Title
+		}
 		call.Input, _ = json.Marshal(in) // strings only
 	}
 	if len(paths) > 0 {
@@ -159,7 +164,7 @@ func (c *acpConversation) heldCall(tc acp.ToolCallUpdate, why string) question.C
 	if call.Kind == question.KindCommand && call.Command == "" && tc.Title != nil {
 		// No rawInput (Gemini CLI sends none): its title describes the
 		// command, for the user to judge.
-		call.Command = call.Tool
+		call.Command = *tc.Title // whole: the question shows every line of it
 	}
 	return call
 }

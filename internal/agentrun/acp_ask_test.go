@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	acp "github.com/coder/acp-go-sdk"
 	"github.com/knotd/knotd/internal/question"
 )
 
@@ -315,5 +316,54 @@ func TestACP_AskAgentEndsTurn(t *testing.T) {
 				t.Errorf("Run = %s %q; want a failure: %q", res.Outcome, res.Reason, tc.reason)
 			}
 		})
+	}
+}
+
+// TestACP_HeldCallBindsEverything: what an approval is bound to holds all
+// of what the call would do. A command without rawInput (Gemini CLI's) is
+// bound to its whole title, not the first line the question names it by,
+// and the question shows every line of it.
+func TestACP_HeldCallBindsEverything(t *testing.T) {
+	c := &acpConversation{cwd: t.TempDir()}
+	execute := acp.ToolKindExecute
+	call := func(title string) question.Call {
+		return c.heldCall(acp.ToolCallUpdate{ToolCallId: "t1", Title: &title, Kind: &execute}, "")
+	}
+	short, long := call("ls -la"), call("ls -la\nrm -rf ~/important")
+	if short.Hash() == long.Hash() {
+		t.Fatalf("a command and the same first line with more after it hash the same (%s)", short.Hash())
+	}
+	if !strings.Contains(long.Command, "rm -rf ~/important") {
+		t.Errorf("the question's command %q hides a line of what runs", long.Command)
+	}
+	a, b := call(strings.Repeat("x", 210)+"1"), call(strings.Repeat("x", 210)+"2")
+	if a.Hash() == b.Hash() {
+		t.Error("two commands that differ after 200 bytes hash the same")
+	}
+	if again := call("ls -la"); again.Hash() != short.Hash() {
+		t.Error("the same command asked again hashes differently")
+	}
+}
+
+// TestACP_WriteIsTheApprovedEdit: at permissions ask, a write through
+// knotd's file system must be the edit the user approved: a file of no
+// approved edit is refused, and so is other text for an approved file.
+func TestACP_WriteIsTheApprovedEdit(t *testing.T) {
+	c := &acpConversation{}
+	text := "the approved text\n"
+	c.approved = map[string]approvedEdit{"/v/a.md": {text: &text}, "/v/b.md": {}}
+	for _, tt := range []struct {
+		path, content string
+		ok            bool
+	}{
+		{"/v/a.md", text, true},
+		{"/v/./a.md", text, true},
+		{"/v/a.md", "something else\n", false},
+		{"/v/b.md", "anything\n", true}, // approved without a diff: the path only
+		{"/v/c.md", text, false},
+	} {
+		if err := c.writeApproved(tt.path, tt.content); (err == nil) != tt.ok {
+			t.Errorf("writeApproved(%s, %q) = %v; want allowed %v", tt.path, tt.content, err, tt.ok)
+		}
 	}
 }

@@ -9,6 +9,7 @@
 package question
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -85,8 +86,12 @@ func Canonical(v json.RawMessage) []byte {
 	if len(v) == 0 {
 		return nil
 	}
+	// Numbers as their text (json.Number), never through float64, which
+	// would make 9007199254740993 and 9007199254740992 one call.
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
 	var x any
-	if err := json.Unmarshal(v, &x); err != nil {
+	if err := d.Decode(&x); err != nil || d.More() {
 		return v
 	}
 	b, err := json.Marshal(x)

@@ -572,7 +572,7 @@ func (v *Vault) answeredElsewhere(rel string, qs []state.Question) error {
 		if !q.Waiting() || !ok || v.waitedOn(q.ID) {
 			continue
 		}
-		v.log.Info("a question was answered elsewhere (another device, or by hand in the tie-off); the turn is continued where it was answered, not here",
+		v.log.Warn("a question was answered elsewhere (another device, or by hand in the tie-off); the turn is continued where it was answered, not here",
 			"strand", rel, "question", q.ID, "verdict", verdict)
 		if err := v.store.Update(func(tx *state.Tx) error { return tx.DeleteQuestion(q.ID) }); err != nil {
 			return err
