@@ -385,7 +385,28 @@ func (h pipelineHost) WithdrawQuestions(rel string) error {
 			return err
 		}
 	}
-	return v.writeAnswers(rel)
+	if err := v.writeAnswers(rel); err != nil {
+		return err
+	}
+	// An answer that came after the pipeline looked for one (knotd
+	// approve at that moment): the change runs now, in the conversation
+	// that turn would have gone on in, and that turn must not go on after
+	// it with the version it asked about.
+	late, err := v.questionsOfStrand(rel)
+	if err != nil {
+		return err
+	}
+	for _, q := range late {
+		if q.Waiting() || q.Answer.Verdict == question.Withdraw {
+			continue
+		}
+		v.log.Warn("the note changed as its question was answered: the change runs, and the answered turn does not go on (ask again in the note if it still matters)",
+			"strand", rel, "question", q.ID, "answer", q.Answer.String())
+		if err := v.store.Update(func(tx *state.Tx) error { return tx.DeleteQuestion(q.ID) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (h pipelineHost) Asked(rel string, run pipeline.Asking, calls []question.Call) error {

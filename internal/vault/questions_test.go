@@ -655,3 +655,24 @@ func TestQuestions_Handover(t *testing.T) {
 	mustDo(t, err)
 	require.Empty(t, qb)
 }
+
+// TestQuestions_AnsweredAsTheChangeRuns: an answer that lands after the
+// pipeline looked for one, as a change of the note is about to run (the
+// pipeline withdraws the note's questions then): the change runs, and the
+// answered turn does not go on after it with the version it asked about.
+func TestQuestions_AnsweredAsTheChangeRuns(t *testing.T) {
+	a := newAskEnv(t, "")
+	_, err := a.v.AnswerQuestion(a.q.ID, question.Approve, "", question.FromCommand)
+	mustDo(t, err)
+	// The moment the pipeline withdraws the questions of a changed note.
+	mustDo(t, pipelineHost{a.v}.WithdrawQuestions("n.md"))
+	qs, err := a.v.Questions()
+	mustDo(t, err)
+	require.Empty(t, qs)
+	n := len(a.ar.requests())
+	a.once(a.v, false)
+	for _, r := range a.ar.requests()[n:] {
+		require.False(t, r.Continuing, "the answered turn went on after the change")
+	}
+	require.False(t, a.exists("out.txt"))
+}
