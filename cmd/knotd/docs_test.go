@@ -159,7 +159,7 @@ func helpFacts(t *testing.T) *knotdFacts {
 		}
 		text := help(cmd, "--help")
 		f.flags[cmd] = flagsOf(text)
-		sub := regexp.MustCompile(`(?m)^(?:usage:)?\s+knotd ` + cmd + ` ([a-z|]+)`)
+		sub := regexp.MustCompile(`(?m)^(?:usage:)?\s+knotd ` + cmd + ` ([a-z][a-z|-]*)`)
 		for _, m := range sub.FindAllStringSubmatch(text, -1) {
 			for _, s := range strings.Split(m[1], "|") {
 				if f.subs[cmd] == nil {
@@ -401,7 +401,7 @@ func checkDocs(docs []doc, f *knotdFacts) []string {
 			namedCmd[cmd] = true
 			if subs := f.subs[cmd]; subs != nil && len(rest) > 0 {
 				for _, s := range strings.Split(rest[0], "|") {
-					if regexp.MustCompile(`^[a-z]+$`).MatchString(s) {
+					if regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(s) {
 						if !subs[s] {
 							problems = append(problems, fmt.Sprintf("%s: knotd %s has no command %q (knotd %s --help)", c.where, cmd, s, cmd))
 						}

@@ -57,6 +57,9 @@ Usage:
                                  state store and the sync setup; say what to fix
   knotd --explain-ignore PATH [VAULT]
                                  say whether knotd ignores PATH, and why
+  knotd hook claude-pretooluse ANSWERS_FILE
+                                 knotd's own Claude Code hook (permissions:
+                                 ask): Claude Code runs it, not you
 
 Flags may come before or after VAULT, for every command. 'knotd help CMD'
 (or 'knotd CMD --help') says more of each command. knotd prints and logs

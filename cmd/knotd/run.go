@@ -117,6 +117,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "service" {
 		return runService(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "hook" {
+		return runHook(args[1:], stdin, stdout)
+	}
 	o, err := parseFlags(args, stdout)
 	if errors.Is(err, errSilentHelp) {
 		return nil
@@ -179,7 +182,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // commands are knotd's subcommands: a first argument that names one runs
 // it, any other is the VAULT.
-var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "doctor", "service", "help"}
+var commands = []string{"trust", "runs", "reset", "console", "status", "run", "retry", "pause", "resume", "doctor", "service", "hook", "help"}
 
 // helpTopicError says what is wrong with the arguments of knotd help.
 func helpTopicError(args []string) string {

@@ -75,6 +75,7 @@ const (
 	PermReadOnly = kit.PermReadOnly
 	PermEdit     = kit.PermEdit
 	PermFull     = kit.PermFull
+	PermAsk      = kit.PermAsk
 )
 
 // Agent is one agent definition, as the configuration loader reads it from
@@ -166,6 +167,16 @@ func (a *Agent) hasTools() bool {
 	}
 	return a.acp()
 }
+
+// canAsk reports whether the agent can ask knotd for permission while it
+// runs (permissions: ask): the claude preset (knotd's PreToolUse hook) and
+// every ACP agent (session/request_permission).
+func (a *Agent) canAsk() bool {
+	return a.kind() == PresetClaude || acpPresets[a.kind()] != nil || a.acp()
+}
+
+// errAskNeedsAsker is what permissions: ask on another agent says.
+const errAskNeedsAsker = "permissions: ask needs an agent that can ask for permission: the claude preset or an ACP agent (for Codex: preset codex-acp)"
 
 // ErrInvalidAgent is wrapped by every error about an agent definition.
 var ErrInvalidAgent = errors.New("agentrun: invalid agent")
@@ -318,8 +329,12 @@ func (a *Agent) Validate() error {
 		if a.Permissions != "" && !a.hasTools() {
 			add("permissions apply to the claude, codex, gemini, claude-acp, codex-acp and opencode presets and to protocol: acp commands, whose agents ask before they edit files or run commands; remove it (a command's own flags decide what it may do)")
 		}
+	case PermAsk:
+		if !a.canAsk() {
+			add("%s", errAskNeedsAsker)
+		}
 	default:
-		add("permissions %q is not one of read-only, edit, full", a.Permissions)
+		add("permissions %q is not one of read-only, edit, full, ask", a.Permissions)
 	}
 	switch a.ResumePrompt {
 	case "", ResumeChange, ResumeWhole:

@@ -85,6 +85,13 @@ func (k kitDriver) finish(ctx context.Context, a *attempt, p *parsed, run func(c
 	p.lost = lost
 }
 
+// resumesHeld: a driver that is no kit.HeldResumer gets the prompt as
+// usual when it continues a held call.
+func (k kitDriver) resumesHeld() bool {
+	h, ok := k.d.(kit.HeldResumer)
+	return ok && h.ResumesHeld()
+}
+
 // sessionLost: a driver that is no kit.SessionRecoverer never loses one.
 func (k kitDriver) sessionLost(exitCode int, p parsed, stderr string) (string, bool) {
 	if r, ok := k.d.(kit.SessionRecoverer); ok {
@@ -136,7 +143,7 @@ func (k kitParser) finish(stdout []byte, truncated bool, stderr string) (parsed,
 // fromKit returns what a kit driver parsed as the runner's parsed.
 func fromKit(p kit.Parsed) parsed {
 	return parsed{reply: p.Reply, handle: p.Handle, usage: p.Usage, agentErr: p.AgentErr, notes: p.Notes, message: p.Message,
-		context: p.Context, window: p.Window}
+		context: p.Context, window: p.Window, held: p.Held}
 }
 
 // kitLineParser is a kit.LineParser as the runner's lineParser.
@@ -152,13 +159,14 @@ func (k kitLineParser) watch(live func(transcript.AssistantMessage)) { k.lp.Watc
 func (a *attempt) kit() *kit.Attempt {
 	return &kit.Attempt{Program: a.program, Model: a.model, Session: a.session, Resume: a.resume,
 		Instructions: a.instructions, Prompt: a.prompt, Permissions: a.req.Agent.permissions(), MaxCostUSD: a.req.MaxCostUSD,
-		StateDir: a.req.StateDir, StrandSession: a.req.Session}
+		StateDir: a.req.StateDir, StrandSession: a.req.Session, Vault: a.req.Vault,
+		Answers: a.req.Answers, Continuing: a.req.Continuing && a.resume != "", Hook: a.req.Hook}
 }
 
 // kit returns what was parsed as a kit driver sees it.
 func (p parsed) kit() kit.Parsed {
 	return kit.Parsed{Reply: p.reply, Handle: p.handle, Usage: p.usage, AgentErr: p.agentErr, Notes: p.notes, Message: p.message,
-		Context: p.context, Window: p.window}
+		Context: p.context, Window: p.window, Held: p.held}
 }
 
 // The runner's optional driver interfaces a kitDriver implements.
@@ -168,6 +176,7 @@ var (
 	_ contextDefaulter = kitDriver{}
 	_ turnContexter    = kitDriver{}
 	_ preparer         = kitDriver{}
+	_ heldResumer      = kitDriver{}
 	_ finisher         = kitDriver{}
 	_ totaler          = kitTotaler{}
 	_ lineParser       = kitLineParser{}

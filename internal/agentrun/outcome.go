@@ -42,6 +42,7 @@ func classify(o attemptOutcome, res *Result) {
 	p := o.parsed
 	res.Reply, res.Resume, res.Usage = cleanReply(p.reply), p.handle, p.usage
 	res.ContextTokens, res.ContextWindow = p.context, p.window
+	res.Questions = p.held
 	prog := res.Agent
 	if len(res.Argv) > 0 {
 		prog = res.Argv[0]
@@ -70,6 +71,10 @@ func classify(o attemptOutcome, res *Result) {
 			reason += fmt.Sprintf(" (the output was cut at %d of %d bytes)", len(o.proc.Stdout), o.proc.StdoutN)
 		}
 		fail(reason)
+	case res.Reply == "" && len(p.held) > 0:
+		// The turn ended holding calls for the user's answer: a
+		// question, not a failure.
+		res.Outcome = OutcomeOK
 	case res.Reply == "":
 		fail("empty reply" + detail("", stderr, nil))
 	default:

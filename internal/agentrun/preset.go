@@ -11,6 +11,7 @@ import (
 	"github.com/knotd/knotd/internal/agentrun/internal/proc"
 	"github.com/knotd/knotd/internal/agents"
 	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -59,6 +60,8 @@ type parsed struct {
 	// message is the output as content blocks for the transcript; nil
 	// when the parser read none (the reply then stands as text).
 	message *transcript.AssistantMessage
+	// held are the calls the turn ended holding for the user's answer.
+	held []question.Call
 	// lost is set by a conversation that found the CLI refusing the
 	// conversation it was asked to continue: what the CLI said.
 	lost string
@@ -176,6 +179,20 @@ type continuer interface {
 // agent, over knotd's and the agent's (Agent.Env).
 type enver interface {
 	env() [][2]string
+}
+
+// heldResumer is a driver whose CLI continues a turn that ended holding a
+// call by resuming it with an empty prompt (kit.HeldResumer).
+type heldResumer interface {
+	resumesHeld() bool
+}
+
+// resumesHeld reports whether a's attempt continues a held call the
+// driver's way: Request.Continuing, resuming a conversation, with a
+// heldResumer.
+func resumesHeld(d driver, a *attempt) bool {
+	h, ok := d.(heldResumer)
+	return ok && a.req.Continuing && a.resume != "" && h.resumesHeld()
 }
 
 // preparer is a driver with a step before each attempt (creating a

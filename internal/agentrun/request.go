@@ -24,12 +24,13 @@ const (
 	FiredByCatchUp FiredBy = "catch-up" // the catch-up pass at startup
 	FiredByRescan  FiredBy = "rescan"   // a rescan after an overflow, or --poll
 	FiredByUser    FiredBy = "user"     // the user asked: knotd run, knotd retry, the console
+	FiredByAnswer  FiredBy = "answer"   // the user answered a question the run before held: the turn continues
 )
 
 // Valid reports whether f is one of the FiredBy values.
 func (f FiredBy) Valid() bool {
 	switch f {
-	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser:
+	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser, FiredByAnswer:
 		return true
 	}
 	return false
@@ -195,7 +196,7 @@ func (req *Request) validate() error {
 	case req.Turn < 1:
 		return bad("turn %d (the first turn is 1)", req.Turn)
 	case !req.FiredBy.Valid():
-		return bad("fired-by %q is not one of watch, once, catch-up, rescan", req.FiredBy)
+		return bad("fired-by %q is not one of watch, once, catch-up, rescan, user, answer", req.FiredBy)
 	case req.TieOffOmitted < 0:
 		return bad("negative omitted tie-off count %d", req.TieOffOmitted)
 	}

@@ -196,7 +196,9 @@ func (r *Runner) firstAttempt(req *Request, d driver) attempt {
 	if c, ok := d.(continuer); ok {
 		a.continues = c.continues(req)
 	}
-	if a.resume != "" || a.continues {
+	if (a.resume != "" || a.continues) && !resumesHeld(d, &a) {
+		// (A held call is continued in its conversation, full or not: a
+		// new one would not have it.)
 		if why := freshStart(req, d); why != "" {
 			// The conversation is full: this turn starts a new one, as
 			// after a restart, under an id of its own.
@@ -254,6 +256,11 @@ func (r *Runner) attempt(ctx context.Context, d driver, a *attempt, res *Result,
 	a.prompt, err = r.prompt(d, a, res.Restarted)
 	if err != nil {
 		return out, err
+	}
+	if resumesHeld(d, a) {
+		// The CLI continues the held call: the turn's prompt is the
+		// one that asked it, and the CLI asks knotd's hook again.
+		a.prompt = ""
 	}
 	res.Prompt = a.prompt
 	if p, ok := d.(preparer); ok {

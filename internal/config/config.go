@@ -108,6 +108,9 @@ type Config struct {
 	Budget Budget
 	// Rules are every layer's rules, the user's first (see ScopeOf).
 	Rules []Rule
+	// AnswersFrom is AnswersAnywhere or AnswersMachine (see
+	// Settings.AnswersFrom).
+	AnswersFrom string
 	// Files lists the config files that were read, lowest layer first.
 	Files []string
 	// Clamped says which values of an untrusted vault config would have
@@ -340,6 +343,7 @@ func (c *Config) merge(user, vault, flags layer) error {
 	c.DefaultAgent, c.Debounce, c.MaxWait = DefaultAgent, defaultDebounce, defaultMaxWait
 	c.Concurrency, c.ObsidianDir, c.MaxStrandSize = DefaultConcurrency, defaultObsidianDir, DefaultMaxStrandSize
 	c.Breakers = DefaultBreakers
+	c.AnswersFrom = AnswersAnywhere
 	c.Agents = map[string]agentrun.Agent{}
 	var timeout time.Duration
 	agentBy := layer{name: "the defaults", trusted: true}
@@ -364,6 +368,13 @@ func (c *Config) merge(user, vault, flags layer) error {
 		setIf(&c.TakeoverAfter, s.TakeoverAfter)
 		setIf(&c.WriteSession, s.WriteSession)
 		setIf(&c.RunEmpty, s.RunEmpty)
+		if v := s.AnswersFrom; l.name == vault.name && v != nil && *v == AnswersAnywhere && c.AnswersFrom == AnswersMachine {
+			// Even a vault config you trust only restricts it: who may
+			// answer an agent is the machine's owner's to open up.
+			c.Clamped = append(c.Clamped, "answers_from anywhere: yours is machine (answers only from knotd approve|deny and the console)")
+		} else {
+			setIf(&c.AnswersFrom, v)
+		}
 		setIf(&c.Breakers.Runs, s.Breakers.Runs)
 		setIf(&c.Breakers.Within, s.Breakers.Within)
 		setIf(&c.Breakers.Failures, s.Breakers.Failures)
@@ -607,6 +618,9 @@ func (l *layer) validate() error {
 	}
 	if s.Runner != nil && (strings.TrimSpace(*s.Runner) != *s.Runner || *s.Runner == "" || strings.ContainsAny(*s.Runner, "\x00\n")) {
 		add("runner", "runner %q is not a device name or id", *s.Runner)
+	}
+	if v := s.AnswersFrom; v != nil && *v != AnswersAnywhere && *v != AnswersMachine {
+		add("answers_from", "answers_from %q is not anywhere or machine", *v)
 	}
 	if b := s.Breakers; b.Runs != nil && *b.Runs < 0 {
 		add("breakers.runs", "breakers: runs %d is negative (0 turns the breaker off)", *b.Runs)

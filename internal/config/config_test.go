@@ -71,6 +71,7 @@ func TestLoad_Defaults(t *testing.T) {
 		MaxStrandSize: DefaultMaxStrandSize,
 		Agents:        map[string]agentrun.Agent{"digest": {Name: "digest", Preset: "digest"}},
 		Breakers:      DefaultBreakers,
+		AnswersFrom:   AnswersAnywhere,
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load() with no files =\n%+v; want\n%+v", c, want)
@@ -382,6 +383,15 @@ func TestLoad_VaultConfigMayOnlyTighten(t *testing.T) {
 			func(c *Config) bool { return c.WriteSession }, ""},
 		{"a trusted vault config may turn write_session on", "", "write_session: true\n", true,
 			func(c *Config) bool { return c.WriteSession }, ""},
+		// Who may answer an agent: a vault config only restricts it.
+		{"answers from the machine only", "", "answers_from: machine\n", false,
+			func(c *Config) bool { return c.AnswersFrom == AnswersMachine }, ""},
+		{"answers from anywhere where yours says machine", "answers_from: machine\n", "answers_from: anywhere\n", false,
+			func(c *Config) bool { return c.AnswersFrom == AnswersMachine }, "answers_from anywhere: yours is machine"},
+		{"a trusted vault config still only restricts answers_from", "answers_from: machine\n", "answers_from: anywhere\n", true,
+			func(c *Config) bool { return c.AnswersFrom == AnswersMachine }, "answers_from anywhere: yours is machine"},
+		{"answers from anywhere by default", "", "", false,
+			func(c *Config) bool { return c.AnswersFrom == AnswersAnywhere }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -417,6 +427,7 @@ func TestLoad_ValueErrorsNameTheLine(t *testing.T) {
 		{"debounce: 1s\nconcurrency: 1000\n", "config FILE: line 2: concurrency 1000 is not between 1 and 64"},
 		{"limits:\n  content: 0\npoll: 1ms\n", "config FILE: line 3: poll 1ms is under 100ms (0 turns polling off); line 2: limits: content 0 is out of range"},
 		{"ignore: [\"  \"]\n", "config FILE: line 1: ignore has an empty pattern"},
+		{"answers_from: note\n", "config FILE: line 1: answers_from \"note\" is not anywhere or machine"},
 	} {
 		e := newConfigEnv(t)
 		e.writeUser(t, tt.yaml)

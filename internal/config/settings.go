@@ -77,7 +77,19 @@ type Settings struct {
 	// Rules choose, by the note's path, the agent, the events and the
 	// mode, or keep a folder away from every agent (mode: off).
 	Rules []RuleSettings `yaml:"rules"`
+	// AnswersFrom says where knotd takes answers to agents' questions
+	// (permissions: ask) from: AnswersAnywhere (the default: a note's
+	// knot_answer, knotd approve|deny, the console) or AnswersMachine (only
+	// knotd approve|deny and the console). A vault config may only
+	// restrict it.
+	AnswersFrom *string `yaml:"answers_from"`
 }
+
+// The values of answers_from.
+const (
+	AnswersAnywhere = "anywhere"
+	AnswersMachine  = "machine"
+)
 
 // RuleSettings is one rule: the notes whose path matches Path (a pattern
 // as in an ignore file: "journal/", "private/**", "*.draft.md") get its

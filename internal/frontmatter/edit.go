@@ -42,7 +42,7 @@ func SetSession(src []byte, id string) ([]byte, error) {
 }
 
 // ownKeysOut is the change that takes knotd's own keys out of a strand.
-var ownKeysOut = map[string]any{KeySession: nil, KeyResume: nil}
+var ownKeysOut = map[string]any{KeySession: nil, KeyResume: nil, KeyAnswer: nil}
 
 // AskNewSession sets knot_session to "new" (NewSessionValue): the strand
 // asks knotd for a new conversation at its next run (knotd reset).
@@ -168,11 +168,12 @@ func edit(src []byte, cs ...change) ([]byte, error) {
 }
 
 // WithoutOwnKeys returns src without knotd's own bookkeeping keys,
-// knot_session and knot_resume, and without the frontmatter block if
+// knot_session, knot_resume and knot_answer (the user's answers to
+// questions, which run nothing), and without the frontmatter block if
 // nothing but blank lines is left in it: what the user wrote, which is
 // what knotd answers. Two versions of a strand that differ only in those
-// keys (knotd added them, a sync tool carried them, git discarded them)
-// have the same WithoutOwnKeys. A strand whose frontmatter cannot be
+// keys (knotd added them, a sync tool carried them, git discarded them,
+// the user answered a question) have the same WithoutOwnKeys. A strand whose frontmatter cannot be
 // edited (see MergeFields) is returned as it is.
 func WithoutOwnKeys(src []byte) []byte {
 	out, err := MergeFields(src, ownKeysOut)

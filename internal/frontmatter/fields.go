@@ -20,6 +20,11 @@ const (
 	KeyAgent        = "knot_agent"
 	KeyModel        = "knot_model"
 	KeyEvents       = "knot_events"
+	// KeyAnswer holds the user's answers to the note's questions (issue
+	// 26): "approve ID [reason]", "deny ID [reason]" or "withdraw ID", one
+	// or a list. One of knotd's own keys: changing it alone is no change
+	// of the note's content (see WithoutOwnKeys).
+	KeyAnswer = "knot_answer"
 )
 
 // Mode says what knotd does with a strand's tie-off.
@@ -55,6 +60,10 @@ type Fields struct {
 	// in the order written, without repeats. Nil means every event; an
 	// empty list means none.
 	Events []string
+	// Answer is the value of knot_answer as YAML decodes it (a string, a
+	// []any of them, or whatever else was written), nil when the key is
+	// absent or null; question.ParseNoteAnswers reads and checks it.
+	Answer any
 	// Problems are the knotd keys whose values cannot be used, in source
 	// order: wrong types (knot_model: 123), unknown values (knot_events:
 	// [bogus]), an invalid session id, and unknown knot_* keys.
@@ -109,10 +118,11 @@ const (
 	fieldAgent
 	fieldModel
 	fieldEvents
+	fieldAnswer
 	numFields
 )
 
-var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents}
+var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents, KeyAnswer}
 
 // unknownKeyMsg is the problem of an unknown knot_* key (made once: a block
 // can hold many).
@@ -190,6 +200,17 @@ func (p *parsed) readFields() error {
 			if f == fieldMode {
 				fs.modeErr = fe
 			}
+		}
+		if f == fieldAnswer {
+			// Checked by question.ParseNoteAnswers, which reports each
+			// answer's problem.
+			var v any
+			if err := e.v.Decode(&v); err != nil {
+				fail("the value cannot be read: " + err.Error())
+			} else {
+				fs.Answer = v
+			}
+			continue
 		}
 		if f == fieldEvents {
 			events, msg := eventsValue(e.v)

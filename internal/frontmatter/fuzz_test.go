@@ -174,7 +174,7 @@ func commonSuffix(a, b []byte) int {
 }
 
 // FuzzWithoutOwnKeys: stripping knotd's keys never panics, is idempotent,
-// and a session knotd adds to a strand never changes what is left.
+// and a session knotd adds, or an answer, never changes what is left.
 func FuzzWithoutOwnKeys(f *testing.F) {
 	addSeeds(f, func(b []byte) { f.Add(b) })
 	f.Fuzz(func(t *testing.T, src []byte) {
@@ -188,6 +188,14 @@ func FuzzWithoutOwnKeys(f *testing.F) {
 		}
 		if got := WithoutOwnKeys(with); !bytes.Equal(got, once) {
 			t.Fatalf("adding knot_session to %q changed what is left: %q, not %q", src, got, once)
+		}
+		// An answer the user adds is no change of the content either.
+		answered, err := MergeFields(with, map[string]any{KeyAnswer: "approve 3f9a2c1b"})
+		if err != nil {
+			return
+		}
+		if got := WithoutOwnKeys(answered); !bytes.Equal(got, once) {
+			t.Fatalf("adding knot_answer to %q changed what is left: %q, not %q", src, got, once)
 		}
 	})
 }

@@ -23,7 +23,7 @@ var corpusEdits = []corpusEdit{
 	{"session", []string{KeySession}, func(src []byte) ([]byte, error) {
 		return SetSession(src, testID)
 	}},
-	{"ownkeys", []string{KeySession, KeyResume}, func(src []byte) ([]byte, error) {
+	{"ownkeys", []string{KeySession, KeyResume, KeyAnswer}, func(src []byte) ([]byte, error) {
 		return MergeFields(src, ownKeysOut)
 	}},
 	{"merge", []string{KeyMode, KeyEvents, KeyAgent}, func(src []byte) ([]byte, error) {

@@ -35,6 +35,33 @@ func TestParse(t *testing.T) {
 				"knot_agent: claude\nknot_model: claude-sonnet-4\nknot_events: [created, modified]\ntitle: x\n---\n",
 		},
 		{
+			name:   "answer_one",
+			src:    "---\nknot_answer: approve 3f9a2c1b\n---\nB",
+			fields: Fields{Answer: "approve 3f9a2c1b"},
+			body:   "B",
+			block:  "---\nknot_answer: approve 3f9a2c1b\n---\n",
+		},
+		{
+			name:   "answer_list",
+			src:    "---\nknot_answer:\n  - approve 3f9a2c1b\n  - deny 0badf00d too risky\n---\nB",
+			fields: Fields{Answer: []any{"approve 3f9a2c1b", "deny 0badf00d too risky"}},
+			body:   "B",
+			block:  "---\nknot_answer:\n  - approve 3f9a2c1b\n  - deny 0badf00d too risky\n---\n",
+		},
+		{
+			name:   "answer_of_another_type_is_handed_on",
+			src:    "---\nknot_answer: 12345678\n---\nB",
+			fields: Fields{Answer: 12345678},
+			body:   "B",
+			block:  "---\nknot_answer: 12345678\n---\n",
+		},
+		{
+			name:  "answer_null",
+			src:   "---\nknot_answer:\n---\nB",
+			body:  "B",
+			block: "---\nknot_answer:\n---\n",
+		},
+		{
 			name:  "parse_null_fields",
 			src:   "---\nknot_session: null\nknot_resume: ~\nknot_mode:\nknot_agent: null\nknot_model:\nknot_events: ~\n---\nB",
 			body:  "B",
@@ -285,9 +312,14 @@ func TestParse_Problems(t *testing.T) {
 			name: "unknown_knot_key_and_empty_resume",
 			src:  "---\nknot_mdoe: off\nknot_resume: ''\n---\n",
 			want: []string{
-				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events`,
+				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events, knot_answer`,
 				`frontmatter: line 3: knot_resume: the value is empty; remove the key or give it a value`,
 			},
+		},
+		{
+			name:   "answer_is_no_unknown_key",
+			src:    "---\nknot_answer: approve 3f9a2c1b\n---\n",
+			fields: Fields{Answer: "approve 3f9a2c1b"},
 		},
 		{
 			name: "mode_is_boolean",

@@ -48,8 +48,13 @@ type Call struct {
 	// that asks again after a restart gives the same call a new id.
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	// Path is the vault-relative, slash-separated file an edit writes,
-	// "" when the call names none.
+	// "" when the call names none; absolute, as the agent gave it, when
+	// Outside.
 	Path string `json:"path,omitempty"`
+	// Outside reports that the file an edit writes is not inside the
+	// vault (or that knotd could not tell): Path is then as the agent gave
+	// it.
+	Outside bool `json:"outside,omitempty"`
 	// Diff is a bounded unified diff of an edit, "" when unknown.
 	Diff string `json:"diff,omitempty"`
 	// Command is the command line a command would run.

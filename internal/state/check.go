@@ -104,6 +104,9 @@ func (tx *Tx) check(content bool) error {
 	if err := tx.checkBreakers(); err != nil {
 		return err
 	}
-	_, err = tx.Groups()
+	if _, err = tx.Groups(); err != nil {
+		return err
+	}
+	_, err = tx.Questions()
 	return err
 }

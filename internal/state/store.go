@@ -48,6 +48,10 @@ import (
 //	          running now (see Group), which a knotd killed meanwhile
 //	          leaves for the next start. Made by the first group recorded;
 //	          the schema stays 2
+//	questions question id (8 hex) -> JSON of Question: the calls agents
+//	          held for the user's answer (permissions: ask), waiting or
+//	          answered until their continuing run is journaled. Made by
+//	          the first question recorded; the schema stays 2
 //
 // Every change is a bbolt transaction: one B+tree update and one fsync,
 // whose cost grows with log(records), not with the number of records.
@@ -59,16 +63,17 @@ const (
 )
 
 var (
-	bucketMeta     = []byte("meta")
-	bucketStrands  = []byte("strands")
-	bucketContent  = []byte("content")
-	bucketSessions = []byte("sessions")
-	bucketPending  = []byte("pending")
-	bucketNotices  = []byte("notices")
-	bucketPaused   = []byte("paused")
-	bucketBreakers = []byte("breakers")
-	bucketGroups   = []byte("groups")
-	allBuckets     = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
+	bucketMeta      = []byte("meta")
+	bucketStrands   = []byte("strands")
+	bucketContent   = []byte("content")
+	bucketSessions  = []byte("sessions")
+	bucketPending   = []byte("pending")
+	bucketNotices   = []byte("notices")
+	bucketPaused    = []byte("paused")
+	bucketBreakers  = []byte("breakers")
+	bucketGroups    = []byte("groups")
+	bucketQuestions = []byte("questions")
+	allBuckets      = [][]byte{bucketMeta, bucketStrands, bucketContent, bucketSessions, bucketPending, bucketNotices}
 
 	keySchema  = []byte("schema")
 	keyAdopted = []byte("adopted")

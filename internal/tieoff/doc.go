@@ -49,6 +49,16 @@
 // Event Context; HasRun tells crash recovery whether a run's section is
 // already in the file, reading only what was written after a given offset.
 //
+// # Questions and answers
+//
+// Besides runs' replies (and knotd's pause notices), a tie-off holds the
+// questions of permissions: ask, a tool call held for the user (Section.Asked,
+// "## Status: question", marker fields question= and call=), and their
+// answers (Section.Verdict, "## Status: approved|denied|withdrawn", marker
+// fields question= and verdict=), each with a run id of its own.
+// Section.IsRun tells a run's section from these; OpenQuestions tells
+// which questions still wait.
+//
 // # Conflict copies
 //
 // When two devices change a tie-off before they sync, Syncthing, Dropbox or

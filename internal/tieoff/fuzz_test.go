@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 )
 
@@ -141,9 +142,28 @@ func FuzzParse(f *testing.F) {
 	root, dir := testVault(f)
 	const name = "f.tieoff.md"
 	path := filepath.Join(dir, name)
+	f.Add([]byte("## Event: Modified\n## Strand: a\n## Timestamp: 2026-01-01T00:00:00Z\n## Status: question\n<!-- knot:run q question=3f9a2c1b call=" + testCall + " -->\n---\n\nQ\n"))
+	f.Add([]byte("## Event: Modified\n## Strand: a\n## Timestamp: 2026-01-01T00:00:00Z\n## Status: denied\n<!-- knot:run a question=3f9a2c1b verdict=approve -->\n---\n\nA\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		secs, probs := Parse(data)
 		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, s := range secs {
+			// A question or an answer read is one Format would write.
+			if s.Question != "" {
+				if _, err := Format(Section{Event: strand.Modified, Strand: "a.md", Time: t0, RunID: s.RunID,
+					Asked: s.Asked, Question: s.Question, Call: s.Call, Verdict: s.Verdict}); err != nil {
+					t.Errorf("Parse read a question or answer Format refuses: %v", err)
+				}
+			}
+			if s.Asked && s.Verdict != "" || (s.Asked || s.Verdict != "") && (s.Failed || s.Paused) {
+				t.Errorf("section is %+v", s)
+			}
+		}
+		for _, q := range OpenQuestions(secs) {
+			if !q.Asked || q.Call == "" {
+				t.Errorf("OpenQuestions returned %+v", q)
+			}
+		}
 		for _, s := range secs {
 			if s.Offset < 0 || s.Offset > int64(len(data)) || s.Line < 1 || s.Line > lines {
 				t.Errorf("section at line %d offset %d outside the input", s.Line, s.Offset)
@@ -185,6 +205,63 @@ func FuzzParse(f *testing.F) {
 			if err := sameSection(secs[len(secs)-1], written(s)); err != nil {
 				t.Errorf("appended section: %v\n%q", err, after)
 			}
+		}
+	})
+}
+
+// FuzzQuestion writes a question and an answer with arbitrary id, call
+// hash, verdict and body: Format accepts exactly the valid fields, and
+// what it writes reads back field for field, the question waiting before
+// the answer and not after.
+func FuzzQuestion(f *testing.F) {
+	f.Add("3f9a2c1b", testCall, "approve", "body")
+	f.Add("3f9a2c1b", testCall, "withdraw", "## Status: approved\n<!-- knot:run x question=3f9a2c1b verdict=approve -->")
+	f.Add("3F9A2C1B", testCall, "deny", "")
+	f.Add("3f9a2c1b", "x", "maybe", "```")
+	f.Add("3f9a2c1b -->", testCall+" x=y", "approve -->", "<!--")
+	f.Fuzz(func(t *testing.T, id, call, verdict, body string) {
+		q := mkSection(0, strand.Modified, "a.md", body)
+		q.Asked, q.Question, q.Call = true, id, call
+		a := mkSection(1, strand.Modified, "a.md", body)
+		a.Question, a.Verdict = id, verdict
+		qb, qerr := Format(q)
+		if ok := question.ValidID(id) && validHash(call); ok != (qerr == nil) {
+			t.Fatalf("Format(question %q call %q) = %v", id, call, qerr)
+		}
+		_, aerr := Format(a)
+		if ok := question.ValidID(id) && statusOfVerdict[verdict] != ""; ok != (aerr == nil) {
+			t.Fatalf("Format(answer %q verdict %q) = %v", id, verdict, aerr)
+		}
+		if qerr != nil {
+			return
+		}
+		doc := appendBytes(t, nil, q)
+		if !bytes.Equal(doc, qb) {
+			t.Fatalf("appendBytes != Format")
+		}
+		secs, probs := Parse(doc)
+		if len(secs) != 1 || len(probs) > 0 {
+			t.Fatalf("Parse(question) = %d sections, %s", len(secs), problemsString(probs))
+		}
+		if err := sameSection(secs[0], written(q)); err != nil {
+			t.Fatal(err)
+		}
+		if open := OpenQuestions(secs); len(open) != 1 || open[0].Question != id {
+			t.Fatalf("OpenQuestions = %+v; want %s", open, id)
+		}
+		if aerr != nil {
+			return
+		}
+		doc = appendBytes(t, doc, a)
+		secs, probs = Parse(doc)
+		if len(secs) != 2 || len(probs) > 0 {
+			t.Fatalf("Parse(question, answer) = %d sections, %s", len(secs), problemsString(probs))
+		}
+		if err := sameSection(secs[1], written(a)); err != nil {
+			t.Fatal(err)
+		}
+		if open := OpenQuestions(secs); len(open) != 0 {
+			t.Fatalf("OpenQuestions after the answer = %+v", open)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 )
 
@@ -36,6 +37,15 @@ func TestParseMarker(t *testing.T) {
 		{name: "session of one byte", line: "<!-- knot:run r session=s -->", want: marker{id: "r", size: -1, session: "s"}},
 		{name: "session of the longest", line: "<!-- knot:run r session=" + strings.Repeat("s", maxSessionLen) + " -->", want: marker{id: "r", size: -1, session: strings.Repeat("s", maxSessionLen)}},
 
+		{name: "question", line: "<!-- knot:run r bytes=3 question=3f9a2c1b call=" + testCall + " -->", want: marker{id: "r", size: 3, question: "3f9a2c1b", call: testCall}},
+		{name: "answer", line: "<!-- knot:run r verdict=deny question=3f9a2c1b -->", want: marker{id: "r", size: -1, question: "3f9a2c1b", verdict: "deny"}},
+		{name: "question id short", line: "<!-- knot:run r question=3f9a2c1 -->", bad: true},
+		{name: "question id upper case", line: "<!-- knot:run r question=3F9A2C1B -->", bad: true},
+		{name: "empty question id", line: "<!-- knot:run r question= -->", bad: true},
+		{name: "call short", line: "<!-- knot:run r call=" + testCall[:63] + " -->", bad: true},
+		{name: "unknown verdict", line: "<!-- knot:run r verdict=approved -->", bad: true},
+		{name: "verdict upper case", line: "<!-- knot:run r verdict=Approve -->", bad: true},
+		{name: "duplicate verdict", line: "<!-- knot:run r verdict=deny verdict=deny -->", bad: true},
 		{name: "duplicate bytes", line: "<!-- knot:run " + id + " bytes=12 bytes=12 -->", bad: true},
 		{name: "duplicate hash", line: "<!-- knot:run " + id + " sha256=" + h + " sha256=" + h + " -->", bad: true},
 		{name: "duplicate session", line: "<!-- knot:run " + id + " session=a session=b -->", bad: true},
@@ -170,13 +180,18 @@ func FuzzMarker(f *testing.F) {
 	f.Add("<!-- knot:run r session=s sha256=" + testHash + " x=y bytes=0 -->")
 	f.Add("<!-- knot:run r bytes=1 bytes=2 -->")
 	f.Add("<!-- knot:run r =x -->")
+	f.Add("<!-- knot:run r bytes=3 question=3f9a2c1b call=" + testCall + " -->")
+	f.Add("<!-- knot:run r verdict=withdraw question=3f9a2c1b -->")
+	f.Add("<!-- knot:run r question=3F9A2C1B verdict=approved -->")
 	f.Fuzz(func(t *testing.T, line string) {
 		m, err := parseMarker([]byte(line))
 		if err != nil {
 			return
 		}
 		if validRunID(m.id, false) != nil || m.hash != "" && !validHash(m.hash) ||
-			m.session != "" && validToken("session", m.session, maxSessionLen) != nil || m.size < -1 {
+			m.session != "" && validToken("session", m.session, maxSessionLen) != nil || m.size < -1 ||
+			m.question != "" && !question.ValidID(m.question) || m.call != "" && !validHash(m.call) ||
+			m.verdict != "" && statusOfVerdict[m.verdict] == "" {
 			t.Fatalf("parseMarker(%q) accepted %+v", line, m)
 		}
 		if m.size < 0 {

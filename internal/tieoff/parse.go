@@ -183,28 +183,37 @@ func (p *parse) section(ki, next, end int) (size, bodyEnd int, ok bool) {
 	if s.Time, err = parseTime(string(vals[2])); err != nil {
 		p.problem(s.Line+2, fmt.Sprintf("bad timestamp %q", vals[2]), "")
 	}
+	statusLine := s.Line + 2 // the Timestamp line, when there is no Status
 	if k < next {
 		if w, v := p.header(p.kids[k]); w == wordStatus {
-			s.Failed = strings.EqualFold(string(v), statusFailed)
-			s.Paused = strings.EqualFold(string(v), statusPaused)
-			if !s.Failed && !s.Paused {
+			statusLine = p.line(p.kids[k]) + 1
+			st := strings.ToLower(string(v))
+			s.Failed = st == statusFailed
+			s.Paused = st == statusPaused
+			s.Asked = st == statusQuestion
+			s.Verdict = verdictOfStatus[st]
+			if !s.Failed && !s.Paused && !s.Asked && s.Verdict == "" {
 				p.problem(p.line(p.kids[k])+1, fmt.Sprintf("unknown status %q", v), "")
 			}
 			k++
 		}
 	}
 	size = -1
+	markerLine := -1
+	var m marker
 	if k < next {
 		if hb, ok := p.kids[k].(*ast.HTMLBlock); ok && hb.Pos() >= 0 && isMarkerLine(x.text(p.line(hb))) {
-			line := p.line(hb)
-			m, err := parseMarker(x.text(line))
+			markerLine = p.line(hb)
+			var err error
+			m, err = parseMarker(x.text(markerLine))
 			if err != nil || hb.Lines().Len() != 1 {
-				p.problem(line+1, "malformed run marker", "")
+				p.problem(markerLine+1, "malformed run marker", "")
 			}
 			s.RunID, s.Hash, s.Session, size = m.id, m.hash, m.session, m.size
 			k++
 		}
 	}
+	p.questionFields(&s, m, statusLine, markerLine)
 	// The body starts after the "---" (or the last header line of a
 	// hand-written section without one) and one blank line.
 	bodyLine := p.lastLine(p.kids[k-1])
@@ -223,6 +232,37 @@ func (p *parse) section(ki, next, end int) (size, bodyEnd int, ok bool) {
 	s.Body = string(x.src[bodyStart:bodyEnd])
 	p.secs = append(p.secs, s)
 	return size, bodyEnd, true
+}
+
+// questionFields gives a question or an answer section (by its Status)
+// its id, and a question its call hash, from its marker m (on line
+// markerLine, an index, -1 when there is none; statusLine is the 1-based
+// line of the Status). When the marker does not record
+// them, or records fields that do not fit the Status (a hand edit, a
+// forged value), it reports a problem and leaves Question and Call empty:
+// such a question waits for nothing and such an answer answers nothing,
+// but the section stays a question or an answer, never a reply.
+func (p *parse) questionFields(s *Section, m marker, statusLine, markerLine int) {
+	line := statusLine
+	if markerLine >= 0 {
+		line = markerLine + 1
+	}
+	switch {
+	case s.Asked:
+		if m.question == "" || m.call == "" || m.verdict != "" {
+			p.problem(line, "a question's run marker must record question=ID and call=HASH, and no verdict; it waits for no answer", "")
+			return
+		}
+		s.Question, s.Call = m.question, m.call
+	case s.Verdict != "":
+		if m.question == "" || m.call != "" || m.verdict != s.Verdict {
+			p.problem(line, fmt.Sprintf("an answer's run marker must record question=ID and verdict=%s, and no call; it answers no question", s.Verdict), "")
+			return
+		}
+		s.Question = m.question
+	case m.question != "" || m.call != "" || m.verdict != "":
+		p.problem(line, "question=, call= or verdict= in the run marker of a section that is neither a question nor an answer; they are ignored", "")
+	}
 }
 
 // beforeSeparator returns where text that runs up to the next section

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
 )
 
@@ -25,7 +26,10 @@ const maxSessionLen = 128
 // written: an invalid event type, an empty strand path, a zero or
 // out-of-range time, a run id or session with characters outside
 // [A-Za-z0-9._-] or too long, a hash that is not 64 lower-case hex
-// digits, or a hash or session without a run id.
+// digits, or a hash or session without a run id; for a question or an
+// answer, a question id that question.ValidID refuses, a call hash that is
+// not 64 lower-case hex digits, an unknown verdict, a missing run id, or
+// fields that do not go together.
 var ErrInvalid = errors.New("tieoff: invalid section")
 
 // Section is one run's entry in a tie-off.
@@ -54,6 +58,26 @@ type Section struct {
 	// note has none. At most maxSessionLen bytes of [A-Za-z0-9._-]. It is
 	// recorded in the run marker (session=).
 	Session string
+	// Asked marks a question: a tool call the permission level held for
+	// the user's answer (see package question), not a run's reply. It is
+	// written "## Status: question" with the marker fields question= and
+	// call=, and needs a run id of its own (never the asking run's).
+	// Never Failed, Paused or an answer too.
+	Asked bool
+	// Question is the question's id (question.ValidID) on a question or an
+	// answer section; "" on any other. It is recorded in the run marker
+	// (question=).
+	Question string
+	// Call is, on a question section, the hash of the held call
+	// (question.Call.Hash: 64 lower-case hex digits), which an approval is
+	// bound to; "" on any other. It is recorded in the run marker (call=).
+	Call string
+	// Verdict makes the section an answer to question Question: "approve",
+	// "deny" or "withdraw" (question.Verdict), written "## Status:
+	// approved|denied|withdrawn" with the marker fields question= and
+	// verdict=; "" on any other section. An answer needs a run id of its
+	// own.
+	Verdict string
 	// Body is the agent's reply. Format neutralises it (see the package
 	// documentation); Parse returns it as it stands in the file.
 	Body string
@@ -83,12 +107,19 @@ var headerWords = [...]string{wordEvent, wordStrand, wordTimestamp, wordStatus}
 const (
 	statusFailed = "failed"
 	statusPaused = "paused"
-	markerPrefix = "<!-- knot:run "
-	markerSuffix = "-->"
+	// statusQuestion is a question's status; an answer's is its verdict's
+	// word (see statusOfVerdict).
+	statusQuestion = "question"
+	markerPrefix   = "<!-- knot:run "
+	markerSuffix   = "-->"
 	// The marker's fields, in the order Format writes them.
 	markerBytes   = "bytes"
 	markerHash    = "sha256"
 	markerSession = "session"
+	// A question's (question, call) and an answer's (question, verdict).
+	markerQuestion = "question"
+	markerCall     = "call"
+	markerVerdict  = "verdict"
 	// hashLen is the length of a hex SHA-256.
 	hashLen = 64
 	// headerBreak is what follows the header lines: the thematic break
@@ -123,9 +154,14 @@ func Format(s Section) ([]byte, error) {
 		b.WriteString("## Status: " + statusFailed + "\n")
 	case s.Paused:
 		b.WriteString("## Status: " + statusPaused + "\n")
+	case s.Asked:
+		b.WriteString("## Status: " + statusQuestion + "\n")
+	case s.Verdict != "":
+		b.WriteString("## Status: " + statusOfVerdict[s.Verdict] + "\n")
 	}
 	if s.RunID != "" {
-		b.WriteString(formatMarker(marker{id: s.RunID, size: len(body), hash: s.Hash, session: s.Session}))
+		b.WriteString(formatMarker(marker{id: s.RunID, size: len(body), hash: s.Hash, session: s.Session,
+			question: s.Question, call: s.Call, verdict: s.Verdict}))
 		b.WriteByte('\n')
 	}
 	b.WriteString(headerBreak)
@@ -160,9 +196,63 @@ func (s Section) validate() error {
 		return bad("hash %q is not 64 lower-case hex digits", s.Hash)
 	}
 	if s.Session != "" {
-		return validToken("session", s.Session, maxSessionLen)
+		if err := validToken("session", s.Session, maxSessionLen); err != nil {
+			return err
+		}
+	}
+	return s.validateQuestion()
+}
+
+// statusOfVerdict is the Status word of an answer with each verdict, and
+// verdictOfStatus its reverse (keys in lower case).
+var (
+	statusOfVerdict = map[string]string{
+		string(question.Approve):  "approved",
+		string(question.Deny):     "denied",
+		string(question.Withdraw): "withdrawn",
+	}
+	verdictOfStatus = map[string]string{
+		"approved":  string(question.Approve),
+		"denied":    string(question.Deny),
+		"withdrawn": string(question.Withdraw),
+	}
+)
+
+// validateQuestion checks the fields of a question or an answer section,
+// and that a section that is neither has none of them.
+func (s Section) validateQuestion() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	answer := s.Verdict != ""
+	switch {
+	case !s.Asked && !answer:
+		if s.Question != "" || s.Call != "" {
+			return bad("a question id or call hash on a section that is neither a question nor an answer")
+		}
+		return nil
+	case s.Asked && answer:
+		return bad("both a question and an answer")
+	case s.Failed || s.Paused:
+		return bad("a question or an answer cannot be failed or paused too")
+	case s.RunID == "":
+		return bad("a question or an answer without a run id (its marker records its id)")
+	case !question.ValidID(s.Question):
+		return bad("question id %q is not %d lower-case hex digits", s.Question, question.IDLen)
+	case answer && statusOfVerdict[s.Verdict] == "":
+		return bad("verdict %q is not approve, deny or withdraw", s.Verdict)
+	case answer && s.Call != "":
+		return bad("a call hash on an answer (only its question records it)")
+	case s.Asked && !validHash(s.Call):
+		return bad("call hash %q is not 64 lower-case hex digits", s.Call)
 	}
 	return nil
+}
+
+// IsRun reports whether the section is a run's reply or its failure: not a
+// pause notice, a question or an answer, which knotd writes between runs.
+func (s Section) IsRun() bool {
+	return !s.Paused && !s.Asked && s.Verdict == ""
 }
 
 // validRunID checks a run id: at most maxRunIDLen bytes of [A-Za-z0-9._-],
@@ -321,11 +411,15 @@ type marker struct {
 	size    int    // the reply's length in bytes; -1 when not recorded
 	hash    string // "" when not recorded
 	session string // "" when not recorded
+	// A question's id, and its call hash or its answer's verdict; "" when
+	// not recorded.
+	question, call, verdict string
 }
 
 // formatMarker writes a run marker line, without its line ending:
-// "<!-- knot:run ID bytes=N sha256=HEX session=S -->", with sha256= and
-// session= only when set, always in this order.
+// "<!-- knot:run ID bytes=N sha256=HEX session=S question=Q call=HEX
+// verdict=V -->", each field after bytes= only when set, always in this
+// order.
 func formatMarker(m marker) string {
 	var b strings.Builder
 	b.WriteString(markerPrefix)
@@ -338,14 +432,21 @@ func formatMarker(m marker) string {
 	if m.session != "" {
 		b.WriteString(" " + markerSession + "=" + m.session)
 	}
+	for _, f := range [...]struct{ k, v string }{{markerQuestion, m.question}, {markerCall, m.call}, {markerVerdict, m.verdict}} {
+		if f.v != "" {
+			b.WriteString(" " + f.k + "=" + f.v)
+		}
+	}
 	b.WriteString(" " + markerSuffix)
 	return b.String()
 }
 
 // parseMarker reads a run marker line: "<!-- knot:run ID" then fields
 // "key=value" separated by blanks, in any order, then "-->". The fields
-// it knows are bytes (a decimal length), sha256 (64 lower-case hex digits)
-// and session (at most maxSessionLen bytes of [A-Za-z0-9._-]); it ignores
+// it knows are bytes (a decimal length), sha256 (64 lower-case hex digits),
+// session (at most maxSessionLen bytes of [A-Za-z0-9._-]), question (an id
+// question.ValidID accepts), call (64 lower-case hex digits) and verdict
+// (approve, deny or withdraw); it ignores
 // any other key, so that a marker from a newer knotd still reads. A field
 // that is not key=value, a key given twice, or a bad value of a known key
 // make the marker malformed. The old forms "<!-- knot:run ID -->" and
@@ -385,6 +486,21 @@ func parseMarker(line []byte) (marker, error) {
 				return bad()
 			}
 			m.session = v
+		case markerQuestion:
+			if !question.ValidID(v) {
+				return bad()
+			}
+			m.question = v
+		case markerCall:
+			if !validHash(v) {
+				return bad()
+			}
+			m.call = v
+		case markerVerdict:
+			if statusOfVerdict[v] == "" {
+				return bad()
+			}
+			m.verdict = v
 		}
 	}
 	return m, nil

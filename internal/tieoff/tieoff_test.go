@@ -99,6 +99,16 @@ func sameSection(got, want Section) error {
 		return fmt.Errorf("Time = %v; want %v", got.Time, want.Time)
 	case got.Failed != want.Failed:
 		return fmt.Errorf("Failed = %v; want %v", got.Failed, want.Failed)
+	case got.Paused != want.Paused:
+		return fmt.Errorf("Paused = %v; want %v", got.Paused, want.Paused)
+	case got.Asked != want.Asked:
+		return fmt.Errorf("Asked = %v; want %v", got.Asked, want.Asked)
+	case got.Question != want.Question:
+		return fmt.Errorf("Question = %q; want %q", got.Question, want.Question)
+	case got.Call != want.Call:
+		return fmt.Errorf("Call = %q; want %q", got.Call, want.Call)
+	case got.Verdict != want.Verdict:
+		return fmt.Errorf("Verdict = %q; want %q", got.Verdict, want.Verdict)
 	case got.RunID != want.RunID:
 		return fmt.Errorf("RunID = %q; want %q", got.RunID, want.RunID)
 	case got.Hash != want.Hash:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/knotd/knotd/internal/agentrun/fakeagent"
+	"github.com/knotd/knotd/internal/agents/claude/hook"
 )
 
 // helperEnv names the environment variable that turns the test binary
@@ -29,6 +30,15 @@ var fakes = map[string]fakeagent.Behaviour{
 }
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "hook" {
+		// knotd's own hook, as `knotd hook ARGS…` (the hook the claude
+		// preset at permissions ask runs when Request.Hook is empty).
+		if err := hook.Main(os.Args[2:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "knotd hook:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	fakeagent.Main(fakes)
 	if name := os.Getenv(helperEnv); name != "" {
 		h, ok := helpers[name]

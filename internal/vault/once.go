@@ -192,6 +192,11 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	for _, rel := range pending {
 		s.Submit(rel, job)
 	}
+	if opts.Notes == nil && !v.dry {
+		for _, rel := range v.answeredStrands() {
+			s.Submit(rel, Job{FiredBy: agentrun.FiredByAnswer})
+		}
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runErr error

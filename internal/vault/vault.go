@@ -129,6 +129,9 @@ type Vault struct {
 	// each reload.
 	obsidian atomic.Pointer[obsidianFilters]
 
+	// asks are the questions runs wait on now (questions.go).
+	asks questionsOf
+
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that
 	// the vault directory is there and retries journaled runs.
@@ -561,6 +564,11 @@ func (ad *adopter) adopt() (Adoption, error) {
 				} else {
 					err = putWithSession(tx, p.rec, p.content, p.session)
 				}
+				for _, q := range p.questions {
+					if err == nil {
+						err = rebuildQuestion(tx, q)
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -616,6 +624,8 @@ type adoptee struct {
 	rec     state.Record
 	content []byte // nil: not kept (changed, or too big)
 	session string // from the tie-off's marker
+	// questions are the tie-off's questions that wait for an answer.
+	questions []state.Question
 }
 
 // survey looks at every strand of the vault and its tie-off as adopt
@@ -668,6 +678,7 @@ func (ad *adopter) surveyStrand(rel string, hasTieOff bool) (adoptee, bool) {
 	if !hasTieOff {
 		return p, true
 	}
+	p.questions = v.openQuestions(rel)
 	sec, ok, err := v.pipe.NewestAnswer(rel, nil)
 	if err != nil {
 		v.log.Warn("cannot read the note's tie-off; adopting the note as it is", "strand", rel, "err", err)

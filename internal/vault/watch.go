@@ -122,6 +122,9 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	for _, rel := range all {
 		s.Submit(rel, Job{FiredBy: agentrun.FiredByCatchUp, Force: true})
 	}
+	for _, rel := range v.answeredStrands() {
+		s.Submit(rel, Job{FiredBy: agentrun.FiredByAnswer})
+	}
 
 	hints := make(chan watcher.Hint, 256)
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -216,7 +219,14 @@ func (h loopHost) Own(rel string) bool {
 	return err == nil && where == reconcile.Present && h.v.own.is(rel, info) && !h.v.recon.Pending(rel)
 }
 
-func (h loopHost) Submit(rel string, fired agentrun.FiredBy) { h.s.Submit(rel, Job{FiredBy: fired}) }
+func (h loopHost) Submit(rel string, fired agentrun.FiredBy) {
+	if h.v.hasWaiter(rel) {
+		// A run of the note waits for an answer (an ACP agent asked): the
+		// note's knot_answer reaches it now, not once the run is over.
+		h.v.noteAnswers(rel, false)
+	}
+	h.s.Submit(rel, Job{FiredBy: fired})
+}
 
 func (h loopHost) Journaled() ([]string, error) {
 	ps, err := h.v.store.Pendings()

@@ -3,8 +3,10 @@ package claude
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/knotd/knotd/internal/agents/kit"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -152,6 +154,11 @@ func (n *claudeNormalizer) Finish() kit.Decoded {
 			out.Failure = "Claude reported " + kit.Str(res, "subtype")
 		}
 	}
+	if kit.Str(res, "stop_reason") == "tool_deferred" {
+		if c, ok := n.held(kit.Object(res, "deferred_tool_use")); ok {
+			out.Held = []question.Call{c}
+		}
+	}
 	if u := kit.Object(res, "usage"); u != nil {
 		out.Usage = &transcript.Usage{
 			InputTokens:      kit.Integer(u, "input_tokens"),
@@ -162,4 +169,48 @@ func (n *claudeNormalizer) Finish() kit.Decoded {
 		}
 	}
 	return out
+}
+
+// MaxWhy bounds a held call's Why: what the model said before asking.
+const MaxWhy = 1000
+
+// held returns the call a result's deferred_tool_use names (Claude Code
+// 2.1.330: {"id", "name", "input"}), with the text the model said just
+// before it, since the turn's last tool call or result, as its Why.
+func (n *claudeNormalizer) held(d map[string]json.RawMessage) (question.Call, bool) {
+	name := kit.Str(d, "name")
+	if name == "" {
+		return question.Call{}, false
+	}
+	c := question.Call{Tool: name, Input: kit.Compact(d["input"]), ToolUseID: kit.Str(d, "id")}
+	at := len(n.blocks)
+	for i, b := range n.blocks {
+		if b.Type == transcript.BlockToolUse && b.ID == c.ToolUseID {
+			at = i
+		}
+	}
+	var texts []string
+	for i := at - 1; i >= 0; i-- {
+		b := n.blocks[i]
+		if b.Type == transcript.BlockToolUse || b.Type == transcript.BlockToolResult {
+			break
+		}
+		if b.Type == transcript.BlockText && strings.TrimSpace(b.Text) != "" {
+			texts = append([]string{strings.TrimSpace(b.Text)}, texts...)
+		}
+	}
+	c.Why = bound(strings.Join(texts, "\n\n"), MaxWhy)
+	return c, true
+}
+
+// bound cuts s to at most max bytes, at a rune boundary, marking the cut.
+func bound(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

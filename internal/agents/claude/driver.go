@@ -62,7 +62,11 @@ func (Driver) Parser() kit.Parser { return newParser() }
 // Argv implements kit.Driver.
 func (Driver) Argv(a *kit.Attempt) ([]string, error) {
 	argv := append(append([]string(nil), a.Program...), "-p", "--output-format", "stream-json", "--verbose")
-	argv = append(argv, permissionFlags(a.Permissions)...)
+	perm, err := permissionFlags(a)
+	if err != nil {
+		return nil, err
+	}
+	argv = append(argv, perm...)
 	if a.Resume != "" {
 		argv = append(argv, "--resume", a.Resume)
 	} else {
@@ -135,6 +139,7 @@ func (cp *parser) Finish(stdout []byte, truncated bool, _ string) (kit.Parsed, e
 	}
 	p.Reply, p.Handle, p.Usage = d.Reply, d.Handle, d.Usage
 	p.Context = d.ContextTokens
+	p.Held = d.Held
 	if d.Failure != "" {
 		p.AgentErr = kit.FirstLine(d.Failure, 300)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/transcript"
 )
 
@@ -33,6 +34,9 @@ type Decoded struct {
 	// say. ContextWindow is the context size the output reports (ACP's
 	// usage_update size), 0 when it reports none.
 	ContextTokens, ContextWindow int64
+	// Held are the calls the turn ended holding for the user's answer
+	// (Claude's tool_deferred), nil when none.
+	Held []question.Call
 	// Failure is the agent's own report that the turn failed (an is_error
 	// result, a turn.failed or error event, an error object), "" when it
 	// reported none.

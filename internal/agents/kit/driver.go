@@ -95,6 +95,9 @@ type Attempt struct {
 	// Hook is the argv prefix of knotd's own hook command (knotd hook),
 	// which a driver may have its CLI run to decide a held call.
 	Hook []string
+	// Vault is the absolute path of the vault root, the agent's working
+	// directory.
+	Vault string
 }
 
 // Parsed is what a driver read from an agent's output.
@@ -203,6 +206,14 @@ type Limiter interface {
 // directory it needs). An error fails the attempt without running it.
 type Preparer interface {
 	Prepare(a *Attempt) error
+}
+
+// HeldResumer is a Driver whose CLI continues a turn that ended holding a
+// call (Parsed.Held) by resuming its conversation with an empty prompt
+// (Claude Code's deferred tool call): an attempt with Continuing and a
+// Resume handle gets no prompt, and the CLI decides the held call again.
+type HeldResumer interface {
+	ResumesHeld() bool
 }
 
 // Finisher is a Driver with a step after a successful attempt, such as

@@ -149,3 +149,10 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// File returns the path of a file kept beside a conversation (its id with
+// the suffix ext), for what a fake keeps about it besides its turns.
+func (c Conversations) File(id, ext string) (string, error) {
+	p, err := c.path(id)
+	return p + ext, err
+}

@@ -10,8 +10,10 @@ import (
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/control"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/statedir"
+	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/vault/internal/budget"
 )
 
@@ -70,7 +72,39 @@ type Host interface {
 	NewAgentFS(a agentrun.Agent) AgentFS  // the file system a run of a gets
 	Runner() AgentRunner                  // what runs the agents
 
+	Questions
 	Seams
+}
+
+// Questions are the calls agents held for the user's answer (permissions:
+// ask), which the vault keeps (its state, the tie-off) and answers; the
+// pipeline calls them with the strand claimed.
+type Questions interface {
+	// QuestionsBefore is called as the pipeline takes the strand rel up:
+	// it applies the answers given meanwhile (in the note's knot_answer,
+	// by knotd approve|deny, on another device), writes their sections,
+	// and returns the answered question whose continuing run is due (nil
+	// when none is).
+	QuestionsBefore(rel string) (*state.Question, error)
+	// WithdrawQuestions withdraws the strand's waiting questions before a
+	// change of it runs: the agent gets the change instead.
+	WithdrawQuestions(rel string) error
+	// Asked writes down and records the calls the run ended holding, once
+	// its own section is in the tie-off; the run's questions that are
+	// still waiting (asked while it ran) learn its resume handle.
+	Asked(rel string, run Asking, calls []question.Call)
+	// AskFunc is the run's agentrun.Request.Ask: it writes the question
+	// down at once and waits for its answer until ctx ends.
+	AskFunc(rel string, run Asking) func(context.Context, question.Call) (question.Answer, bool)
+	// Continued says that the continuing run of question id is journaled:
+	// the question is done.
+	Continued(id string) error
+}
+
+// Asking is the run that asked a question, as the question records it.
+type Asking struct {
+	RunID, Agent, Resume, Hash string
+	Event                      strand.EventType
 }
 
 // Presence is what Host.LstatStrand found at a strand path.

@@ -28,6 +28,7 @@ import (
 	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/control"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -315,6 +316,9 @@ type work struct {
 	marker string
 	// scope is what the configuration's rules say of the strand's path.
 	scope config.Scope
+	// cont, when set, is the answered question whose turn this run
+	// continues (agentrun.Request.Continuing).
+	cont *state.Question
 }
 
 // processOnce takes the strand at rel through the pipeline once: plan (look,
@@ -323,16 +327,52 @@ type work struct {
 func (pl *Pipeline) processOnce(ctx context.Context, rel string, job Job, last bool) (RunReport, error) {
 	h := pl.h
 	rep := RunReport{Strand: rel}
+	asked := job
+	var cont *state.Question
+	if !h.Dry() {
+		var err error
+		if cont, err = h.QuestionsBefore(rel); err != nil {
+			return rep, err
+		}
+	}
+	if cont != nil {
+		// The user answered the question the strand's last turn held:
+		// that turn goes on first (a change saved with the answer
+		// follows, since the record keeps the version before it).
+		job = Job{FiredBy: agentrun.FiredByAnswer, Force: true, ByHand: job.ByHand}
+	}
 	w, skip, err := pl.plan(rel, job, last)
 	defer pl.sess.settle(w)
 	if err != nil || w == nil {
 		rep.Skipped = skip
 		return rep, err
 	}
+	if cont != nil && (skip != "" || w.failure != "" || w.event == strand.Deleted) {
+		// The strand can no longer go on with that turn (turned off,
+		// emptied, deleted, unreadable): the answer stays in the
+		// tie-off, and the strand's change is taken as usual next.
+		h.Log().Warn("a question's answer cannot continue its turn; the note's change is taken as usual", "strand", rel, "question", cont.ID, "why", firstLine(skip+w.failure))
+		if err := h.Continued(cont.ID); err != nil {
+			return rep, err
+		}
+		return pl.processOnce(ctx, rel, asked, last)
+	}
 	rep.Event = w.event
 	if skip != "" {
 		rep.Skipped = skip
 		return rep, pl.commitSkip(w, skip)
+	}
+	if cont != nil {
+		w.cont, w.event = cont, cont.Event
+		if cont.Resume != "" {
+			w.resume = cont.Resume
+		}
+	} else if !h.Dry() {
+		// A change that runs meets the strand's waiting questions: they
+		// are withdrawn, and the agent gets the change.
+		if err := h.WithdrawQuestions(rel); err != nil {
+			return rep, err
+		}
 	}
 	defer h.Done(rel)
 	rep, r, err := pl.run(ctx, w, job)
@@ -656,6 +696,8 @@ type reply struct {
 	agent           string
 	context, window int64
 	log             *runLog
+	// questions are the calls the run ended holding for the user.
+	questions []question.Call
 }
 
 // run is step 4: it runs the agent for prepared work, recording its
@@ -699,6 +741,9 @@ func (pl *Pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 		if err != nil {
 			return rep, nil, err
 		}
+		if !h.Dry() {
+			req.Ask = h.AskFunc(w.rel, pipelineAsking(w, rep.RunID))
+		}
 		req.OnStart = r.log.onStart(w, &req)
 		req.OnOutput = r.log.onOutput
 		afs := h.NewAgentFS(w.agent)
@@ -725,6 +770,7 @@ func (pl *Pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 			// failed, and that session can never be resumed.
 			r.resume = res.Resume
 		}
+		r.questions = res.Questions
 		if res.Outcome == agentrun.OutcomeOK {
 			r.totals = stateUsage(res.Totals)
 			r.agent, r.context, r.window = w.agent.Identity(), res.ContextTokens, res.ContextWindow
@@ -781,7 +827,16 @@ func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 	case w.event != strand.Deleted && w.content != nil:
 		sec.Hash = w.markerHash()
 	}
-	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace}
+	content := w.content
+	if w.cont != nil && !w.contCovers() {
+		// The note changed beyond the answer since the turn asked: the
+		// record keeps the version that turn answered, so that the
+		// change runs next (a follow-up), and the marker says so too.
+		rec.Stamp, rec.Hash, content = w.rec.Stamp, w.rec.Hash, w.previous
+		sec.Hash = w.cont.Hash
+	}
+	j := Journal{Section: sec, Replace: w.mode == frontmatter.ModeReplace,
+		Quiet: len(r.questions) > 0 && !sec.Failed && strings.TrimSpace(sec.Body) == ""}
 	enc, err := json.Marshal(j)
 	if err != nil {
 		return fmt.Errorf("vault: journal run %s: %w", rec.LastRunID, err)
@@ -806,12 +861,46 @@ func (pl *Pipeline) record(ctx context.Context, w *work, rep RunReport, r *reply
 			h.Log().Warn("cannot sync the note's folder after writing its knot_session; a crash now may undo that write", "strand", w.rel, "err", err)
 		}
 	}
-	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: w.content, Journal: enc}
+	p := state.Pending{RunID: rec.LastRunID, Event: w.event, Record: rec, Content: content, Journal: enc}
 	if err := pl.putPending(ctx, p); err != nil {
 		return err
 	}
 	h.Journaled(p.RunID)
-	return pl.completeRun(p, j, false, r.log)
+	if w.cont != nil {
+		// Journaled: the turn went on, and never goes on twice.
+		if err := h.Continued(w.cont.ID); err != nil {
+			return err
+		}
+	}
+	if err := pl.completeRun(p, j, false, r.log); err != nil {
+		return err
+	}
+	a := pipelineAsking(w, rep.RunID)
+	a.Resume, a.Hash = r.resume, sec.Hash
+	h.Asked(w.rel, a, r.questions)
+	return nil
+}
+
+// pipelineAsking is the run runID of w as its questions record it.
+func pipelineAsking(w *work, runID string) Asking {
+	a := Asking{RunID: runID, Agent: w.agentName, Resume: w.resume, Event: w.event}
+	if w.content != nil && !w.tooBig && w.event != strand.Deleted {
+		a.Hash = w.markerHash()
+	}
+	return a
+}
+
+// contCovers reports whether w's version is the one the turn it continues
+// answered, but for knotd's own keys (the answer in knot_answer): the
+// continuing run answers it too.
+func (w *work) contCovers() bool {
+	if w.content == nil || w.tooBig {
+		return false
+	}
+	if w.cont.Hash != "" {
+		return w.cont.Hash == w.markerHash()
+	}
+	return w.previous != nil && MarkerHash(w.previous) == w.markerHash()
 }
 
 // putPending journals the run p. The agent has replied: a journal that
@@ -883,9 +972,12 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 	}
 	var offset int64
 	var kept *ReplyKept
-	if done {
+	switch {
+	case j.Quiet:
+		offset = -1 // no section to write
+	case done:
 		offset = pl.sectionOffset(t, p.RunID)
-	} else {
+	default:
 		err = h.Appending(p.RunID)
 		switch {
 		case err != nil:
@@ -909,7 +1001,7 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 			return fmt.Errorf("vault: %s: write tie-off (the run stays journaled and is retried when knotd starts): %w", p.Record.Path, err)
 		}
 	}
-	if kept == nil {
+	if kept == nil && !j.Quiet {
 		tl.tieOff(t, offset, j.Replace)
 	}
 	if stale {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/knotd/knotd/internal/agentrun"
 	"github.com/knotd/knotd/internal/frontmatter"
+	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -44,6 +45,15 @@ func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	}
 	if w.newSession {
 		req.Resume = ""
+	}
+	if c := w.cont; c != nil && c.Answer != nil {
+		// The turn that held the call goes on, with the user's answer.
+		req.Continuing, req.Answers, req.FiredBy = true, []question.Answer{*c.Answer}, agentrun.FiredByAnswer
+		if c.Resume != "" {
+			// Else the question was rebuilt from the tie-off: the
+			// note's conversation is the one the state knows.
+			req.Resume = c.Resume
+		}
 	}
 	if t := w.rec.Totals; t != nil && req.Resume != "" && req.Resume == w.rec.Resume {
 		req.TotalsBefore = &agentrun.Usage{InputTokens: t.InputTokens, OutputTokens: t.OutputTokens,
@@ -169,13 +179,17 @@ func (pl *Pipeline) NewestAnswer(rel string, win *tieoff.Window) (sec tieoff.Sec
 }
 
 // newestAnswerSections is how many of a tie-off's newest sections
-// NewestAnswer reads to find a run's past a pause notice.
-const newestAnswerSections = 4
+// NewestAnswer reads to find a run's past a pause notice, questions and
+// answers.
+const newestAnswerSections = 12
 
 // newestRun returns the newest of secs that is not a pause notice.
 func newestRun(secs []tieoff.Section) (tieoff.Section, bool) {
 	for i := len(secs) - 1; i >= 0; i-- {
-		if !secs[i].Paused {
+		if secs[i].IsRun() || secs[i].Asked && secs[i].Hash != "" {
+			// A question records what its turn answered: a turn that
+			// ended holding a call without a word has no section of
+			// its own.
 			return secs[i], true
 		}
 	}
@@ -246,6 +260,10 @@ func failureBody(w *work, res agentrun.Result) string {
 type Journal struct {
 	Section tieoff.Section `json:"section"`
 	Replace bool           `json:"replace,omitempty"`
+	// Quiet says the run has no section: its turn ended holding calls
+	// for the user without a word, and its questions' sections (whose
+	// markers record what it answered) stand for it.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // DecodeJournal reads what commit journaled.
