@@ -40,6 +40,10 @@ func withDefaults(l, preset Limits) Limits {
 	}
 }
 
+// Occurrence is what a Scheduled run stands for: the schedule that fired
+// and the occurrences that fell due (Request.Schedule).
+type Occurrence = prompt.Occurrence
+
 // ErrPromptTooLarge is returned when a prompt exceeds Limits.Prompt even
 // though each of its parts is bounded: the limits or the instructions need
 // changing.
@@ -96,5 +100,6 @@ func buildPrompt(s promptSpec) (string, error) {
 		Limits:        s.limits,
 		Continuing:    s.continuing,
 		Fresh:         s.fresh,
+		Schedule:      req.Schedule,
 	})
 }

@@ -85,8 +85,8 @@ func compileRules(rs []RuleSettings, from string, add func(key, format string, a
 		}
 		ok := true
 		for _, e := range r.Events {
-			if e != "created" && e != "modified" && e != "deleted" {
-				add(key+".events", "rules: path %q: event %q is not created, modified or deleted", r.Path, e)
+			if e != "created" && e != "modified" && e != "deleted" && e != "scheduled" {
+				add(key+".events", "rules: path %q: event %q is not created, modified, deleted or scheduled", r.Path, e)
 				ok = false
 			}
 		}

@@ -55,7 +55,7 @@ rules:
 func TestRules_Errors(t *testing.T) {
 	tests := []struct{ yaml, want string }{
 		{"rules:\n  - path: '!x/'\n", "line 2: rules: path \"!x/\": a rule's path cannot be negated"},
-		{"rules:\n  - path: x/\n    events: [saved]\n", "line 3: rules: path \"x/\": event \"saved\" is not created, modified or deleted"},
+		{"rules:\n  - path: x/\n    events: [saved]\n", "line 3: rules: path \"x/\": event \"saved\" is not created, modified, deleted or scheduled"},
 		{"rules:\n  - path: x/\n    mode: sometimes\n", "mode \"sometimes\" is not append, replace or off"},
 		{"rules:\n  - path: x/\n    agent: nobody\n", "names the agent \"nobody\", which is not defined"},
 		{"rules:\n  - path: x/\n    agent: digest\n    agents: [claude]\n", "agent \"digest\" is not among its agents"},

@@ -298,7 +298,7 @@ func eventsValue(n *yaml.Node) ([]string, string) {
 	for _, it := range items {
 		s, present, msg := stringValue(it)
 		if msg != "" || !present {
-			return nil, "the list holds " + describe(it) + "; want created, modified or deleted"
+			return nil, "the list holds " + describe(it) + "; want created, modified, deleted or scheduled"
 		}
 		names = append(names, s)
 	}

@@ -117,6 +117,12 @@ func TestParse(t *testing.T) {
 			block:  "---\nknot_events: Deleted\n---\n",
 		},
 		{
+			name:   "scheduled_event",
+			src:    "---\nknot_events: [scheduled, Modified]\n---\n",
+			fields: Fields{Events: []string{"scheduled", "modified"}},
+			block:  "---\nknot_events: [scheduled, Modified]\n---\n",
+		},
+		{
 			name:   "empty_event_list",
 			src:    "---\nknot_events: []\n---\n",
 			fields: Fields{Events: []string{}},
@@ -275,7 +281,7 @@ func TestParse_Problems(t *testing.T) {
 		{
 			name:   "events_bogus",
 			src:    "---\nknot_agent: a\nknot_events: [created, bogus]\n---\n",
-			want:   []string{`frontmatter: line 3: knot_events: unknown event "bogus"; want created, modified or deleted`},
+			want:   []string{`frontmatter: line 3: knot_events: unknown event "bogus"; want created, modified, deleted or scheduled`},
 			fields: Fields{Agent: "a"},
 		},
 		{
