@@ -123,6 +123,12 @@ func TestParse(t *testing.T) {
 			block:  "---\nknot_events: [scheduled, Modified]\n---\n",
 		},
 		{
+			name:   "schedule",
+			src:    "---\nknot_schedule: daily   07:00 Europe/Paris\n---\n",
+			fields: Fields{Schedule: "daily 07:00 Europe/Paris"},
+			block:  "---\nknot_schedule: daily   07:00 Europe/Paris\n---\n",
+		},
+		{
 			name:   "empty_event_list",
 			src:    "---\nknot_events: []\n---\n",
 			fields: Fields{Events: []string{}},
@@ -290,6 +296,13 @@ func TestParse_Problems(t *testing.T) {
 			want: []string{`frontmatter: line 2: knot_events: the value a map is not an event or a list of events; write for example [created, modified]`},
 		},
 		{
+			// Not among the problems (the note still runs): the vault
+			// reports it.
+			name:   "schedule_not_text",
+			src:    "---\nknot_agent: a\nknot_schedule: [daily, 07:00]\n---\n",
+			fields: Fields{Agent: "a", ScheduleProblem: &FieldError{Key: "knot_schedule", Line: 3, Msg: "the value a list is not text"}},
+		},
+		{
 			name: "session_not_uuid",
 			src:  "---\nknot_session: abc\n---\n",
 			want: []string{`frontmatter: line 2: knot_session: "abc" is not a UUID like 0b8f6c1e-5a9d-4c1e-9f0a-2f7c3b1d8e21`},
@@ -318,7 +331,7 @@ func TestParse_Problems(t *testing.T) {
 			name: "unknown_knot_key_and_empty_resume",
 			src:  "---\nknot_mdoe: off\nknot_resume: ''\n---\n",
 			want: []string{
-				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events, knot_answer`,
+				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events, knot_answer, knot_schedule`,
 				`frontmatter: line 3: knot_resume: the value is empty; remove the key or give it a value`,
 			},
 		},
