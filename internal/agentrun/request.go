@@ -96,7 +96,8 @@ type Request struct {
 	FiredBy FiredBy
 	// Schedule is, for a Scheduled event, the schedule that fired and the
 	// occurrences the run stands for (the Event Context's Schedule, Due
-	// and Late lines); nil for any other event, required for Scheduled.
+	// and Late lines); nil for any other event, and for the turn of a
+	// scheduled run that goes on after the user answered its question.
 	Schedule *Occurrence
 	// Agent is the agent to run.
 	Agent Agent
@@ -202,8 +203,8 @@ func (req *Request) validate() error {
 		return bad("turn %d (the first turn is 1)", req.Turn)
 	case !req.FiredBy.Valid():
 		return bad("fired-by %q is not one of watch, once, catch-up, rescan, user, answer, schedule", req.FiredBy)
-	case (req.Event.Type == strand.Scheduled) != (req.Schedule != nil):
-		return bad("a Scheduled event needs its schedule's occurrence, and no other event has one (event %v)", req.Event.Type)
+	case req.Schedule != nil && req.Event.Type != strand.Scheduled:
+		return bad("a schedule's occurrence on a %v event (only a Scheduled run stands for one)", req.Event.Type)
 	case req.Schedule != nil && (req.Schedule.Due.IsZero() || req.Schedule.Schedule == "" || req.Schedule.Count < 1):
 		return bad("a scheduled run's occurrence needs its schedule, due time and count")
 	case req.TieOffOmitted < 0:

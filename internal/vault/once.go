@@ -197,6 +197,12 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 			s.Submit(rel, Job{FiredBy: agentrun.FiredByAnswer})
 		}
 	}
+	if opts.Notes == nil {
+		// What the notes' schedules made due (late, when knotd was not
+		// running at the time) runs in the pass too.
+		v.startSchedules()
+		v.submitDue(s)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runErr error

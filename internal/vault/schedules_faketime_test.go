@@ -1,0 +1,142 @@
+package vault
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/vault/internal/schedules"
+)
+
+// scheduleAgent answers at once and keeps the occurrences of the
+// Scheduled runs it was given.
+type scheduleAgent struct {
+	mu   sync.Mutex
+	occs []agentrun.Occurrence
+}
+
+func (a *scheduleAgent) Run(_ context.Context, req agentrun.Request) (agentrun.Result, error) {
+	if req.Event.Type == strand.Scheduled && req.Schedule != nil {
+		a.mu.Lock()
+		a.occs = append(a.occs, *req.Schedule)
+		a.mu.Unlock()
+	}
+	return agentrun.Result{Outcome: agentrun.OutcomeOK, Reply: "brief for " + req.Now.Format(time.DateOnly)}, nil
+}
+
+func (a *scheduleAgent) got() []agentrun.Occurrence {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]agentrun.Occurrence(nil), a.occs...)
+}
+
+// TestWatch_ScheduleInFakeTime is issue 27's "done when", in fake time
+// (a synctest bubble: its clock starts on 2000-01-01 00:00 UTC, a
+// Saturday): a note with a daily schedule runs once a day across a week,
+// on time, and the schedule does not fire for the past when first seen;
+// knotd stopped for two days runs it once on the restart, late, saying
+// which occurrences the run stands for, not twice; and a device that
+// lost knotd's record of the schedules (a handover: the tie-off is all it
+// has) neither repeats the occurrence the tie-off records nor skips the
+// next one.
+func TestWatch_ScheduleInFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		poll, debounce, maxWait := 10*time.Minute, 30*time.Second, time.Minute
+		e.flags.Poll, e.flags.Debounce, e.flags.MaxWait = &poll, &debounce, &maxWait
+		e.write("brief.md", "---\nknot_schedule: daily 07:00 UTC\n---\n# Brief\n\nWhat is on today?\n")
+		e.onceFresh() // adopted: no run, and the schedule starts from now
+		agent := &scheduleAgent{}
+		day := func(d, h int) time.Time { return time.Date(2000, 1, d, h, 0, 0, 0, time.UTC) }
+
+		// watch opens the vault and watches it; the func it returns stops
+		// and closes it.
+		watch := func() func() {
+			o := e.options()
+			o.Agent = agent
+			v, err := Open(e.root, o)
+			mustDo(t, err)
+			v.checkEvery = 10 * time.Minute
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- v.Watch(ctx, WatchOptions{}) }()
+			return func() {
+				cancel()
+				mustDo(t, <-done)
+				mustDo(t, v.Close())
+			}
+		}
+		until := func(at time.Time) {
+			time.Sleep(time.Until(at))
+			synctest.Wait()
+		}
+		scheduled := func() (dues []time.Time) {
+			for _, s := range e.sections("brief.md") {
+				if s.Event != strand.Scheduled || s.Failed {
+					t.Fatalf("brief.md's tie-off holds a %v section (failed %v): %q", s.Event, s.Failed, s.Body)
+				}
+				dues = append(dues, s.Due)
+			}
+			return dues
+		}
+
+		// A week: one run a day at 07:00, on time.
+		stop := watch()
+		until(day(7, 12))
+		dues := scheduled()
+		if len(dues) != 7 {
+			t.Fatalf("a week of a daily schedule ran %d times (%v); want 7", len(dues), dues)
+		}
+		for i, d := range dues {
+			if !d.Equal(day(1+i, 7)) {
+				t.Errorf("run %d stands for %v; want %v", i, d, day(1+i, 7))
+			}
+		}
+		for _, o := range agent.got() {
+			if o.Late != 0 || o.Count != 1 || o.Schedule != "daily 07:00 UTC" {
+				t.Errorf("an on-time run was told %+v", o)
+			}
+		}
+
+		// Stopped from the 7th at noon to the 9th at noon: one late run
+		// for the 8th and the 9th.
+		stop()
+		until(day(9, 12))
+		stop = watch()
+		until(day(9, 12).Add(time.Minute))
+		if dues := scheduled(); len(dues) != 8 || !dues[7].Equal(day(9, 7)) {
+			t.Fatalf("after two days stopped the tie-off's scheduled runs are %v; want one more, for the 9th", dues)
+		}
+		occs := agent.got()
+		if late := occs[len(occs)-1]; late.Count != 2 || !late.First.Equal(day(8, 7)) || !late.Due.Equal(day(9, 7)) || late.Late != 5*time.Hour {
+			t.Errorf("the run after the restart was told %+v; want late 5h, for 2 occurrences since the 8th", late)
+		}
+		until(day(10, 12))
+		if dues := scheduled(); len(dues) != 9 || !dues[8].Equal(day(10, 7)) {
+			t.Fatalf("the day after the restart the scheduled runs are %v; want one more, for the 10th", dues)
+		}
+
+		// Handover: knotd's record of the schedules is lost (another
+		// device, or this one's state gone); the tie-off says the 10th
+		// fired. Restarted on the 11th at noon: the 11th runs, late, once.
+		stop()
+		mustDo(t, os.Remove(filepath.Join(e.folder().Dir, schedules.FileName)))
+		until(day(11, 12))
+		stop = watch()
+		until(day(11, 13))
+		dues = scheduled()
+		if len(dues) != 10 || !dues[9].Equal(day(11, 7)) {
+			t.Fatalf("after a handover the scheduled runs are %v; want one more, for the 11th", dues)
+		}
+		if last := agent.got()[len(agent.got())-1]; last.Count != 1 || last.Late != 5*time.Hour {
+			t.Errorf("the run after the handover was told %+v; want late 5h for one occurrence", last)
+		}
+		stop()
+	})
+}
