@@ -211,6 +211,11 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	stop()
 	wg.Wait()
 	release()
+	if opts.Notes == nil && idleErr == nil {
+		// The notes the pass recorded for the first time may carry a
+		// schedule: it starts from now (and a bad one is said now).
+		v.startSchedules()
+	}
 	if opts.Progress != nil {
 		opts.Progress(total, total, "")
 	}

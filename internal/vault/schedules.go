@@ -181,12 +181,7 @@ func (v *Vault) startSchedules() {
 // submitDue submits every note whose schedule fell due, once, with the
 // occurrences it stands for (one late run for those missed).
 func (v *Vault) submitDue(s *scheduler.Scheduler[Job]) {
-	fires, err := v.scheduleBook().Due(v.now())
-	if err != nil {
-		// The occurrence still fires; its section records it too.
-		v.log.Error("cannot record the schedules that fired", "err", err)
-	}
-	for _, f := range fires {
+	for _, f := range v.dueSchedules() {
 		occ := f.Occ
 		if occ.Late > 0 {
 			v.log.Info("schedule fell due while knotd was not running; one late run stands for the occurrences missed",
@@ -196,6 +191,17 @@ func (v *Vault) submitDue(s *scheduler.Scheduler[Job]) {
 		}
 		s.Submit(f.Rel, Job{FiredBy: agentrun.FiredBySchedule, Scheduled: &occ})
 	}
+}
+
+// dueSchedules returns the notes whose schedule fell due, each once, and
+// records them as fired (a dry run records nothing).
+func (v *Vault) dueSchedules() []schedules.Fire {
+	fires, err := v.scheduleBook().Due(v.now())
+	if err != nil {
+		// The occurrence still fires; its section records it too.
+		v.log.Error("cannot record the schedules that fired", "err", err)
+	}
+	return fires
 }
 
 // runSchedules fires the notes' schedules while this device answers, until

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -57,20 +58,31 @@ func TestWatch_ScheduleInFakeTime(t *testing.T) {
 
 		// watch opens the vault and watches it; the func it returns stops
 		// and closes it.
+		var v *Vault
 		watch := func() func() {
 			o := e.options()
 			o.Agent = agent
-			v, err := Open(e.root, o)
+			var err error
+			v, err = Open(e.root, o)
 			mustDo(t, err)
 			v.checkEvery = 10 * time.Minute
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- v.Watch(ctx, WatchOptions{}) }()
-			return func() {
-				cancel()
-				mustDo(t, <-done)
-				mustDo(t, v.Close())
+			var once sync.Once
+			stop := func() {
+				once.Do(func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Errorf("Watch: %v", err)
+					}
+					if err := v.Close(); err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				})
 			}
+			t.Cleanup(stop) // a test that fails midway stops it too
+			return stop
 		}
 		until := func(at time.Time) {
 			time.Sleep(time.Until(at))
@@ -102,6 +114,13 @@ func TestWatch_ScheduleInFakeTime(t *testing.T) {
 			if o.Late != 0 || o.Count != 1 || o.Schedule != "daily 07:00 UTC" {
 				t.Errorf("an on-time run was told %+v", o)
 			}
+		}
+
+		// knotd status says when it runs next.
+		st, err := v.Control().Status(context.Background())
+		mustDo(t, err)
+		if len(st.Schedules) != 1 || st.Schedules[0].Note != "brief.md" || !st.Schedules[0].Next.Equal(day(8, 7)) || st.Schedules[0].Zone != "UTC" {
+			t.Errorf("status's schedules = %+v; want brief.md next on the 8th at 07:00 UTC", st.Schedules)
 		}
 
 		// Stopped from the 7th at noon to the 9th at noon: one late run
@@ -139,4 +158,29 @@ func TestWatch_ScheduleInFakeTime(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// TestOnce_InvalidSchedule: a schedule knotd cannot read is said in the
+// log and in knotd status, and the note is otherwise served (its change
+// runs as usual).
+func TestOnce_InvalidSchedule(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh()
+	e.write("n.md", "---\nknot_schedule: daily 25:00\n---\n# N\n")
+	o, log := e.logged()
+	v, err := Open(e.root, o)
+	mustDo(t, err)
+	t.Cleanup(func() { mustDo(t, v.Close()) })
+	sum := e.once(v, false)
+	if sum.Ran != 1 || sum.Failed != 0 {
+		t.Fatalf("the note with a bad schedule: %+v; want its change run", sum)
+	}
+	if !strings.Contains(log.String(), "the note's schedule cannot be used") || !strings.Contains(log.String(), "25:00") {
+		t.Errorf("the log does not say the schedule cannot be used:\n%s", log.String())
+	}
+	st, err := v.Control().Status(context.Background())
+	mustDo(t, err)
+	if len(st.Schedules) != 1 || !strings.Contains(st.Schedules[0].Problem, "knot_schedule") {
+		t.Errorf("status's schedules = %+v; want n.md's problem", st.Schedules)
+	}
 }
