@@ -15,6 +15,7 @@ import (
 	"github.com/knotd/knotd/internal/state"
 	"github.com/knotd/knotd/internal/strand"
 	"github.com/knotd/knotd/internal/tieoff"
+	"github.com/knotd/knotd/internal/vault/internal/reconcile"
 	"github.com/knotd/knotd/internal/vault/internal/schedules"
 )
 
@@ -40,10 +41,9 @@ type scheduleKeeper struct {
 }
 
 type scheduleRead struct {
-	hash     state.Hash
-	text     string
-	problem  string
-	unreadOK bool // the note could not be read: no knot_schedule known
+	hash    state.Hash
+	text    string
+	problem string
 }
 
 // scheduleBook returns the vault's Book, loaded on first use.
@@ -63,8 +63,23 @@ func (v *Vault) scheduleBook() *schedules.Book {
 // the rules' schedule:) among those knotd recorded, and gives them to the
 // Book. A schedule that cannot be read is said in the log, once, and in
 // knotd status; the note is otherwise served as before.
+//
+// Reading every note at every start would make a start's cost grow with
+// the vault: only the first scan of a device that keeps no record of the
+// schedules (schedules.json) reads them all. Otherwise the first scan
+// reads the notes the record names and those changed on disk since their
+// record (a stat, as the catch-up makes), and takes the others as they
+// were recorded (no knot_schedule): a later change of a note changes its
+// record's hash, and a later scan reads it.
 func (v *Vault) scanSchedules() error {
 	k := &v.schedules
+	book := v.scheduleBook()
+	k.mu.Lock()
+	lazy := k.cache == nil && !book.Fresh()
+	if k.cache == nil {
+		k.cache = map[string]scheduleRead{}
+	}
+	k.mu.Unlock()
 	var notes []schedules.Note
 	seen := map[string]bool{}
 	err := v.store.ForEach(func(r state.Record) error {
@@ -73,7 +88,15 @@ func (v *Vault) scanSchedules() error {
 		if sc.Off {
 			return nil
 		}
-		rd := v.noteSchedule(r)
+		var rd scheduleRead
+		if lazy && !book.Has(r.Path) && !v.changedSince(r) {
+			rd = scheduleRead{hash: r.Hash}
+			k.mu.Lock()
+			k.cache[r.Path] = rd
+			k.mu.Unlock()
+		} else {
+			rd = v.noteSchedule(r)
+		}
 		text, from := rd.text, "knot_schedule"
 		if text == "" && rd.problem == "" {
 			text, from = sc.Schedule, "the rules' schedule"
@@ -106,8 +129,15 @@ func (v *Vault) scanSchedules() error {
 		}
 	}
 	k.mu.Unlock()
-	v.scheduleBook().Set(notes)
+	book.Set(notes)
 	return nil
+}
+
+// changedSince reports whether the note r records is not, by its stamp,
+// the version recorded (or cannot be looked at).
+func (v *Vault) changedSince(r state.Record) bool {
+	info, where, err := v.recon.LstatStrand(r.Path)
+	return err != nil || where != reconcile.Present || reconcile.Stamp(info) != r.Stamp
 }
 
 // noteSchedule reads the knot_schedule of the note r records, from its
@@ -122,11 +152,9 @@ func (v *Vault) noteSchedule(r state.Record) scheduleRead {
 	}
 	rd = scheduleRead{hash: r.Hash}
 	content, _, _, tooBig, err := v.readStrand(r.Path, v.config().MaxStrandSize)
-	switch {
-	case err != nil || tooBig:
-		// Gone, unreadable or too big: its run says so; no schedule.
-		rd.unreadOK = true
-	default:
+	// A note gone, unreadable or too big has no schedule (its run says
+	// what is wrong).
+	if err == nil && !tooBig {
 		if doc, err := frontmatter.Parse(content); err == nil {
 			rd.text = doc.Fields.Schedule
 			if p := doc.Fields.ScheduleProblem; p != nil {

@@ -87,6 +87,7 @@ type record struct {
 // Book is the notes' schedules and the occurrences they fired.
 type Book struct {
 	mu    sync.Mutex
+	fresh bool   // no file was read: this device keeps no record yet
 	file  string // "" writes nothing (--dry-run)
 	recs  map[string]record
 	notes map[string]Note
@@ -97,7 +98,7 @@ type Book struct {
 // the empty Book: the caller says so and goes on (the tie-offs still
 // record what fired). With dry, the Book never writes.
 func Load(file string, dry bool) (*Book, error) {
-	b := &Book{file: file, recs: map[string]record{}, notes: map[string]Note{}}
+	b := &Book{file: file, recs: map[string]record{}, notes: map[string]Note{}, fresh: true}
 	if dry {
 		b.file = ""
 	}
@@ -125,7 +126,25 @@ func Load(file string, dry bool) (*Book, error) {
 			b.recs[rel] = r
 		}
 	}
+	b.fresh = false
 	return b, nil
+}
+
+// Fresh reports whether the Book was read from no file (this device
+// keeps no record of the schedules yet, or lost it): then every note must
+// be looked at to find those that carry one.
+func (b *Book) Fresh() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.fresh
+}
+
+// Has reports whether the Book keeps a record of rel's schedule.
+func (b *Book) Has(rel string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.recs[rel]
+	return ok
 }
 
 // ErrDamaged is wrapped by Load's error about a file it cannot read as a
