@@ -2,6 +2,7 @@ package vault
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/schedule"
 	"github.com/knotd/knotd/internal/strand"
+	"github.com/knotd/knotd/internal/tieoff"
 	"github.com/knotd/knotd/internal/vault/internal/schedules"
 )
 
@@ -182,5 +185,53 @@ func TestOnce_InvalidSchedule(t *testing.T) {
 	mustDo(t, err)
 	if len(st.Schedules) != 1 || !strings.Contains(st.Schedules[0].Problem, "knot_schedule") {
 		t.Errorf("status's schedules = %+v; want n.md's problem", st.Schedules)
+	}
+}
+
+// TestOnce_ScheduleRespectsPauseAndModeOff: a due schedule runs through the
+// usual queue: a paused note and a note with knot_mode: off do not run on
+// it; a third note does, once, late; the pass says the paused note waits.
+func TestOnce_ScheduleRespectsPauseAndModeOff(t *testing.T) {
+	e := newEnv(t)
+	e.onceFresh() // an empty vault, adopted
+	const sched = "knot_schedule: daily 07:00 UTC\n"
+	s, err := schedule.Parse("daily 07:00 UTC", nil)
+	mustDo(t, err)
+	before := s.Prev(time.Now()).AddDate(0, 0, -2)
+	// Three notes arrive (synced) with tie-offs whose newest Scheduled
+	// section is two days old.
+	for i, rel := range []string{"paused.md", "off.md", "on.md"} {
+		mode := ""
+		if rel == "off.md" {
+			mode = "knot_mode: off\n"
+		}
+		e.write(rel, "---\n"+sched+mode+"---\n# "+rel+"\n")
+		sec, err := tieoff.Format(tieoff.Section{Event: strand.Scheduled, Strand: rel, Time: before,
+			RunID: fmt.Sprintf("0190f3c2-7b1a-7c3d-9e2f-%012d", i), Due: before, Body: "Earlier.\n"})
+		mustDo(t, err)
+		t2, err := strand.TieOffPath(rel)
+		mustDo(t, err)
+		mustDo(t, os.WriteFile(e.abs(t2), sec, 0o644))
+	}
+	v := e.open()
+	e.once(v, false) // their changes; the schedules are seen
+	_, err = v.Control().Pause(context.Background(), []string{"paused.md"}, "")
+	mustDo(t, err)
+	count := func(rel string) int { return len(e.sections(rel)) }
+	on, paused, off := count("on.md"), count("paused.md"), count("off.md")
+	sum := e.once(v, false) // the schedules are due (late)
+	if count("on.md") != on+1 || count("paused.md") != paused || count("off.md") != off {
+		t.Fatalf("sections after a pass with the schedules due: on %d, paused %d, off %d; want %d, %d, %d (%+v)",
+			count("on.md"), count("paused.md"), count("off.md"), on+1, paused, off, sum)
+	}
+	secs := e.sections("on.md")
+	if last := secs[len(secs)-1]; last.Event != strand.Scheduled || !last.Due.Equal(s.Prev(time.Now())) {
+		t.Errorf("on.md's new section = %v due %v; want Scheduled for the newest occurrence", last.Event, last.Due)
+	}
+	if len(sum.Paused) != 1 || sum.Paused[0].Note != "paused.md" {
+		t.Errorf("the pass's paused notes = %+v; want paused.md", sum.Paused)
+	}
+	if sum := e.once(v, false); sum.Ran != 0 {
+		t.Errorf("a third pass ran %+v; want nothing", sum.Runs)
 	}
 }
