@@ -235,3 +235,33 @@ func TestOnce_ScheduleRespectsPauseAndModeOff(t *testing.T) {
 		t.Errorf("a third pass ran %+v; want nothing", sum.Runs)
 	}
 }
+
+// TestOnce_RuleSchedule: a rule's schedule: runs the notes under its path
+// that set no knot_schedule; the others do not run on it.
+func TestOnce_RuleSchedule(t *testing.T) {
+	e := newEnv(t)
+	e.userConfig("rules:\n  - path: briefs/\n    schedule: daily 07:00 UTC\n")
+	e.onceFresh()
+	s, err := schedule.Parse("daily 07:00 UTC", nil)
+	mustDo(t, err)
+	before := s.Prev(time.Now()).AddDate(0, 0, -1)
+	for i, rel := range []string{"briefs/a.md", "notes/b.md"} {
+		e.write(rel, "# "+rel+"\n")
+		sec, err := tieoff.Format(tieoff.Section{Event: strand.Scheduled, Strand: rel, Time: before,
+			RunID: fmt.Sprintf("0190f3c2-7b1a-7c3d-9e2f-%012d", i), Due: before, Body: "Earlier.\n"})
+		mustDo(t, err)
+		t2, err := strand.TieOffPath(rel)
+		mustDo(t, err)
+		mustDo(t, os.WriteFile(e.abs(t2), sec, 0o644))
+	}
+	v := e.open()
+	e.once(v, false)
+	a, b := len(e.sections("briefs/a.md")), len(e.sections("notes/b.md"))
+	e.once(v, false)
+	if got := e.sections("briefs/a.md"); len(got) != a+1 || got[len(got)-1].Event != strand.Scheduled {
+		t.Errorf("briefs/a.md has %d sections after its rule's schedule fell due; want %d, the last Scheduled", len(got), a+1)
+	}
+	if got := len(e.sections("notes/b.md")); got != b {
+		t.Errorf("notes/b.md, under no schedule, has %d sections; want %d", got, b)
+	}
+}
