@@ -390,6 +390,15 @@ func printStatus(st control.Status, running bool, w io.Writer) error {
 		tw.Flush()
 		fmt.Fprintln(w, "  (they run when the budget allows, tomorrow UTC; knotd run NOTE runs one now)")
 	}
+	if section("schedules", len(st.Schedules)) {
+		for _, s := range st.Schedules {
+			if s.Problem != "" {
+				fmt.Fprintf(tw, "  %s\tcannot be used:\t%s\n", s.Note, s.Problem)
+				continue
+			}
+			fmt.Fprintf(tw, "  %s\t%s (%s)\tnext %s\n", s.Note, s.Schedule, s.Zone, ts(s.Next))
+		}
+	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ntoday (UTC): %s (knotd runs --cost says more)\n", todayLine(st.Today))
 	return nil

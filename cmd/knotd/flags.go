@@ -76,9 +76,11 @@ On first contact with a vault knotd adopts the notes already there: it
 records them as processed and runs nothing, except notes whose tie-off shows
 they changed since their last answer, which run once. From
 then on every created, modified or deleted note gets exactly one run,
-including changes made while knotd was not running. --all runs every note
-instead; --no-adopt runs the notes without an answer too (CI on a fresh
-checkout). VAULT may be any folder of a vault (one with .knot above it).
+including changes made while knotd was not running; a note with a
+knot_schedule also runs when it falls due (once, late, for what fell due
+while knotd was not running). --all runs every note instead; --no-adopt
+runs the notes without an answer too (CI on a fresh checkout). VAULT may
+be any folder of a vault (one with .knot above it).
 
 One device answers a vault synced to several: the first to run knotd on it,
 the one its .knot/config.yaml names (runner: NAME), or the one you tell to

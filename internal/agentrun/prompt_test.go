@@ -152,6 +152,25 @@ func TestBuildPrompt_Golden(t *testing.T) {
 			r.Agent = Agent{Name: "claude", Preset: PresetClaude, Permissions: PermAsk}
 			return r
 		}},
+		// A schedule the note carries fell due: the prompt says which,
+		// and when it was due.
+		{name: "scheduled-on-time", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Scheduled, planV1)
+			r.Previous, r.Turn, r.FiredBy = []byte(planV1), 4, FiredBySchedule
+			r.Schedule = &Occurrence{Schedule: "daily 07:00", Zone: "Europe/Paris", Due: time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC), Count: 1,
+				First: time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)}
+			r.TieOff = []string{tieOffSection("Scheduled", "Your brief for Friday.")}
+			return r
+		}},
+		// knotd was stopped for two days: one run, late, that says which
+		// occurrences it stands for.
+		{name: "scheduled-late", sess: sessionState{resumed: true}, req: func() *Request {
+			r := promptRequest(strand.Scheduled, planV1)
+			r.Previous, r.Turn, r.FiredBy = []byte(planV1), 5, FiredBySchedule
+			r.Schedule = &Occurrence{Schedule: "daily 07:00", Zone: "Europe/Paris", Due: time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC), Count: 3,
+				First: time.Date(2026, 11, 19, 6, 0, 0, 0, time.UTC), Late: 13*time.Hour + 30*time.Minute + 5*time.Second}
+			return r
+		}},
 		{name: "fences-outrun-content", sess: sessionState{resumed: true}, req: func() *Request {
 			r := promptRequest(strand.Modified, "code:\n````go\nx := 1\n````\n")
 			r.Previous, r.Turn = []byte("code:\n"), 2

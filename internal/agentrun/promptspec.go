@@ -41,6 +41,10 @@ func withDefaults(l, preset Limits) Limits {
 	}
 }
 
+// Occurrence is what a Scheduled run stands for: the schedule that fired
+// and the occurrences that fell due (Request.Schedule).
+type Occurrence = prompt.Occurrence
+
 // ErrPromptTooLarge is returned when a prompt exceeds Limits.Prompt even
 // though each of its parts is bounded: the limits or the instructions need
 // changing.
@@ -104,6 +108,7 @@ func buildPrompt(s promptSpec) (string, error) {
 		Answers:       answers,
 		Resumed:       s.session.resumed && s.session.restart == nil && s.fresh == "",
 		Asking:        askingLine(&req.Agent),
+		Schedule:      req.Schedule,
 	})
 }
 

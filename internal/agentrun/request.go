@@ -19,18 +19,19 @@ type FiredBy string
 
 // The closed set of FiredBy values.
 const (
-	FiredByWatch   FiredBy = "watch"    // a file system event while watching
-	FiredByOnce    FiredBy = "once"     // a knotd --once pass
-	FiredByCatchUp FiredBy = "catch-up" // the catch-up pass at startup
-	FiredByRescan  FiredBy = "rescan"   // a rescan after an overflow, or --poll
-	FiredByUser    FiredBy = "user"     // the user asked: knotd run, knotd retry, the console
-	FiredByAnswer  FiredBy = "answer"   // the user answered a question the run before held: the turn continues
+	FiredByWatch    FiredBy = "watch"    // a file system event while watching
+	FiredByOnce     FiredBy = "once"     // a knotd --once pass
+	FiredByCatchUp  FiredBy = "catch-up" // the catch-up pass at startup
+	FiredByRescan   FiredBy = "rescan"   // a rescan after an overflow, or --poll
+	FiredByUser     FiredBy = "user"     // the user asked: knotd run, knotd retry, the console
+	FiredByAnswer   FiredBy = "answer"   // the user answered a question the run before held: the turn continues
+	FiredBySchedule FiredBy = "schedule" // a schedule the note carries fell due (event Scheduled)
 )
 
 // Valid reports whether f is one of the FiredBy values.
 func (f FiredBy) Valid() bool {
 	switch f {
-	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser, FiredByAnswer:
+	case FiredByWatch, FiredByOnce, FiredByCatchUp, FiredByRescan, FiredByUser, FiredByAnswer, FiredBySchedule:
 		return true
 	}
 	return false
@@ -93,6 +94,11 @@ type Request struct {
 	Turn int
 	// FiredBy says what triggered the run.
 	FiredBy FiredBy
+	// Schedule is, for a Scheduled event, the schedule that fired and the
+	// occurrences the run stands for (the Event Context's Schedule, Due
+	// and Late lines); nil for any other event, and for the turn of a
+	// scheduled run that goes on after the user answered its question.
+	Schedule *Occurrence
 	// Agent is the agent to run.
 	Agent Agent
 	// Model overrides Agent.Model (a strand's knot_model). It must pass
@@ -196,7 +202,11 @@ func (req *Request) validate() error {
 	case req.Turn < 1:
 		return bad("turn %d (the first turn is 1)", req.Turn)
 	case !req.FiredBy.Valid():
-		return bad("fired-by %q is not one of watch, once, catch-up, rescan, user, answer", req.FiredBy)
+		return bad("fired-by %q is not one of watch, once, catch-up, rescan, user, answer, schedule", req.FiredBy)
+	case req.Schedule != nil && req.Event.Type != strand.Scheduled:
+		return bad("a schedule's occurrence on a %v event (only a Scheduled run stands for one)", req.Event.Type)
+	case req.Schedule != nil && (req.Schedule.Due.IsZero() || req.Schedule.Schedule == "" || req.Schedule.Count < 1):
+		return bad("a scheduled run's occurrence needs its schedule, due time and count")
 	case req.TieOffOmitted < 0:
 		return bad("negative omitted tie-off count %d", req.TieOffOmitted)
 	}

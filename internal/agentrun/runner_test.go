@@ -381,6 +381,12 @@ func TestRunner_RejectsBadRequests(t *testing.T) {
 		{"session that is not a UUID", func(r *Request) { r.Session = "abc" }, ErrBadRequest},
 		{"relative vault", func(r *Request) { r.Vault = "vault" }, ErrBadRequest},
 		{"turn zero", func(r *Request) { r.Turn = 0 }, ErrBadRequest},
+		{"an occurrence on a Modified event", func(r *Request) {
+			r.Schedule = &Occurrence{Schedule: "daily 07:00", Zone: "UTC", Due: time.Unix(1, 0), Count: 1}
+		}, ErrBadRequest},
+		{"a scheduled occurrence without its due time", func(r *Request) {
+			r.Event.Type, r.Schedule = strand.Scheduled, &Occurrence{Schedule: "daily 07:00", Zone: "UTC", Count: 1}
+		}, ErrBadRequest},
 		{"unknown fired-by", func(r *Request) { r.FiredBy = "cron" }, ErrBadRequest},
 		{"path escaping the vault", func(r *Request) { r.Event.Strand.Path = "../x.md" }, ErrBadRequest},
 		{"invalid event", func(r *Request) { r.Event.Type = 0 }, ErrBadRequest},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/knotd/knotd/internal/ignore"
+	"github.com/knotd/knotd/internal/schedule"
 )
 
 // Rule is one rules: entry, compiled, with the layer it came from.
@@ -15,6 +16,9 @@ type Rule struct {
 	Agents []string
 	Events []string
 	Mode   string
+	// Schedule is the rule's schedule's text ("" when it sets none),
+	// checked by schedule.Parse when the configuration was loaded.
+	Schedule string
 	// From names the config file (or "the Obsidian settings") that
 	// holds the rule, for messages.
 	From string
@@ -30,6 +34,9 @@ type Scope struct {
 	Agents []string // nil: any agent
 	Events []string // nil: any event
 	Mode   string
+	// Schedule is the last matching rule's schedule ("" for none); a
+	// note's own knot_schedule overrides it.
+	Schedule string
 	// Why names the rule that turned the note off, for its skip reason.
 	Why string
 }
@@ -49,6 +56,9 @@ func (c *Config) ScopeOf(rel string) Scope {
 		}
 		if r.Mode != "" && r.Mode != "off" {
 			s.Mode = r.Mode
+		}
+		if r.Schedule != "" {
+			s.Schedule = r.Schedule
 		}
 		s.Agents = narrow(s.Agents, r.Agents)
 		s.Events = narrow(s.Events, r.Events)
@@ -85,8 +95,8 @@ func compileRules(rs []RuleSettings, from string, add func(key, format string, a
 		}
 		ok := true
 		for _, e := range r.Events {
-			if e != "created" && e != "modified" && e != "deleted" {
-				add(key+".events", "rules: path %q: event %q is not created, modified or deleted", r.Path, e)
+			if e != "created" && e != "modified" && e != "deleted" && e != "scheduled" {
+				add(key+".events", "rules: path %q: event %q is not created, modified, deleted or scheduled", r.Path, e)
 				ok = false
 			}
 		}
@@ -106,8 +116,15 @@ func compileRules(rs []RuleSettings, from string, add func(key, format string, a
 			add(key+".agent", "rules: path %q: agent %q is not among its agents (%s)", r.Path, r.Agent, strings.Join(r.Agents, ", "))
 			ok = false
 		}
+		if r.Schedule != "" {
+			if _, err := schedule.Parse(r.Schedule, nil); err != nil {
+				add(key+".schedule", "rules: path %q: %v", r.Path, err)
+				ok = false
+			}
+		}
 		if ok {
-			out = append(out, Rule{Scope: sc, Agent: r.Agent, Agents: slices.Clone(r.Agents), Events: lowerAll(r.Events), Mode: r.Mode, From: from})
+			out = append(out, Rule{Scope: sc, Agent: r.Agent, Agents: slices.Clone(r.Agents), Events: lowerAll(r.Events), Mode: r.Mode,
+				Schedule: strings.Join(strings.Fields(r.Schedule), " "), From: from})
 		}
 	}
 	return out

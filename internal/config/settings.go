@@ -120,6 +120,10 @@ type RuleSettings struct {
 	Agents []string `yaml:"agents"`
 	Events []string `yaml:"events"`
 	Mode   string   `yaml:"mode"`
+	// Schedule runs the notes under Path on a schedule (event Scheduled;
+	// syntax in package schedule), unless a note sets its own
+	// knot_schedule.
+	Schedule string `yaml:"schedule"`
 }
 
 // BudgetSettings is the budget section of a Settings layer: caps on the

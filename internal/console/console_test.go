@@ -323,6 +323,8 @@ func TestConsole_Pages(t *testing.T) {
 	f.b.status.Paused = []control.Paused{{Note: "a.md", Why: "on holiday"}}
 	f.b.status.Deferred = []control.Paused{{Note: "never.md", Why: "the vault's budget of $1.00 a day is spent"}}
 	f.b.status.Today = control.Totals{Runs: 2, OK: 1, Failed: 1, InputTokens: 110, OutputTokens: 23, Metered: 1, CostUSD: 0.0123, Priced: 1}
+	f.b.status.Schedules = []control.Schedule{{Note: "a.md", Schedule: "daily 07:00", Zone: "Europe/Paris", Next: time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)},
+		{Note: "never.md", Problem: "knot_schedule: daily 25:00 <is> not a time"}}
 	section, err := tieoff.Format(tieoff.Section{Event: strand.Modified, Strand: "a.md", Time: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC), RunID: ok,
 		Body: "Some **bold** text, <script>alert(1)</script>, [a link](javascript:alert(2)) and <img src=x onerror=alert(3)>.\n"})
 	require.NoError(t, err)
@@ -343,6 +345,7 @@ func TestConsole_Pages(t *testing.T) {
 		"never.md", "(user)", // waiting
 		"exit status 3", "on holiday", // failures, paused
 		"Waiting for the day's budget (1)", "budget of $1.00 a day is spent", // deferred
+		"Schedules (2)", "daily 07:00 (Europe/Paris)", "next 2026-11-24 06:00 UTC", "cannot be used: knot_schedule: daily 25:00 &lt;is&gt; not a time", // schedules
 		"2 runs, 1 ok, 1 failed; 110 tokens in, 23 out (reported by the CLIs of 1 run); $0.0123 reported by the CLIs of 1 run", // today
 		`data-note="a.md"`, "$0.0123", // cost reported
 		`data-note="sub/b.md"`, "in progress",

@@ -225,8 +225,23 @@ type Status struct {
 	// first.
 	Questions []Question `json:"questions"`
 	Today     Totals     `json:"today"`
+	// Schedules are the notes that carry a schedule, with its next time
+	// (or why it cannot be used); only a running knotd says them.
+	Schedules []Schedule `json:"schedules,omitempty"`
 	// Now is when the status was taken (elapsed times are to it).
 	Now time.Time `json:"now"`
+}
+
+// Schedule is a note's schedule: when it falls due next, and the last
+// occurrence it fired; Problem says why a schedule cannot be used (the
+// note is otherwise served).
+type Schedule struct {
+	Note     string    `json:"note"`
+	Schedule string    `json:"schedule,omitempty"`
+	Zone     string    `json:"zone,omitempty"`
+	Next     time.Time `json:"next,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
+	Problem  string    `json:"problem,omitempty"`
 }
 
 // Running is a run in progress.

@@ -5,7 +5,7 @@
 // # The block and knotd's keys
 //
 // What is frontmatter, knotd's keys (knot_session, knot_resume, knot_mode,
-// knot_agent, knot_model, knot_events, knot_answer), their aliases (agent-doc's names,
+// knot_agent, knot_model, knot_events, knot_answer, knot_schedule), their aliases (agent-doc's names,
 // read and never written) and how their values are read are specified in
 // docs/formats.md#frontmatter. The YAML is decoded with
 // github.com/adrg/frontmatter and gopkg.in/yaml.v3; knotd's own scanner

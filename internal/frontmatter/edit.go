@@ -42,7 +42,7 @@ func SetSession(src []byte, id string) ([]byte, error) {
 }
 
 // ownKeysOut is the change that takes knotd's own keys out of a strand.
-var ownKeysOut = map[string]any{KeySession: nil, KeyResume: nil, KeyAnswer: nil}
+var ownKeysOut = map[string]any{KeySession: nil, KeyResume: nil, KeyAnswer: nil, KeySchedule: nil}
 
 // AskNewSession sets knot_session to "new" (NewSessionValue): the strand
 // asks knotd for a new conversation at its next run (knotd reset).

@@ -182,6 +182,7 @@ func TestWithoutOwnKeys(t *testing.T) {
 		{"an answer is knotd's", "---\nknot_answer: approve 3f9a2c1b\n---\nbody\n", "body\n"},
 		{"answers among the user's keys", "---\ntitle: t\nknot_answer:\n  - approve 3f9a2c1b\n  - deny 0badf00d too risky\ntags: [a]\n---\nbody\n", "---\ntitle: t\ntags: [a]\n---\nbody\n"},
 		{"an answer beside a session", "---\nknot_session: " + id + "\nknot_answer: 'Deny 3f9a2c1b: no'\n---\nbody\n", "body\n"},
+		{"a schedule is knotd's", "---\ntitle: t\nknot_schedule: daily 07:00\n---\nbody\n", "---\ntitle: t\n---\nbody\n"},
 		{"other keys are content", "---\nknot_mode: replace\n---\nbody\n", "---\nknot_mode: replace\n---\nbody\n"},
 		{"aliases are the user's", "---\nsession: " + id + "\n---\nbody\n", "---\nsession: " + id + "\n---\nbody\n"},
 		{"invalid YAML is left alone", "---\n: [\n---\nbody\n", "---\n: [\n---\nbody\n"},

@@ -25,6 +25,10 @@ const (
 	// or a list. One of knotd's own keys: changing it alone is no change
 	// of the note's content (see WithoutOwnKeys).
 	KeyAnswer = "knot_answer"
+	// KeySchedule runs the note on a schedule (issue 27: event
+	// Scheduled; syntax in package schedule). One of knotd's own keys:
+	// setting or changing it alone is no change of the note's content.
+	KeySchedule = "knot_schedule"
 )
 
 // Mode says what knotd does with a strand's tie-off.
@@ -64,6 +68,13 @@ type Fields struct {
 	// []any of them, or whatever else was written), nil when the key is
 	// absent or null; question.ParseNoteAnswers reads and checks it.
 	Answer any
+	// Schedule is the text of knot_schedule, blanks collapsed ("" when
+	// absent or null). The vault checks it (schedule.Parse) and reports a
+	// schedule it cannot read without keeping the note from running, so
+	// it is not among Problems; ScheduleProblem says why a value that is
+	// not text was not read.
+	Schedule        string
+	ScheduleProblem *FieldError
 	// Problems are the knotd keys whose values cannot be used, in source
 	// order: wrong types (knot_model: 123), unknown values (knot_events:
 	// [bogus]), an invalid session id, and unknown knot_* keys.
@@ -119,10 +130,11 @@ const (
 	fieldModel
 	fieldEvents
 	fieldAnswer
+	fieldSchedule
 	numFields
 )
 
-var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents, KeyAnswer}
+var canonical = [numFields]string{KeySession, KeyResume, KeyMode, KeyAgent, KeyModel, KeyEvents, KeyAnswer, KeySchedule}
 
 // unknownKeyMsg is the problem of an unknown knot_* key (made once: a block
 // can hold many).
@@ -212,6 +224,16 @@ func (p *parsed) readFields() error {
 			}
 			continue
 		}
+		if f == fieldSchedule {
+			// Never a problem that keeps the note from running: the
+			// vault says what is wrong with it and serves the note.
+			if s, present, msg := stringValue(e.v); msg != "" {
+				fs.ScheduleProblem = &FieldError{Key: e.key, Line: line, Msg: msg}
+			} else if present {
+				fs.Schedule = strings.Join(strings.Fields(s), " ")
+			}
+			continue
+		}
 		if f == fieldEvents {
 			events, msg := eventsValue(e.v)
 			if msg != "" {
@@ -298,7 +320,7 @@ func eventsValue(n *yaml.Node) ([]string, string) {
 	for _, it := range items {
 		s, present, msg := stringValue(it)
 		if msg != "" || !present {
-			return nil, "the list holds " + describe(it) + "; want created, modified or deleted"
+			return nil, "the list holds " + describe(it) + "; want created, modified, deleted or scheduled"
 		}
 		names = append(names, s)
 	}

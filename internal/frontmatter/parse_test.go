@@ -117,6 +117,18 @@ func TestParse(t *testing.T) {
 			block:  "---\nknot_events: Deleted\n---\n",
 		},
 		{
+			name:   "scheduled_event",
+			src:    "---\nknot_events: [scheduled, Modified]\n---\n",
+			fields: Fields{Events: []string{"scheduled", "modified"}},
+			block:  "---\nknot_events: [scheduled, Modified]\n---\n",
+		},
+		{
+			name:   "schedule",
+			src:    "---\nknot_schedule: daily   07:00 Europe/Paris\n---\n",
+			fields: Fields{Schedule: "daily 07:00 Europe/Paris"},
+			block:  "---\nknot_schedule: daily   07:00 Europe/Paris\n---\n",
+		},
+		{
 			name:   "empty_event_list",
 			src:    "---\nknot_events: []\n---\n",
 			fields: Fields{Events: []string{}},
@@ -275,13 +287,20 @@ func TestParse_Problems(t *testing.T) {
 		{
 			name:   "events_bogus",
 			src:    "---\nknot_agent: a\nknot_events: [created, bogus]\n---\n",
-			want:   []string{`frontmatter: line 3: knot_events: unknown event "bogus"; want created, modified or deleted`},
+			want:   []string{`frontmatter: line 3: knot_events: unknown event "bogus"; want created, modified, deleted or scheduled`},
 			fields: Fields{Agent: "a"},
 		},
 		{
 			name: "events_map",
 			src:  "---\nknot_events: {created: true}\n---\n",
 			want: []string{`frontmatter: line 2: knot_events: the value a map is not an event or a list of events; write for example [created, modified]`},
+		},
+		{
+			// Not among the problems (the note still runs): the vault
+			// reports it.
+			name:   "schedule_not_text",
+			src:    "---\nknot_agent: a\nknot_schedule: [daily, 07:00]\n---\n",
+			fields: Fields{Agent: "a", ScheduleProblem: &FieldError{Key: "knot_schedule", Line: 3, Msg: "the value a list is not text"}},
 		},
 		{
 			name: "session_not_uuid",
@@ -312,7 +331,7 @@ func TestParse_Problems(t *testing.T) {
 			name: "unknown_knot_key_and_empty_resume",
 			src:  "---\nknot_mdoe: off\nknot_resume: ''\n---\n",
 			want: []string{
-				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events, knot_answer`,
+				`frontmatter: line 2: knot_mdoe: unknown knotd key; knotd's keys are knot_session, knot_resume, knot_mode, knot_agent, knot_model, knot_events, knot_answer, knot_schedule`,
 				`frontmatter: line 3: knot_resume: the value is empty; remove the key or give it a value`,
 			},
 		},

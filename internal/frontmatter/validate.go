@@ -66,9 +66,9 @@ func checkEvents(names []string) ([]string, string) {
 	for _, s := range names {
 		e := strings.ToLower(s)
 		switch e {
-		case "created", "modified", "deleted":
+		case "created", "modified", "deleted", "scheduled":
 		default:
-			return nil, "unknown event " + short(s) + "; want created, modified or deleted"
+			return nil, "unknown event " + short(s) + "; want created, modified, deleted or scheduled"
 		}
 		dup := false
 		for _, o := range out {

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// EventType is what happened to a strand: exactly one of Created, Modified
-// or Deleted. The zero value is not a valid event type.
+// EventType is what happened to a strand: exactly one of Created, Modified,
+// Deleted or Scheduled (a schedule the note carries came due). The zero
+// value is not a valid event type.
 type EventType uint8
 
 // The closed set of event types. Their String forms are the labels written
@@ -16,14 +17,16 @@ const (
 	Created EventType = iota + 1
 	Modified
 	Deleted
+	Scheduled
 )
 
 // EventTypes lists every valid event type in order.
-var EventTypes = [...]EventType{Created, Modified, Deleted}
+var EventTypes = [...]EventType{Created, Modified, Deleted, Scheduled}
 
-var labels = [...]string{Created: "Created", Modified: "Modified", Deleted: "Deleted"}
+var labels = [...]string{Created: "Created", Modified: "Modified", Deleted: "Deleted", Scheduled: "Scheduled"}
 
-// String returns the event's label: "Created", "Modified" or "Deleted".
+// String returns the event's label: "Created", "Modified", "Deleted" or
+// "Scheduled".
 // An invalid value prints as EventType(N).
 func (e EventType) String() string {
 	if e.Valid() {
@@ -32,8 +35,8 @@ func (e EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", uint8(e))
 }
 
-// Valid reports whether e is one of the three event types.
-func (e EventType) Valid() bool { return e >= Created && e <= Deleted }
+// Valid reports whether e is one of the four event types.
+func (e EventType) Valid() bool { return e >= Created && e <= Scheduled }
 
 // ParseEventType parses an event label. It accepts the exact labels and,
 // because frontmatter (knot_events) writes them in lower case, any case.
@@ -43,7 +46,7 @@ func ParseEventType(s string) (EventType, error) {
 			return e, nil
 		}
 	}
-	return 0, fmt.Errorf("strand: unknown event %q (want created, modified or deleted)", s)
+	return 0, fmt.Errorf("strand: unknown event %q (want created, modified, deleted or scheduled)", s)
 }
 
 // MarshalText implements encoding.TextMarshaler with the event's label.

@@ -6,12 +6,12 @@ import (
 )
 
 func TestEventTypeLabels(t *testing.T) {
-	want := map[EventType]string{Created: "Created", Modified: "Modified", Deleted: "Deleted"}
+	want := map[EventType]string{Created: "Created", Modified: "Modified", Deleted: "Deleted", Scheduled: "Scheduled"}
 	for e, label := range want {
 		if e.String() != label {
 			t.Errorf("%d.String() = %q; want %q", e, e.String(), label)
 		}
-		for _, in := range []string{label, "created", "MODIFIED", "deleted"} {
+		for _, in := range []string{label, "created", "MODIFIED", "deleted", "scheduled", "SCHEDULED"} {
 			got, err := ParseEventType(in)
 			if err != nil {
 				t.Errorf("ParseEventType(%q): %v", in, err)
@@ -26,7 +26,7 @@ func TestEventTypeLabels(t *testing.T) {
 			t.Errorf("ParseEventType(%q) succeeded; want error", bad)
 		}
 	}
-	if EventType(0).Valid() || EventType(4).Valid() {
+	if EventType(0).Valid() || EventType(5).Valid() {
 		t.Error("out-of-range EventType reported valid")
 	}
 	if s := EventType(9).String(); s != "EventType(9)" {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/knotd/knotd/internal/question"
 	"github.com/knotd/knotd/internal/strand"
@@ -46,6 +47,13 @@ func TestParseMarker(t *testing.T) {
 		{name: "unknown verdict", line: "<!-- knot:run r verdict=approved -->", bad: true},
 		{name: "verdict upper case", line: "<!-- knot:run r verdict=Approve -->", bad: true},
 		{name: "duplicate verdict", line: "<!-- knot:run r verdict=deny verdict=deny -->", bad: true},
+		{name: "due", line: "<!-- knot:run r bytes=3 due=1795849200 -->", want: marker{id: "r", size: 3, due: time.Unix(1795849200, 0).UTC()}},
+		{name: "due zero", line: "<!-- knot:run r due=0 -->", bad: true},
+		{name: "due negative", line: "<!-- knot:run r due=-5 -->", bad: true},
+		{name: "due with a sign", line: "<!-- knot:run r due=+5 -->", bad: true},
+		{name: "due as a date", line: "<!-- knot:run r due=2026-11-21T07:00:00Z -->", bad: true},
+		{name: "due past year 9999", line: "<!-- knot:run r due=253402300800 -->", bad: true},
+		{name: "duplicate due", line: "<!-- knot:run r due=5 due=5 -->", bad: true},
 		{name: "duplicate bytes", line: "<!-- knot:run " + id + " bytes=12 bytes=12 -->", bad: true},
 		{name: "duplicate hash", line: "<!-- knot:run " + id + " sha256=" + h + " sha256=" + h + " -->", bad: true},
 		{name: "duplicate session", line: "<!-- knot:run " + id + " session=a session=b -->", bad: true},
@@ -202,4 +210,45 @@ func FuzzMarker(f *testing.F) {
 			t.Fatalf("parseMarker(formatMarker(%+v)) = %+v, %v", m, again, err)
 		}
 	})
+}
+
+// TestFormat_Scheduled: a Scheduled section records the occurrence it stands
+// for in its marker (due=), Parse gives it back, and a due time on any other
+// event, or on a marker of a section that is not Scheduled, is refused or
+// reported.
+func TestFormat_Scheduled(t *testing.T) {
+	due := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	s := mkSection(0, strand.Scheduled, "n.md", "Brief.")
+	s.RunID, s.Hash, s.Due = testRun, testHash, due
+	b := mustFormat(t, s)
+	want := "## Event: Scheduled\n## Strand: n.md\n## Timestamp: 2026-11-21T19:30:05Z\n<!-- knot:run " + testRun + " bytes=7 sha256=" + testHash + " due=1795759200 -->\n---\n\nBrief.\n"
+	if string(b) != want {
+		t.Fatalf("Format = %q; want %q", b, want)
+	}
+	secs, probs := Parse(b)
+	if len(secs) != 1 || len(probs) > 0 {
+		t.Fatalf("Parse = %d sections, %s", len(secs), problemsString(probs))
+	}
+	if !secs[0].Due.Equal(due) || secs[0].Event != strand.Scheduled {
+		t.Errorf("Parse = %+v; want Scheduled, due %v", secs[0], due)
+	}
+	if err := sameSection(secs[0], written(s)); err != nil {
+		t.Error(err)
+	}
+
+	m := mkSection(0, strand.Modified, "n.md", "Reply.")
+	m.RunID, m.Due = testRun, due
+	if _, err := Format(m); err == nil {
+		t.Error("Format(Modified with a due time) succeeded")
+	}
+	noRun := mkSection(0, strand.Scheduled, "n.md", "Reply.")
+	noRun.RunID, noRun.Due = "", due
+	if _, err := Format(noRun); err == nil {
+		t.Error("Format(due time without a run id) succeeded")
+	}
+	forged := strings.Replace(string(b), "Event: Scheduled", "Event: Modified", 1)
+	secs, probs = Parse([]byte(forged))
+	if len(secs) != 1 || len(probs) != 1 || !secs[0].Due.IsZero() {
+		t.Errorf("Parse(due on a Modified section) = %+v, %s; want no due and one problem", secs, problemsString(probs))
+	}
 }

@@ -210,6 +210,13 @@ func (p *parse) section(ki, next, end int) (size, bodyEnd int, ok bool) {
 				p.problem(markerLine+1, "malformed run marker", "")
 			}
 			s.RunID, s.Hash, s.Session, size = m.id, m.hash, m.session, m.size
+			if !m.due.IsZero() {
+				if s.Event == strand.Scheduled {
+					s.Due = m.due
+				} else {
+					p.problem(markerLine+1, "due= in the run marker of a section that is not Scheduled; it is ignored", "")
+				}
+			}
 			k++
 		}
 	}

@@ -78,6 +78,13 @@ type Section struct {
 	// verdict=; "" on any other section. An answer needs a run id of its
 	// own.
 	Verdict string
+	// Due is, on a Scheduled section, the occurrence of the note's
+	// schedule the run stands for (for a late run, the newest of those it
+	// stands for); zero on any other. It is recorded in the run marker
+	// (due=, Unix seconds), so that a device that takes over answering the
+	// vault, without this device's state, neither skips nor repeats an
+	// occurrence.
+	Due time.Time
 	// Body is the agent's reply. Format neutralises it (see the package
 	// documentation); Parse returns it as it stands in the file.
 	Body string
@@ -120,6 +127,8 @@ const (
 	markerQuestion = "question"
 	markerCall     = "call"
 	markerVerdict  = "verdict"
+	// A scheduled run's occurrence (Unix seconds).
+	markerDue = "due"
 	// hashLen is the length of a hex SHA-256.
 	hashLen = 64
 	// headerBreak is what follows the header lines: the thematic break
@@ -161,7 +170,7 @@ func Format(s Section) ([]byte, error) {
 	}
 	if s.RunID != "" {
 		b.WriteString(formatMarker(marker{id: s.RunID, size: len(body), hash: s.Hash, session: s.Session,
-			question: s.Question, call: s.Call, verdict: s.Verdict}))
+			question: s.Question, call: s.Call, verdict: s.Verdict, due: s.Due}))
 		b.WriteByte('\n')
 	}
 	b.WriteString(headerBreak)
@@ -189,8 +198,14 @@ func (s Section) validate() error {
 	if err := validRunID(s.RunID, true); err != nil {
 		return err
 	}
-	if s.RunID == "" && (s.Hash != "" || s.Session != "") {
-		return bad("a hash or session without a run id (there is no run marker to record it in)")
+	if s.RunID == "" && (s.Hash != "" || s.Session != "" || !s.Due.IsZero()) {
+		return bad("a hash, session or due time without a run id (there is no run marker to record it in)")
+	}
+	if !s.Due.IsZero() && s.Event != strand.Scheduled {
+		return bad("a due time on a %v section (only a Scheduled run stands for an occurrence)", s.Event)
+	}
+	if y := s.Due.UTC().Year(); !s.Due.IsZero() && (y < 1970 || y > 9999) {
+		return bad("due time %v out of range", s.Due)
 	}
 	if s.Hash != "" && !validHash(s.Hash) {
 		return bad("hash %q is not 64 lower-case hex digits", s.Hash)
@@ -414,12 +429,14 @@ type marker struct {
 	// A question's id, and its call hash or its answer's verdict; "" when
 	// not recorded.
 	question, call, verdict string
+	// due is a scheduled run's occurrence; zero when not recorded.
+	due time.Time
 }
 
 // formatMarker writes a run marker line, without its line ending:
 // "<!-- knot:run ID bytes=N sha256=HEX session=S question=Q call=HEX
-// verdict=V -->", each field after bytes= only when set, always in this
-// order.
+// verdict=V due=UNIX -->", each field after bytes= only when set, always
+// in this order.
 func formatMarker(m marker) string {
 	var b strings.Builder
 	b.WriteString(markerPrefix)
@@ -437,6 +454,9 @@ func formatMarker(m marker) string {
 			b.WriteString(" " + f.k + "=" + f.v)
 		}
 	}
+	if !m.due.IsZero() {
+		b.WriteString(" " + markerDue + "=" + strconv.FormatInt(m.due.Unix(), 10))
+	}
 	b.WriteString(" " + markerSuffix)
 	return b.String()
 }
@@ -446,7 +466,7 @@ func formatMarker(m marker) string {
 // it knows are bytes (a decimal length), sha256 (64 lower-case hex digits),
 // session (at most maxSessionLen bytes of [A-Za-z0-9._-]), question (an id
 // question.ValidID accepts), call (64 lower-case hex digits) and verdict
-// (approve, deny or withdraw); it ignores
+// (approve, deny or withdraw) and due (Unix seconds); it ignores
 // any other key, so that a marker from a newer knotd still reads. A field
 // that is not key=value, a key given twice, or a bad value of a known key
 // make the marker malformed. The old forms "<!-- knot:run ID -->" and
@@ -501,10 +521,19 @@ func parseMarker(line []byte) (marker, error) {
 				return bad()
 			}
 			m.verdict = v
+		case markerDue:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 || n > maxDue || !isDigits(v) {
+				return bad()
+			}
+			m.due = time.Unix(n, 0).UTC()
 		}
 	}
 	return m, nil
 }
+
+// maxDue is the largest due= a marker may record: the end of year 9999.
+const maxDue = 253402300799
 
 // validKey reports whether k can be a marker field's key: one or more
 // bytes of [A-Za-z0-9._-].

@@ -115,6 +115,8 @@ func sameSection(got, want Section) error {
 		return fmt.Errorf("Hash = %q; want %q", got.Hash, want.Hash)
 	case got.Session != want.Session:
 		return fmt.Errorf("Session = %q; want %q", got.Session, want.Session)
+	case !got.Due.Equal(want.Due):
+		return fmt.Errorf("Due = %v; want %v", got.Due, want.Due)
 	case got.Body != want.Body:
 		return fmt.Errorf("Body = %q; want %q", got.Body, want.Body)
 	}

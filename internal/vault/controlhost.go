@@ -152,6 +152,15 @@ func (h controlHost) Log() *slog.Logger    { return h.v.log }
 func (h controlHost) Store() *state.Store  { return h.v.store }
 func (h controlHost) DefaultAgent() string { return h.v.config().DefaultAgent }
 
+// Schedules: the notes' schedules and their next times (knotd status).
+func (h controlHost) Schedules() []control.Schedule {
+	var out []control.Schedule
+	for _, s := range h.v.ScheduleStatuses() {
+		out = append(out, control.Schedule{Note: s.Note, Schedule: s.Schedule, Zone: s.Zone, Next: s.Next, Last: s.Last, Problem: s.Problem})
+	}
+	return out
+}
+
 func (h controlHost) Live() (ctl.Scheduler, bool) {
 	if s := h.v.live.Load(); s != nil {
 		return liveJobs{s}, true

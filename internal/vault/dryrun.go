@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/knotd/knotd/internal/state"
@@ -90,8 +91,18 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 	} else if pending, err = v.recon.Reconcile([]watcher.Hint{{Dir: true}}); err != nil {
 		return err
 	}
+	// The notes whose schedule is due (or late) would run too, as
+	// Scheduled; a note also changed runs once, Scheduled.
+	v.startSchedules()
+	due := map[string]*agentrun.Occurrence{}
+	for _, f := range v.dueSchedules() {
+		if _, ok := due[f.Rel]; !ok && !slices.Contains(pending, f.Rel) {
+			pending = append(pending, f.Rel)
+		}
+		due[f.Rel] = &f.Occ
+	}
 	if len(pending) == 0 {
-		fmt.Fprintln(w, "nothing to do: every note is processed")
+		fmt.Fprintln(w, "nothing to do: every note is processed, and no schedule is due")
 		return nil
 	}
 	var paused, deferred []string
@@ -99,7 +110,11 @@ func DryRun(ctx context.Context, root string, opts Options, once OnceOptions, w 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		switch skip := v.pipe.Show(w, rel, Job{FiredBy: agentrun.FiredByOnce, Force: once.All}, v.prompt); {
+		job := Job{FiredBy: agentrun.FiredByOnce, Force: once.All}
+		if occ := due[rel]; occ != nil {
+			job = Job{FiredBy: agentrun.FiredBySchedule, Scheduled: occ}
+		}
+		switch skip := v.pipe.Show(w, rel, job, v.prompt); {
 		case skip == pipeline.PausedSkip:
 			paused = append(paused, rel)
 		case strings.HasPrefix(skip, pipeline.BudgetSkip):

@@ -198,6 +198,12 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 			s.Submit(rel, Job{FiredBy: agentrun.FiredByAnswer})
 		}
 	}
+	if opts.Notes == nil {
+		// What the notes' schedules made due (late, when knotd was not
+		// running at the time) runs in the pass too.
+		v.startSchedules()
+		v.submitDue(s)
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runErr error
@@ -206,6 +212,11 @@ func (v *Vault) Once(ctx context.Context, opts OnceOptions) (res Summary, err er
 	stop()
 	wg.Wait()
 	release()
+	if opts.Notes == nil && idleErr == nil {
+		// The notes the pass recorded for the first time may carry a
+		// schedule: it starts from now (and a bad one is said now).
+		v.startSchedules()
+	}
 	if opts.Progress != nil {
 		opts.Progress(total, total, "")
 	}

@@ -53,6 +53,11 @@ func (v *Vault) scheduler(ctx context.Context, report func(RunReport)) (s *sched
 	s.Merge = func(waiting, submitted Job) Job {
 		submitted.Force = submitted.Force || waiting.Force
 		submitted.ByHand = submitted.ByHand || waiting.ByHand
+		if submitted.Scheduled == nil {
+			// A change and a schedule's occurrence: one run, Scheduled,
+			// on the latest content.
+			submitted.Scheduled = waiting.Scheduled
+		}
 		return submitted
 	}
 	s.Work = func(_ context.Context, rel string, job Job) {

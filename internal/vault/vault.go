@@ -144,6 +144,9 @@ type Vault struct {
 	// asks are the questions runs wait on now (questions.go).
 	asks questionsOf
 
+	// schedules are the notes' schedules and what they fired (schedules.go).
+	schedules scheduleKeeper
+
 	// observe and faults are the daemon's test seams (seams.go);
 	// checkEvery is how often Watch checks, when nothing happens, that
 	// the vault directory is there and retries journaled runs.

@@ -132,6 +132,7 @@ func (v *Vault) answerWatch(ctx context.Context, opts WatchOptions) error {
 	var wg sync.WaitGroup
 	var schedErr, watchErr error
 	wg.Go(func() { schedErr = s.Run(schedCtx) })
+	wg.Go(func() { v.runSchedules(schedCtx, s) })
 	if v.config().Poll > 0 {
 		p := &watcher.Poller{Interval: v.config().Poll}
 		wg.Go(func() { watchErr = p.Run(watchCtx, hints) })

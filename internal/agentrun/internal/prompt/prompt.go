@@ -66,6 +66,46 @@ type Spec struct {
 	// Asking, at permissions: ask, says on the Permissions line what
 	// becomes of a call that is not a read ("" writes no such line).
 	Asking string
+	// Schedule is, for a Scheduled event, the schedule that fired and the
+	// occurrences the run stands for; nil for any other event.
+	Schedule *Occurrence
+}
+
+// Occurrence is what a Scheduled run stands for: the note's schedule and
+// the occurrence (or, after knotd was stopped or the machine slept, the
+// occurrences) that fell due.
+type Occurrence struct {
+	// Schedule is the schedule's text as the note or the rule wrote it
+	// (schedule.Schedule.String: one line, bounded), Zone the name of the
+	// zone its times are in.
+	Schedule, Zone string
+	// Due is the occurrence the run stands for: the latest one due.
+	Due time.Time
+	// Count is how many occurrences the run stands for (1 when on time);
+	// First is the first of them.
+	Count int
+	First time.Time
+	// Late is how long after Due the run starts when it is late (knotd
+	// was stopped, the machine slept); 0 when it is on time.
+	Late time.Duration
+}
+
+// scheduleLines writes the Event Context lines of a scheduled run: which
+// schedule fired, when it was due, and, when late, by how much and which
+// occurrences the run stands for.
+func scheduleLines(b *strings.Builder, o *Occurrence) {
+	b.WriteString("Schedule: " + o.Schedule + " (" + o.Zone + ")\n")
+	b.WriteString("Due: " + o.Due.UTC().Format(time.RFC3339) + "\n")
+	if o.Late <= 0 && o.Count <= 1 {
+		return
+	}
+	late := o.Late.Round(time.Second).String()
+	switch {
+	case o.Count <= 1:
+		b.WriteString("Late: " + late + "; stands for 1 occurrence, due then\n")
+	default:
+		b.WriteString("Late: " + late + "; stands for " + strconv.Itoa(o.Count) + " occurrences since " + o.First.UTC().Format(time.RFC3339) + " (one run for all of them)\n")
+	}
 }
 
 // Build returns the prompt text: instructions (when inline), the Event
@@ -120,6 +160,9 @@ func Build(s Spec) (string, error) {
 	b.WriteString("Session: " + s.Session + " (" + s.SessionState + ")\n")
 	b.WriteString("Turn: " + strconv.Itoa(s.Turn) + "\n")
 	b.WriteString("Fired-By: " + s.FiredBy + "\n")
+	if ev.Type == strand.Scheduled && s.Schedule != nil {
+		scheduleLines(&b, s.Schedule)
+	}
 	if s.Asking != "" {
 		b.WriteString("Permissions: ask (" + s.Asking + ")\n")
 	}

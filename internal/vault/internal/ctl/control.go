@@ -186,6 +186,9 @@ func (c *Control) Status(context.Context) (control.Status, error) {
 	if s, ok := c.host.Live(); ok {
 		st.Queued = append(st.Queued, s.Queued()...)
 	}
+	if sh, ok := c.host.(interface{ Schedules() []control.Schedule }); ok {
+		st.Schedules = sh.Schedules()
+	}
 	if err := storedStatus(&st, c.host.Store(), c.o.Folder.Runs()); err != nil {
 		return st, err
 	}

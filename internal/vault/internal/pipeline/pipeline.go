@@ -92,6 +92,11 @@ type Job struct {
 	// ByHand says the user asked for the run (knotd run, retry): it
 	// runs even if the strand is paused.
 	ByHand bool
+	// Scheduled, when set, is the occurrence of the note's schedule that
+	// fell due: the note runs with event Scheduled, changed or not (a
+	// note that is gone does not run). Pause, budgets, breakers, knot_mode
+	// and knot_events apply as to any event.
+	Scheduled *agentrun.Occurrence
 }
 
 // RunReport is what processing one strand did, for logs and the --once
@@ -472,6 +477,8 @@ func (pl *Pipeline) look(rel string, job Job) (*work, string, error) {
 		return nil, "ignored", nil
 	case where == Absent && !w.has:
 		return nil, "", nil
+	case where == Absent && job.Scheduled != nil:
+		return nil, "", nil // a note that is gone does not run on its schedule
 	case where == Absent:
 		w.event, w.hash = strand.Deleted, w.rec.Hash
 		if w.previous, _, err = h.Store().Content(w.rel); err != nil {
@@ -483,6 +490,9 @@ func (pl *Pipeline) look(rel string, job Job) (*work, string, error) {
 	w.event = strand.Created
 	if w.has {
 		w.event = strand.Modified
+	}
+	if job.Scheduled != nil {
+		w.event = strand.Scheduled
 	}
 	content, hash, info, tooBig, err := h.ReadStrand(rel, h.Config().MaxStrandSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -498,7 +508,7 @@ func (pl *Pipeline) look(rel string, job Job) (*work, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("vault: read %s: %w", rel, err)
 	}
-	if w.has && hash == w.rec.Hash && !job.Force {
+	if w.has && hash == w.rec.Hash && !job.Force && job.Scheduled == nil {
 		// Nothing new (a touch, or already processed): remember the stamp.
 		if st := h.Stamp(info); !h.Dry() && st != w.rec.Stamp {
 			return nil, "", h.Store().Update(func(tx *state.Tx) error { return tx.Restamp(rel, st) })
@@ -533,13 +543,13 @@ func (pl *Pipeline) decide(w *work, job Job) (string, error) {
 	if w.event == strand.Deleted {
 		return pl.decideDeleted(w, job)
 	}
-	if !w.tooBig && !job.Force {
+	if !w.tooBig && !job.Force && w.event != strand.Scheduled {
 		if sec, ok := pl.answered(w); ok {
 			w.answer = &sec
 			return "already answered in its tie-off by run " + sec.RunID, nil
 		}
 	}
-	if !w.has && pl.answeredBefore(w) {
+	if !w.has && w.event == strand.Created && pl.answeredBefore(w) {
 		// New to this device's state, but its tie-off answered an earlier
 		// version of it (on another device, or before the state was
 		// lost): a change of an old note, whose earlier version knotd
@@ -715,6 +725,11 @@ func (pl *Pipeline) run(ctx context.Context, w *work, job Job) (RunReport, *repl
 	rep := RunReport{Strand: w.rel, Event: w.event, RunID: runID.String(), Agent: w.agentName, Ran: true}
 	h.Started(control.Running{Note: w.rel, RunID: rep.RunID, Agent: w.agentName, Event: w.event.String(), Started: now})
 	r := &reply{sec: tieoff.Section{Event: w.event, Strand: w.rel, Time: now, RunID: rep.RunID}, resume: w.resume}
+	if w.event == strand.Scheduled && job.Scheduled != nil {
+		// The marker records the occurrence the run stands for, so that
+		// a device that takes over neither skips nor repeats it.
+		r.sec.Due = job.Scheduled.Due
+	}
 	r.totals = w.rec.Totals // the running totals of the conversation resume names
 	if r.resume != w.rec.Resume || w.newSession {
 		r.totals = nil

@@ -46,6 +46,9 @@ func (pl *Pipeline) request(w *work, job Job, runID string, now time.Time) (agen
 	if w.newSession {
 		req.Resume = ""
 	}
+	if w.event == strand.Scheduled {
+		req.Schedule = job.Scheduled
+	}
 	if c := w.cont; c != nil && c.Answer != nil {
 		// The turn that held the call goes on, with the user's answer.
 		a := *c.Answer
