@@ -26,11 +26,11 @@ func TestDocsExamples(t *testing.T) {
 	c := question.FromClaude("Write", json.RawMessage(`{"file_path":"/home/ada/vault/notes/plan.md","content":"# Plan\n\n- one\n- two, now\n- three\n"}`), "/home/ada/vault")
 	c.Why = "I'll add the third point to the plan."
 	q := tieoff.Section{Event: strand.Modified, Strand: "notes/plan.md", Time: time.Date(2026, 11, 21, 19, 31, 40, 0, time.UTC),
-		RunID: "01a1ffb5-02c4-7a31-8e0f-55d1c2a9e410", Asked: true, Question: "3f9a2c1b", Call: c.Hash(),
+		RunID: "01a1ffa9-5b6e-7d20-b1c4-3e8f0a7d9c12.q3f9a2c1b", Asked: true, Question: "3f9a2c1b", Call: c.Hash(),
 		Body: question.QuestionBody(question.Ask{ID: "3f9a2c1b", Agent: "claude", Note: "notes/plan.md", Call: c, Current: []byte("# Plan\n\n- one\n- two\n")})}
 	at := time.Date(2026, 11, 21, 20, 2, 13, 0, time.UTC)
 	a := tieoff.Section{Event: strand.Modified, Strand: "notes/plan.md", Time: at,
-		RunID: "01a1ffd1-7e2b-7c05-9a44-0b3e6f1d2c88", Question: "3f9a2c1b", Verdict: string(question.Deny),
+		RunID: "01a1ffa9-5b6e-7d20-b1c4-3e8f0a7d9c12.a3f9a2c1b", Question: "3f9a2c1b", Verdict: string(question.Deny),
 		Body: question.AnswerBody(question.Answer{ID: "3f9a2c1b", Verdict: question.Deny, Why: "keep two as it is", From: question.FromNote, At: at}, c, "The agent is told.")}
 	for _, s := range []tieoff.Section{q, a} {
 		b, err := tieoff.Format(s)
