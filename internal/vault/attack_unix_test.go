@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/knotd/knotd/internal/agentrun"
+	"github.com/knotd/knotd/internal/agentrun/fakeagent"
 	"github.com/knotd/knotd/internal/config"
 	"github.com/knotd/knotd/internal/testutil"
 	"github.com/knotd/knotd/internal/tieoff"
@@ -205,5 +207,61 @@ func TestAttack_HardLinkedTieOff(t *testing.T) {
 	secs, _, err := tieoff.Read(e.vaultRoot(), "a.tieoff.md")
 	if err != nil || !strings.HasPrefix(e.read("a.tieoff.md"), "precious\n") || len(secs) != 2 {
 		t.Errorf("the tie-off = %q, %v; want its old content and both sections", e.read("a.tieoff.md"), err)
+	}
+}
+
+// swappingRunner runs its inner runner, then swaps the note's folder for a
+// link out of the vault before the run is recorded.
+type swappingRunner struct {
+	inner    AgentRunner
+	from, to string
+	swapped  bool
+	outside  string
+	t        *testing.T
+}
+
+func (s *swappingRunner) Run(ctx context.Context, req agentrun.Request) (agentrun.Result, error) {
+	res, err := s.inner.Run(ctx, req)
+	if !s.swapped {
+		s.swapped = true
+		mustDo(s.t, os.Rename(s.from, s.to))
+		mustDo(s.t, os.Symlink(s.outside, s.from))
+	}
+	return res, err
+}
+
+// TestAttack_FolderSwappedWhileAsking: a run that ended holding a call,
+// whose note's folder was swapped for a link out of the vault before it
+// was recorded: its reply is kept aside and its question cannot be
+// written; the run is done all the same (said in the log), not journaled
+// for ever, and a later pass does not fail on it again. Nothing is
+// written outside.
+func TestAttack_FolderSwappedWhileAsking(t *testing.T) {
+	e := newEnv(t)
+	e.useAgent("", fakeagent.Echo)
+	e.onceFresh()
+	e.write("notes/n.md", "Please write it.\nASK WRITE out.txt hello\n")
+	outside := t.TempDir()
+	opts := e.options()
+	opts.Agent = &swappingRunner{inner: &askingRunner{inner: &agentrun.Runner{}, root: e.root},
+		from: e.abs("notes"), to: e.abs("notes.moved"), outside: outside, t: t}
+	v, err := Open(e.root, opts)
+	mustDo(t, err)
+	_, err = v.Once(context.Background(), OnceOptions{})
+	mustDo(t, err)
+	pending, err := v.store.Pendings()
+	mustDo(t, err)
+	if len(pending) != 0 {
+		t.Errorf("the run is still journaled: %d entries; want it done", len(pending))
+	}
+	mustDo(t, v.Close())
+	if kept := e.rescued(); len(kept) != 1 {
+		t.Errorf("rescued = %v; want the reply kept", kept)
+	}
+	if sum, _, err := e.onceLoggedErr(); err != nil || sum.Failed != 0 {
+		t.Errorf("a later pass: %v, %+v; want it to succeed", err, sum)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the vault: %v", entries)
 	}
 }

@@ -1033,7 +1033,12 @@ func (pl *Pipeline) completeRun(p state.Pending, j Journal, check bool, tl *runL
 		// Before the run is complete: a crash now asks again at the next
 		// start (the journal holds the calls), never loses them.
 		if err := h.Asked(p.Record.Path, *j.Asking, j.Questions); err != nil {
-			return fmt.Errorf("vault: %s (the run stays journaled and is completed when knotd starts): %w", p.Record.Path, err)
+			if !pl.ties.unwritableErr(t, err) {
+				return fmt.Errorf("vault: %s (the run stays journaled and is completed when knotd starts): %w", p.Record.Path, err)
+			}
+			// A tie-off that can never be written (unwritable.go): the
+			// run's reply went aside; its questions cannot be asked.
+			h.Log().Error("cannot write down the agent's question: the note's tie-off cannot be written; the question is not asked", "strand", p.Record.Path, "run", p.RunID, "err", err)
 		}
 	}
 	if err := h.Completing(p.RunID); err != nil {
